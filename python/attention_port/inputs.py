@@ -1,0 +1,358 @@
+"""Input checking shared by the Python ports: one error type, one order of checks, one wording.
+
+Both Python ports (numpy and torch) call these functions, and the TypeScript twin
+(`typescript/src/inputs.ts`) repeats them line for line, so that a bad input raises the same
+`kind` with the same message in every language. The invalid-input fixtures hold the expected
+kind and message; both test suites check them.
+
+Checks run in this order, and the first failure is raised:
+  1. options: is_causal, enable_gqa (booleans), scale (finite or None), softcap (finite, >= 0)
+  2. query, key, value: each a rectangular array of numbers           kinds: ragged, type
+  3. attn_mask, if given: a rectangular array of booleans or numbers    kinds: ragged, type
+  4. shapes: ranks, batch dims, heads, feature sizes, key/value length  kinds: rank, shape, heads
+  5. attn_mask shape: broadcasts to the scores [..., Hq, Lq, Lk]        kind: mask
+
+Messages name the argument with its Python spelling (`attn_mask`, `enable_gqa`); the TypeScript
+port uses the same words with its own spelling (`attnMask`, `enableGqa`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+import numpy as np
+
+# Every `kind` an AttentionInputError can carry, shared with the TypeScript port.
+ERROR_KINDS = ("ragged", "type", "rank", "shape", "heads", "mask", "value")
+
+
+class AttentionInputError(ValueError):
+    """Bad input to an attention port. `kind` is one of ERROR_KINDS; the message names the
+    argument and the shapes involved."""
+
+    def __init__(self, kind: str, message: str):
+        if kind not in ERROR_KINDS:
+            raise AssertionError(f"unknown error kind {kind!r}")
+        super().__init__(message)
+        self.kind = kind
+
+
+def format_shape(shape: Sequence[int]) -> str:
+    """`[2, 4, 8]`: the way both languages write a shape in a message."""
+    return "[" + ", ".join(str(int(n)) for n in shape) + "]"
+
+
+def format_number(x: float) -> str:
+    """A number as JavaScript's String(x) writes it, so messages read the same in both ports."""
+    x = float(x)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "0"
+    # Shortest round-trip digits (both languages agree on them), laid out by JavaScript's rules:
+    # plain decimals for 1e-7 < |x| < 1e21, exponent form otherwise.
+    digit_tuple = Decimal(repr(abs(x))).normalize().as_tuple()
+    significant = "".join(str(d) for d in digit_tuple.digits)
+    point = len(significant) + int(digit_tuple.exponent) - 1  # exponent of the first digit
+    sign = "-" if x < 0 else ""
+    if -7 < point < 21:
+        if point >= 0:
+            whole = significant[: point + 1].ljust(point + 1, "0")
+            fraction = significant[point + 1 :]
+            return sign + whole + ("." + fraction if fraction else "")
+        return sign + "0." + "0" * (-point - 1) + significant
+    fraction = "." + significant[1:] if len(significant) > 1 else ""
+    return f"{sign}{significant[0]}{fraction}e{'+' if point > 0 else '-'}{abs(point)}"
+
+
+def describe_value(x: object) -> str:
+    """What a non-number is, in words both languages share."""
+    if x is None:
+        return "null"
+    if isinstance(x, (bool, np.bool_)):
+        return "a boolean"
+    if isinstance(x, str):
+        return "a string"
+    if isinstance(x, dict):
+        return "an object"
+    if isinstance(x, numbers.Real):
+        return format_number(x)
+    return f"a {type(x).__name__}"
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+
+
+def _is_boolean(x: object) -> bool:
+    return isinstance(x, (bool, np.bool_))
+
+
+def _is_array(x: object) -> bool:
+    return isinstance(x, (list, tuple))
+
+
+def _path(indices: Sequence[int]) -> str:
+    return "".join(f"[{i}]" for i in indices)
+
+
+def infer_shape(name: str, data: object) -> tuple[int, ...]:
+    """Shape of nested lists, read from the first element at each depth, then checked everywhere.
+
+    A ragged array raises kind "ragged" naming the first element (depth first) that disagrees.
+    """
+    shape: list[int] = []
+    node = data
+    while _is_array(node):
+        shape.append(len(node))
+        if len(node) == 0:
+            break
+        node = node[0]
+    shape_text = format_shape(shape)
+
+    def walk(node: object, depth: int, indices: list[int]) -> None:
+        where = name + _path(indices)
+        if depth == len(shape):
+            if _is_array(node):
+                raise AttentionInputError(
+                    "ragged",
+                    f"{name} is ragged: {where} is an array, expected a scalar"
+                    f" (shape from the first elements: {shape_text})",
+                )
+            return
+        if not _is_array(node):
+            raise AttentionInputError(
+                "ragged",
+                f"{name} is ragged: {where} is not an array, expected length {shape[depth]}"
+                f" (shape from the first elements: {shape_text})",
+            )
+        if len(node) != shape[depth]:
+            raise AttentionInputError(
+                "ragged",
+                f"{name} is ragged: {where} has length {len(node)}, expected {shape[depth]}"
+                f" (shape from the first elements: {shape_text})",
+            )
+        for i, child in enumerate(node):
+            indices.append(i)
+            walk(child, depth + 1, indices)
+            indices.pop()
+
+    walk(data, 0, [])
+    return tuple(shape)
+
+
+def _leaves(data: object, depth: int, indices: list[int]):
+    """Every scalar of a rectangular nested list with its index path, in row-major order."""
+    if depth == 0:
+        yield indices, data
+        return
+    for i, child in enumerate(data):  # type: ignore[arg-type]
+        indices.append(i)
+        yield from _leaves(child, depth - 1, indices)
+        indices.pop()
+
+
+def to_array(name: str, data: object) -> np.ndarray:
+    """query, key or value as a float64 array: nested lists or any real-valued array."""
+    if isinstance(data, np.ndarray) and data.dtype != object:
+        if data.dtype.kind not in "iuf":
+            raise AttentionInputError("type", f"{name} has dtype {data.dtype}, expected real numbers")
+        return data.astype(np.float64, copy=False)
+    if hasattr(data, "__array__") and not _is_array(data):
+        return to_array(name, np.asarray(data))
+    shape = infer_shape(name, data)
+    for indices, leaf in _leaves(data, len(shape), []):
+        if not _is_number(leaf):
+            raise AttentionInputError(
+                "type", f"{name}{_path(indices)} is {describe_value(leaf)}, expected a number"
+            )
+    return np.array(data, dtype=np.float64).reshape(shape)
+
+
+def to_mask_array(data: object) -> np.ndarray:
+    """attn_mask as a bool array (True = may attend) or a float64 array (added to the scores)."""
+    name = "attn_mask"
+    if isinstance(data, np.ndarray) and data.dtype != object:
+        if data.dtype.kind == "b":
+            return data
+        if data.dtype.kind not in "iuf":
+            raise AttentionInputError(
+                "type", f"{name} has dtype {data.dtype}, expected booleans or real numbers"
+            )
+        return data.astype(np.float64, copy=False)
+    if hasattr(data, "__array__") and not _is_array(data):
+        return to_mask_array(np.asarray(data))
+    shape = infer_shape(name, data)
+    first_kind: str | None = None
+    first_path = ""
+    for indices, leaf in _leaves(data, len(shape), []):
+        if _is_boolean(leaf):
+            kind = "a boolean"
+        elif _is_number(leaf):
+            kind = "a number"
+        else:
+            raise AttentionInputError(
+                "type",
+                f"{name}{_path(indices)} is {describe_value(leaf)}, expected a boolean or a number",
+            )
+        if first_kind is None:
+            first_kind, first_path = kind, _path(indices)
+        elif kind != first_kind:
+            raise AttentionInputError(
+                "type",
+                f"{name} mixes booleans and numbers: {name}{first_path} is {first_kind}"
+                f" but {name}{_path(indices)} is {kind}",
+            )
+    dtype = bool if first_kind == "a boolean" else np.float64
+    return np.array(data, dtype=dtype).reshape(shape)
+
+
+def check_options(is_causal: object, scale: object, enable_gqa: object, softcap: object) -> None:
+    """The scalar options, checked before any tensor is touched."""
+    if not _is_boolean(is_causal):
+        raise AttentionInputError("value", f"is_causal must be a boolean, got {describe_value(is_causal)}")
+    if not _is_boolean(enable_gqa):
+        raise AttentionInputError("value", f"enable_gqa must be a boolean, got {describe_value(enable_gqa)}")
+    if scale is not None and not (_is_number(scale) and math.isfinite(scale)):
+        raise AttentionInputError("value", f"scale must be a finite number, got {describe_value(scale)}")
+    if not (_is_number(softcap) and math.isfinite(softcap) and softcap >= 0):
+        raise AttentionInputError(
+            "value", f"softcap must be a finite number >= 0, got {describe_value(softcap)}"
+        )
+
+
+@dataclass(frozen=True)
+class AttentionShapes:
+    """The sizes every port loops over, named with DESIGN.md's dimension letters."""
+
+    batch: tuple[int, ...]  # leading batch dims, equal across query, key and value
+    query_heads: int  # Hq (1 for rank-2 inputs)
+    key_value_heads: int  # Hkv (1 for rank-2 inputs)
+    query_length: int  # Lq
+    key_length: int  # Lk
+    features: int  # E
+    value_features: int  # Ev
+    has_heads: bool  # rank >= 3: the dim before [L, E] is the head dim
+
+    @property
+    def group_size(self) -> int:
+        """Query heads that share one key/value head (1 without GQA)."""
+        return self.query_heads // self.key_value_heads
+
+    @property
+    def scores_shape(self) -> tuple[int, ...]:
+        heads = (self.query_heads,) if self.has_heads else ()
+        return (*self.batch, *heads, self.query_length, self.key_length)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        heads = (self.query_heads,) if self.has_heads else ()
+        return (*self.batch, *heads, self.query_length, self.value_features)
+
+
+def check_shapes(
+    query_shape: Sequence[int],
+    key_shape: Sequence[int],
+    value_shape: Sequence[int],
+    mask_shape: Sequence[int] | None,
+    enable_gqa: bool,
+) -> AttentionShapes:
+    """Rank, batch, head, feature and length checks, then the mask's broadcast."""
+    q, k, v = tuple(query_shape), tuple(key_shape), tuple(value_shape)
+    qs, ks, vs = format_shape(q), format_shape(k), format_shape(v)
+    for name, shape in (("query", q), ("key", k), ("value", v)):
+        if len(shape) < 2:
+            raise AttentionInputError(
+                "rank", f"{name} must have at least 2 dimensions ([L, E]), got shape {format_shape(shape)}"
+            )
+    if not len(q) == len(k) == len(v):
+        raise AttentionInputError(
+            "rank", f"query, key and value must have the same rank, got query {qs}, key {ks}, value {vs}"
+        )
+    has_heads = len(q) >= 3
+    batch_rank = max(len(q) - 3, 0)
+    for name, shape, text in (("key", k, ks), ("value", v, vs)):
+        if shape[:batch_rank] != q[:batch_rank]:
+            raise AttentionInputError(
+                "shape",
+                f"{name} has batch dims {format_shape(shape[:batch_rank])} but query has"
+                f" {format_shape(q[:batch_rank])} (query {qs}, {name} {text})",
+            )
+    query_heads = q[-3] if has_heads else 1
+    key_value_heads = k[-3] if has_heads else 1
+    if has_heads and v[-3] != k[-3]:
+        raise AttentionInputError(
+            "heads", f"value has head count {v[-3]} but key has {k[-3]} (key {ks}, value {vs})"
+        )
+    if not enable_gqa and query_heads != key_value_heads:
+        raise AttentionInputError(
+            "heads",
+            f"query has head count {query_heads} but key and value have {key_value_heads};"
+            f" set enable_gqa to share key/value heads across query heads (query {qs}, key {ks})",
+        )
+    if enable_gqa and (key_value_heads == 0 or query_heads % key_value_heads != 0):
+        raise AttentionInputError(
+            "heads",
+            f"with enable_gqa, query heads ({query_heads}) must be a multiple of key/value heads"
+            f" ({key_value_heads}) (query {qs}, key {ks})",
+        )
+    if k[-1] != q[-1]:
+        raise AttentionInputError(
+            "shape", f"key has feature size {k[-1]} but query has {q[-1]} (query {qs}, key {ks})"
+        )
+    if q[-1] == 0:
+        raise AttentionInputError(
+            "shape", f"query has feature size 0; attention needs at least one feature (query {qs})"
+        )
+    if v[-2] != k[-2]:
+        raise AttentionInputError(
+            "shape", f"value has length {v[-2]} but key has {k[-2]} (key {ks}, value {vs})"
+        )
+    shapes = AttentionShapes(
+        batch=q[:batch_rank],
+        query_heads=query_heads,
+        key_value_heads=key_value_heads,
+        query_length=q[-2],
+        key_length=k[-2],
+        features=q[-1],
+        value_features=v[-1],
+        has_heads=has_heads,
+    )
+    if mask_shape is not None:
+        check_mask_shape(tuple(mask_shape), shapes.scores_shape)
+    return shapes
+
+
+def check_mask_shape(mask_shape: tuple[int, ...], scores_shape: tuple[int, ...]) -> None:
+    """numpy broadcasting, aligned on the right: each mask dim is 1 or the scores' dim."""
+    ms, ss = format_shape(mask_shape), format_shape(scores_shape)
+    if len(mask_shape) == 0:
+        raise AttentionInputError("mask", f"attn_mask must have at least 1 dimension, got shape {ms}")
+    if len(mask_shape) > len(scores_shape):
+        raise AttentionInputError(
+            "mask",
+            f"attn_mask has rank {len(mask_shape)} but the scores {ss} have rank {len(scores_shape)}"
+            f" (attn_mask {ms})",
+        )
+    offset = len(scores_shape) - len(mask_shape)
+    for i, size in enumerate(mask_shape):
+        target = scores_shape[offset + i]
+        if size not in (1, target):
+            raise AttentionInputError(
+                "mask",
+                f"attn_mask {ms} does not broadcast to the scores {ss}:"
+                f" mask dimension {i} is {size}, expected 1 or {target}",
+            )
+
+
+def resolve_scale(scale: float | None, features: int) -> float:
+    """The default 1/sqrt(E) keeps the scores' spread near 1 whatever E is (see reference.py)."""
+    if scale is not None:
+        return float(scale)
+    return 1.0 / math.sqrt(features)
