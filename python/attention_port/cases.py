@@ -90,12 +90,23 @@ def distance_bias(query_length: int, key_length: int, slope: float) -> np.ndarra
 
 
 def large_negative_bias(rng: Generator) -> np.ndarray:
-    """-1e30 is a number, not a mask: row 0 has it everywhere (weights stay a distribution)."""
+    """Large finite biases are numbers, not masks. Row 0: -1e4 on every key, so its weights are
+    still softmax(scores); a port that took it for a mask would give a zero row. Row 1: -1e30 on
+    every other key (weight 0 there, the rest a distribution). Row 2: one -inf."""
     bias = np.zeros((4, 5))
-    bias[0, :] = -1e30
+    bias[0, :] = -1e4
     bias[1, ::2] = -1e30
     bias[2, 1] = -np.inf
     return bias
+
+
+def large_logit_keys(rng: Generator) -> np.ndarray:
+    """Six keys close to one shared direction, so that the scaled scores are all near +-1e3 (exp
+    overflows float64 past 709) yet differ by about one: without the max subtraction softmax gives
+    NaN, and the weights are not one-hot."""
+    shared = _three_digits(rng.standard_normal(16) * 30)  # [E]
+    offsets = np.round(rng.standard_normal((6, 16)) * 0.03, 3)  # [Lk, E]
+    return np.round(shared + offsets, 3)  # [Lk, E]
 
 
 @dataclass(frozen=True)
@@ -170,7 +181,8 @@ VALID_CASES = [
          (2, 2, 4, 8), (2, 2, 6, 8), (2, 2, 6, 8), attn_mask=padding_mask([4, 5], 6)),
     Case("float_mask_with_neg_inf", "Float mask of biases with -inf cells", ("rank2", "mask", "float_mask"), 15,
          (4, 8), (6, 8), (6, 8), attn_mask=float_mask((4, 6), neg_inf=0.3)),
-    Case("float_mask_large_finite", "-1e30 in a float mask is a number, not a mask", ("rank2", "mask", "float_mask"), 16,
+    Case("float_mask_large_finite", "Large finite biases (-1e4 on a whole row, -1e30) are numbers, not masks",
+         ("rank2", "mask", "float_mask"), 16,
          (4, 8), (5, 8), (5, 8), attn_mask=large_negative_bias),
     Case("causal_square", "Causal, Lq = Lk = 5", ("rank4", "causal"), 17,
          (2, 2, 5, 8), (2, 2, 5, 8), (2, 2, 5, 8), is_causal=True),
@@ -208,8 +220,8 @@ VALID_CASES = [
          (2, 0, 8), (2, 5, 8), (2, 5, 4)),
     Case("empty_keys", "Lk = 0: no key to attend to, so every row is fully masked and zero", ("rank3", "empty", "fully_masked"), 31,
          (2, 3, 8), (2, 0, 8), (2, 0, 4)),
-    Case("large_logits", "Scores around 1e3: exp() without the max subtraction would overflow", ("rank2", "stability"), 32,
-         normal((4, 16), 30.0), normal((6, 16), 30.0), (6, 8)),
+    Case("large_logits", "Scaled scores near 1e3: exp() without the max subtraction overflows", ("rank2", "stability"), 32,
+         normal((4, 16), 30.0), large_logit_keys, (6, 8)),
     Case("tiny_logits", "Scores around 1e-6: weights almost uniform", ("rank2", "stability"), 33,
          normal((4, 8), 1e-3), normal((6, 8), 1e-3), (6, 8)),
     Case("nan_in_query", "NaN in query row 1 makes output row 1 NaN and no other", ("rank2", "nan"), 34,

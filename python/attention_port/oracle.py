@@ -12,10 +12,11 @@ masked by a boolean mask or by causality is -inf whatever its score. A row with 
 
 It also computes each output element's `error_scale`, the tolerance rule's yardstick
 (DESIGN.md section 5): (1 + S_i) * (|weights| · |value|) with
-S_i = scale * max_j sum_t |q_it * k_jt| + max_j |finite float-mask value in row i|.
-The mask term is this project's addition to the design formula: adding a float mask value m to a
-logit rounds at the size of m, so a large finite mask (e.g. -1e30, which is not a mask but a
-number) widens the error budget the way a large score does.
+S_i = |scale| * max_j sum_t |q_it * k_jt| + max |m_ij| over the finite float-mask values m_ij of
+row i whose cells keep a nonzero weight. The mask term is this project's addition to the design
+formula: adding a float mask value m to a logit rounds at the size of m, so a large finite bias
+(e.g. -1e4 on every key, which is not a mask but a number) widens the budget the way a large score
+does; a bias so large that its weight is 0 (-1e30) cannot pass its rounding on.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def _row(i, q_row, k, v, m, is_causal, scale_dec, cap, lead, scores_out, weights
     if cap > 0:
         logits = [cap * _tanh(x / cap) for x in logits]
     # Step 3: mask. Causal and boolean masks set -inf; a float mask is added.
-    mask_magnitude = _ZERO
+    biases = [_ZERO] * len(logits)  # |finite float-mask value| per cell, for the error_scale
     for j in range(len(logits)):
         if is_causal and j > i:
             logits[j] = _NEG_INF
@@ -135,7 +136,7 @@ def _row(i, q_row, k, v, m, is_causal, scale_dec, cap, lead, scores_out, weights
         else:
             bias = Decimal(float(cell))
             if bias.is_finite():
-                mask_magnitude = max(mask_magnitude, abs(bias))
+                biases[j] = abs(bias)
             if not (is_causal and j > i):
                 logits[j] = logits[j] + bias
     # Step 4: weights, softmax with the max subtracted (exact here, but kept for the same reading).
@@ -150,13 +151,21 @@ def _row(i, q_row, k, v, m, is_causal, scale_dec, cap, lead, scores_out, weights
         weights = [e / total for e in exps]
     fully_masked = all(x == _NEG_INF for x in logits)  # NaN == -inf is False, quietly
     # Step 5: output, and the error_scale of each element.
+    # Adding a mask value m rounds at the size of m, but only cells that carry weight can pass
+    # that error on: a -1e30 cell has weight exp(-1e30) = 0 whatever its rounding.
+    mask_magnitude = max(
+        (b for b, w in zip(biases, weights, strict=True) if not w.is_nan() and _to_float(w) != 0),
+        default=_ZERO,
+    )
     spread = _ONE + scale_dec.copy_abs() * magnitude + mask_magnitude
     for t in range(value_features):
         if fully_masked:
             output, weighted_magnitude = _ZERO, _ZERO
         else:
             output = sum((w * v_row[t] for w, v_row in zip(weights, v, strict=True)), _ZERO)
-            weighted_magnitude = sum((abs(w) * abs(v_row[t]) for w, v_row in zip(weights, v, strict=True)), _ZERO)
+            weighted_magnitude = sum(
+                (abs(w) * abs(v_row[t]) for w, v_row in zip(weights, v, strict=True)), _ZERO
+            )
         output_out[(*lead, i, t)] = _to_float(output)
         scale_out[(*lead, i, t)] = _to_float(spread * weighted_magnitude)
     for j, (s, w) in enumerate(zip(scores, weights, strict=True)):

