@@ -151,7 +151,7 @@ def step_error_scales(case: FixtureCase) -> dict[str, np.ndarray]:
     inputs, params, expected = case.inputs, case.params, case.expected
     query, key = inputs["query"], inputs["key"]
     shapes = check_shapes(query.shape, key.shape, inputs["value"].shape, None, params["enable_gqa"])
-    if shapes.group_size > 1:
+    if shapes.group_size != 1:
         key = np.repeat(key, shapes.group_size, axis=-3)
     with np.errstate(invalid="ignore"):
         magnitude = np.abs(query) @ np.swapaxes(np.abs(key), -1, -2)  # [B..., Hq, Lq, Lk]

@@ -81,6 +81,8 @@ def describe_value(x: object) -> str:
         return "a string"
     if isinstance(x, dict):
         return "an object"
+    if isinstance(x, (list, tuple)):
+        return "an array"
     if isinstance(x, numbers.Real):
         return format_number(x)
     return f"a {type(x).__name__}"
@@ -243,7 +245,7 @@ class AttentionShapes:
     @property
     def group_size(self) -> int:
         """Query heads that share one key/value head (1 without GQA)."""
-        return self.query_heads // self.key_value_heads
+        return self.query_heads // self.key_value_heads if self.key_value_heads else 1
 
     @property
     def scores_shape(self) -> tuple[int, ...]:

@@ -93,7 +93,7 @@ def attention_steps(
     )
     scale = resolve_scale(scale, shapes.features)
 
-    if shapes.group_size > 1:
+    if shapes.group_size != 1:
         # Grouped-query attention: each key/value head serves group_size consecutive query heads,
         # so query head h reads key/value head h // group_size (torch's repeat_interleave).
         key = np.repeat(key, shapes.group_size, axis=-3)  # [B..., Hq, Lk, E]

@@ -1,0 +1,154 @@
+/**
+ * Run a TypeScript port on the fixtures and write its answers for the Python harness to judge.
+ *
+ *     node typescript/src/cli.ts run --fixtures fixtures --out results.json [--port attention] [--case ID]...
+ *
+ * The results document (read by python/attention_port/node.py and ports.py):
+ *     {"port": "attention", "elapsed_ms": 12.3, "cases": {id: answer}}
+ * where an answer is {"scores", "weights", "output"} (each {"shape", "data"}, data flat row-major),
+ * {"error": {"kind", "message"}} for an AttentionInputError, or {"crash": "..."} for anything else.
+ * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"), and -0.0 keeps its sign.
+ * The CLI judges nothing (compare.py does); it exits 1 with one line on stderr when it cannot run.
+ */
+
+import { writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+
+import { DEFAULT_FIXTURES, FixtureError, loadFixtures, portTensor, type FixtureCase, type FixtureTensor } from "./fixtures.ts";
+import { AttentionInputError } from "./inputs.ts";
+
+/** The modules a port can be loaded from, by the name --port takes. */
+const PORTS = ["attention", "flash"] as const;
+type PortName = (typeof PORTS)[number];
+
+interface StepsLike {
+  readonly scores: unknown;
+  readonly weights: unknown;
+  readonly output: unknown;
+  readonly scoresShape: readonly number[];
+  readonly outputShape: readonly number[];
+}
+type AttentionStepsFunction = (query: unknown, key: unknown, value: unknown, options: unknown) => StepsLike;
+
+const USAGE =
+  "usage: node typescript/src/cli.ts run [--fixtures DIR] --out FILE [--port attention|flash] [--case ID]...";
+
+class UsageError extends Error {}
+
+async function loadPort(name: PortName): Promise<AttentionStepsFunction> {
+  let module: { attentionSteps?: unknown };
+  try {
+    module = (await import(`./${name}.ts`)) as { attentionSteps?: unknown };
+  } catch (error) {
+    throw new UsageError(`port '${name}' is not available (typescript/src/${name}.ts: ${(error as Error).message})`);
+  }
+  if (typeof module.attentionSteps !== "function") {
+    throw new UsageError(`port '${name}' does not export attentionSteps`);
+  }
+  return module.attentionSteps as AttentionStepsFunction;
+}
+
+/** One number as JSON: non-finite ones as the fixtures' strings, -0 as -0.0 (Python reads "-0"
+ * as the integer 0, losing the sign that compare.py checks). */
+export function numberJson(x: number): string {
+  if (Number.isNaN(x)) {
+    return '"NaN"';
+  }
+  if (!Number.isFinite(x)) {
+    return x > 0 ? '"Infinity"' : '"-Infinity"';
+  }
+  return Object.is(x, -0) ? "-0.0" : JSON.stringify(x);
+}
+
+function flat(x: unknown): number[] {
+  return Array.isArray(x) ? x.flatMap(flat) : [x as number];
+}
+
+function tensorJson(shape: readonly number[], nested: unknown): string {
+  return `{"shape": ${JSON.stringify(shape)}, "data": [${flat(nested).map(numberJson).join(", ")}]}`;
+}
+
+/** One case's answer, as a JSON text. */
+function answer(run: AttentionStepsFunction, c: FixtureCase): string {
+  const tensor = (x: unknown) => (c.expected === null || x === null ? x : portTensor(x as FixtureTensor));
+  try {
+    const steps = run(tensor(c.inputs.query), tensor(c.inputs.key), tensor(c.inputs.value), {
+      attnMask: tensor(c.inputs.attnMask),
+      isCausal: c.params.isCausal,
+      scale: c.params.scale,
+      enableGqa: c.params.enableGqa,
+      softcap: c.params.softcap,
+    });
+    return (
+      `{"scores": ${tensorJson(steps.scoresShape, steps.scores)},` +
+      ` "weights": ${tensorJson(steps.scoresShape, steps.weights)},` +
+      ` "output": ${tensorJson(steps.outputShape, steps.output)}}`
+    );
+  } catch (error) {
+    if (error instanceof AttentionInputError) {
+      return JSON.stringify({ error: { kind: error.kind, message: error.message } });
+    }
+    const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    return JSON.stringify({ crash: text });
+  }
+}
+
+async function runCommand(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      fixtures: { type: "string", default: DEFAULT_FIXTURES },
+      out: { type: "string" },
+      port: { type: "string", default: "attention" },
+      case: { type: "string", multiple: true },
+    },
+    strict: true,
+  });
+  if (values.out === undefined) {
+    throw new UsageError(`--out is required\n${USAGE}`);
+  }
+  if (!(PORTS as readonly string[]).includes(values.port)) {
+    throw new UsageError(`unknown port '${values.port}' (known: ${PORTS.join(", ")})`);
+  }
+  const port = values.port as PortName;
+  const run = await loadPort(port);
+  const cases = loadFixtures(values.fixtures, values.case);
+  const start = performance.now();
+  const answers = cases.map((c) => `    ${JSON.stringify(c.id)}: ${answer(run, c)}`);
+  const elapsed = performance.now() - start;
+  const document =
+    `{\n  "port": ${JSON.stringify(port)},\n  "elapsed_ms": ${elapsed.toFixed(3)},\n` +
+    `  "cases": {\n${answers.join(",\n")}\n  }\n}\n`;
+  writeFileSync(values.out, document);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === "run") {
+      await runCommand(rest);
+      return 0;
+    }
+    if (command === undefined || command === "--help" || command === "-h") {
+      console.log(USAGE);
+      return command === undefined ? 1 : 0;
+    }
+    throw new UsageError(`unknown command '${command}'\n${USAGE}`);
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof FixtureError) {
+      console.error(`attention-port (typescript): ${error.message}`);
+      return 1;
+    }
+    if (error instanceof TypeError && (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      console.error(`attention-port (typescript): ${error.message}\n${USAGE}`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+if (import.meta.main) {
+  process.exitCode = await main(process.argv.slice(2));
+}
+
+export { main };

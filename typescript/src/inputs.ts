@@ -1,0 +1,480 @@
+/**
+ * Input checking for the TypeScript ports: one error type, one order of checks, one wording.
+ *
+ * The line-for-line twin of python/attention_port/inputs.py, so that a bad input raises the same
+ * `kind` with the same message in every language. The invalid-input fixtures hold the expected
+ * kind and message; both test suites check them.
+ *
+ * Checks run in this order, and the first failure is thrown:
+ *   1. options: isCausal, enableGqa (booleans), scale (finite or null), softcap (finite, >= 0)
+ *   2. query, key, value: each a rectangular array of numbers           kinds: ragged, type
+ *   3. attnMask, if given: a rectangular array of booleans or numbers    kinds: ragged, type
+ *   4. shapes: ranks, batch dims, heads, feature sizes, key/value length  kinds: rank, shape, heads
+ *   5. attnMask shape: broadcasts to the scores [..., Hq, Lq, Lk]        kind: mask
+ *
+ * Messages name the argument with its TypeScript spelling (`attnMask`, `enableGqa`, `isCausal`);
+ * the Python ports use the same words with their own spelling (`attn_mask`, `enable_gqa`).
+ *
+ * A tensor comes in one of two forms: nested arrays (`number[][]`, `number[][][][]`, any rank),
+ * or a shaped flat tensor `{ shape, data }` in row-major order. The second form exists because
+ * nested arrays cannot say the shape of an empty tensor: `[]` could be [0, 4] or [0, 7].
+ */
+
+// Every `kind` an AttentionInputError can carry, shared with the Python ports.
+export const ERROR_KINDS = ["ragged", "type", "rank", "shape", "heads", "mask", "value"] as const;
+export type ErrorKind = (typeof ERROR_KINDS)[number];
+
+/** Bad input to an attention port. `kind` is one of ERROR_KINDS; the message names the argument
+ * and the shapes involved. */
+export class AttentionInputError extends Error {
+  readonly kind: ErrorKind;
+
+  constructor(kind: ErrorKind, message: string) {
+    if (!ERROR_KINDS.includes(kind)) {
+      throw new Error(`unknown error kind ${JSON.stringify(kind)}`);
+    }
+    super(message);
+    this.name = "AttentionInputError";
+    this.kind = kind;
+  }
+}
+
+/** Nested arrays of numbers: a scalar at the leaves, arrays above them. */
+export type NestedNumbers = number | readonly NestedNumbers[];
+/** Nested arrays of booleans (true = may attend) or of numbers (added to the scores). */
+export type NestedMask = number | boolean | readonly NestedMask[];
+/** A flat row-major tensor with its shape; the only way to pass an empty tensor such as [0, 4]. */
+export interface ShapedTensor {
+  readonly shape: readonly number[];
+  readonly data: ArrayLike<number>;
+}
+export interface ShapedMask {
+  readonly shape: readonly number[];
+  readonly data: ArrayLike<number | boolean>;
+}
+/** query, key or value as a caller gives it. */
+export type TensorInput = readonly NestedNumbers[] | ShapedTensor;
+/** attnMask as a caller gives it. */
+export type MaskInput = readonly NestedMask[] | ShapedMask;
+
+/** A checked tensor: float64 values, row-major (toArray's result). */
+export interface FloatArray {
+  readonly shape: readonly number[];
+  readonly data: Float64Array;
+}
+/** A checked mask (toMaskArray's result): booleans (true = may attend) or float64 (added). */
+export type MaskArray =
+  | { readonly dtype: "bool"; readonly shape: readonly number[]; readonly data: readonly boolean[] }
+  | { readonly dtype: "float64"; readonly shape: readonly number[]; readonly data: Float64Array };
+
+/** `[2, 4, 8]`: the way both languages write a shape in a message. */
+export function formatShape(shape: readonly number[]): string {
+  return "[" + shape.map((n) => String(Math.trunc(n))).join(", ") + "]";
+}
+
+/** What a non-number is, in words both languages share. (Numbers: String(x), which Python's
+ * format_number imitates.) */
+export function describeValue(x: unknown): string {
+  if (x === null || x === undefined) {
+    return "null";
+  }
+  if (typeof x === "boolean") {
+    return "a boolean";
+  }
+  if (typeof x === "string") {
+    return "a string";
+  }
+  if (typeof x === "number") {
+    return String(x);
+  }
+  if (Array.isArray(x)) {
+    return "an array";
+  }
+  if (typeof x === "object") {
+    const prototype: unknown = Object.getPrototypeOf(x);
+    if (prototype === Object.prototype || prototype === null) {
+      return "an object";
+    }
+    return `a ${(x as object).constructor.name}`;
+  }
+  return `a ${typeof x}`; // bigint, symbol, function
+}
+
+function isNumber(x: unknown): x is number {
+  return typeof x === "number";
+}
+
+function isBoolean(x: unknown): x is boolean {
+  return typeof x === "boolean";
+}
+
+function isArray(x: unknown): x is readonly unknown[] {
+  return Array.isArray(x);
+}
+
+function path(indices: readonly number[]): string {
+  return indices.map((i) => `[${i}]`).join("");
+}
+
+/** Shape of nested arrays, read from the first element at each depth, then checked everywhere.
+ *
+ * A ragged array throws kind "ragged" naming the first element (depth first) that disagrees.
+ */
+export function inferShape(name: string, data: unknown): number[] {
+  const shape: number[] = [];
+  let node = data;
+  while (isArray(node)) {
+    shape.push(node.length);
+    if (node.length === 0) {
+      break;
+    }
+    node = node[0];
+  }
+  const shapeText = formatShape(shape);
+
+  function walk(node: unknown, depth: number, indices: number[]): void {
+    const where = name + path(indices);
+    if (depth === shape.length) {
+      if (isArray(node)) {
+        throw new AttentionInputError(
+          "ragged",
+          `${name} is ragged: ${where} is an array, expected a scalar` +
+            ` (shape from the first elements: ${shapeText})`,
+        );
+      }
+      return;
+    }
+    if (!isArray(node)) {
+      throw new AttentionInputError(
+        "ragged",
+        `${name} is ragged: ${where} is not an array, expected length ${shape[depth]}` +
+          ` (shape from the first elements: ${shapeText})`,
+      );
+    }
+    if (node.length !== shape[depth]) {
+      throw new AttentionInputError(
+        "ragged",
+        `${name} is ragged: ${where} has length ${node.length}, expected ${shape[depth]}` +
+          ` (shape from the first elements: ${shapeText})`,
+      );
+    }
+    for (let i = 0; i < node.length; i++) {
+      indices.push(i);
+      walk(node[i], depth + 1, indices);
+      indices.pop();
+    }
+  }
+
+  walk(data, 0, []);
+  return shape;
+}
+
+/** Every scalar of a rectangular nested array with its index path, in row-major order. */
+function* leaves(data: unknown, depth: number, indices: number[]): Generator<[number[], unknown]> {
+  if (depth === 0) {
+    yield [indices, data];
+    return;
+  }
+  const node = data as readonly unknown[];
+  for (let i = 0; i < node.length; i++) {
+    indices.push(i);
+    yield* leaves(node[i], depth - 1, indices);
+    indices.pop();
+  }
+}
+
+/** How many values a tensor of this shape holds (1 for the shape []). */
+export function product(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/** The index path of a flat row-major position: 5 in [2, 3] is [1][2]. */
+export function indicesOf(flat: number, shape: readonly number[]): number[] {
+  const indices = new Array<number>(shape.length);
+  for (let d = shape.length - 1; d >= 0; d--) {
+    indices[d] = flat % shape[d];
+    flat = Math.floor(flat / shape[d]);
+  }
+  return indices;
+}
+
+function isShaped(x: unknown): x is { readonly shape: unknown; readonly data: unknown } {
+  return typeof x === "object" && x !== null && !isArray(x) && "shape" in x && "data" in x;
+}
+
+/** The shaped form's own checks (no Python twin: a numpy array's shape is always sound). */
+function checkShaped(
+  name: string,
+  input: { readonly shape: unknown; readonly data: unknown },
+  expected: string,
+): { shape: number[]; data: ArrayLike<unknown> } {
+  const { shape, data } = input;
+  if (!isArray(shape) || !shape.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
+    const got = isArray(shape) ? "[" + shape.map(describeValue).join(", ") + "]" : describeValue(shape);
+    throw new AttentionInputError(
+      "shape",
+      `${name}.shape must be an array of non-negative integers, got ${got}`,
+    );
+  }
+  if (typeof data !== "object" || data === null || typeof (data as { length?: unknown }).length !== "number") {
+    throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
+  }
+  const values = data as ArrayLike<unknown>;
+  const size = product(shape as number[]);
+  if (values.length !== size) {
+    throw new AttentionInputError(
+      "shape",
+      `${name} has ${values.length} values but its shape ${formatShape(shape as number[])} needs ${size}`,
+    );
+  }
+  return { shape: [...(shape as number[])], data: values };
+}
+
+/** query, key or value as a float64 array: nested arrays or a shaped flat tensor. */
+export function toArray(name: string, data: unknown): FloatArray {
+  if (isShaped(data)) {
+    const shaped = checkShaped(name, data, "an array of numbers");
+    if (shaped.data instanceof Float64Array) {
+      return { shape: shaped.shape, data: shaped.data };
+    }
+    for (let flat = 0; flat < shaped.data.length; flat++) {
+      const leaf = shaped.data[flat];
+      if (!isNumber(leaf)) {
+        throw new AttentionInputError(
+          "type",
+          `${name}${path(indicesOf(flat, shaped.shape))} is ${describeValue(leaf)}, expected a number`,
+        );
+      }
+    }
+    return { shape: shaped.shape, data: Float64Array.from(shaped.data as ArrayLike<number>) };
+  }
+  const shape = inferShape(name, data);
+  const values = new Float64Array(product(shape));
+  let flat = 0;
+  for (const [indices, leaf] of leaves(data, shape.length, [])) {
+    if (!isNumber(leaf)) {
+      throw new AttentionInputError("type", `${name}${path(indices)} is ${describeValue(leaf)}, expected a number`);
+    }
+    values[flat++] = leaf;
+  }
+  return { shape, data: values };
+}
+
+/** attnMask as a bool array (true = may attend) or a float64 array (added to the scores). */
+export function toMaskArray(data: unknown): MaskArray {
+  const name = "attnMask";
+  let shape: number[];
+  let cells: Iterable<[number[], unknown]>;
+  if (isShaped(data)) {
+    const shaped = checkShaped(name, data, "an array of booleans or numbers");
+    shape = shaped.shape;
+    cells = (function* () {
+      for (let flat = 0; flat < shaped.data.length; flat++) {
+        yield [indicesOf(flat, shaped.shape), shaped.data[flat]] as [number[], unknown];
+      }
+    })();
+  } else {
+    shape = inferShape(name, data);
+    cells = leaves(data, shape.length, []);
+  }
+  let firstKind: string | null = null;
+  let firstPath = "";
+  const values: unknown[] = [];
+  for (const [indices, leaf] of cells) {
+    let kind: string;
+    if (isBoolean(leaf)) {
+      kind = "a boolean";
+    } else if (isNumber(leaf)) {
+      kind = "a number";
+    } else {
+      throw new AttentionInputError(
+        "type",
+        `${name}${path(indices)} is ${describeValue(leaf)}, expected a boolean or a number`,
+      );
+    }
+    if (firstKind === null) {
+      [firstKind, firstPath] = [kind, path(indices)];
+    } else if (kind !== firstKind) {
+      throw new AttentionInputError(
+        "type",
+        `${name} mixes booleans and numbers: ${name}${firstPath} is ${firstKind}` +
+          ` but ${name}${path(indices)} is ${kind}`,
+      );
+    }
+    values.push(leaf);
+  }
+  if (firstKind === "a boolean") {
+    return { dtype: "bool", shape, data: values as boolean[] };
+  }
+  return { dtype: "float64", shape, data: Float64Array.from(values as number[]) };
+}
+
+/** The scalar options, checked before any tensor is touched. */
+export function checkOptions(isCausal: unknown, scale: unknown, enableGqa: unknown, softcap: unknown): void {
+  if (!isBoolean(isCausal)) {
+    throw new AttentionInputError("value", `isCausal must be a boolean, got ${describeValue(isCausal)}`);
+  }
+  if (!isBoolean(enableGqa)) {
+    throw new AttentionInputError("value", `enableGqa must be a boolean, got ${describeValue(enableGqa)}`);
+  }
+  if (scale !== null && scale !== undefined && !(isNumber(scale) && Number.isFinite(scale))) {
+    throw new AttentionInputError("value", `scale must be a finite number, got ${describeValue(scale)}`);
+  }
+  if (!(isNumber(softcap) && Number.isFinite(softcap) && softcap >= 0)) {
+    throw new AttentionInputError(
+      "value",
+      `softcap must be a finite number >= 0, got ${describeValue(softcap)}`,
+    );
+  }
+}
+
+/** The sizes every port loops over, named with DESIGN.md's dimension letters. */
+export interface AttentionShapes {
+  readonly batch: readonly number[]; // leading batch dims, equal across query, key and value
+  readonly queryHeads: number; // Hq (1 for rank-2 inputs)
+  readonly keyValueHeads: number; // Hkv (1 for rank-2 inputs)
+  readonly queryLength: number; // Lq
+  readonly keyLength: number; // Lk
+  readonly features: number; // E
+  readonly valueFeatures: number; // Ev
+  readonly hasHeads: boolean; // rank >= 3: the dim before [L, E] is the head dim
+  readonly groupSize: number; // query heads that share one key/value head (1 without GQA)
+  readonly scoresShape: readonly number[]; // [B..., Hq, Lq, Lk] ([Lq, Lk] for rank 2)
+  readonly outputShape: readonly number[]; // [B..., Hq, Lq, Ev] ([Lq, Ev] for rank 2)
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((n, i) => n === b[i]);
+}
+
+/** Rank, batch, head, feature and length checks, then the mask's broadcast. */
+export function checkShapes(
+  queryShape: readonly number[],
+  keyShape: readonly number[],
+  valueShape: readonly number[],
+  maskShape: readonly number[] | null,
+  enableGqa: boolean,
+): AttentionShapes {
+  const [q, k, v] = [queryShape, keyShape, valueShape];
+  const [qs, ks, vs] = [formatShape(q), formatShape(k), formatShape(v)];
+  for (const [name, shape] of [["query", q], ["key", k], ["value", v]] as const) {
+    if (shape.length < 2) {
+      throw new AttentionInputError(
+        "rank",
+        `${name} must have at least 2 dimensions ([L, E]), got shape ${formatShape(shape)}`,
+      );
+    }
+  }
+  if (!(q.length === k.length && k.length === v.length)) {
+    throw new AttentionInputError(
+      "rank",
+      `query, key and value must have the same rank, got query ${qs}, key ${ks}, value ${vs}`,
+    );
+  }
+  const hasHeads = q.length >= 3;
+  const batchRank = Math.max(q.length - 3, 0);
+  for (const [name, shape, text] of [["key", k, ks], ["value", v, vs]] as const) {
+    if (!sameShape(shape.slice(0, batchRank), q.slice(0, batchRank))) {
+      throw new AttentionInputError(
+        "shape",
+        `${name} has batch dims ${formatShape(shape.slice(0, batchRank))} but query has` +
+          ` ${formatShape(q.slice(0, batchRank))} (query ${qs}, ${name} ${text})`,
+      );
+    }
+  }
+  const queryHeads = hasHeads ? q.at(-3)! : 1;
+  const keyValueHeads = hasHeads ? k.at(-3)! : 1;
+  if (hasHeads && v.at(-3) !== k.at(-3)) {
+    throw new AttentionInputError(
+      "heads",
+      `value has head count ${v.at(-3)} but key has ${k.at(-3)} (key ${ks}, value ${vs})`,
+    );
+  }
+  if (!enableGqa && queryHeads !== keyValueHeads) {
+    throw new AttentionInputError(
+      "heads",
+      `query has head count ${queryHeads} but key and value have ${keyValueHeads};` +
+        ` set enableGqa to share key/value heads across query heads (query ${qs}, key ${ks})`,
+    );
+  }
+  if (enableGqa && (keyValueHeads === 0 || queryHeads % keyValueHeads !== 0)) {
+    throw new AttentionInputError(
+      "heads",
+      `with enableGqa, query heads (${queryHeads}) must be a multiple of key/value heads` +
+        ` (${keyValueHeads}) (query ${qs}, key ${ks})`,
+    );
+  }
+  if (k.at(-1) !== q.at(-1)) {
+    throw new AttentionInputError(
+      "shape",
+      `key has feature size ${k.at(-1)} but query has ${q.at(-1)} (query ${qs}, key ${ks})`,
+    );
+  }
+  if (q.at(-1) === 0) {
+    throw new AttentionInputError(
+      "shape",
+      `query has feature size 0; attention needs at least one feature (query ${qs})`,
+    );
+  }
+  if (v.at(-2) !== k.at(-2)) {
+    throw new AttentionInputError(
+      "shape",
+      `value has length ${v.at(-2)} but key has ${k.at(-2)} (key ${ks}, value ${vs})`,
+    );
+  }
+  const batch = q.slice(0, batchRank);
+  const heads = hasHeads ? [queryHeads] : [];
+  const shapes: AttentionShapes = {
+    batch,
+    queryHeads,
+    keyValueHeads,
+    queryLength: q.at(-2)!,
+    keyLength: k.at(-2)!,
+    features: q.at(-1)!,
+    valueFeatures: v.at(-1)!,
+    hasHeads,
+    // With no key/value heads there are no query heads either (checked above): nothing to group.
+    groupSize: keyValueHeads > 0 ? Math.floor(queryHeads / keyValueHeads) : 1,
+    scoresShape: [...batch, ...heads, q.at(-2)!, k.at(-2)!],
+    outputShape: [...batch, ...heads, q.at(-2)!, v.at(-1)!],
+  };
+  if (maskShape !== null) {
+    checkMaskShape(maskShape, shapes.scoresShape);
+  }
+  return shapes;
+}
+
+/** numpy broadcasting, aligned on the right: each mask dim is 1 or the scores' dim. */
+export function checkMaskShape(maskShape: readonly number[], scoresShape: readonly number[]): void {
+  const [ms, ss] = [formatShape(maskShape), formatShape(scoresShape)];
+  if (maskShape.length === 0) {
+    throw new AttentionInputError("mask", `attnMask must have at least 1 dimension, got shape ${ms}`);
+  }
+  if (maskShape.length > scoresShape.length) {
+    throw new AttentionInputError(
+      "mask",
+      `attnMask has rank ${maskShape.length} but the scores ${ss} have rank ${scoresShape.length}` +
+        ` (attnMask ${ms})`,
+    );
+  }
+  const offset = scoresShape.length - maskShape.length;
+  for (let i = 0; i < maskShape.length; i++) {
+    const size = maskShape[i];
+    const target = scoresShape[offset + i];
+    if (size !== 1 && size !== target) {
+      throw new AttentionInputError(
+        "mask",
+        `attnMask ${ms} does not broadcast to the scores ${ss}:` +
+          ` mask dimension ${i} is ${size}, expected 1 or ${target}`,
+      );
+    }
+  }
+}
+
+/** The default 1/sqrt(E) keeps the scores' spread near 1 whatever E is (see attention.ts). */
+export function resolveScale(scale: number | null | undefined, features: number): number {
+  if (scale !== null && scale !== undefined) {
+    return scale;
+  }
+  return 1.0 / Math.sqrt(features);
+}
