@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from . import compare, fixtures
-from .node import REPO_ROOT, NodeError
+from .node import DEFAULT_TIMEOUT, REPO_ROOT, NodeError
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
 ALL_PORTS = ("numpy", "torch", "torch-sdpa", "typescript")
@@ -48,8 +48,10 @@ def _check_fresh(folder: Path) -> int:
         comparison = filecmp.dircmp(fresh, folder)
         stale = _differences(comparison, "")
     if stale:
-        print(f"fixtures in {folder} are stale ({len(stale)} differences, e.g. {stale[0]});"
-              " run `attention-port generate`")  # fmt: skip
+        print(
+            f"fixtures in {folder} are stale ({len(stale)} differences, e.g. {stale[0]});"
+            " run `attention-port generate`"
+        )
         return 1
     print(f"fixtures in {folder} are fresh")
     return 0
@@ -86,7 +88,9 @@ def _torch_dtypes(device: str, requested: list[str] | None) -> list[str]:
     return ["float64", "float32"] + (["float16", "bfloat16"] if device.startswith("cuda") else [])
 
 
-def build_ports(names: list[str], fixtures_dir: Path, device: str | None, dtypes: list[str] | None):
+def build_ports(
+    names: list[str], fixtures_dir: Path, device: str | None, dtypes: list[str] | None, node_timeout: float
+):
     from . import ports
 
     built = []
@@ -98,7 +102,7 @@ def build_ports(names: list[str], fixtures_dir: Path, device: str | None, dtypes
             make = ports.torch_port if name == "torch" else ports.torch_sdpa_port
             built += [make(chosen, dtype) for dtype in _torch_dtypes(chosen, dtypes)]
         else:
-            built.append(ports.typescript_port(fixtures_dir, name))
+            built.append(ports.typescript_port(fixtures_dir, name, node_timeout))
     return built
 
 
@@ -117,7 +121,7 @@ def command_verify(args: argparse.Namespace) -> int:
     broken: list[str] = []  # ports that could not run at all, one line each
     answers_by_port = {}
     timings = {}
-    for port in build_ports(names, Path(args.fixtures), args.device, dtypes):
+    for port in build_ports(names, Path(args.fixtures), args.device, dtypes, args.node_timeout):
         started = time.perf_counter()
         try:
             answers = port.run(cases)
@@ -166,8 +170,14 @@ def command_verify(args: argparse.Namespace) -> int:
 def _cross_checks(answers_by_port: dict, by_id: dict) -> list[compare.CaseVerdict]:
     """TypeScript against torch directly, as well as each against the truth."""
     verdicts = []
-    reference_name = next((n for n in answers_by_port if n.startswith("torch-") and n.endswith("-float64")
-                           and not n.startswith("torch-sdpa")), None)  # fmt: skip
+    reference_name = next(
+        (
+            n
+            for n in answers_by_port
+            if n.startswith("torch-") and n.endswith("-float64") and not n.startswith("torch-sdpa")
+        ),
+        None,
+    )
     if reference_name is None:
         return verdicts
     torch_port, torch_answers = answers_by_port[reference_name]
@@ -215,13 +225,25 @@ def make_parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)"
     )
-    verify.add_argument("--ports", default=",".join(ALL_PORTS),
-                        help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all)")  # fmt: skip
+    verify.add_argument(
+        "--ports",
+        default=",".join(ALL_PORTS),
+        help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all)",
+    )
     verify.add_argument("--device", default=None, help="torch device (default: cuda, then mps, then cpu)")
-    verify.add_argument("--dtypes", default=None,
-                        help="torch dtypes (default: float64,float32, plus float16,bfloat16 on cuda)")  # fmt: skip
+    verify.add_argument(
+        "--dtypes",
+        default=None,
+        help="torch dtypes (default: float64,float32, plus float16,bfloat16 on cuda)",
+    )
     verify.add_argument("--case", action="append", help="run only this case (repeatable)")
     verify.add_argument("--json", metavar="FILE", help="also write a JSON report to FILE ('-': stdout only)")
+    verify.add_argument(
+        "--node-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="seconds the TypeScript run may take (default: %(default)g)",
+    )
     verify.add_argument("--failures-only", action="store_true", help="print only failing lines")
     verify.set_defaults(handler=command_verify)
 

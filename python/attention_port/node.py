@@ -21,6 +21,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TYPESCRIPT_CLI = REPO_ROOT / "typescript" / "src" / "cli.ts"
 MINIMUM_NODE = (22, 18)
+DEFAULT_TIMEOUT = 120.0  # seconds for one Node run over every case (it takes well under one)
 # The TypeScript modules the CLI can run, by report name.
 TYPESCRIPT_PORTS = {"typescript": "attention", "typescript-flash": "flash"}
 
@@ -66,7 +67,7 @@ def run_typescript(
     fixtures_dir: Path | str,
     module: str = "attention",
     case_ids: list[str] | None = None,
-    timeout: float = 120.0,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> dict:
     """Run one TypeScript port on the fixtures; return the parsed results document.
 

