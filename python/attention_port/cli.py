@@ -207,6 +207,20 @@ def _print_port_summary(verdicts: list[compare.CaseVerdict], timings: dict[str, 
 # ---------------------------------------------------------------------------------------------
 
 
+def command_side_by_side(args: argparse.Namespace) -> int:
+    from . import side_by_side
+
+    if args.check:
+        if side_by_side.is_fresh():
+            print(f"{side_by_side.OUTPUT} is up to date")
+            return 0
+        print(f"{side_by_side.OUTPUT} is stale; run `attention-port side-by-side`")
+        return 1
+    side_by_side.write()
+    print(f"wrote {side_by_side.OUTPUT}")
+    return 0
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attention-port",
@@ -246,6 +260,10 @@ def make_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--failures-only", action="store_true", help="print only failing lines")
     verify.set_defaults(handler=command_verify)
+
+    pages = commands.add_parser("side-by-side", help="write docs/side-by-side.md from the two readable ports")
+    pages.add_argument("--check", action="store_true", help="only check that the page is up to date")
+    pages.set_defaults(handler=command_side_by_side)
 
     return parser
 
