@@ -83,9 +83,12 @@ def _torch_device(requested: str | None) -> str:
 
 
 def _torch_dtypes(device: str, requested: list[str] | None) -> list[str]:
+    """float64 and float32, plus float16 and bfloat16 on CUDA: what the device supports."""
     if requested:
         return requested
-    return ["float64", "float32"] + (["float16", "bfloat16"] if device.startswith("cuda") else [])
+    from .torch_port import supported_dtypes
+
+    return [str(dtype).removeprefix("torch.") for dtype in supported_dtypes(device)]
 
 
 def build_ports(

@@ -1,0 +1,497 @@
+"""The PyTorch port of scaled dot-product attention: the same five steps as reference.py, on a GPU
+when there is one.
+
+    output = softmax(query · keyᵀ · scale [+ mask]) · value
+
+Grown from the tutorial's attention_torch.py. Each step is explicit tensor maths on the device, with
+the same labels, order and names as reference.py (the numpy float64 port), so the two files read
+side by side. torch's own kernel is not used by the port: `torch_sdpa` below calls
+torch.nn.functional.scaled_dot_product_attention only to cross-check the production kernel.
+
+Dimension letters (DESIGN.md section 2):
+    B...  leading batch dims (any number, equal across query, key and value)
+    Hq    query heads             Hkv  key/value heads (Hq == Hkv unless enable_gqa)
+    Lq    query length (rows)     Lk   key/value length (the axis softmax runs over)
+    E     query/key features      Ev   value features
+Shapes: query [B..., Hq, Lq, E], key [B..., Hkv, Lk, E], value [B..., Hkv, Lk, Ev]
+        -> output [B..., Hq, Lq, Ev]. Rank-2 inputs [L, E] are the tutorial's form: no batch, no heads.
+
+Inputs may be torch tensors, numpy arrays or nested lists. They are checked by inputs.py in the same
+order as reference.py, so a bad input raises the same AttentionInputError kind and message here.
+
+Device (`device=`): given, it wins. Otherwise the device of the first torch tensor among query, key
+and value, and for numpy arrays or lists `default_device()`: cuda, then mps, then cpu.
+
+Dtype (`dtype=`, the dtype every step computes in): given, it wins. Otherwise float64 (the
+reference's precision) unless query, key and value are all floating torch tensors, which keep their
+own dtype (promoted if they differ: float32 with float16 gives float32). Numpy arrays, lists and
+integer tensors count as float64, as they do in reference.py. On mps, which has no float64, the
+default is float32. A float attn_mask is cast to the compute dtype (so in float16 a mask value of
+-1e30 rounds to -inf and masks); a boolean attn_mask stays boolean.
+
+Checked dtypes (`supported_dtypes(device)`, the grid `verify` runs by default): float64 and
+float32 on cpu and cuda, float32 alone on mps (Metal has no float64, the one dtype the port
+refuses), plus float16 and bfloat16 on cuda. Half precision on the CPU is left out of that list by
+choice, not refused: the port computes it when asked (torch 2.13's CPU build passes every fixture
+in float16 and bfloat16 with at most 6.4% of the error budget used), but CPU half arithmetic is
+mostly float32 arithmetic rounded per operation, so it says little about the GPU half kernels that
+half precision is used on, and it is slow at real sizes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .inputs import (
+    AttentionInputError,
+    AttentionShapes,
+    check_options,
+    check_shapes,
+    resolve_scale,
+    to_array,
+    to_mask_array,
+)
+
+__all__ = [
+    "AttentionInputError",
+    "AttentionSteps",
+    "attention_steps",
+    "default_device",
+    "scaled_dot_product_attention",
+    "sdpa_shares_semantics",
+    "softmax",
+    "supported_dtypes",
+    "tf32_disabled",
+    "torch_sdpa",
+]
+
+# torch integer dtypes count as real numbers, as numpy's "iu" kinds do in inputs.to_array.
+_INTEGER_DTYPES = frozenset(
+    getattr(torch, name)
+    for name in ("uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64")
+    if hasattr(torch, name)
+)
+
+
+@dataclass(frozen=True)
+class AttentionSteps:
+    """Every intermediate tensor, for teaching and for finding the step where two ports part."""
+
+    scores: torch.Tensor  # [B..., Hq, Lq, Lk]  Step 1: query · keyᵀ
+    scaled: torch.Tensor  # [B..., Hq, Lq, Lk]  Steps 2-3: scaled, softcapped, masked (softmax's input)
+    weights: torch.Tensor  # [B..., Hq, Lq, Lk]  Step 4: softmax over keys; each row sums to 1 or is 0
+    output: torch.Tensor  # [B..., Hq, Lq, Ev]  Step 5: weights · value
+
+
+# ---------------------------------------------------------------------------------------------
+# Devices and dtypes
+
+
+def default_device() -> torch.device:
+    """Where the port runs when nothing says otherwise: cuda, then mps (Apple GPUs), then cpu."""
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def supported_dtypes(device: torch.device | str | None = None) -> list[torch.dtype]:
+    """The dtypes the port is checked in on `device` (default: default_device()), widest first.
+
+    float64 and float32 everywhere except float64 on mps (Metal has no float64); float16 and
+    bfloat16 on cuda. The port also runs float16 and bfloat16 on the CPU when asked, but they are
+    not in the CPU's list (see the module docstring).
+    """
+    device_type = torch.device(device).type if device is not None else default_device().type
+    if device_type == "mps":
+        return [torch.float32]
+    if device_type == "cuda":
+        return [torch.float64, torch.float32, torch.float16, torch.bfloat16]
+    return [torch.float64, torch.float32]
+
+
+@contextlib.contextmanager
+def tf32_disabled() -> Iterator[None]:
+    """Turn TensorFloat-32 off for CUDA matmuls and cuDNN inside the block, then restore it.
+
+    With TF32 on (the cuDNN default), an Ampere-or-later GPU rounds float32 matmul inputs to a
+    10-bit mantissa: about float16's precision, far outside float32's tolerance. Compare float32
+    results only inside this block. Harmless on a machine without CUDA (the flags are just saved,
+    set and restored).
+    """
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    try:
+        saved = (matmul.allow_tf32, cudnn.allow_tf32)
+    except RuntimeError:
+        # torch >= 2.9 refuses to read the legacy flags once its newer fp32_precision API has been
+        # used; then switch through that API instead.
+        saved_precision = (matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
+        matmul.fp32_precision = cudnn.conv.fp32_precision = cudnn.rnn.fp32_precision = "ieee"
+        try:
+            yield
+        finally:
+            matmul.fp32_precision = saved_precision[0]
+            cudnn.conv.fp32_precision = saved_precision[1]
+            cudnn.rnn.fp32_precision = saved_precision[2]
+        return
+    matmul.allow_tf32 = False
+    cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        matmul.allow_tf32, cudnn.allow_tf32 = saved
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks and conversion (inputs.py, in reference.py's order)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    """`bool`, `complex64`: numpy's spelling, so messages match reference.py's word for word."""
+    return str(dtype).removeprefix("torch.")
+
+
+def _is_real_dtype(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point or dtype in _INTEGER_DTYPES
+
+
+def _checked_tensor_or_array(name: str, data: object) -> torch.Tensor | np.ndarray:
+    """query, key or value: a torch tensor of real numbers as it is, anything else via to_array."""
+    if isinstance(data, torch.Tensor):
+        if not _is_real_dtype(data.dtype):
+            raise AttentionInputError(
+                "type", f"{name} has dtype {_dtype_name(data.dtype)}, expected real numbers"
+            )
+        return data
+    return to_array(name, data)  # float64 numpy array
+
+
+def _checked_mask(data: object) -> torch.Tensor | np.ndarray:
+    """attn_mask: a torch tensor of booleans or real numbers as it is, anything else via
+    to_mask_array (a bool or float64 numpy array)."""
+    if isinstance(data, torch.Tensor):
+        if data.dtype != torch.bool and not _is_real_dtype(data.dtype):
+            raise AttentionInputError(
+                "type",
+                f"attn_mask has dtype {_dtype_name(data.dtype)}, expected booleans or real numbers",
+            )
+        return data
+    return to_mask_array(data)
+
+
+def _resolve_device(device: torch.device | str | None, tensors: list[object]) -> torch.device:
+    if device is not None:
+        return torch.device(device)
+    for tensor in tensors:
+        if isinstance(tensor, torch.Tensor):
+            return tensor.device
+    return default_device()
+
+
+def _resolve_dtype(dtype: torch.dtype | None, device: torch.device, tensors: list[object]) -> torch.dtype:
+    if dtype is not None:
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    else:
+        natural = [
+            t.dtype if isinstance(t, torch.Tensor) and t.dtype.is_floating_point else torch.float64
+            for t in tensors
+        ]
+        dtype = functools.reduce(torch.promote_types, natural)
+        if device.type == "mps" and dtype == torch.float64:
+            dtype = torch.float32
+    if device.type == "mps" and dtype == torch.float64:
+        raise ValueError("dtype float64 is not available on mps (Metal has no float64); use float32")
+    return dtype
+
+
+def _on_device(data: torch.Tensor | np.ndarray, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """Cast first, then move: mps cannot hold the float64 a numpy array arrives in."""
+    if isinstance(data, np.ndarray):
+        data = torch.from_numpy(np.array(data))  # a copy: the caller's array is never shared
+    return data.to(dtype=dtype).to(device=device)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    query: torch.Tensor  # [B..., Hq, Lq, E]
+    key: torch.Tensor  # [B..., Hkv, Lk, E]
+    value: torch.Tensor  # [B..., Hkv, Lk, Ev]
+    mask: torch.Tensor | None  # bool, or float in the compute dtype; broadcasts to the scores
+    shapes: AttentionShapes
+    scale: float
+
+
+def _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype):
+    """Check every input exactly as reference.py does, then put them on one device in one dtype."""
+    check_options(is_causal, scale, enable_gqa, softcap)
+    query = _checked_tensor_or_array("query", query)  # [B..., Hq, Lq, E]
+    key = _checked_tensor_or_array("key", key)  # [B..., Hkv, Lk, E]
+    value = _checked_tensor_or_array("value", value)  # [B..., Hkv, Lk, Ev]
+    mask = None if attn_mask is None else _checked_mask(attn_mask)  # broadcasts to the scores
+    shapes = check_shapes(
+        query.shape, key.shape, value.shape, None if mask is None else mask.shape, enable_gqa
+    )
+    scale = resolve_scale(scale, shapes.features)
+
+    device = _resolve_device(device, [query, key, value])
+    dtype = _resolve_dtype(dtype, device, [query, key, value])
+    if mask is not None:
+        is_bool = mask.dtype == torch.bool if isinstance(mask, torch.Tensor) else mask.dtype == bool
+        mask = _on_device(mask, device, torch.bool if is_bool else dtype)
+    return _Prepared(
+        query=_on_device(query, device, dtype),
+        key=_on_device(key, device, dtype),
+        value=_on_device(value, device, dtype),
+        mask=mask,
+        shapes=shapes,
+        scale=scale,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The port
+
+
+def softmax(scaled: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis, stable, with fully-masked rows giving +0.0.
+
+    Why subtract the row max: exp(1000) overflows float64 to inf and inf/inf is NaN, but softmax
+    is unchanged by shifting a row by a constant, so exp(x - max) (every exponent <= 0, the largest
+    exactly 0) gives the same weights without overflow.
+
+    Why a fully-masked row needs care: its max is -inf, and -inf - (-inf) is NaN, so the tutorial's
+    softmax returns a row of NaN there. Such a row has no key to attend to; torch and ONNX define
+    its weights (and its output) as zero, and so do we: by construction here, not by relying on
+    what torch.softmax happens to do with such a row.
+    """
+    if scaled.shape[-1] > 0:
+        row_max = scaled.amax(dim=-1, keepdim=True)  # [..., Lq, 1]  NaN if the row holds NaN
+    else:  # Lk == 0: amax refuses an empty axis; numpy's initial=-inf gives -inf
+        row_max = scaled.new_full((*scaled.shape[:-1], 1), -math.inf)  # [..., Lq, 1]
+    fully_masked = row_max == -math.inf  # [..., Lq, 1]  (also true when Lk == 0)
+    shifted = scaled - torch.where(fully_masked, 0.0, row_max)  # [..., Lq, Lk]  every cell <= 0
+    exps = torch.exp(shifted)  # [..., Lq, Lk]  masked cells: exp(-inf) = 0
+    sums = exps.sum(dim=-1, keepdim=True)  # [..., Lq, 1]  >= 1 in every row that has a key
+    weights = torch.where(fully_masked, 0.0, exps / sums)  # [..., Lq, Lk]  0/0 replaced by +0.0
+    return weights
+
+
+def attention_steps(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    softcap: float = 0.0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> AttentionSteps:
+    """Scaled dot-product attention, returning every step. Arguments as in torch, plus the
+    device and dtype to compute in (see the module docstring for the defaults)."""
+    inputs = _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype)
+    query, key, value, mask = inputs.query, inputs.key, inputs.value, inputs.mask
+    shapes, scale = inputs.shapes, inputs.scale
+
+    if shapes.group_size != 1:
+        # Grouped-query attention: each key/value head serves group_size consecutive query heads,
+        # so query head h reads key/value head h // group_size (torch's repeat_interleave).
+        key = key.repeat_interleave(shapes.group_size, dim=-3)  # [B..., Hq, Lk, E]
+        value = value.repeat_interleave(shapes.group_size, dim=-3)  # [B..., Hq, Lk, Ev]
+
+    # Step 1: scores. How well each query matches each key: a dot product per (query, key) pair.
+    scores = query @ key.transpose(-1, -2)  # [B..., Hq, Lq, Lk]
+
+    # Step 2: scale. A dot product of E terms of unit variance has variance E, so raw scores grow
+    # like sqrt(E) and push softmax into saturation (one weight near 1, tiny gradients elsewhere).
+    # Multiplying by 1/sqrt(E) brings the spread back to about 1 whatever E is.
+    scaled = scores * scale  # [B..., Hq, Lq, Lk]
+    if softcap > 0:
+        # Softcap squashes the logits smoothly into (-softcap, softcap) before softmax.
+        scaled = softcap * torch.tanh(scaled / softcap)  # [B..., Hq, Lq, Lk]
+
+    # Step 3: mask. A disallowed cell becomes -inf, so exp() makes its weight exactly 0.
+    allowed = torch.ones(scaled.shape, dtype=torch.bool, device=scaled.device)  # [B..., Hq, Lq, Lk]
+    if is_causal:
+        # Query i may look at keys j <= i only (top-left aligned, as torch does for Lq != Lk).
+        allowed &= _causal_allowed(shapes.query_length, shapes.key_length, scaled.device)  # [Lq, Lk]
+    if mask is not None and mask.dtype == torch.bool:
+        allowed &= mask  # True = may attend; broadcasts numpy-style
+    elif mask is not None:
+        scaled = scaled + mask  # a float mask is added; -inf in it masks, a finite value is a bias
+    scaled = torch.where(allowed, scaled, -math.inf)  # [B..., Hq, Lq, Lk]
+
+    # Step 4: weights. Softmax over the keys turns each row of logits into a distribution.
+    weights = softmax(scaled)  # [B..., Hq, Lq, Lk]
+
+    # Step 5: output. Each query's output is the weights-average of the value rows.
+    output = weights @ value  # [B..., Hq, Lq, Ev]
+    # A fully-masked row's output is +0.0 by construction, even where value holds NaN or inf
+    # (0 * NaN would be NaN): the row attends to nothing, so there is nothing to average.
+    fully_masked = (scaled == -math.inf).all(dim=-1, keepdim=True)  # [B..., Hq, Lq, 1]
+    output = torch.where(fully_masked, 0.0, output)  # [B..., Hq, Lq, Ev]
+
+    return AttentionSteps(scores=scores, scaled=scaled, weights=weights, output=output)
+
+
+def _causal_allowed(query_length: int, key_length: int, device: torch.device) -> torch.Tensor:
+    """[Lq, Lk] booleans, True where key j <= query i: numpy's np.tri(Lq, Lk)."""
+    i = torch.arange(query_length, device=device).unsqueeze(-1)  # [Lq, 1]
+    j = torch.arange(key_length, device=device).unsqueeze(0)  # [1, Lk]
+    return j <= i  # [Lq, Lk]
+
+
+def scaled_dot_product_attention(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    softcap: float = 0.0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """softmax(query · keyᵀ · scale [+ mask]) · value, as
+    torch.nn.functional.scaled_dot_product_attention (without dropout), written out step by step."""
+    return attention_steps(
+        query,
+        key,
+        value,
+        attn_mask,
+        is_causal=is_causal,
+        scale=scale,
+        enable_gqa=enable_gqa,
+        softcap=softcap,
+        device=device,
+        dtype=dtype,
+    ).output
+
+
+# ---------------------------------------------------------------------------------------------
+# torch's own kernel, for cross-checking
+
+
+def _torch_version() -> tuple[int, int]:
+    """(major, minor) of the installed torch: "2.13.0+cpu" -> (2, 13)."""
+    major, minor = torch.__version__.split(".")[:2]
+    return int(major), int(minor)
+
+
+# torch.nn.functional.scaled_dot_product_attention gained enable_gqa in torch 2.5.
+_TORCH_HAS_ENABLE_GQA = _torch_version() >= (2, 5)
+
+
+def torch_sdpa(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    softcap: float = 0.0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """torch.nn.functional.scaled_dot_product_attention on the same checked inputs as the port.
+
+    A thin call of the production kernel (whichever one torch dispatches to), for cross-checks.
+    It agrees with the port only where `sdpa_shares_semantics` says so. Two adjustments, neither
+    a change of meaning: torch refuses attn_mask together with is_causal, so the causal rule is
+    folded into the mask here (the port's contract combines the two); and a 1-D mask is given a
+    leading 1, because torch 2.13's fused CPU kernel raises IndexError for a 1-D mask.
+    `softcap` is accepted so that the port's keyword arguments can be passed unchanged, but torch
+    has no softcap: anything other than 0 raises ValueError.
+    """
+    inputs = _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype)
+    if softcap > 0:
+        raise ValueError("torch's scaled_dot_product_attention has no softcap; use softcap=0")
+    query, key, value, mask = inputs.query, inputs.key, inputs.value, inputs.mask
+    shapes = inputs.shapes
+    if mask is not None and is_causal:
+        # Fold the causal rule into the mask: a cell is allowed only if both allow it.
+        causal = _causal_allowed(shapes.query_length, shapes.key_length, query.device)  # [Lq, Lk]
+        blocked = False if mask.dtype == torch.bool else -math.inf
+        mask = torch.where(causal, mask, blocked)  # [..., Lq, Lk]
+        is_causal = False
+    if mask is not None and mask.dim() < 2:
+        mask = mask.reshape(1, *mask.shape)  # [1, Lk]
+    gqa = {}
+    if shapes.group_size > 1 and _TORCH_HAS_ENABLE_GQA:
+        gqa = {"enable_gqa": True}
+    elif shapes.group_size != 1:  # torch < 2.5, or Hq == 0 (torch's GQA refuses no query heads)
+        key = key.repeat_interleave(shapes.group_size, dim=-3)  # [B..., Hq, Lk, E]
+        value = value.repeat_interleave(shapes.group_size, dim=-3)  # [B..., Hq, Lk, Ev]
+    return F.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask, is_causal=is_causal, scale=inputs.scale, **gqa
+    )
+
+
+def sdpa_shares_semantics(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    softcap: float = 0.0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> bool:
+    """Whether `torch_sdpa` should match the port (to rounding) for these inputs.
+
+    The rules, from what torch 2.13's CPU kernels (math and fused flash) were measured to do:
+      1. softcap > 0: never; torch's kernel has no softcap.
+      2. A non-finite value in query, key or value, or NaN or +inf in a float attn_mask: no.
+         torch lets NaN through where the port masks it: a masked key holding NaN still makes
+         every row NaN (the NaN score survives the mask), NaN in value turns a fully-masked row's
+         output into NaN where the port gives +0.0, and a fully-masked query row holding NaN
+         comes out NaN. With inf scores, torch's math and flash kernels disagree with each other.
+      3. Fully-masked rows or Lk == 0: on the CPU with torch >= 2.13 yes (both kernels give +0.0,
+         as the port does, in float64, float32, float16 and bfloat16). Elsewhere (CUDA's flash,
+         memory-efficient and cuDNN kernels, older torch) this was not measured and NaN is a known
+         answer there, so no.
+      4. attn_mask with is_causal: yes; torch refuses the pair, torch_sdpa combines them itself.
+    Bad inputs raise AttentionInputError, as in the port.
+    """
+    inputs = _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype)
+    if softcap > 0:
+        return False
+    for tensor in (inputs.query, inputs.key, inputs.value):
+        if not bool(torch.isfinite(tensor).all()):
+            return False
+    mask = inputs.mask
+    if mask is not None and mask.dtype != torch.bool and bool((mask.isnan() | (mask == math.inf)).any()):
+        return False
+    steps = attention_steps(
+        inputs.query,
+        inputs.key,
+        inputs.value,
+        mask,
+        is_causal=is_causal,
+        scale=inputs.scale,
+        enable_gqa=enable_gqa,
+    )
+    has_empty_rows = bool((steps.scaled == -math.inf).all(dim=-1).any())
+    if has_empty_rows:
+        return inputs.query.device.type == "cpu" and _torch_version() >= (2, 13)
+    return True
