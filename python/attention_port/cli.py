@@ -144,7 +144,7 @@ def command_verify(args: argparse.Namespace) -> int:
         report = {
             "fixtures": str(args.fixtures),
             "ports": {
-                name: {"dtype": port.dtype, "seconds": timings[name]}
+                name: {"dtype": port.dtype, "seconds": timings[name], **port.notes}
                 for name, (port, _) in answers_by_port.items()
             },
             "broken": broken,
@@ -165,7 +165,7 @@ def command_verify(args: argparse.Namespace) -> int:
         for line in broken:
             print(line)
         print()
-        _print_port_summary(verdicts, timings)
+        _print_port_summary(verdicts, {name: port for name, (port, _) in answers_by_port.items()}, timings)
         print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
@@ -196,14 +196,19 @@ def _cross_checks(answers_by_port: dict, by_id: dict) -> list[compare.CaseVerdic
     return verdicts
 
 
-def _print_port_summary(verdicts: list[compare.CaseVerdict], timings: dict[str, float]) -> None:
+def _print_port_summary(
+    verdicts: list[compare.CaseVerdict], ports_by_name: dict, timings: dict[str, float]
+) -> None:
     print("port                              cases  failed  max budget used")
     for name in dict.fromkeys(v.port for v in verdicts):
         mine = [v for v in verdicts if v.port == name]
         budgets = [v.budget_used for v in mine if v.budget_used is not None]
         worst = max(budgets, default=0.0)
         shown = "inf" if worst == float("inf") else f"{100 * worst:.1f}%"
-        seconds = f"  ({timings[name]:.2f} s)" if name in timings else ""
+        seconds = f"  ({timings[name]:.2f} s" if name in timings else ""
+        if name in ports_by_name and "node_ms" in ports_by_name[name].notes:
+            seconds += f", {ports_by_name[name].notes['node_ms']:.0f} ms inside Node"
+        seconds += ")" if seconds else ""
         print(f"{name:<33} {len(mine):>5}  {sum(not v.passed for v in mine):>6}  {shown:>15}{seconds}")
 
 

@@ -7,7 +7,7 @@ themselves (reference.py, torch_port.py, the TypeScript files) know nothing of f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,6 +24,7 @@ class Port:
     name: str  # as the report prints it, e.g. "torch-cpu-float32"
     dtype: str  # the dtype it computes in, for the unit roundoff
     run: Callable[[list[FixtureCase]], dict[str, PortAnswer]]
+    notes: dict[str, float] = field(default_factory=dict)  # filled by run, e.g. Node's own time
 
 
 def _arguments(case: FixtureCase) -> tuple[tuple, dict]:
@@ -147,6 +148,8 @@ def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEF
 
     def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
         document = run_typescript(fixtures_dir, module, [case.id for case in cases], timeout)
+        if isinstance(document.get("elapsed_ms"), (int, float)):
+            port.notes["node_ms"] = float(document["elapsed_ms"])  # inside Node, all cases
         results = document["cases"]
         answers = {}
         for case in cases:
@@ -155,4 +158,5 @@ def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEF
             answers[case.id] = decode_typescript_answer(results[case.id])
         return answers
 
-    return Port(name, "float64", run)
+    port = Port(name, "float64", run)
+    return port
