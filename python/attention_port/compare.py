@@ -261,7 +261,7 @@ def judge_pair(
 def format_verdict(verdict: CaseVerdict) -> str:
     """One report line: status, port, case, budget used, max error with its index, first bad step."""
     status = "PASS" if verdict.passed else "FAIL"
-    head = f"{status}  {verdict.port:<24} {verdict.case_id:<34}"
+    head = f"{status}  {verdict.port:<34} {verdict.case_id:<34}"
     if verdict.budget_used is None:
         detail = verdict.problem or "raised the expected error"
         return f"{head} {detail}"

@@ -1,5 +1,6 @@
-"""The TypeScript port, run through the harness (one Node process for every case), held to the
-same rule as the Python ports, compared with torch directly, and caught when it is broken."""
+"""The TypeScript ports (readable and flash), run through the harness (one Node process for every
+case), held to the same rule as the Python ports, compared with torch directly, and caught when
+they are broken."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ from attention_port import cli, compare, ports
 from attention_port.node import find_node, run_typescript
 
 
+TYPESCRIPT_PORTS = ["typescript", "typescript-flash"]
+
+
 @functools.cache
-def typescript_answers() -> dict[str, compare.PortAnswer]:
-    return ports.typescript_port(FIXTURES_DIR).run(ALL_CASES)
+def typescript_answers(name: str) -> dict[str, compare.PortAnswer]:
+    return ports.typescript_port(FIXTURES_DIR, name).run(ALL_CASES)
 
 
 @functools.cache
@@ -28,28 +32,31 @@ def torch_answers() -> dict[str, compare.PortAnswer]:
 
 
 @pytest.mark.parametrize("case", case_params(VALID_CASES))
-def test_typescript_within_budget(case):
-    verdict = compare.judge(case, "typescript", "float64", typescript_answers()[case.id])
+@pytest.mark.parametrize("port", TYPESCRIPT_PORTS)
+def test_typescript_within_budget(port, case):
+    verdict = compare.judge(case, port, "float64", typescript_answers(port)[case.id])
     assert verdict.passed, compare.format_verdict(verdict)
-    # The readable port does the same float64 arithmetic as numpy: far inside the budget.
+    # Both do float64 arithmetic as numpy does: far inside the budget.
     assert verdict.budget_used < 0.25, compare.format_verdict(verdict)
 
 
 @pytest.mark.parametrize("case", case_params(INVALID_CASES))
-def test_typescript_raises_the_same_error(case):
-    answer = typescript_answers()[case.id]
+@pytest.mark.parametrize("port", TYPESCRIPT_PORTS)
+def test_typescript_raises_the_same_error(port, case):
+    answer = typescript_answers(port)[case.id]
     assert answer.error is not None, answer
     kind, message = answer.error
     assert (kind, compare.normalize_message(message)) == case.expected_error
 
 
 @pytest.mark.parametrize("case", case_params(ALL_CASES))
-def test_typescript_agrees_with_torch_directly(case):
+@pytest.mark.parametrize("port", TYPESCRIPT_PORTS)
+def test_typescript_agrees_with_torch_directly(port, case):
     verdict = compare.judge_pair(
         case,
-        "typescript~torch",
+        f"{port}~torch",
         "float64",
-        typescript_answers()[case.id],
+        typescript_answers(port)[case.id],
         torch_answers()[case.id],
         "float64",
     )

@@ -31,40 +31,17 @@ import {
   resolveScale,
   toArray,
   toMaskArray,
+  type AttentionOptions,
+  type AttentionSteps,
   type FloatArray,
   type MaskArray,
   type MaskInput,
+  type NestedArray,
   type TensorInput,
 } from "./inputs.ts";
 
 export { AttentionInputError };
-export type { MaskInput, TensorInput };
-
-/** Nested arrays of numbers, rank >= 1: what the port returns (number[][] for rank-2 inputs). */
-export type NestedArray = number[] | NestedArray[];
-
-export interface AttentionOptions {
-  /** Boolean (true = may attend) or numeric (added to the scores); broadcasts to [B..., Hq, Lq, Lk]. */
-  readonly attnMask?: MaskInput | null;
-  /** Query i may attend to key j only when j <= i. Combines with attnMask: both must allow. */
-  readonly isCausal?: boolean;
-  /** Multiplies the scores; defaults to 1/sqrt(E). */
-  readonly scale?: number | null;
-  /** Grouped-query attention: Hq may be a multiple of Hkv. */
-  readonly enableGqa?: boolean;
-  /** If > 0, logits become softcap * tanh(logits / softcap). */
-  readonly softcap?: number;
-}
-
-/** Every intermediate tensor, for teaching and for finding the step where two ports part. */
-export interface AttentionSteps {
-  readonly scores: NestedArray; // [B..., Hq, Lq, Lk]  Step 1: query · keyᵀ
-  readonly scaled: NestedArray; // [B..., Hq, Lq, Lk]  Steps 2-3: scaled, softcapped, masked (softmax's input)
-  readonly weights: NestedArray; // [B..., Hq, Lq, Lk]  Step 4: softmax over keys; each row sums to 1 or is 0
-  readonly output: NestedArray; // [B..., Hq, Lq, Ev]  Step 5: weights · value
-  readonly scoresShape: readonly number[]; // [B..., Hq, Lq, Lk] (kept: nested [] cannot say it)
-  readonly outputShape: readonly number[]; // [B..., Hq, Lq, Ev]
-}
+export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
 
 /** One (batch, head) slice of the mask, already broadcast to [Lq, Lk]. */
 export type MaskMatrix =

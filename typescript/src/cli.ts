@@ -8,7 +8,11 @@
  * where an answer is {"scores", "weights", "output"} (each {"shape", "data"}, data flat row-major),
  * {"error": {"kind", "message"}} for an AttentionInputError, or {"crash": "..."} for anything else.
  * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"), and -0.0 keeps its sign.
- * The CLI judges nothing (compare.py does); it exits 1 with one line on stderr when it cannot run.
+ * --port attention runs the readable port (attention.ts), --port flash the fast one (flash.ts); both
+ * through their attentionSteps, so every step is written.
+ * The CLI judges nothing (compare.py does). Exit codes: 0 the results are written (a case that
+ * threw is recorded in them); 2 it cannot run: bad command-line usage or a fixture folder that
+ * cannot be used, said in one line on stderr.
  */
 
 import { writeFileSync } from "node:fs";
@@ -34,6 +38,10 @@ const USAGE =
   "usage: node typescript/src/cli.ts run [--fixtures DIR] --out FILE [--port attention|flash] [--case ID]...";
 
 class UsageError extends Error {}
+
+/** Bad usage or an unusable fixture folder: one line on stderr, and this exit code. */
+export const EXIT_CANNOT_RUN = 2;
+const HELP_HINT = "run with --help for usage";
 
 async function loadPort(name: PortName): Promise<AttentionStepsFunction> {
   let module: { attentionSteps?: unknown };
@@ -105,7 +113,7 @@ async function runCommand(args: string[]): Promise<void> {
     strict: true,
   });
   if (values.out === undefined) {
-    throw new UsageError(`--out is required\n${USAGE}`);
+    throw new UsageError(`--out is required; ${HELP_HINT}`);
   }
   if (!(PORTS as readonly string[]).includes(values.port)) {
     throw new UsageError(`unknown port '${values.port}' (known: ${PORTS.join(", ")})`);
@@ -119,7 +127,16 @@ async function runCommand(args: string[]): Promise<void> {
   const document =
     `{\n  "port": ${JSON.stringify(port)},\n  "elapsed_ms": ${elapsed.toFixed(3)},\n` +
     `  "cases": {\n${answers.join(",\n")}\n  }\n}\n`;
-  writeFileSync(values.out, document);
+  try {
+    writeFileSync(values.out, document);
+  } catch (error) {
+    throw new UsageError(`cannot write --out ${values.out} (${(error as Error).message})`);
+  }
+}
+
+/** Messages are meant to be one line already; a stray newline must not make a second. */
+function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, " ");
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -129,19 +146,22 @@ async function main(argv: string[]): Promise<number> {
       await runCommand(rest);
       return 0;
     }
-    if (command === undefined || command === "--help" || command === "-h") {
+    if (command === "--help" || command === "-h") {
       console.log(USAGE);
-      return command === undefined ? 1 : 0;
+      return 0;
     }
-    throw new UsageError(`unknown command '${command}'\n${USAGE}`);
+    if (command === undefined) {
+      throw new UsageError(`no command given; ${HELP_HINT}`);
+    }
+    throw new UsageError(`unknown command '${command}'; ${HELP_HINT}`);
   } catch (error) {
     if (error instanceof UsageError || error instanceof FixtureError) {
-      console.error(`attention-port (typescript): ${error.message}`);
-      return 1;
+      console.error(`attention-port (typescript): ${oneLine(error.message)}`);
+      return EXIT_CANNOT_RUN;
     }
     if (error instanceof TypeError && (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      console.error(`attention-port (typescript): ${error.message}\n${USAGE}`);
-      return 1;
+      console.error(`attention-port (typescript): ${oneLine(error.message)}; ${HELP_HINT}`);
+      return EXIT_CANNOT_RUN;
     }
     throw error;
   }

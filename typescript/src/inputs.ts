@@ -57,6 +57,34 @@ export type TensorInput = readonly NestedNumbers[] | ShapedTensor;
 /** attnMask as a caller gives it. */
 export type MaskInput = readonly NestedMask[] | ShapedMask;
 
+// ---- The public API's types, shared by both ports (attention.ts and flash.ts re-export them). ----
+
+/** Nested arrays of numbers, rank >= 1: what the port returns (number[][] for rank-2 inputs). */
+export type NestedArray = number[] | NestedArray[];
+
+export interface AttentionOptions {
+  /** Boolean (true = may attend) or numeric (added to the scores); broadcasts to [B..., Hq, Lq, Lk]. */
+  readonly attnMask?: MaskInput | null;
+  /** Query i may attend to key j only when j <= i. Combines with attnMask: both must allow. */
+  readonly isCausal?: boolean;
+  /** Multiplies the scores; defaults to 1/sqrt(E). */
+  readonly scale?: number | null;
+  /** Grouped-query attention: Hq may be a multiple of Hkv. */
+  readonly enableGqa?: boolean;
+  /** If > 0, logits become softcap * tanh(logits / softcap). */
+  readonly softcap?: number;
+}
+
+/** Every intermediate tensor, for teaching and for finding the step where two ports part. */
+export interface AttentionSteps {
+  readonly scores: NestedArray; // [B..., Hq, Lq, Lk]  Step 1: query · keyᵀ
+  readonly scaled: NestedArray; // [B..., Hq, Lq, Lk]  Steps 2-3: scaled, softcapped, masked (softmax's input)
+  readonly weights: NestedArray; // [B..., Hq, Lq, Lk]  Step 4: softmax over keys; each row sums to 1 or is 0
+  readonly output: NestedArray; // [B..., Hq, Lq, Ev]  Step 5: weights · value
+  readonly scoresShape: readonly number[]; // [B..., Hq, Lq, Lk] (kept: nested [] cannot say it)
+  readonly outputShape: readonly number[]; // [B..., Hq, Lq, Ev]
+}
+
 /** A checked tensor: float64 values, row-major (toArray's result). */
 export interface FloatArray {
   readonly shape: readonly number[];
@@ -198,12 +226,14 @@ export function indicesOf(flat: number, shape: readonly number[]): number[] {
   return indices;
 }
 
-function isShaped(x: unknown): x is { readonly shape: unknown; readonly data: unknown } {
+/** An object with `shape` and `data`: the shaped (flat) form of a tensor or mask. */
+export function isShaped(x: unknown): x is { readonly shape: unknown; readonly data: unknown } {
   return typeof x === "object" && x !== null && !isArray(x) && "shape" in x && "data" in x;
 }
 
-/** The shaped form's own checks (no Python twin: a numpy array's shape is always sound). */
-function checkShaped(
+/** The shaped form's own checks (no Python twin: a numpy array's shape is always sound).
+ * `expected` words what `data` must be, for the message. */
+export function checkShaped(
   name: string,
   input: { readonly shape: unknown; readonly data: unknown },
   expected: string,

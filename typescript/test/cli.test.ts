@@ -1,13 +1,15 @@
 // The CLI the Python harness runs (python/attention_port/node.py): its results document.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, test } from "node:test";
+import { after, test, type TestContext } from "node:test";
+import { fileURLToPath } from "node:url";
 
-import { main, numberJson } from "../src/cli.ts";
-import { decodeNumbers } from "../src/fixtures.ts";
+import { EXIT_CANNOT_RUN, main, numberJson } from "../src/cli.ts";
+import { DEFAULT_FIXTURES, REGENERATE_HINT, decodeNumbers } from "../src/fixtures.ts";
 
 const scratch = mkdtempSync(join(tmpdir(), "attention-port-cli-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -38,13 +40,90 @@ test("numbers keep NaN, infinities and the sign of zero", () => {
   assert.deepEqual([NaN, Infinity, -Infinity, -0, 0, 0.1].map(numberJson), ['"NaN"', '"Infinity"', '"-Infinity"', "-0.0", "0", "0.1"]);
 });
 
-test("a bad argument or port is one line and exit code 1", async (t) => {
-  const errors: string[] = [];
-  t.mock.method(console, "error", (line: string) => errors.push(line));
-  assert.equal(await main(["run", "--out", join(scratch, "x.json"), "--port", "nope"]), 1);
-  assert.equal(await main(["run", "--out", join(scratch, "x.json"), "--case", "no_such_case"]), 1);
-  assert.equal(await main(["frobnicate"]), 1);
-  assert.match(errors[0], /unknown port 'nope'/);
-  assert.match(errors[1], /no case named 'no_such_case'/);
-  assert.match(errors[2], /unknown command 'frobnicate'/);
+test("--port flash runs the fast port: the same steps, errors and special numbers", async () => {
+  const cases = ["tutorial_seq3_dk4", "nan_in_value", "empty_keys", "error_ragged_mask"];
+  const documents: Record<string, { port: string; cases: Record<string, Record<string, { shape: number[]; data: unknown[] }>> }> = {};
+  for (const port of ["attention", "flash"]) {
+    const out = join(scratch, `results-${port}.json`);
+    assert.equal(await main(["run", "--out", out, "--port", port, ...cases.flatMap((id) => ["--case", id])]), 0);
+    documents[port] = JSON.parse(readFileSync(out, "utf8"));
+  }
+  const [readable, flash] = [documents.attention, documents.flash];
+  assert.equal(flash.port, "flash");
+  assert.deepEqual(Object.keys(flash.cases).sort(), [...cases].sort());
+  assert.deepEqual(flash.cases.error_ragged_mask, readable.cases.error_ragged_mask);
+  assert.deepEqual(flash.cases.empty_keys, readable.cases.empty_keys);
+  assert.deepEqual(flash.cases.tutorial_seq3_dk4.scores, readable.cases.tutorial_seq3_dk4.scores);
+  const output = (port: typeof flash) => decodeNumbers(port.cases.tutorial_seq3_dk4.output.data) as number[];
+  output(flash).forEach((x, n) => assert.ok(Math.abs(x - output(readable)[n]) <= 1e-14 * Math.abs(x), `${x}`));
+  assert.deepEqual(
+    (decodeNumbers(flash.cases.nan_in_value.output.data) as number[]).map(Number.isNaN),
+    (decodeNumbers(readable.cases.nan_in_value.output.data) as number[]).map(Number.isNaN),
+  );
+});
+
+/** main() with console.error captured: its exit code and the lines it printed. */
+async function mainCapturing(t: TestContext, argv: string[]): Promise<{ code: number; lines: string[] }> {
+  const printed: string[] = [];
+  const mock = t.mock.method(console, "error", (...parts: unknown[]) => printed.push(parts.map(String).join(" ")));
+  try {
+    const code = await main(argv);
+    return { code, lines: printed.join("\n").split("\n") };
+  } finally {
+    mock.mock.restore();
+  }
+}
+
+test("bad usage is one line on stderr and exit code 2", async (t) => {
+  const out = join(scratch, "x.json");
+  const expectations: [string[], RegExp][] = [
+    [["run", "--out", out, "--port", "nope"], /unknown port 'nope' \(known: attention, flash\)/],
+    [["run", "--out", out, "--case", "no_such_case"], /no case named 'no_such_case'/],
+    [["frobnicate"], /unknown command 'frobnicate'; run with --help for usage/],
+    [[], /no command given/],
+    [["run"], /--out is required/],
+    [["run", "--out", out, "--frob"], /Unknown option '--frob'.*; run with --help for usage/],
+    [["run", "--out", join(scratch, "no", "such", "folder", "x.json")], /cannot write --out .*no\/such\/folder/],
+  ];
+  for (const [argv, pattern] of expectations) {
+    const { code, lines } = await mainCapturing(t, argv);
+    assert.equal(code, EXIT_CANNOT_RUN, argv.join(" "));
+    assert.equal(EXIT_CANNOT_RUN, 2);
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.match(lines[0], /^attention-port \(typescript\): /);
+    assert.match(lines[0], pattern);
+  }
+  const printed: string[] = [];
+  t.mock.method(console, "log", (line: string) => printed.push(line));
+  assert.equal(await main(["--help"]), 0);
+  assert.match(printed.join("\n"), /^usage: node typescript\/src\/cli\.ts run /);
+});
+
+test("a bad fixture folder is one line naming it, and exit code 2", async (t) => {
+  const out = join(scratch, "x.json");
+  const missing = join(scratch, "no-fixtures-here");
+  let result = await mainCapturing(t, ["run", "--fixtures", missing, "--out", out]);
+  assert.equal(result.code, 2);
+  assert.deepEqual(result.lines, [`attention-port (typescript): ${missing}: is not a fixture folder; ${REGENERATE_HINT}`]);
+  // A folder whose manifest is damaged.
+  const damaged = join(scratch, "damaged");
+  cpSync(DEFAULT_FIXTURES, damaged, { recursive: true });
+  writeFileSync(join(damaged, "manifest.json"), "{ not json\n");
+  result = await mainCapturing(t, ["run", "--fixtures", damaged, "--out", out]);
+  assert.equal(result.code, 2);
+  assert.equal(result.lines.length, 1);
+  assert.match(result.lines[0], new RegExp(`${join(damaged, "manifest.json")}: is not valid JSON`));
+});
+
+test("the process itself exits with code 2 and one line on stderr", () => {
+  const cli = fileURLToPath(new URL("../src/cli.ts", import.meta.url));
+  const missing = join(scratch, "nowhere");
+  const run = spawnSync(process.execPath, [cli, "run", "--fixtures", missing, "--out", join(scratch, "y.json")], { encoding: "utf8" });
+  assert.equal(run.status, 2, run.stderr);
+  assert.equal(run.stdout, "");
+  assert.equal(run.stderr.trimEnd().split("\n").length, 1, run.stderr);
+  assert.match(run.stderr, /nowhere: is not a fixture folder/);
+  const bare = spawnSync(process.execPath, [cli], { encoding: "utf8" });
+  assert.equal(bare.status, 2, bare.stderr);
+  assert.match(bare.stderr, /no command given/);
 });

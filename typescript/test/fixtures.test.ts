@@ -6,49 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 
-import { AttentionInputError, attentionSteps, type AttentionOptions, type TensorInput } from "../src/attention.ts";
-import { DEFAULT_FIXTURES, FixtureError, loadFixtures, portTensor, type FixtureCase, type FixtureTensor } from "../src/fixtures.ts";
-import { flatten } from "./helpers.ts";
-
-const K = 16; // DESIGN.md section 5
-const UNIT_ROUNDOFF = 2 ** -53; // float64
-
-/** The camelCase names back to Python's, so both languages' messages can be compared. */
-function normalizeMessage(message: string): string {
-  return message.replaceAll("attnMask", "attn_mask").replaceAll("enableGqa", "enable_gqa").replaceAll("isCausal", "is_causal");
-}
-
-function runCase(c: FixtureCase) {
-  const tensor = (x: unknown) => (c.expected === null ? x : x === null ? null : portTensor(x as FixtureTensor));
-  const options = {
-    attnMask: tensor(c.inputs.attnMask),
-    isCausal: c.params.isCausal,
-    scale: c.params.scale,
-    enableGqa: c.params.enableGqa,
-    softcap: c.params.softcap,
-  } as unknown as AttentionOptions;
-  const input = (x: unknown) => tensor(x) as TensorInput;
-  return attentionSteps(input(c.inputs.query), input(c.inputs.key), input(c.inputs.value), options);
-}
-
-/** |actual - expected| <= K u error_scale element-wise; NaN meets NaN; a zero budget means exact
- * equality, and a zero there must be +0.0. Returns the first violation in words, or null. */
-function outputProblem(actual: readonly number[], expected: readonly number[], errorScale: readonly number[]): string | null {
-  for (let n = 0; n < expected.length; n++) {
-    const [a, e] = [actual[n], expected[n]];
-    if (Number.isNaN(e) || Number.isNaN(a)) {
-      if (Number.isNaN(e) !== Number.isNaN(a)) {
-        return `output[${n}] is ${a}, expected ${e}`;
-      }
-      continue;
-    }
-    const budget = K * UNIT_ROUNDOFF * errorScale[n];
-    if (budget === 0 ? !Object.is(a, e) : !(Math.abs(a - e) <= budget)) {
-      return `output[${n}] is ${Object.is(a, -0) ? "-0" : a}, expected ${e} (budget ${budget})`;
-    }
-  }
-  return null;
-}
+import { attentionSteps } from "../src/attention.ts";
+import { DEFAULT_FIXTURES, FixtureError, loadFixtures, portTensor, type FixtureTensor } from "../src/fixtures.ts";
+import { assertFixtureError, assertMatchesFixture, outputProblem, runCase } from "./helpers.ts";
 
 const cases = loadFixtures();
 
@@ -62,31 +22,12 @@ describe("every fixture through the readable port", () => {
     if (c.expected !== null) {
       const expected = c.expected;
       test(`${c.id}: ${c.description}`, () => {
-        const steps = runCase(c);
-        assert.deepEqual(steps.scoresShape, expected.scores.shape);
-        assert.deepEqual(steps.outputShape, expected.output.shape);
-        const [scores, weights, output] = [flatten(steps.scores), flatten(steps.weights), flatten(steps.output)];
-        assert.equal(scores.length, expected.scores.data.length);
-        assert.equal(weights.length, expected.weights.data.length);
-        assert.equal(output.length, expected.output.data.length);
-        // NaN in the same places in every step.
-        scores.forEach((x, n) => assert.equal(Number.isNaN(x), Number.isNaN(expected.scores.data[n]), `scores[${n}]`));
-        weights.forEach((x, n) => assert.equal(Number.isNaN(x), Number.isNaN(expected.weights.data[n]), `weights[${n}]`));
-        const problem = outputProblem(output, expected.output.data, expected.errorScale.data);
-        assert.equal(problem, null);
+        assertMatchesFixture(runCase(attentionSteps, c), expected);
       });
     } else {
       const error = c.expectedError!;
       test(`${c.id}: ${c.description}`, () => {
-        assert.throws(
-          () => runCase(c),
-          (thrown: unknown) => {
-            assert.ok(thrown instanceof AttentionInputError, `threw ${String(thrown)}`);
-            assert.equal(thrown.kind, error.kind);
-            assert.equal(normalizeMessage(thrown.message), error.message);
-            return true;
-          },
-        );
+        assertFixtureError(() => runCase(attentionSteps, c), error);
       });
     }
   }

@@ -1,0 +1,780 @@
+/**
+ * The fast TypeScript port of scaled dot-product attention, built the way FlashAttention is.
+ *
+ *     output = softmax(query · keyᵀ · scale [+ mask]) · value
+ *
+ * Same contract, same public API and same errors as the readable port (attention.ts); read that
+ * file first. This one computes the same numbers in a different order, and each difference is
+ * there to make it faster or smaller:
+ *
+ *  1. Flat Float64Array storage, row-major, instead of number[][]: one contiguous block per tensor,
+ *     no per-row objects to chase, and loads V8 compiles to plain machine loads.
+ *  2. No transpose: scores[i][j] is the dot product of query row i and key row j, and both rows lie
+ *     contiguous in memory as given, so the key matrix is never copied into [E, Lk].
+ *  3. Online softmax: the [Lq, Lk] scores and weights matrices are never made. Keys are visited
+ *     once, in tiles, and each query row keeps only a running max m, a running sum l and an
+ *     accumulator acc [Ev] (see `softmaxTile`). Memory is O(Lq x Ev + tile), not O(Lq x Lk), and
+ *     the output needs one pass over the keys instead of three (scores, softmax, weights · value).
+ *  4. Tiles: QUERY_BLOCK query rows are processed against one tile of KEY_TILE keys at a time, so a
+ *     key tile and its value tile (KEY_TILE x E and KEY_TILE x Ev doubles, 64 KiB for E = Ev = 64)
+ *     are loaded from memory once and then reused by every row of the block from cache.
+ *  5. Register blocking: the inner loops take 2 query rows x 4 keys at a time with 8 separate
+ *     accumulators. Each loaded number is used 2 or 4 times (fewer loads per multiply-add), and the
+ *     8 sums do not wait on each other, so the CPU overlaps them.
+ *  6. Causal tile skipping: with isCausal, keys past the last query row of a block are masked for
+ *     every row of it; those tiles are never computed (about half the work for self-attention).
+ *  7. The mask is read in place through strides (a broadcast dim has stride 0): no [B..., Hq, Lq,
+ *     Lk] copy is made. Grouped-query heads are index arithmetic too: no repeated key/value.
+ *  8. Normalisation once per row: acc / l at the end, instead of dividing every weight by the sum.
+ *  9. Monomorphic kernels: every kernel sees Float64Array only (Float32Array inputs of the flat
+ *     entry point are widened once), so V8 compiles one fast version of each loop.
+ *
+ * Numerics: the scores and the scaled/masked logits are bitwise those of the readable port (the
+ * same dot products summed in the same order); the softmax and the weighted sum are rounded in a
+ * different order, so the output differs in the last bits, well inside the tolerance rule of
+ * DESIGN.md section 5. Special values are the readable port's: a NaN logit makes its row NaN, NaN
+ * (or an infinity) in value reaches every row that is not fully masked (0 * NaN is NaN, even for a
+ * key the row cannot see), and a fully-masked row is exactly +0.0.
+ *
+ * `attentionSteps` also returns scores, scaled and weights [B..., Hq, Lq, Lk]: a diagnostic-only
+ * path for teaching and for the fixture harness, which costs the O(Lq x Lk) memory the fast path
+ * avoids. It records scores and scaled as the tiles are computed and derives the weights at the
+ * end from each row's final running max and sum. Its output is the fast path's output.
+ *
+ * Dimension letters (as in attention.ts and DESIGN.md section 2):
+ *     B...  leading batch dims          Hq, Hkv  query heads, key/value heads
+ *     Lq    query length (rows)          Lk       key/value length (the axis softmax runs over)
+ *     E     query/key features           Ev       value features
+ *     Br    QUERY_BLOCK, query rows per block       Bc  KEY_TILE, keys per tile
+ * Loop indices: b batch, h head, i query row, j key row, t feature; r row in a block, c key in a tile.
+ * Shapes: query [B..., Hq, Lq, E], key [B..., Hkv, Lk, E], value [B..., Hkv, Lk, Ev]
+ *         -> output [B..., Hq, Lq, Ev].
+ */
+
+import {
+  AttentionInputError,
+  checkOptions,
+  checkShaped,
+  checkShapes,
+  describeValue,
+  isShaped,
+  product,
+  resolveScale,
+  toArray,
+  toMaskArray,
+  type AttentionOptions,
+  type AttentionShapes,
+  type AttentionSteps,
+  type FloatArray,
+  type MaskInput,
+  type NestedArray,
+  type TensorInput,
+} from "./inputs.ts";
+
+export { AttentionInputError };
+export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
+
+/** Bc: keys per tile. A key tile and its value tile (Bc x E and Bc x Ev doubles) stay in cache
+ * while every row of a query block reads them. A multiple of 4 (the register blocking). */
+export const KEY_TILE = 64;
+/** Br: query rows per block. The block's scores tile [Br, Bc] and accumulators [Br, Ev] are the
+ * only scratch memory. A multiple of 2 (the register blocking). */
+export const QUERY_BLOCK = 32;
+
+/** A flat row-major tensor: shape plus values. Float32Array storage is computed in doubles. */
+export interface FlatTensor {
+  readonly shape: readonly number[];
+  readonly data: Float64Array | Float32Array;
+}
+
+/** attnMask in flat form; `dtype` says which kind it is:
+ *  - "bool":  data is a Uint8Array; nonzero = may attend, 0 = masked (-Infinity).
+ *  - "float": data is a Float64Array or Float32Array, added to the logits (-Infinity masks).
+ * Broadcasts numpy-style to the scores [B..., Hq, Lq, Lk], like the nested mask. */
+export type FlatMask =
+  | { readonly dtype: "bool"; readonly shape: readonly number[]; readonly data: Uint8Array }
+  | { readonly dtype: "float"; readonly shape: readonly number[]; readonly data: Float64Array | Float32Array };
+
+export interface FlatAttentionOptions {
+  readonly attnMask?: FlatMask | null;
+  readonly isCausal?: boolean;
+  readonly scale?: number | null;
+  readonly enableGqa?: boolean;
+  readonly softcap?: number;
+}
+
+// ---- Public entry points. ----
+
+/** softmax(query · keyᵀ · scale [+ mask]) · value in float64, as attention.ts (nested arrays or
+ * shaped tensors in, nested arrays out), computed with tiles and an online softmax. */
+export function scaledDotProductAttention(
+  query: readonly (readonly number[])[],
+  key: readonly (readonly number[])[],
+  value: readonly (readonly number[])[],
+  options?: AttentionOptions,
+): number[][];
+export function scaledDotProductAttention(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options?: AttentionOptions,
+): NestedArray;
+export function scaledDotProductAttention(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: AttentionOptions = {},
+): NestedArray {
+  const problem = checkedProblem(query, key, value, options);
+  const output = attend(problem, null); // [B..., Hq, Lq, Ev]
+  return nest(output, 0, problem.shapes.outputShape);
+}
+
+/** Every step, as attention.ts returns them. Diagnostic only: scores, scaled and weights are
+ * [B..., Hq, Lq, Lk], the O(Lq x Lk) memory that scaledDotProductAttention never needs. */
+export function attentionSteps(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: AttentionOptions = {},
+): AttentionSteps {
+  const problem = checkedProblem(query, key, value, options);
+  const { scoresShape, outputShape } = problem.shapes;
+  const rowCount = product(scoresShape.slice(0, -1)); // B... x Hq x Lq
+  const recording: Recording = {
+    scores: new Float64Array(product(scoresShape)), // [B..., Hq, Lq, Lk]
+    scaled: new Float64Array(product(scoresShape)), // [B..., Hq, Lq, Lk]
+    rowMax: new Float64Array(rowCount), // [B..., Hq, Lq]  final running max m
+    rowSum: new Float64Array(rowCount), // [B..., Hq, Lq]  final running sum l
+  };
+  const output = attend(problem, recording); // [B..., Hq, Lq, Ev]
+
+  // weights = exp(scaled - m) / l, with the row's final m and l: the softmax the online recurrence
+  // computed implicitly, written out. A fully-masked row (m = -Infinity) has weights +0.0.
+  const Lk = problem.shapes.keyLength;
+  const weights = new Float64Array(recording.scaled.length); // [B..., Hq, Lq, Lk]
+  for (let row = 0; row < rowCount; row++) {
+    const m = recording.rowMax[row];
+    if (m === -Infinity) {
+      continue; // stays +0.0
+    }
+    const l = recording.rowSum[row];
+    for (let j = row * Lk; j < (row + 1) * Lk; j++) {
+      weights[j] = Math.exp(recording.scaled[j] - m) / l;
+    }
+  }
+  return {
+    scores: nest(recording.scores, 0, scoresShape),
+    scaled: nest(recording.scaled, 0, scoresShape),
+    weights: nest(weights, 0, scoresShape),
+    output: nest(output, 0, outputShape),
+    scoresShape,
+    outputShape,
+  };
+}
+
+/** The fast path on flat row-major typed arrays with explicit shapes. The output has the storage
+ * type of query.data (Float32Array in, Float32Array out); arithmetic is always in doubles. */
+export function scaledDotProductAttentionFlat(
+  query: FlatTensor,
+  key: FlatTensor,
+  value: FlatTensor,
+  options: FlatAttentionOptions = {},
+): FlatTensor {
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
+  checkOptions(isCausal, scale, enableGqa, softcap);
+  const q = flatArray("query", query); // [B..., Hq, Lq, E]
+  const k = flatArray("key", key); // [B..., Hkv, Lk, E]
+  const v = flatArray("value", value); // [B..., Hkv, Lk, Ev]
+  const mask = attnMask === null ? null : flatMask(attnMask); // broadcasts to the scores
+  const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
+  const output = attend(
+    { query: q.data, key: k.data, value: v.data, mask, shapes, isCausal, softcap, scale: resolveScale(scale, shapes.features) },
+    null,
+  ); // [B..., Hq, Lq, Ev]
+  const data = query.data instanceof Float32Array ? new Float32Array(output) : output; // rounded once
+  return { shape: shapes.outputShape, data };
+}
+
+// ---- Checking: inputs.ts's functions, in the readable port's order. ----
+
+/** A checked mask, as the kernels read it: exactly one of bool and float is set. */
+interface KernelMask {
+  readonly shape: readonly number[];
+  readonly bool: Uint8Array | null; // nonzero = may attend
+  readonly float: Float64Array | Float32Array | null; // added to the logits
+}
+
+/** Everything the kernels need, checked. */
+interface Problem {
+  readonly query: Float64Array; // [B..., Hq, Lq, E]
+  readonly key: Float64Array; // [B..., Hkv, Lk, E]
+  readonly value: Float64Array; // [B..., Hkv, Lk, Ev]
+  readonly mask: KernelMask | null; // broadcasts to [B..., Hq, Lq, Lk]
+  readonly shapes: AttentionShapes;
+  readonly isCausal: boolean;
+  readonly scale: number;
+  readonly softcap: number;
+}
+
+function checkedProblem(query: TensorInput, key: TensorInput, value: TensorInput, options: AttentionOptions): Problem {
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
+  checkOptions(isCausal, scale, enableGqa, softcap);
+  const q = toArray("query", query); // [B..., Hq, Lq, E]
+  const k = toArray("key", key); // [B..., Hkv, Lk, E]
+  const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
+  const checked = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
+  const shapes = checkShapes(q.shape, k.shape, v.shape, checked === null ? null : checked.shape, enableGqa);
+  let mask: KernelMask | null = null;
+  if (checked !== null && checked.dtype === "bool") {
+    mask = { shape: checked.shape, bool: Uint8Array.from(checked.data, Number), float: null }; // 1 = may attend
+  } else if (checked !== null) {
+    mask = { shape: checked.shape, bool: null, float: checked.data };
+  }
+  return { query: q.data, key: k.data, value: v.data, mask, shapes, isCausal, softcap, scale: resolveScale(scale, shapes.features) };
+}
+
+/** query, key or value in flat form, checked by inputs.ts's toArray. A Float64Array is taken as
+ * it is (toArray checks its shape and length, and walks no value: a typed array holds numbers by
+ * construction); a Float32Array is widened once to doubles, natively, so the kernels stay
+ * monomorphic. */
+function flatArray(name: string, tensor: FlatTensor): FloatArray {
+  if (!isShaped(tensor)) {
+    throw new AttentionInputError("type", `${name} must be a flat tensor { shape, data }, got ${describeValue(tensor)}`);
+  }
+  const data: unknown = tensor.data;
+  if (data instanceof Float64Array) {
+    return toArray(name, tensor);
+  }
+  if (data instanceof Float32Array) {
+    return toArray(name, { shape: tensor.shape, data: new Float64Array(data) });
+  }
+  throw new AttentionInputError("type", `${name}.data must be a Float64Array or a Float32Array, got ${describeValue(data)}`);
+}
+
+/** attnMask in flat form: its dtype, then the shaped form's checks (inputs.ts), then the typed
+ * array its dtype needs. Not widened through toMaskArray: the kernels read it in place. */
+function flatMask(mask: FlatMask): KernelMask {
+  const name = "attnMask";
+  if (!isShaped(mask) || !("dtype" in mask)) {
+    throw new AttentionInputError("type", `${name} must be a flat mask { dtype, shape, data }, got ${describeValue(mask)}`);
+  }
+  const dtype: unknown = mask.dtype;
+  if (dtype !== "bool" && dtype !== "float") {
+    throw new AttentionInputError("type", `${name}.dtype must be "bool" or "float", got ${describeValue(dtype)}`);
+  }
+  const expected = `${dtype === "bool" ? "a Uint8Array" : "a Float64Array or a Float32Array"} for dtype "${dtype}"`;
+  const { shape, data } = checkShaped(name, mask, expected);
+  if (dtype === "bool" && data instanceof Uint8Array) {
+    return { shape, bool: data, float: null };
+  }
+  if (dtype === "float" && (data instanceof Float64Array || data instanceof Float32Array)) {
+    return { shape, bool: null, float: data };
+  }
+  throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
+}
+
+// ---- The driver: batch and heads, one slice at a time. ----
+
+/** Steps kept for attentionSteps (diagnostic only). Offsets follow the scores' row-major order. */
+interface Recording {
+  readonly scores: Float64Array; // [B..., Hq, Lq, Lk]  Step 1
+  readonly scaled: Float64Array; // [B..., Hq, Lq, Lk]  Steps 2-3
+  readonly rowMax: Float64Array; // [B..., Hq, Lq]      final m per query row
+  readonly rowSum: Float64Array; // [B..., Hq, Lq]      final l per query row
+}
+
+/** Scratch for one query block, allocated once per call: O(Br x Bc + Br x Ev + Ev). */
+interface Scratch {
+  readonly tile: Float64Array; // [Br, Bc]  scores, then logits, then exp(logit - m)
+  readonly rowMax: Float64Array; // [Br]  m: the largest logit seen so far in each row
+  readonly rowSum: Float64Array; // [Br]  l: sum of exp(logit - m) over the keys seen so far
+  readonly acc: Float64Array; // [Br, Ev]  sum of exp(logit - m) * value row, over the keys seen
+  readonly lastNonFinite: Int32Array; // [Ev]  last key row whose value is NaN or ±Infinity, per column
+}
+
+/** The whole computation; returns the output [B..., Hq, Lq, Ev]. */
+function attend(problem: Problem, recording: Recording | null): Float64Array {
+  const { shapes, mask } = problem;
+  const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
+  const { features: E, valueFeatures: Ev, groupSize } = shapes;
+  const output = new Float64Array(product(shapes.outputShape)); // [B..., Hq, Lq, Ev]
+  const scratch: Scratch = {
+    tile: new Float64Array(QUERY_BLOCK * KEY_TILE), // [Br, Bc]
+    rowMax: new Float64Array(QUERY_BLOCK), // [Br]
+    rowSum: new Float64Array(QUERY_BLOCK), // [Br]
+    acc: new Float64Array(QUERY_BLOCK * Ev), // [Br, Ev]
+    lastNonFinite: new Int32Array(Ev), // [Ev]
+  };
+  // The mask's strides laid against the scores' dims [B..., Hq, Lq, Lk]: numpy broadcasting aligns
+  // on the right, and a missing dim or a dim of size 1 has stride 0 (the same cell repeats).
+  const rank = shapes.scoresShape.length;
+  const maskStrides = new Array<number>(rank).fill(0);
+  if (mask !== null) {
+    let stride = 1;
+    for (let d = mask.shape.length - 1; d >= 0; d--) {
+      maskStrides[rank - mask.shape.length + d] = mask.shape[d] === 1 ? 0 : stride;
+      stride *= mask.shape[d];
+    }
+  }
+  const outer = shapes.scoresShape.slice(0, -2); // [B..., Hq] ([] for rank 2)
+  const batchCount = product(shapes.batch);
+  for (let b = 0; b < batchCount; b++) {
+    for (let h = 0; h < Hq; h++) {
+      const slice = b * Hq + h; // row-major index over [B..., Hq]
+      // Grouped-query attention: query head h reads key/value head floor(h / groupSize).
+      const kvSlice = b * Hkv + Math.floor(h / groupSize);
+      let maskBase = 0; // the mask's offset at this (b, h)
+      for (let d = outer.length - 1, rest = slice; d >= 0; d--) {
+        maskBase += (rest % outer[d]) * maskStrides[d];
+        rest = Math.floor(rest / outer[d]);
+      }
+      attendSlice(problem, scratch, recording, {
+        query: slice * Lq * E, // query [Lq, E] starts here
+        key: kvSlice * Lk * E, // key [Lk, E]
+        value: kvSlice * Lk * Ev, // value [Lk, Ev]
+        output: slice * Lq * Ev, // output [Lq, Ev]
+        scores: slice * Lq * Lk, // recording's scores and scaled [Lq, Lk]
+        rows: slice * Lq, // recording's rowMax and rowSum [Lq]
+        mask: maskBase,
+        maskI: maskStrides[rank - 2],
+        maskJ: maskStrides[rank - 1],
+      }, output);
+    }
+  }
+  return output;
+}
+
+/** Where one (batch, head) slice starts in each flat array. */
+interface SliceOffsets {
+  readonly query: number;
+  readonly key: number;
+  readonly value: number;
+  readonly output: number;
+  readonly scores: number;
+  readonly rows: number;
+  readonly mask: number;
+  readonly maskI: number; // the mask's stride along Lq (0 when broadcast)
+  readonly maskJ: number; // the mask's stride along Lk (0 when broadcast)
+}
+
+/** One (batch, head): query [Lq, E] against key [Lk, E] and value [Lk, Ev] -> output [Lq, Ev],
+ * a block of Br query rows at a time, walking the keys a tile of Bc at a time. */
+function attendSlice(problem: Problem, scratch: Scratch, recording: Recording | null, at: SliceOffsets, output: Float64Array): void {
+  const { query, key, value, isCausal, scale, softcap, mask } = problem;
+  const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = problem.shapes;
+  const { tile, rowMax, rowSum, acc, lastNonFinite } = scratch;
+  if (isCausal) {
+    // Keys a causal block skips are masked, so they carry weight 0 in the readable port, where
+    // 0 * NaN still makes NaN: remember, per value column, the last row holding NaN or ±Infinity.
+    findLastNonFinite(value, at.value, Lk, Ev, lastNonFinite);
+  }
+
+  for (let i0 = 0; i0 < Lq; i0 += QUERY_BLOCK) {
+    const rows = Math.min(QUERY_BLOCK, Lq - i0); // this block: query rows i0 .. i0 + rows - 1
+    rowMax.fill(-Infinity, 0, rows); // m = -Infinity: no logit seen yet
+    rowSum.fill(0, 0, rows); // l = 0
+    acc.fill(0, 0, rows * Ev); // acc = 0
+    // Causal tile skipping: key j is allowed for query i only when j <= i, so keys from i0 + rows
+    // on are masked for every row of the block. They are never computed.
+    const keyEnd = isCausal ? Math.min(Lk, i0 + rows) : Lk;
+
+    for (let j0 = 0; j0 < keyEnd; j0 += KEY_TILE) {
+      const cols = Math.min(KEY_TILE, keyEnd - j0); // this tile: keys j0 .. j0 + cols - 1
+      // Step 1: scores for the tile [rows, cols], query rows · key rows.
+      scoreTile(query, at.query + i0 * E, rows, key, at.key + j0 * E, cols, E, tile);
+      if (recording !== null) {
+        copyTile(tile, rows, cols, recording.scores, at.scores + i0 * Lk + j0, Lk);
+      }
+      // Steps 2-3: scale, softcap, mask: the tile becomes softmax's input (logits).
+      logitTile(tile, rows, cols, i0, j0, scale, softcap, isCausal, mask, at);
+      if (recording !== null) {
+        copyTile(tile, rows, cols, recording.scaled, at.scores + i0 * Lk + j0, Lk);
+      }
+      // Step 4, online: update m, l and acc for the tile; the tile becomes exp(logit - m).
+      softmaxTile(tile, rows, cols, rowMax, rowSum, acc, Ev);
+      // Step 5, online: acc += exp(logit - m) · value rows of the tile.
+      accumulateTile(tile, rows, cols, value, at.value + j0 * Ev, Ev, acc);
+    }
+    if (recording !== null && keyEnd < Lk) {
+      skippedTile(problem, recording, at, i0, rows, keyEnd);
+    }
+
+    // Finish the block: output = acc / l, the normalisation done once per row.
+    for (let r = 0; r < rows; r++) {
+      const i = i0 + r;
+      const out = at.output + i * Ev; // output row i [Ev]
+      if (recording !== null) {
+        recording.rowMax[at.rows + i] = rowMax[r];
+        recording.rowSum[at.rows + i] = rowSum[r];
+      }
+      if (rowMax[r] === -Infinity) {
+        // Every logit of the row was -Infinity (or Lk = 0): it attends to nothing, and its output
+        // is +0.0 by the contract (already there: the output starts as zeros), even where value
+        // holds NaN.
+        continue;
+      }
+      const l = rowSum[r]; // >= 1: the row's largest logit contributes exp(0) = 1
+      for (let t = 0; t < Ev; t++) {
+        // `+ 0` turns a -0.0 (from an underflowed negative acc) into +0.0, as the readable port's
+        // sum, which starts at +0.0, gives.
+        output[out + t] = acc[r * Ev + t] / l + 0;
+        if (isCausal && lastNonFinite[t] >= keyEnd) {
+          output[out + t] = NaN; // a skipped key's value is NaN or infinite: 0 * it is NaN
+        }
+      }
+    }
+  }
+}
+
+// ---- The kernels: each loop over one tile, on Float64Array only. ----
+
+/** tile[r][c] = query row (i0 + r) · key row (j0 + c), for r < rows, c < cols.
+ *
+ * Register blocking: 2 query rows x 4 keys per pass over t, with 8 separate sums. Each query value
+ * loaded is used 4 times and each key value twice, and the 8 sums are independent, so the loop is
+ * not one long chain of dependent additions. Each sum runs over t in order from 0, as in the
+ * readable port's matMul, so the scores are bitwise the same. */
+function scoreTile(
+  query: Float64Array,
+  q0: number, // offset of query row i0; rows follow every E
+  rows: number,
+  key: Float64Array,
+  k0: number, // offset of key row j0; rows follow every E
+  cols: number,
+  E: number,
+  tile: Float64Array, // [Br, Bc]
+): void {
+  let r = 0;
+  for (; r + 1 < rows; r += 2) {
+    const qa = q0 + r * E; // query row i0 + r
+    const qb = qa + E; // query row i0 + r + 1
+    const sa = r * KEY_TILE;
+    const sb = sa + KEY_TILE;
+    let c = 0;
+    for (; c + 3 < cols; c += 4) {
+      const ka = k0 + c * E; // key rows j0 + c .. j0 + c + 3
+      const kb = ka + E;
+      const kc = kb + E;
+      const kd = kc + E;
+      let s00 = 0, s01 = 0, s02 = 0, s03 = 0; // row a x keys 0..3
+      let s10 = 0, s11 = 0, s12 = 0, s13 = 0; // row b x keys 0..3
+      for (let t = 0; t < E; t++) {
+        const x0 = query[qa + t];
+        const x1 = query[qb + t];
+        const y0 = key[ka + t];
+        const y1 = key[kb + t];
+        const y2 = key[kc + t];
+        const y3 = key[kd + t];
+        s00 += x0 * y0;
+        s01 += x0 * y1;
+        s02 += x0 * y2;
+        s03 += x0 * y3;
+        s10 += x1 * y0;
+        s11 += x1 * y1;
+        s12 += x1 * y2;
+        s13 += x1 * y3;
+      }
+      tile[sa + c] = s00;
+      tile[sa + c + 1] = s01;
+      tile[sa + c + 2] = s02;
+      tile[sa + c + 3] = s03;
+      tile[sb + c] = s10;
+      tile[sb + c + 1] = s11;
+      tile[sb + c + 2] = s12;
+      tile[sb + c + 3] = s13;
+    }
+    for (; c < cols; c++) {
+      const ka = k0 + c * E;
+      let s0 = 0, s1 = 0;
+      for (let t = 0; t < E; t++) {
+        const y = key[ka + t];
+        s0 += query[qa + t] * y;
+        s1 += query[qb + t] * y;
+      }
+      tile[sa + c] = s0;
+      tile[sb + c] = s1;
+    }
+  }
+  if (r < rows) {
+    // The odd last row: 1 x 4, then 1 x 1.
+    const qa = q0 + r * E;
+    const sa = r * KEY_TILE;
+    let c = 0;
+    for (; c + 3 < cols; c += 4) {
+      const ka = k0 + c * E;
+      const kb = ka + E;
+      const kc = kb + E;
+      const kd = kc + E;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (let t = 0; t < E; t++) {
+        const x = query[qa + t];
+        s0 += x * key[ka + t];
+        s1 += x * key[kb + t];
+        s2 += x * key[kc + t];
+        s3 += x * key[kd + t];
+      }
+      tile[sa + c] = s0;
+      tile[sa + c + 1] = s1;
+      tile[sa + c + 2] = s2;
+      tile[sa + c + 3] = s3;
+    }
+    for (; c < cols; c++) {
+      const ka = k0 + c * E;
+      let s = 0;
+      for (let t = 0; t < E; t++) {
+        s += query[qa + t] * key[ka + t];
+      }
+      tile[sa + c] = s;
+    }
+  }
+}
+
+/** Steps 2-3 on a tile, in place: scores -> scaled, softcapped, masked logits. The same operations
+ * in the same order as the readable port, cell by cell. */
+function logitTile(
+  tile: Float64Array, // [Br, Bc]
+  rows: number,
+  cols: number,
+  i0: number,
+  j0: number,
+  scale: number,
+  softcap: number,
+  isCausal: boolean,
+  mask: KernelMask | null,
+  at: SliceOffsets,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const i = i0 + r; // query row
+    const row = r * KEY_TILE;
+    for (let c = 0; c < cols; c++) {
+      tile[row + c] *= scale; // Step 2: scale (1/sqrt(E) by default; see attention.ts)
+    }
+    if (softcap > 0) {
+      for (let c = 0; c < cols; c++) {
+        tile[row + c] = softcap * Math.tanh(tile[row + c] / softcap); // squashed into (-softcap, softcap)
+      }
+    }
+    // Step 3: mask, read in place through its strides. A float mask is added; a false cell of a
+    // boolean mask becomes -Infinity (never a sentinel like -1e9).
+    if (mask !== null) {
+      const cell = at.mask + i * at.maskI + j0 * at.maskJ; // the mask at (i, j0)
+      if (mask.bool !== null) {
+        applyBoolMask(tile, row, cols, mask.bool, cell, at.maskJ);
+      } else {
+        applyFloatMask(tile, row, cols, mask.float!, cell, at.maskJ);
+      }
+    }
+    if (isCausal) {
+      // Query i may look at keys j <= i only (top-left aligned): cells from j = i + 1 on are masked
+      // whatever the mask said, and a mask can only mask more: a cell must be allowed by both.
+      for (let c = Math.max(i + 1 - j0, 0); c < cols; c++) {
+        tile[row + c] = -Infinity;
+      }
+    }
+  }
+}
+
+function applyBoolMask(tile: Float64Array, row: number, cols: number, bool: Uint8Array, cell: number, strideJ: number): void {
+  for (let c = 0; c < cols; c++) {
+    if (bool[cell + c * strideJ] === 0) {
+      tile[row + c] = -Infinity;
+    }
+  }
+}
+
+function applyFloatMask(
+  tile: Float64Array,
+  row: number,
+  cols: number,
+  float: Float64Array | Float32Array,
+  cell: number,
+  strideJ: number,
+): void {
+  for (let c = 0; c < cols; c++) {
+    tile[row + c] += float[cell + c * strideJ]; // -Infinity masks; a finite value is a bias
+  }
+}
+
+/** Step 4 for a tile, online: the softmax recurrence. In place, logits become p = exp(logit - m).
+ *
+ * The full softmax of a row is exp(x_j - M) / L with M the row's max and L = sum_j exp(x_j - M).
+ * Seen a tile at a time, each row keeps:
+ *     m    the largest logit so far (the M of the keys seen),
+ *     l    sum of exp(x_j - m) over the keys seen,
+ *     acc  sum of exp(x_j - m) * value_j over the keys seen ([Ev]; accumulateTile adds to it).
+ * When a tile brings a larger max m_new, every term already summed was taken relative to m_old,
+ * and exp(x - m_new) = exp(x - m_old) * exp(m_old - m_new): so l and acc are multiplied by
+ * alpha = exp(m_old - m_new) (<= 1, no overflow), then the tile's terms are added. After the last
+ * tile m = M, l = L, and the output is acc / l. */
+function softmaxTile(
+  tile: Float64Array, // [Br, Bc]
+  rows: number,
+  cols: number,
+  rowMax: Float64Array, // [Br] m
+  rowSum: Float64Array, // [Br] l
+  acc: Float64Array, // [Br, Ev]
+  Ev: number,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const row = r * KEY_TILE;
+    let tileMax = -Infinity;
+    for (let c = 0; c < cols; c++) {
+      tileMax = Math.max(tileMax, tile[row + c]); // Math.max, not `>`: a NaN logit makes m NaN, so its row is NaN
+    }
+    const mOld = rowMax[r];
+    const mNew = Math.max(mOld, tileMax);
+    // The reference the exponents are taken from. While every logit so far is -Infinity, mNew is
+    // -Infinity and exp(-Infinity - (-Infinity)) would be NaN; taking 0 instead gives
+    // exp(-Infinity - 0) = 0 for every cell (right: they are masked) and alpha = 0 below.
+    const shift = mNew === -Infinity ? 0 : mNew;
+    let tileSum = 0;
+    for (let c = 0; c < cols; c++) {
+      const p = Math.exp(tile[row + c] - shift); // <= 1; masked cells: exp(-Infinity) = 0
+      tile[row + c] = p;
+      tileSum += p;
+    }
+    if (mNew !== mOld) {
+      // The max grew (or became NaN): rescale what was summed relative to mOld. With mOld =
+      // -Infinity, alpha = exp(-Infinity) = 0, and l and acc were 0 anyway (acc may hold NaN from
+      // 0 * NaN in value, which stays NaN as it must).
+      const alpha = Math.exp(mOld - shift);
+      rowSum[r] = rowSum[r] * alpha + tileSum; // l_new = l_old * alpha + sum of the tile's p
+      for (let t = r * Ev; t < (r + 1) * Ev; t++) {
+        acc[t] *= alpha; // acc_new = acc_old * alpha (+ the tile's p · value, in accumulateTile)
+      }
+      rowMax[r] = mNew;
+    } else {
+      rowSum[r] += tileSum; // same max: alpha would be exp(0) = 1, nothing to rescale
+    }
+  }
+}
+
+/** Step 5 for a tile, online: acc[r] += sum over c of p[r][c] * value row (j0 + c).
+ *
+ * Register blocking: 2 rows x 4 keys per pass over t. Each value number loaded serves both rows,
+ * and each row's 4 products are summed before touching acc, so acc is loaded and stored once per
+ * 4 keys. Every p is used, even p = 0 (a masked key): 0 * NaN is NaN, as in the readable port. */
+function accumulateTile(
+  tile: Float64Array, // [Br, Bc] p
+  rows: number,
+  cols: number,
+  value: Float64Array,
+  v0: number, // offset of value row j0; rows follow every Ev
+  Ev: number,
+  acc: Float64Array, // [Br, Ev]
+): void {
+  let r = 0;
+  for (; r + 1 < rows; r += 2) {
+    const pa = r * KEY_TILE; // p of row r
+    const pb = pa + KEY_TILE; // p of row r + 1
+    const aa = r * Ev; // acc of row r
+    const ab = aa + Ev; // acc of row r + 1
+    let c = 0;
+    for (; c + 3 < cols; c += 4) {
+      const p0 = tile[pa + c], p1 = tile[pa + c + 1], p2 = tile[pa + c + 2], p3 = tile[pa + c + 3];
+      const q0 = tile[pb + c], q1 = tile[pb + c + 1], q2 = tile[pb + c + 2], q3 = tile[pb + c + 3];
+      const va = v0 + c * Ev; // value rows j0 + c .. j0 + c + 3
+      const vb = va + Ev;
+      const vc = vb + Ev;
+      const vd = vc + Ev;
+      for (let t = 0; t < Ev; t++) {
+        const y0 = value[va + t];
+        const y1 = value[vb + t];
+        const y2 = value[vc + t];
+        const y3 = value[vd + t];
+        acc[aa + t] += p0 * y0 + p1 * y1 + (p2 * y2 + p3 * y3);
+        acc[ab + t] += q0 * y0 + q1 * y1 + (q2 * y2 + q3 * y3);
+      }
+    }
+    for (; c < cols; c++) {
+      const p = tile[pa + c];
+      const q = tile[pb + c];
+      const va = v0 + c * Ev;
+      for (let t = 0; t < Ev; t++) {
+        const y = value[va + t];
+        acc[aa + t] += p * y;
+        acc[ab + t] += q * y;
+      }
+    }
+  }
+  if (r < rows) {
+    const pa = r * KEY_TILE;
+    const aa = r * Ev;
+    let c = 0;
+    for (; c + 3 < cols; c += 4) {
+      const p0 = tile[pa + c], p1 = tile[pa + c + 1], p2 = tile[pa + c + 2], p3 = tile[pa + c + 3];
+      const va = v0 + c * Ev;
+      const vb = va + Ev;
+      const vc = vb + Ev;
+      const vd = vc + Ev;
+      for (let t = 0; t < Ev; t++) {
+        acc[aa + t] += p0 * value[va + t] + p1 * value[vb + t] + (p2 * value[vc + t] + p3 * value[vd + t]);
+      }
+    }
+    for (; c < cols; c++) {
+      const p = tile[pa + c];
+      const va = v0 + c * Ev;
+      for (let t = 0; t < Ev; t++) {
+        acc[aa + t] += p * value[va + t];
+      }
+    }
+  }
+}
+
+/** lastNonFinite[t] = the largest j with value[j][t] NaN or ±Infinity, or -1. */
+function findLastNonFinite(value: Float64Array, v0: number, Lk: number, Ev: number, lastNonFinite: Int32Array): void {
+  lastNonFinite.fill(-1);
+  for (let j = 0; j < Lk; j++) {
+    for (let t = 0; t < Ev; t++) {
+      const y = value[v0 + j * Ev + t];
+      if (y - y !== 0) {
+        lastNonFinite[t] = j; // y - y is NaN exactly when y is NaN or ±Infinity
+      }
+    }
+  }
+}
+
+// ---- Diagnostic-only helpers for attentionSteps. ----
+
+/** tile [rows, cols] -> the recording's [Lq, Lk] at `offset` (rows `stride` apart). */
+function copyTile(tile: Float64Array, rows: number, cols: number, target: Float64Array, offset: number, stride: number): void {
+  for (let r = 0; r < rows; r++) {
+    target.set(tile.subarray(r * KEY_TILE, r * KEY_TILE + cols), offset + r * stride);
+  }
+}
+
+/** The cells the fast path skips (keys keyEnd .. Lk - 1 of a causal block): their scores, plainly,
+ * and their logits, -Infinity (masked by causality whatever the score or the mask). */
+function skippedTile(problem: Problem, recording: Recording, at: SliceOffsets, i0: number, rows: number, keyEnd: number): void {
+  const { query, key } = problem;
+  const { keyLength: Lk, features: E } = problem.shapes;
+  for (let i = i0; i < i0 + rows; i++) {
+    for (let j = keyEnd; j < Lk; j++) {
+      let s = 0;
+      for (let t = 0; t < E; t++) {
+        s += query[at.query + i * E + t] * key[at.key + j * E + t];
+      }
+      recording.scores[at.scores + i * Lk + j] = s;
+      recording.scaled[at.scores + i * Lk + j] = -Infinity;
+    }
+  }
+}
+
+/** A flat row-major array -> nested arrays of `shape` (rank >= 1), as the readable port returns. */
+function nest(data: Float64Array, offset: number, shape: readonly number[]): NestedArray {
+  if (shape.length === 1) {
+    return Array.from(data.subarray(offset, offset + shape[0]));
+  }
+  const size = product(shape.slice(1));
+  const inner = shape.slice(1);
+  return Array.from({ length: shape[0] }, (_, n) => nest(data, offset + n * size, inner)) as NestedArray;
+}
+
+// The tutorial's example, through the fast port: `node typescript/src/flash.ts` prints a 3 x 2 result.
+if (import.meta.main) {
+  const Q = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]];
+  const K = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]];
+  const V = [[1, 2], [3, 4], [5, 6]];
+  console.log(scaledDotProductAttention(Q, K, V)); // 3 x 2
+}

@@ -1,0 +1,467 @@
+// The fast port (flash.ts): every fixture under the readable port's rule, agreement with the
+// readable port on random problems (tile boundaries included), and the flat entry point.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import fc from "fast-check";
+
+import * as readable from "../src/attention.ts";
+import { loadFixtures, type FixtureTensor } from "../src/fixtures.ts";
+import {
+  AttentionInputError,
+  KEY_TILE,
+  QUERY_BLOCK,
+  attentionSteps,
+  scaledDotProductAttention,
+  scaledDotProductAttentionFlat,
+  type AttentionOptions,
+  type FlatMask,
+  type FlatTensor,
+} from "../src/flash.ts";
+import { toArray, toMaskArray, type ShapedMask, type ShapedTensor } from "../src/inputs.ts";
+import { assertFixtureError, assertMatchesFixture, broadcast, close, flatten, product, runCase } from "./helpers.ts";
+
+const cases = loadFixtures();
+
+/** A shaped tensor (numbers) -> the flat form with Float64Array or Float32Array storage. */
+function flatTensor(t: ShapedTensor, storage: "f64" | "f32" = "f64"): FlatTensor {
+  return { shape: t.shape, data: storage === "f64" ? Float64Array.from(t.data) : Float32Array.from(t.data) };
+}
+
+/** A shaped mask (booleans or numbers) -> the flat form: Uint8Array for bool, floats for float. */
+function flatMaskOf(m: ShapedMask, storage: "f64" | "f32" = "f64"): FlatMask {
+  const values = Array.from(m.data);
+  if (values.length > 0 && typeof values[0] === "boolean") {
+    return { dtype: "bool", shape: m.shape, data: Uint8Array.from(values, Number) };
+  }
+  if (values.length === 0) {
+    return { dtype: "float", shape: m.shape, data: new Float64Array(0) };
+  }
+  const numbers = values as number[];
+  return { dtype: "float", shape: m.shape, data: storage === "f64" ? Float64Array.from(numbers) : Float32Array.from(numbers) };
+}
+
+/** A fixture tensor (valid case) as a shaped tensor. */
+const shaped = (t: FixtureTensor) => ({ shape: t.shape, data: t.data }) as ShapedTensor & ShapedMask;
+
+describe("flash.ts on every fixture, under the readable port's rule", () => {
+  test("the fixture folder holds valid and invalid cases", () => {
+    assert.ok(cases.filter((c) => c.expected !== null).length >= 40);
+    assert.ok(cases.filter((c) => c.expectedError !== null).length >= 20);
+  });
+
+  for (const c of cases) {
+    if (c.expected !== null) {
+      const expected = c.expected;
+      test(`${c.id}: ${c.description}`, () => {
+        const steps = runCase(attentionSteps, c);
+        assertMatchesFixture(steps, expected);
+        // The fast path gives the diagnostic path's output, bit for bit, through both entry points.
+        assert.deepEqual(flatten(runCase(scaledDotProductAttention, c)), flatten(steps.output));
+        const input = c.inputs as Record<string, FixtureTensor | null>;
+        const flat = scaledDotProductAttentionFlat(
+          flatTensor(shaped(input.query!)),
+          flatTensor(shaped(input.key!)),
+          flatTensor(shaped(input.value!)),
+          {
+            attnMask: input.attnMask === null ? null : flatMaskOf(shaped(input.attnMask)),
+            isCausal: c.params.isCausal as boolean,
+            scale: c.params.scale as number | null,
+            enableGqa: c.params.enableGqa as boolean,
+            softcap: c.params.softcap as number,
+          },
+        );
+        assert.deepEqual(flat.shape, expected.output.shape);
+        assert.ok(flat.data instanceof Float64Array);
+        assert.deepEqual(Array.from(flat.data), flatten(steps.output));
+      });
+    } else {
+      const error = c.expectedError!;
+      test(`${c.id}: ${c.description}`, () => {
+        assertFixtureError(() => runCase(attentionSteps, c), error);
+        assertFixtureError(() => runCase(scaledDotProductAttention, c), error);
+        // Where the inputs are rectangular, the flat entry point throws the same error.
+        const flat = flatFixtureInputs(c.inputs);
+        if (flat !== null) {
+          const options = { ...c.params, attnMask: flat.attnMask } as never;
+          assertFixtureError(() => scaledDotProductAttentionFlat(flat.query, flat.key, flat.value, options), error);
+        }
+      });
+    }
+  }
+
+  test("some invalid fixtures do reach the flat entry point", () => {
+    const reached = cases.filter((c) => c.expectedError !== null && flatFixtureInputs(c.inputs) !== null);
+    assert.ok(reached.length >= 10, `${reached.length} cases`);
+  });
+});
+
+/** An invalid case's raw inputs in flat form, or null when they are not rectangular arrays of
+ * numbers (ragged or typed wrongly: errors the flat form cannot even express). */
+function flatFixtureInputs(inputs: Record<string, unknown>): { query: FlatTensor; key: FlatTensor; value: FlatTensor; attnMask: FlatMask | null } | null {
+  try {
+    const [q, k, v] = (["query", "key", "value"] as const).map((name) => toArray(name, inputs[name]));
+    const mask = inputs.attnMask === null ? null : toMaskArray(inputs.attnMask);
+    const attnMask: FlatMask | null =
+      mask === null
+        ? null
+        : mask.dtype === "bool"
+          ? { dtype: "bool", shape: mask.shape, data: Uint8Array.from(mask.data, Number) }
+          : { dtype: "float", shape: mask.shape, data: mask.data };
+    return { query: q, key: k, value: v, attnMask };
+  } catch (error) {
+    if (error instanceof AttentionInputError) {
+      return null;
+    }
+    throw error;
+  }
+}
+
+// ---- Agreement with the readable port on random problems. ----
+
+interface Problem {
+  query: ShapedTensor;
+  key: ShapedTensor;
+  value: ShapedTensor;
+  options: AttentionOptions & { attnMask?: ShapedMask };
+}
+
+/** Lengths that land on and around the tile and block edges, and small ones (0 included). */
+const EDGES = [KEY_TILE - 1, KEY_TILE, KEY_TILE + 1, 2 * KEY_TILE + 1, QUERY_BLOCK - 1, QUERY_BLOCK + 1];
+const length = fc.oneof({ arbitrary: fc.integer({ min: 0, max: 6 }), weight: 5 }, { arbitrary: fc.constantFrom(...EDGES), weight: 3 });
+
+/** Deterministic numbers from a seed (fast for big tensors; fast-check shrinks the seed). */
+function generator(seed: number): () => number {
+  let state = seed >>> 0 || 1;
+  return () => {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    return (state >>> 0) / 2 ** 32; // [0, 1)
+  };
+}
+
+/** A random valid problem: rank 2 to 5, GQA, a broadcast mask (bool or float, sometimes blocking
+ * whole key tiles for some rows), causal, scale, softcap, logits from small to large. */
+const problems = fc
+  .record({
+    rank2: fc.boolean(),
+    batch: fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 2 }),
+    hkv: fc.integer({ min: 1, max: 2 }),
+    group: fc.integer({ min: 1, max: 3 }),
+    lq: length,
+    lk: length,
+    e: fc.integer({ min: 1, max: 9 }),
+    ev: fc.integer({ min: 0, max: 5 }),
+    isCausal: fc.boolean(),
+    scale: fc.option(fc.double({ min: -2, max: 2, noNaN: true }), { nil: undefined }),
+    softcap: fc.oneof(fc.constant(0), fc.double({ min: 0.25, max: 5, noNaN: true })),
+    maskKind: fc.constantFrom("none", "bool", "float"),
+    maskRank: fc.integer({ min: 1, max: 5 }),
+    maskOnes: fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }), // which mask dims are 1
+    masked: fc.constantFrom(0, 0.2, 0.6, 1), // share of masked cells
+    blockTiles: fc.boolean(), // some rows: one whole key tile masked
+    spread: fc.constantFrom(1, 4, 40), // query/key magnitude: 40 gives logits in the thousands
+    seed: fc.integer(),
+  })
+  .map((c): Problem => {
+    const random = generator(c.seed);
+    const big = c.lq * c.lk > 64; // keep the readable port's work small on big lengths
+    const [hq, hkv] = c.rank2 ? [1, 1] : big ? [c.group, 1] : [c.hkv * c.group, c.hkv];
+    const batch = c.rank2 || big ? [] : c.batch;
+    const heads = (h: number) => (c.rank2 ? [] : [h]);
+    const qShape = [...batch, ...heads(hq), c.lq, c.e];
+    const kShape = [...batch, ...heads(hkv), c.lk, c.e];
+    const vShape = [...batch, ...heads(hkv), c.lk, c.ev];
+    const scoresShape = [...batch, ...heads(hq), c.lq, c.lk];
+    const numbers = (shape: number[], spread: number) => Array.from({ length: product(shape) }, () => (2 * random() - 1) * spread);
+    const maskRank = Math.min(c.maskRank, scoresShape.length);
+    const maskShape = scoresShape.slice(-maskRank).map((n, d) => (c.maskOnes[d] ? 1 : n));
+    const cells: (number | boolean)[] = Array.from({ length: product(maskShape) }, () => {
+      const masked = random() < c.masked;
+      return c.maskKind === "bool" ? !masked : masked ? -Infinity : 6 * random() - 3;
+    });
+    if (c.blockTiles && maskShape.length >= 2 && maskShape.at(-1)! > 1 && maskShape.at(-2)! > 1) {
+      // Row i of every (b, h) has key tile (i mod 3) fully masked when i is odd: rows masked in some
+      // tiles only, so the running max starts at -Infinity or stays put across whole tiles.
+      const [rows, cols] = maskShape.slice(-2);
+      for (let n = 0; n < cells.length; n++) {
+        const [i, j] = [Math.floor(n / cols) % rows, n % cols];
+        if (i % 2 === 1 && Math.floor(j / KEY_TILE) === i % 3) {
+          cells[n] = c.maskKind === "bool" ? false : -Infinity;
+        }
+      }
+    }
+    return {
+      query: { shape: qShape, data: numbers(qShape, c.spread) },
+      key: { shape: kShape, data: numbers(kShape, c.spread) },
+      value: { shape: vShape, data: numbers(vShape, 4) },
+      options: {
+        isCausal: c.isCausal,
+        scale: c.scale,
+        softcap: c.softcap,
+        enableGqa: hq !== hkv,
+        ...(c.maskKind === "none" ? {} : { attnMask: { shape: maskShape, data: cells } }),
+      },
+    };
+  });
+
+/** flash.ts against attention.ts on one problem: scores and logits bitwise, weights and output
+ * within a tight tolerance, NaN in the same places, fully-masked rows +0.0 in both. */
+function assertAgrees(p: Problem): void {
+  const expected = readable.attentionSteps(p.query, p.key, p.value, p.options);
+  const actual = attentionSteps(p.query, p.key, p.value, p.options);
+  assert.deepEqual(actual.scoresShape, expected.scoresShape);
+  assert.deepEqual(actual.outputShape, expected.outputShape);
+  assert.deepEqual(flatten(actual.scores), flatten(expected.scores));
+  assert.deepEqual(flatten(actual.scaled), flatten(expected.scaled));
+  const [weights, expectedWeights] = [flatten(actual.weights), flatten(expected.weights)];
+  weights.forEach((w, n) => assert.ok(close(w, expectedWeights[n], 1e-13), `weights[${n}]: ${w} vs ${expectedWeights[n]}`));
+  const [output, expectedOutput] = [flatten(actual.output), flatten(expected.output)];
+  const big = Math.max(1, ...Array.from(p.value.data, Math.abs));
+  output.forEach((x, n) => {
+    assert.ok(close(x, expectedOutput[n], 1e-12 * big), `output[${n}]: ${x} vs ${expectedOutput[n]}`);
+    if (expectedOutput[n] === 0 && x === 0) {
+      assert.ok(Object.is(x, 0) && Object.is(expectedOutput[n], 0), `output[${n}] is -0`);
+    }
+  });
+  // The fast path (no recording) gives the same output, through both entry points.
+  assert.deepEqual(flatten(scaledDotProductAttention(p.query, p.key, p.value, p.options)), output);
+  const mask = p.options.attnMask;
+  const flat = scaledDotProductAttentionFlat(flatTensor(p.query), flatTensor(p.key), flatTensor(p.value), {
+    ...p.options,
+    attnMask: mask === undefined ? null : flatMaskOf(mask),
+  });
+  assert.deepEqual(Array.from(flat.data), output);
+}
+
+describe("flash.ts agrees with attention.ts", () => {
+  test("the tile sizes are exported and fit the register blocking", () => {
+    assert.ok(KEY_TILE >= 4 && KEY_TILE % 4 === 0, `KEY_TILE ${KEY_TILE}`);
+    assert.ok(QUERY_BLOCK >= 2 && QUERY_BLOCK % 2 === 0, `QUERY_BLOCK ${QUERY_BLOCK}`);
+  });
+
+  test("random shapes, masks and options, tile edges included", () => {
+    fc.assert(fc.property(problems, assertAgrees), { numRuns: 150 });
+  });
+
+  test("every tile-edge length for query and key, causal and not, with a mask that blocks tiles", () => {
+    const random = generator(7);
+    for (const lq of [1, ...EDGES]) {
+      for (const lk of [1, ...EDGES]) {
+        for (const isCausal of [false, true]) {
+          const numbers = (n: number, spread: number) => Array.from({ length: n }, () => (2 * random() - 1) * spread);
+          // Even rows: key tile 0 masked (the running max starts at -Infinity and stays there for
+          // a whole tile); rows divisible by 3: only the last key allowed.
+          const mask = Array.from({ length: lq * lk }, (_, n) => {
+            const [i, j] = [Math.floor(n / lk), n % lk];
+            return i % 3 === 0 ? j === lk - 1 : i % 2 === 0 ? j >= KEY_TILE : true;
+          });
+          assertAgrees({
+            query: { shape: [lq, 3], data: numbers(lq * 3, 3) },
+            key: { shape: [lk, 3], data: numbers(lk * 3, 3) },
+            value: { shape: [lk, 2], data: numbers(lk * 2, 4) },
+            options: { isCausal, attnMask: { shape: [lq, lk], data: mask } },
+          });
+        }
+      }
+    }
+  });
+
+  test("a max that grows in every tile (rescaling each time) and one that never grows", () => {
+    const lk = 3 * KEY_TILE + 2;
+    for (const direction of [1, -1]) {
+      // Key j = direction * j/8 along every feature: query · key grows (or shrinks) with j.
+      const key = Array.from({ length: lk }, (_, j) => [direction * j / 8, direction * j / 8]);
+      const value = Array.from({ length: lk }, (_, j) => [Math.sin(j), Math.cos(j), j]);
+      const query = [[1, 1], [0.5, 2], [0, 0], [3, -1]];
+      assertAgrees({
+        query: { shape: [4, 2], data: query.flat() },
+        key: { shape: [lk, 2], data: key.flat() },
+        value: { shape: [lk, 3], data: value.flat() },
+        options: { scale: 1 },
+      });
+    }
+  });
+
+  test("logits up to 1e5 do not overflow, across tiles", () => {
+    const lk = 2 * KEY_TILE + 1;
+    const key = Array.from({ length: lk }, (_, j) => [j * 1000, -j * 800]); // logits up to 1e5, 800 apart or more
+    const value = Array.from({ length: lk }, (_, j) => [j]);
+    const out = scaledDotProductAttention([[1, 0], [0, 1], [5, 5]], key, value, { scale: 1 });
+    assert.deepEqual(out, [[lk - 1], [0], [lk - 1]]); // one key wins outright: its value exactly
+  });
+});
+
+describe("special values, as the readable port gives them", () => {
+  const lk = 2 * KEY_TILE + 1;
+  const rows = (n: number, cols: number, f: (i: number, t: number) => number) =>
+    Array.from({ length: n }, (_, i) => Array.from({ length: cols }, (_, t) => f(i, t)));
+
+  test("NaN in a value row a causal block skips still reaches every row that is not fully masked", () => {
+    // Row lk - 1 of value is NaN in column 0; with isCausal and Lq = Lk, the first query blocks skip
+    // that key (masked: weight 0), but 0 * NaN is NaN in the readable port, so column 0 is NaN in
+    // every row, and column 1 is finite.
+    const query = rows(lk, 2, (i, t) => Math.sin(i + t));
+    const key = rows(lk, 2, (i, t) => Math.cos(i * t));
+    const value = rows(lk, 2, (i, t) => (i === lk - 1 && t === 0 ? NaN : i + t));
+    const mask = { shape: [lk, lk], data: Array.from({ length: lk * lk }, (_, n) => Math.floor(n / lk) !== 5) }; // row 5 fully masked
+    for (const options of [{ isCausal: true }, { isCausal: true, attnMask: mask }]) {
+      const expected = readable.scaledDotProductAttention(query, key, value, options);
+      const out = scaledDotProductAttention(query, key, value, options);
+      out.forEach((row, i) => {
+        const fullyMasked = "attnMask" in options && i === 5;
+        assert.equal(Number.isNaN(row[0]), !fullyMasked, `row ${i}`);
+        assert.ok(fullyMasked ? Object.is(row[1], 0) : Number.isFinite(row[1]), `row ${i}`);
+        assert.ok(close(row[1], expected[i][1], 1e-12 * lk), `row ${i}`);
+        assert.equal(Number.isNaN(expected[i][0]), Number.isNaN(row[0]));
+      });
+    }
+    // An infinity there does the same (0 * Infinity is NaN).
+    const infinite = rows(lk, 1, (i) => (i === lk - 1 ? Infinity : 1));
+    assert.ok(scaledDotProductAttention(query, key, infinite, { isCausal: true }).slice(0, -1).every((r) => Number.isNaN(r[0])));
+  });
+
+  test("NaN in a key the causal mask hides changes nothing; NaN in a visible key makes its rows NaN", () => {
+    const query = rows(lk, 2, (i, t) => Math.sin(i + t));
+    const value = rows(lk, 1, (i) => i);
+    const hidden = rows(lk, 2, (i, t) => (i === lk - 1 ? NaN : Math.cos(i * t)));
+    const out = scaledDotProductAttention(query, hidden, value, { isCausal: true });
+    assert.ok(out.slice(0, -1).every((r) => Number.isFinite(r[0])));
+    assert.ok(Number.isNaN(out[lk - 1][0]));
+    assert.deepEqual(out.map((r) => Number.isNaN(r[0])), readable.scaledDotProductAttention(query, hidden, value, { isCausal: true }).map((r) => Number.isNaN(r[0])));
+  });
+
+  test("a NaN logit in a later tile makes the whole row NaN, after finite tiles; masked, it is nothing", () => {
+    const query = [[1, 0], [0, 1]];
+    const key = rows(lk, 2, (i, t) => (i === lk - 1 && t === 0 ? NaN : 1)); // the last key's score is NaN
+    const value = rows(lk, 1, () => 1);
+    const attnMask = [rows(1, lk, () => 1)[0].map(() => true), rows(1, lk, (_, j) => (j === lk - 1 ? 0 : 1))[0].map(Boolean)];
+    const out = scaledDotProductAttention(query, key, value, { attnMask });
+    assert.ok(Number.isNaN(out[0][0]));
+    assert.equal(out[1][0], 1);
+    assert.deepEqual(readable.scaledDotProductAttention(query, key, value, { attnMask }), out);
+  });
+
+  test("an accumulator that underflows to -0.0 when rescaled still gives +0.0, as the readable port", () => {
+    // Key 0 (tile 0): logit 0, value -1e-300. Key KEY_TILE (tile 1): logit 700, value -0.0. The
+    // rescale multiplies acc = -1e-300 by exp(-700): -0.0, and the tile adds 1 * -0.0.
+    const n = KEY_TILE + 1;
+    const key = rows(n, 1, (j) => (j === KEY_TILE ? 700 : 0));
+    const value = rows(n, 1, (j) => (j === 0 ? -1e-300 : -0));
+    const attnMask = [rows(1, n, (_, j) => j)[0].map((j) => j === 0 || j === KEY_TILE)];
+    const expected = readable.scaledDotProductAttention([[1]], key, value, { attnMask, scale: 1 });
+    assert.ok(Object.is(expected[0][0], 0));
+    assert.ok(Object.is(scaledDotProductAttention([[1]], key, value, { attnMask, scale: 1 })[0][0], 0));
+  });
+
+  test("fully-masked rows are exactly +0.0, with NaN and infinities in value", () => {
+    const value = rows(lk, 2, (i) => (i % 2 ? NaN : -Infinity));
+    const query = rows(3, 2, () => 1);
+    const key = rows(lk, 2, () => 1);
+    for (const attnMask of [
+      { shape: [3, lk], data: new Array<boolean>(3 * lk).fill(false) },
+      { shape: [1], data: [-Infinity] },
+    ]) {
+      const out = scaledDotProductAttention(query, key, value, { attnMask });
+      assert.ok(out.flat().every((x) => Object.is(x, 0)));
+    }
+    const none = scaledDotProductAttention(query, { shape: [0, 2], data: [] }, { shape: [0, 2], data: [] });
+    assert.ok(none.flat().every((x) => Object.is(x, 0)) && none.flat().length === 6);
+  });
+});
+
+describe("the flat entry point", () => {
+  const random = generator(11);
+  const lq = KEY_TILE + 3;
+  const lk = 2 * KEY_TILE + 1;
+  const numbers = (n: number) => Array.from({ length: n }, () => Math.fround(8 * random() - 4)); // float32-exact
+  const query = { shape: [2, lq, 5], data: numbers(2 * lq * 5) };
+  const key = { shape: [1, lk, 5], data: numbers(lk * 5) };
+  const value = { shape: [1, lk, 3], data: numbers(lk * 3) };
+  const options = { enableGqa: true, isCausal: true, softcap: 3 };
+
+  test("Float64Array storage gives the nested entry point's output, bit for bit", () => {
+    const out = scaledDotProductAttentionFlat(flatTensor(query), flatTensor(key), flatTensor(value), options);
+    assert.ok(out.data instanceof Float64Array);
+    assert.deepEqual(out.shape, [2, lq, 3]);
+    assert.deepEqual(Array.from(out.data), flatten(scaledDotProductAttention(query, key, value, options)));
+  });
+
+  test("Float32Array storage: computed in doubles, rounded once into a Float32Array", () => {
+    const out = scaledDotProductAttentionFlat(flatTensor(query, "f32"), flatTensor(key, "f32"), flatTensor(value, "f32"), options);
+    assert.ok(out.data instanceof Float32Array);
+    assert.deepEqual(out.shape, [2, lq, 3]);
+    const doubles = flatten(readable.scaledDotProductAttention(query, key, value, options));
+    out.data.forEach((x, n) => assert.ok(Math.abs(x - doubles[n]) <= 2 ** -23 * Math.abs(doubles[n]) + 1e-300, `${x} vs ${doubles[n]}`));
+    const fast = flatten(scaledDotProductAttention(query, key, value, options));
+    assert.deepEqual(Array.from(out.data), fast.map(Math.fround));
+    // Storage follows query: Float32 query with Float64 key and value gives Float32.
+    const mixed = scaledDotProductAttentionFlat(flatTensor(query, "f32"), flatTensor(key), flatTensor(value), options);
+    assert.ok(mixed.data instanceof Float32Array);
+  });
+
+  test("masks: Uint8Array bool (any nonzero attends) and Float32/Float64 float, broadcast by strides", () => {
+    const cells = Array.from({ length: lq * lk }, () => random() < 0.7);
+    const bool = { shape: [lq, lk], data: cells };
+    const expected = flatten(readable.scaledDotProductAttention(query, key, value, { ...options, attnMask: bool }));
+    const asBytes = Uint8Array.from(cells, (c) => (c ? 1 + Math.floor(random() * 255) : 0)); // 1..255 = true
+    const out = scaledDotProductAttentionFlat(flatTensor(query), flatTensor(key), flatTensor(value), {
+      ...options,
+      attnMask: { dtype: "bool", shape: [lq, lk], data: asBytes },
+    });
+    out.data.forEach((x, n) => assert.ok(close(x, expected[n], 1e-12), `${x} vs ${expected[n]}`));
+    for (const shape of [[lk], [lq, 1], [2, 1, lk], [2, lq, lk]]) {
+      const bias = numbers(product(shape)).map((x) => (x < -3 ? -Infinity : x));
+      const nested = flatten(readable.scaledDotProductAttention(query, key, value, { ...options, attnMask: { shape, data: bias } }));
+      for (const storage of ["f32", "f64"] as const) {
+        const mask = flatMaskOf({ shape, data: bias }, storage);
+        const result = scaledDotProductAttentionFlat(flatTensor(query), flatTensor(key), flatTensor(value), { ...options, attnMask: mask });
+        result.data.forEach((x, n) => assert.ok(close(x, nested[n], 1e-12), `mask ${JSON.stringify(shape)}: ${x} vs ${nested[n]}`));
+      }
+    }
+    // The bool mask agrees with a float mask of 0 and -Infinity.
+    const asFloat = broadcast(cells, [lq, lk], [lq, lk]).map((c) => (c ? 0 : -Infinity));
+    const viaFloat = scaledDotProductAttentionFlat(flatTensor(query), flatTensor(key), flatTensor(value), {
+      ...options,
+      attnMask: { dtype: "float", shape: [lq, lk], data: Float64Array.from(asFloat) },
+    });
+    assert.deepEqual(Array.from(viaFloat.data), Array.from(out.data));
+  });
+
+  test("bad flat input: the kinds and messages of inputs.ts", () => {
+    const call = (q: unknown, k: unknown, v: unknown, o: unknown = {}) => () =>
+      scaledDotProductAttentionFlat(q as FlatTensor, k as FlatTensor, v as FlatTensor, o as never);
+    const f64 = (shape: number[], n = product(shape)) => ({ shape, data: new Float64Array(n) });
+    const expectError = (run: () => unknown, kind: string, message: string | RegExp) =>
+      assert.throws(run, (error: unknown) => {
+        assert.ok(error instanceof AttentionInputError, String(error));
+        assert.equal(error.kind, kind);
+        if (typeof message === "string") {
+          assert.equal(error.message, message);
+        } else {
+          assert.match(error.message, message);
+        }
+        return true;
+      });
+    const [q, k, v] = [f64([2, 4]), f64([3, 4]), f64([3, 2])];
+    expectError(call(q, k, v, { isCausal: 1 }), "value", "isCausal must be a boolean, got 1");
+    expectError(call({ shape: [2, 4], data: [1, 2, 3, 4, 5, 6, 7, 8] }, k, v), "type", "query.data must be a Float64Array or a Float32Array, got an array");
+    expectError(call([[1, 2]], k, v), "type", "query must be a flat tensor { shape, data }, got an array");
+    expectError(call(q, { data: new Float64Array(12) }, v), "type", "key must be a flat tensor { shape, data }, got an object");
+    expectError(call(q, k, v, { attnMask: { shape: [3], data: new Uint8Array(3) } }), "type", "attnMask must be a flat mask { dtype, shape, data }, got an object");
+    expectError(call(q, { shape: [3, 4], data: new Float32Array(11) }, v), "shape", "key has 11 values but its shape [3, 4] needs 12");
+    expectError(call(q, k, { shape: [3, -2], data: new Float64Array(0) }), "shape", "value.shape must be an array of non-negative integers, got [3, -2]");
+    // The shaped form of the readable port says the same.
+    assert.throws(() => readable.scaledDotProductAttention(q, { shape: [3, 4], data: new Float64Array(11) }, v), {
+      message: "key has 11 values but its shape [3, 4] needs 12",
+    });
+    expectError(call(q, f64([3, 5]), v), "shape", "key has feature size 5 but query has 4 (query [2, 4], key [3, 5])");
+    expectError(call(q, k, v, { attnMask: { dtype: "bool", shape: [3], data: new Float64Array(3) } }), "type", /attnMask\.data must be a Uint8Array for dtype "bool", got a Float64Array/);
+    expectError(call(q, k, v, { attnMask: { dtype: "float", shape: [3], data: new Uint8Array(3) } }), "type", /attnMask\.data must be a Float64Array or a Float32Array for dtype "float"/);
+    expectError(call(q, k, v, { attnMask: { dtype: "int", shape: [3], data: new Uint8Array(3) } }), "type", 'attnMask.dtype must be "bool" or "float", got a string');
+    expectError(call(q, k, v, { attnMask: { dtype: "bool", shape: [4], data: new Uint8Array(3) } }), "shape", "attnMask has 3 values but its shape [4] needs 4");
+    expectError(call(q, k, v, { attnMask: { dtype: "bool", shape: [4], data: new Uint8Array(4) } }), "mask", /attnMask \[4\] does not broadcast to the scores \[2, 3\]/);
+  });
+});
