@@ -14,11 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import compare, fixtures
+from . import bench, compare, fixtures
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, NodeError
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
-ALL_PORTS = ("numpy", "torch", "torch-sdpa", "typescript")
+ALL_PORTS = ("numpy", "torch", "torch-sdpa", "typescript", "typescript-flash")
 
 
 def _error(message: str) -> int:
@@ -199,7 +199,7 @@ def _cross_checks(answers_by_port: dict, by_id: dict) -> list[compare.CaseVerdic
 def _print_port_summary(
     verdicts: list[compare.CaseVerdict], ports_by_name: dict, timings: dict[str, float]
 ) -> None:
-    print("port                              cases  failed  max budget used")
+    print(f"{'port':<36} cases  failed  max budget used")
     for name in dict.fromkeys(v.port for v in verdicts):
         mine = [v for v in verdicts if v.port == name]
         budgets = [v.budget_used for v in mine if v.budget_used is not None]
@@ -209,7 +209,7 @@ def _print_port_summary(
         if name in ports_by_name and "node_ms" in ports_by_name[name].notes:
             seconds += f", {ports_by_name[name].notes['node_ms']:.0f} ms inside Node"
         seconds += ")" if seconds else ""
-        print(f"{name:<33} {len(mine):>5}  {sum(not v.passed for v in mine):>6}  {shown:>15}{seconds}")
+        print(f"{name:<36} {len(mine):>5}  {sum(not v.passed for v in mine):>6}  {shown:>15}{seconds}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,6 +272,8 @@ def make_parser() -> argparse.ArgumentParser:
     pages = commands.add_parser("side-by-side", help="write docs/side-by-side.md from the two readable ports")
     pages.add_argument("--check", action="store_true", help="only check that the page is up to date")
     pages.set_defaults(handler=command_side_by_side)
+
+    bench.add_parser(commands)
 
     return parser
 

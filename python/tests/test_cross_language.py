@@ -17,7 +17,6 @@ from conftest import ALL_CASES, FIXTURES_DIR, INVALID_CASES, VALID_CASES, case_p
 from attention_port import cli, compare, ports
 from attention_port.node import find_node, run_typescript
 
-
 TYPESCRIPT_PORTS = ["typescript", "typescript-flash"]
 
 

@@ -1,0 +1,215 @@
+"""The Python worker of `attention-port bench`: times one Python port in a process of its own.
+
+    python -m attention_port.bench_worker PLAN.json
+
+bench.py (the parent) draws the inputs once, writes them as raw little-endian float64 files and
+starts one worker per port, so that no port pays for another's imports, caches or heap. Its twin
+for the TypeScript ports is typescript/src/bench.ts: the same plan, the same timing loop, the same
+result document.
+
+The plan (JSON, written by the parent):
+    mode       "time": every cell, warm-up then timed runs, output written for the parent to check;
+               "memory": one pass of the single cell, nothing written but the peak RSS;
+               "idle": import what the port imports, then only report the peak RSS.
+    port       numpy | torch-sdpa | torch-math
+    inputs     folder with n{n}-query.f64, n{n}-key.f64, n{n}-value.f64 ([n, d] row-major)
+    d          features per row
+    cells      [{"n", "dtype": "float64" | "float32", "causal": bool}, ...]
+    min_runs, max_runs, budget_s, warmup_s   the timing loop (see time_cell)
+    threads    torch.set_num_threads; the parent also sets OMP/OPENBLAS/MKL_NUM_THREADS
+    outputs    folder for the outputs, raw little-endian float64 [n, d]
+    result     where to write the result document (JSON)
+    corrupt    test hook: add 0.01 to the last output element after timing, so that the test can see
+               the parent refuse a wrong answer
+
+The result document: {"port", "mode", "versions", "threads", "cells": [{"n", "dtype", "causal",
+"warmup_runs", "runs_ms", "median_ms", "output"} or {..., "error"}], "vm_hwm_kib", "ru_maxrss_kib"}.
+A cell that raises is recorded with its error and the others still run; the parent marks it FAILED.
+Progress goes to stderr, one line per cell.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+PYTHON_PORTS = ("numpy", "torch-sdpa", "torch-math")
+
+
+@dataclass(frozen=True)
+class Port:
+    """What the timing loop needs from a port: its inputs in its own form, one call, its output."""
+
+    prepare: Callable[[np.ndarray, str], object]  # float64 [n, d] array, dtype -> the port's input
+    run: Callable[[object, object, object, bool], object]  # query, key, value, causal -> output
+    to_float64: Callable[[object], np.ndarray]  # output -> float64 [n, d]
+    versions: dict[str, str]
+
+
+def load_port(name: str, threads: int) -> Port:
+    """Import what the port needs (and nothing else: idle mode measures exactly these imports)."""
+    if name == "numpy":
+        from . import reference
+
+        def prepare(array: np.ndarray, dtype: str) -> np.ndarray:
+            if dtype != "float64":
+                raise ValueError(f"the numpy reference computes in float64 only, not {dtype}")
+            return array
+
+        return Port(
+            prepare=prepare,
+            run=lambda q, k, v, causal: reference.scaled_dot_product_attention(q, k, v, is_causal=causal),
+            to_float64=lambda out: np.asarray(out, dtype=np.float64),
+            versions={"numpy": np.__version__},
+        )
+    if name in ("torch-sdpa", "torch-math"):
+        import torch
+
+        torch.set_num_threads(threads)
+        dtypes = {"float64": torch.float64, "float32": torch.float32}
+
+        def prepare(array: np.ndarray, dtype: str) -> torch.Tensor:
+            return torch.from_numpy(array).to(dtypes[dtype]).contiguous()
+
+        if name == "torch-sdpa":
+            import torch.nn.functional as F
+
+            def run(q, k, v, causal):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        else:
+            from . import torch_port
+
+            def run(q, k, v, causal):
+                return torch_port.scaled_dot_product_attention(
+                    q, k, v, is_causal=causal, device="cpu", dtype=q.dtype
+                )
+
+        return Port(
+            prepare=prepare,
+            run=run,
+            to_float64=lambda out: out.detach().to(torch.float64).numpy(),
+            versions={"numpy": np.__version__, "torch": torch.__version__},
+        )
+    raise ValueError(f"unknown Python port {name!r}; choose from {', '.join(PYTHON_PORTS)}")
+
+
+def time_cell(
+    run: Callable[[], object], min_runs: int, max_runs: int, budget_s: float, warmup_s: float
+) -> tuple[object, int, list[float]]:
+    """Warm up, then time runs: at least `min_runs`; past that, more only while the timed runs
+    have taken less than `budget_s` in all, up to `max_runs`. So a fast cell gets many runs and a
+    slow one exactly `min_runs`. Warm-up: one run, more while under `warmup_s` (at most 20), so
+    that caches, allocators and thread pools are settled before the clock starts.
+
+    Returns the last timed run's output (the one the parent checks), the warm-up count and the
+    timed runs in milliseconds."""
+    started = time.perf_counter()
+    warmup_runs = 0
+    while True:
+        run()
+        warmup_runs += 1
+        if warmup_runs >= 20 or time.perf_counter() - started >= warmup_s:
+            break
+    times_ms: list[float] = []
+    spent_s = 0.0
+    output = None
+    while len(times_ms) < min_runs or (len(times_ms) < max_runs and spent_s < budget_s):
+        start = time.perf_counter()
+        output = run()
+        elapsed = time.perf_counter() - start
+        times_ms.append(elapsed * 1e3)
+        spent_s += elapsed
+    return output, warmup_runs, times_ms
+
+
+def read_input(folder: Path, n: int, d: int, which: str) -> np.ndarray:
+    path = folder / f"n{n}-{which}.f64"
+    array = np.fromfile(path, dtype="<f8")
+    if array.size != n * d:
+        raise ValueError(f"{path} holds {array.size} numbers, expected n*d = {n}*{d}")
+    return array.reshape(n, d).astype(np.float64, copy=False)  # native byte order
+
+
+def output_name(port: str, n: int, dtype: str, causal: bool) -> str:
+    return f"{port}-{dtype}-{'causal' if causal else 'full'}-n{n}.f64"
+
+
+def peak_rss_kib() -> tuple[int | None, int]:
+    """(VmHWM from /proc/self/status, ru_maxrss), both in KiB: this process's peak resident set.
+    The parent reports VmHWM: Linux carries ru_maxrss across fork and exec, so it starts at the
+    parent's peak; ru_maxrss is only the fallback where there is no /proc."""
+    hwm = None
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1])
+    except OSError:
+        pass
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return hwm, maxrss // 1024 if sys.platform == "darwin" else maxrss
+
+
+def run_plan(plan: dict) -> dict:
+    port = load_port(plan["port"], int(plan.get("threads", 1)))
+    result: dict = {"port": plan["port"], "mode": plan["mode"], "versions": port.versions, "cells": []}
+    if "torch" in port.versions:
+        import torch
+
+        result["threads"] = torch.get_num_threads()
+    inputs, outputs, d = Path(plan["inputs"]), Path(plan.get("outputs", ".")), int(plan["d"])
+    for cell in plan["cells"] if plan["mode"] != "idle" else []:
+        n, dtype, causal = int(cell["n"]), cell["dtype"], bool(cell["causal"])
+        record: dict = {"n": n, "dtype": dtype, "causal": causal}
+        label = f"{plan['port']} {dtype} n={n} causal={'on' if causal else 'off'}"
+        try:
+            q, k, v = (port.prepare(read_input(inputs, n, d, w), dtype) for w in ("query", "key", "value"))
+            if plan["mode"] == "memory":
+                port.run(q, k, v, causal)  # exactly one pass: the peak is read at exit
+                record["runs_ms"] = []
+            else:
+                out, warmup_runs, times_ms = time_cell(
+                    lambda q=q, k=k, v=v, causal=causal: port.run(q, k, v, causal),
+                    int(plan["min_runs"]), int(plan["max_runs"]),
+                    float(plan["budget_s"]), float(plan["warmup_s"]),
+                )  # fmt: skip
+                out64 = np.ascontiguousarray(port.to_float64(out), dtype="<f8")
+                if plan.get("corrupt"):
+                    out64.reshape(-1)[-1] += 0.01  # test hook: a wrong answer the parent must catch
+                path = outputs / output_name(plan["port"], n, dtype, causal)
+                out64.tofile(path)
+                record.update(warmup_runs=warmup_runs, runs_ms=times_ms,
+                              median_ms=statistics.median(times_ms), output=str(path))  # fmt: skip
+                print(f"{label}: median {record['median_ms']:.3f} ms over {len(times_ms)} runs",
+                      file=sys.stderr, flush=True)  # fmt: skip
+        except Exception as error:  # recorded: the parent marks the cell FAILED and goes on
+            record["error"] = f"{type(error).__name__}: {error}"
+            print(f"{label}: FAILED: {record['error']}", file=sys.stderr, flush=True)
+            traceback.print_exc(file=sys.stderr)
+        result["cells"].append(record)
+    result["vm_hwm_kib"], result["ru_maxrss_kib"] = peak_rss_kib()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m attention_port.bench_worker PLAN.json", file=sys.stderr)
+        return 2
+    plan = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    result = run_plan(plan)
+    Path(plan["result"]).write_text(json.dumps(result, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,357 @@
+"""`scripts/gpu-bench`: torch's fused scaled_dot_product_attention against torch_port's explicit
+math on a CUDA GPU, written to docs/gpu-bench.md.
+
+    python -m attention_port.gpu_bench                 # the default run, under 5 minutes on one GPU
+    python -m attention_port.gpu_bench --device cpu --sizes 128 --heads 2   # smoke mode, no GPU
+
+For every n in --sizes (default up to 16384), head size d in --head-dims (64, 128) and dtype in
+--dtypes (float32 with TF32 off, bfloat16, float16), on batch 1 x --heads heads (16), the two
+implementations run on the same inputs:
+    fused  torch.nn.functional.scaled_dot_product_attention (whichever fused kernel torch picks)
+    math   torch_port.scaled_dot_product_attention: the five steps as explicit tensor maths, which
+           hold [1, H, n, n] matrices; a size whose matrices would not fit in free GPU memory is
+           skipped (estimated before it runs; an out-of-memory error is caught and reported too)
+Reported per implementation: median ms (CUDA events, after a warm-up; at least --repeats runs,
+more while a cell's runs total under --cell-budget s), TFLOP/s counting 4·H·n²·d flops per pass
+(causal passes counted the same) and the peak GPU memory of one pass above its inputs
+(torch.cuda.max_memory_allocated). Every output is checked on head 0 against a float64 computation
+on the same (rounded) inputs with DESIGN.md's rule, |x - expected| <= K·u·(1 + S_i)·(weights·|value|),
+and the column says how much of that budget it used; a cell over budget is FAILED (exit 1).
+
+The run stops starting new cells after --budget seconds (default 240; the largest sizes come
+last), so the whole job stays under 5 minutes. Without a CUDA GPU (and --device cuda, the default)
+it exits 2 with a message and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from . import compare, torch_port
+from .node import REPO_ROOT
+
+DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
+DTYPES = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+HALF = ("bfloat16", "float16")
+MIB = 2.0**20
+# torch_port.attention_steps keeps scores, scaled and weights and, inside softmax, three more
+# [B, H, n, n] temporaries alive at once, plus a boolean [B, H, n, n] mask.
+MATH_LIVE_MATRICES = 6
+
+
+@dataclass
+class Timing:
+    median_ms: float | None = None
+    runs: int = 0
+    tflops: float | None = None
+    peak_mib: float | None = None  # above the inputs; None on the CPU
+    budget_used: float | None = None  # of the check's error budget, head 0 (1.0 = all of it)
+    status: str = "ok"  # ok | FAILED | skipped
+    note: str | None = None
+
+
+@dataclass
+class Row:
+    dtype: str
+    d: int
+    n: int
+    causal: bool
+    impls: dict[str, Timing] = field(default_factory=dict)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_port.gpu_bench",
+        description="Time torch's fused scaled_dot_product_attention against torch_port's explicit"
+        " math on a CUDA GPU and write a markdown report.",
+    )
+    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu (smoke mode)")
+    parser.add_argument("--sizes", default="1024,2048,4096,8192,16384", help="sequence lengths n")
+    parser.add_argument("--heads", type=int, default=16, help="heads, batch 1 (default: 16)")
+    parser.add_argument("--head-dims", default="64,128", help="features per head d (default: 64,128)")
+    parser.add_argument("--dtypes", default=None,
+                        help="default: float32,bfloat16,float16 on cuda, float32 on cpu")  # fmt: skip
+    parser.add_argument("--causal", choices=("off", "on", "both"), default="off")
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per cell, at least (default: 5)")
+    parser.add_argument("--max-repeats", type=int, default=20, help="timed runs per cell, at most")
+    parser.add_argument("--cell-budget", type=float, default=0.5, metavar="SECONDS",
+                        help="past --repeats, keep timing while a cell's runs total under this")  # fmt: skip
+    parser.add_argument("--budget", type=float, default=240.0, metavar="SECONDS",
+                        help="start no new cell after this long (default: 240)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="markdown report (default: %(default)s)")
+    return parser
+
+
+def _ints(text: str, name: str) -> list[int]:
+    try:
+        values = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise SystemExit(f"gpu-bench: {name} takes comma-separated integers, not {text!r}") from None
+    if not values or values[0] < 1:
+        raise SystemExit(f"gpu-bench: {name} must be positive integers, not {text!r}")
+    return values
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_call(fn, device: torch.device, min_runs: int, max_runs: int, budget_s: float):
+    """Two warm-up calls, then timed calls (CUDA events on a GPU): at least min_runs, more while
+    the runs total under budget_s, at most max_runs. Returns (last output, times in ms)."""
+    for _ in range(2):
+        fn()
+    _sync(device)
+    times: list[float] = []
+    output = None
+    while len(times) < min_runs or (len(times) < max_runs and sum(times) < budget_s * 1e3):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            output = fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            started = time.perf_counter()
+            output = fn()
+            times.append((time.perf_counter() - started) * 1e3)
+    return output, times
+
+
+def peak_above_inputs_mib(fn, device: torch.device) -> float | None:
+    """Peak GPU memory of one call, above what was allocated before it (the inputs)."""
+    if device.type != "cuda":
+        return None
+    _sync(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    output = fn()
+    _sync(device)
+    peak = torch.cuda.max_memory_allocated(device) - before
+    del output
+    return peak / MIB
+
+
+def reference_head0(query, key, value, causal: bool, dtype_name: str):
+    """Head 0 in float64 on the same (rounded) inputs: the expected output [n, d] and the error
+    budget K·u·(1 + S_i)·(weights·|value|) of a port computing in dtype_name (DESIGN.md section 5)."""
+    q, k, v = (x[0, 0].to(torch.float64) for x in (query, key, value))  # [n, d]
+    steps = torch_port.attention_steps(q, k, v, is_causal=causal, device=q.device, dtype=torch.float64)
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    s_i = scale * (q.abs() @ k.abs().T).amax(dim=-1, keepdim=True)  # [n, 1]
+    error_scale = (1.0 + s_i) * (steps.weights @ v.abs())  # [n, d]
+    budget = compare.K * compare.UNIT_ROUNDOFF[dtype_name] * error_scale
+    return steps.output, budget
+
+
+def budget_used(output: torch.Tensor, expected: torch.Tensor, budget: torch.Tensor) -> float:
+    got = output[0, 0].to(torch.float64)
+    if not torch.isfinite(got).all():
+        return math.inf
+    return float(((got - expected).abs() / budget.clamp_min(torch.finfo(torch.float64).tiny)).max())
+
+
+def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected, budget) -> Timing:
+    timing = Timing()
+    try:
+        fn()  # first call: kernel selection and library workspaces, kept out of the peak
+        _sync(device)
+        timing.peak_mib = peak_above_inputs_mib(fn, device)
+        output, times = time_call(
+            fn, device, args.repeats, max(args.repeats, args.max_repeats), args.cell_budget
+        )
+        timing.budget_used = budget_used(output, expected, budget)
+        del output
+    except torch.cuda.OutOfMemoryError:
+        timing.status, timing.note = "skipped", "out of GPU memory"
+        torch.cuda.empty_cache()
+        return timing
+    except RuntimeError as error:  # a kernel that refuses these inputs: reported, not hidden
+        timing.status, timing.note = "FAILED", (str(error).splitlines() or ["RuntimeError"])[0][:120]
+        return timing
+    timing.runs = len(times)
+    if timing.budget_used > 1.0:
+        timing.status = "FAILED"
+        timing.note = f"error uses {100 * timing.budget_used:.0f}% of its budget"
+        return timing
+    timing.median_ms = statistics.median(times)
+    timing.tflops = flops / (timing.median_ms * 1e-3) / 1e12
+    return timing
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    device = torch.device(args.device)
+    out = Path(args.out)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print(
+            "gpu-bench: FAILED: no CUDA GPU: torch.cuda.is_available() is False"
+            f" (torch {torch.__version__}, built for CUDA {torch.version.cuda}).\n"
+            f"gpu-bench: nothing was measured and {out} was not written"
+            " (for a smoke run on the CPU: --device cpu --sizes 128).",
+            file=sys.stderr,
+        )
+        return 2
+    sizes, head_dims = _ints(args.sizes, "--sizes"), _ints(args.head_dims, "--head-dims")
+    default_dtypes = "float32,bfloat16,float16" if device.type == "cuda" else "float32"
+    dtypes = [x.strip() for x in (args.dtypes or default_dtypes).split(",") if x.strip()]
+    if bad := [x for x in dtypes if x not in DTYPES]:
+        print(f"gpu-bench: unknown dtype {bad[0]!r}; choose from {', '.join(DTYPES)}", file=sys.stderr)
+        return 2
+    if device.type != "cuda" and (half := [x for x in dtypes if x in HALF]):
+        print(f"gpu-bench: torch_port computes {half[0]} on CUDA only", file=sys.stderr)
+        return 2
+    causal_values = {"off": [False], "on": [True], "both": [False, True]}[args.causal]
+
+    started = time.perf_counter()
+    rows: list[Row] = []
+    with torch.inference_mode(), torch_port.tf32_disabled():
+        for n in sizes:  # smallest first: the time budget cuts the largest
+            for d in head_dims:
+                generator = torch.Generator(device=device).manual_seed(args.seed * 100003 + n * 131 + d)
+                base = [
+                    torch.randn((1, args.heads, n, d), generator=generator, device=device) for _ in range(3)
+                ]  # [1, H, n, d] float32
+                for dtype_name in dtypes:
+                    dtype = DTYPES[dtype_name]
+                    query, key, value = (x.to(dtype) for x in base)
+                    for causal in causal_values:
+                        row = Row(dtype=dtype_name, d=d, n=n, causal=causal)
+                        rows.append(row)
+                        label = f"{dtype_name} d={d} n={n} causal={'on' if causal else 'off'}"
+                        if time.perf_counter() - started > args.budget:
+                            for impl in ("fused", "math"):
+                                row.impls[impl] = Timing(status="skipped", note="time budget")
+                            continue
+                        print(f"gpu-bench: {label}", file=sys.stderr, flush=True)
+                        row.impls = _measure(row, query, key, value, dtype, device, args)
+                    del query, key, value
+                del base
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+    report = format_report(rows, device, args, time.perf_counter() - started)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report, encoding="utf-8")
+    print(report)
+    failed = sum(t.status == "FAILED" for row in rows for t in row.impls.values())
+    print(f"gpu-bench: wrote {out}" + (f"; {failed} FAILED" if failed else ""), file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _measure(row: Row, query, key, value, dtype, device, args) -> dict[str, Timing]:
+    heads, n, d = query.shape[1], row.n, row.d
+    flops = 4.0 * heads * n * n * d
+    try:
+        expected, budget = reference_head0(query, key, value, row.causal, row.dtype)
+    except torch.cuda.OutOfMemoryError:
+        torch.cuda.empty_cache()
+        return {
+            impl: Timing(status="skipped", note="no memory for the float64 check")
+            for impl in ("fused", "math")
+        }
+    impls = {}
+
+    def fused():
+        return F.scaled_dot_product_attention(query, key, value, is_causal=row.causal)
+
+    impls["fused"] = run_cell(row, "fused", fused, device, args, flops, expected, budget)
+
+    def math_port():
+        return torch_port.scaled_dot_product_attention(
+            query, key, value, is_causal=row.causal, device=device, dtype=dtype
+        )
+
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    need = (MATH_LIVE_MATRICES * itemsize + 1) * heads * n * n * 1.1  # + the boolean mask, + 10%
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        free, _ = torch.cuda.mem_get_info(device)
+        if need > free:
+            impls["math"] = Timing(
+                status="skipped", note=f"needs ~{need / 2**30:.0f} GiB, {free / 2**30:.0f} GiB free"
+            )
+            return impls
+    impls["math"] = run_cell(row, "math", math_port, device, args, flops, expected, budget)
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return impls
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "" if x is None else format(x, spec)
+
+
+def format_report(rows: list[Row], device: torch.device, args, seconds: float) -> str:
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        where = f"{props.name}, {props.total_memory / 2**30:.0f} GiB, CUDA {torch.version.cuda}"
+    else:
+        where = "CPU (smoke mode: no GPU numbers)"
+    lines = [
+        "# GPU bench: torch's fused kernel against torch_port's explicit math",
+        "",
+        f"Written by `scripts/gpu-bench` on"
+        f" {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
+        f" in {seconds:.0f} s. {where}; torch {torch.__version__}. Batch 1, {args.heads} heads;"
+        " float32 with TF32 off.",
+        "",
+        "| dtype | d | n | causal | fused ms | fused TFLOP/s | fused peak MiB | math ms | math TFLOP/s"
+        " | math peak MiB | fused speed-up | check (fused / math) |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        fused, math_ = row.impls.get("fused", Timing()), row.impls.get("math", Timing())
+        cells = [row.dtype, str(row.d), str(row.n), "yes" if row.causal else "no"]
+        for t in (fused, math_):
+            if t.status == "ok":
+                rate = _fmt(t.tflops, ".1f" if t.tflops >= 1 else ".3f")
+                cells += [_fmt(t.median_ms, ".2f"), rate, _fmt(t.peak_mib, ".0f")]
+            else:
+                cells += [f"{t.status}: {t.note}", "", ""]
+        ok = fused.status == math_.status == "ok"
+        cells.append(f"{math_.median_ms / fused.median_ms:.1f}x" if ok else "")
+        cells.append(" / ".join(_check_text(t) for t in (fused, math_)))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "- median ms: CUDA-event time of one pass (wall clock on a CPU) after two warm-up passes,"
+        f" median of at least {args.repeats} runs (more, up to {args.max_repeats}, while a cell's"
+        f" runs total under {args.cell_budget:g} s).",
+        "- TFLOP/s counts 4·H·n²·d flops per pass, causal passes too (they need about half).",
+        "- peak MiB: torch.cuda.max_memory_allocated during one pass, above the inputs (output included).",
+        "- fused speed-up: math ms / fused ms.",
+        "- check: the share of DESIGN.md's error budget K·u·(1 + S_i)·(weights·|value|) that head 0's"
+        " output uses against float64 on the same rounded inputs; over 100% is FAILED.",
+        "- skipped math cells: the explicit steps hold about six [1, H, n, n] matrices at once; a size"
+        " that would not fit in free GPU memory is not attempted.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _check_text(t: Timing) -> str:
+    if t.budget_used is None:
+        return "-"
+    return f"{100 * t.budget_used:.1f}%" if t.status != "FAILED" else f"FAILED {100 * t.budget_used:.0f}%"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
