@@ -198,19 +198,28 @@ def judge(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) -> CaseV
     if answer.error is not None:
         kind, message = answer.error
         return CaseVerdict(case.id, port, dtype, False, problem=f"raised {kind}: {message}")
-    unit_roundoff = UNIT_ROUNDOFF[dtype]
+    truth = {step: getattr(case.expected, step) for step in STEPS}
+    return _hold_steps(case, port, dtype, answer.steps or {}, truth, UNIT_ROUNDOFF[dtype])
+
+
+def _hold_steps(
+    case: FixtureCase,
+    port: str,
+    dtype: str,
+    steps: dict[str, np.ndarray],
+    truth: dict[str, np.ndarray],
+    unit_roundoff: float,
+) -> CaseVerdict:
+    """Every step both sides have, each held to its yardstick; the output decides."""
+    if "output" not in steps or "output" not in truth:
+        return CaseVerdict(case.id, port, dtype, False, problem="no output")
     scales = step_error_scales(case)
-    checks = []
-    for step in STEPS:
-        if answer.steps is None or step not in answer.steps:
-            if step == "output":
-                return CaseVerdict(case.id, port, dtype, False, problem="no output")
-            continue
-        checks.append(
-            check_step(step, answer.steps[step], getattr(case.expected, step), scales[step], unit_roundoff)
-        )
+    checks = [
+        check_step(step, steps[step], truth[step], scales[step], unit_roundoff)
+        for step in STEPS
+        if step in steps and step in truth
+    ]
     output = checks[-1]
-    first_bad = _first_divergent_step(checks)
     return CaseVerdict(
         case.id,
         port,
@@ -221,7 +230,7 @@ def judge(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) -> CaseV
         output.index,
         output.actual,
         output.expected,
-        first_bad,
+        _first_divergent_step(checks),
         output.problem,
         checks,
     )
@@ -241,21 +250,9 @@ def judge_pair(
     if answer.steps is None or other.steps is None:
         problem = answer.crash or other.crash or str(answer.error or other.error)
         return CaseVerdict(case.id, port, dtype, False, problem=f"no output to compare: {problem}")
+    truth = {step: np.asarray(values, np.float64) for step, values in other.steps.items()}
     unit_roundoff = UNIT_ROUNDOFF[dtype] + UNIT_ROUNDOFF[other_dtype]
-    scales = step_error_scales(case)
-    checks = [
-        check_step(
-            step, answer.steps[step], np.asarray(other.steps[step], np.float64), scales[step], unit_roundoff
-        )
-        for step in STEPS
-        if step in answer.steps and step in other.steps
-    ]
-    output = checks[-1]
-    first_bad = _first_divergent_step(checks)
-    return CaseVerdict(
-        case.id, port, dtype, output.passed, output.budget_used, output.max_abs_error, output.index,
-        output.actual, output.expected, first_bad, output.problem, checks,
-    )  # fmt: skip
+    return _hold_steps(case, port, dtype, answer.steps, truth, unit_roundoff)
 
 
 def format_verdict(verdict: CaseVerdict) -> str:

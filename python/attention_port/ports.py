@@ -27,15 +27,12 @@ class Port:
     notes: dict[str, float] = field(default_factory=dict)  # filled by run, e.g. Node's own time
 
 
-def _arguments(case: FixtureCase) -> tuple[tuple, dict]:
+def _answer(compute: Callable[..., dict[str, np.ndarray]], case: FixtureCase) -> PortAnswer:
+    """Call a Python port on one case's inputs and options; sort what happens into an answer."""
     inputs = case.inputs
-    args = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
-    return args, dict(case.params)
-
-
-def _answer(compute: Callable[[], dict[str, np.ndarray]]) -> PortAnswer:
     try:
-        return PortAnswer(steps=compute())
+        steps = compute(inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"], **case.params)
+        return PortAnswer(steps=steps)
     except AttentionInputError as error:
         return PortAnswer(error=(error.kind, str(error)))
     except Exception as error:  # a port that breaks is reported, not raised
@@ -45,17 +42,12 @@ def _answer(compute: Callable[[], dict[str, np.ndarray]]) -> PortAnswer:
 def numpy_port() -> Port:
     from . import reference
 
+    def compute(*args, **kwargs) -> dict[str, np.ndarray]:
+        steps = reference.attention_steps(*args, **kwargs)
+        return {name: getattr(steps, name) for name in STEP_NAMES}
+
     def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
-        answers = {}
-        for case in cases:
-            args, kwargs = _arguments(case)
-
-            def compute(args=args, kwargs=kwargs):
-                steps = reference.attention_steps(*args, **kwargs)
-                return {name: getattr(steps, name) for name in STEP_NAMES}
-
-            answers[case.id] = _answer(compute)
-        return answers
+        return {case.id: _answer(compute, case) for case in cases}
 
     return Port("numpy", "float64", run)
 
@@ -67,21 +59,13 @@ def torch_port(device: str, dtype: str) -> Port:
 
     torch_dtype = getattr(torch, dtype)
 
+    def compute(*args, **kwargs) -> dict[str, np.ndarray]:
+        steps = port.attention_steps(*args, **kwargs, device=device, dtype=torch_dtype)
+        return {name: getattr(steps, name).detach().to("cpu", torch.float64).numpy() for name in STEP_NAMES}
+
     def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
-        answers = {}
         with port.tf32_disabled():
-            for case in cases:
-                args, kwargs = _arguments(case)
-
-                def compute(args=args, kwargs=kwargs):
-                    steps = port.attention_steps(*args, **kwargs, device=device, dtype=torch_dtype)
-                    return {
-                        name: getattr(steps, name).detach().to("cpu", torch.float64).numpy()
-                        for name in STEP_NAMES
-                    }
-
-                answers[case.id] = _answer(compute)
-        return answers
+            return {case.id: _answer(compute, case) for case in cases}
 
     return Port(f"torch-{device}-{dtype}", dtype, run)
 
@@ -94,22 +78,20 @@ def torch_sdpa_port(device: str, dtype: str) -> Port:
 
     torch_dtype = getattr(torch, dtype)
 
+    def compute(*args, **kwargs) -> dict[str, np.ndarray]:
+        output = port.torch_sdpa(*args, **kwargs, device=device, dtype=torch_dtype)
+        return {"output": output.detach().to("cpu", torch.float64).numpy()}
+
+    def shares_semantics(case: FixtureCase) -> bool:
+        if case.expects_error:
+            return False
+        inputs = case.inputs
+        arguments = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
+        return port.sdpa_shares_semantics(*arguments, **case.params, device=device, dtype=torch_dtype)
+
     def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
-        answers = {}
         with port.tf32_disabled():
-            for case in cases:
-                if case.expects_error:
-                    continue
-                args, kwargs = _arguments(case)
-                if not port.sdpa_shares_semantics(*args, **kwargs, device=device, dtype=torch_dtype):
-                    continue
-
-                def compute(args=args, kwargs=kwargs):
-                    output = port.torch_sdpa(*args, **kwargs, device=device, dtype=torch_dtype)
-                    return {"output": output.detach().to("cpu", torch.float64).numpy()}
-
-                answers[case.id] = _answer(compute)
-        return answers
+            return {case.id: _answer(compute, case) for case in cases if shares_semantics(case)}
 
     return Port(f"torch-sdpa-{device}-{dtype}", dtype, run)
 
