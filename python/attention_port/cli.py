@@ -7,7 +7,6 @@ Exit codes: 0 all good; 1 a port failed a case (or fixtures are stale, with gene
 from __future__ import annotations
 
 import argparse
-import filecmp
 import json
 import sys
 import tempfile
@@ -45,8 +44,10 @@ def _check_fresh(folder: Path) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         fresh = Path(scratch) / "fixtures"
         fixtures.write_fixtures(fresh)
-        comparison = filecmp.dircmp(fresh, folder)
-        stale = _differences(comparison, "")
+        want, have = _file_bytes(fresh), _file_bytes(folder)
+    stale = [f"{name} differs" for name in sorted(want.keys() & have.keys()) if want[name] != have[name]]
+    stale += [f"{name} is missing" for name in sorted(want.keys() - have.keys())]
+    stale += [f"{name} should not be there" for name in sorted(have.keys() - want.keys())]
     if stale:
         print(
             f"fixtures in {folder} are stale ({len(stale)} differences, e.g. {stale[0]});"
@@ -57,19 +58,9 @@ def _check_fresh(folder: Path) -> int:
     return 0
 
 
-def _differences(comparison: filecmp.dircmp, prefix: str) -> list[str]:
-    found = [f"{prefix}{name} differs" for name in comparison.diff_files]
-    # dircmp compares by size and time first; compare contents for the files it calls the same.
-    found += [
-        f"{prefix}{name} differs"
-        for name in comparison.same_files
-        if not filecmp.cmp(Path(comparison.left) / name, Path(comparison.right) / name, shallow=False)
-    ]
-    found += [f"{prefix}{name} is missing" for name in comparison.left_only]
-    found += [f"{prefix}{name} should not be there" for name in comparison.right_only]
-    for name, sub in comparison.subdirs.items():
-        found += _differences(sub, f"{prefix}{name}/")
-    return found
+def _file_bytes(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder`, by its path relative to it."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 # ---------------------------------------------------------------------------------------------
