@@ -24,24 +24,24 @@
 
 import {
   AttentionInputError,
-  checkOptions,
-  checkShapes,
-  indicesOf,
-  product,
-  resolveScale,
-  toArray,
-  toMaskArray,
   type AttentionOptions,
   type AttentionSteps,
+  checkOptions,
+  checkShapes,
   type FloatArray,
+  indicesOf,
   type MaskArray,
   type MaskInput,
   type NestedArray,
+  product,
+  resolveScale,
   type TensorInput,
+  toArray,
+  toMaskArray,
 } from "./inputs.ts";
 
-export { AttentionInputError };
 export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
+export { AttentionInputError };
 
 /** One (batch, head) slice of the mask, already broadcast to [Lq, Lk]. */
 export type MaskMatrix =
@@ -57,7 +57,10 @@ export interface CoreSteps {
 }
 
 /** matrix [R, C] -> [C, R]. `columns` gives C when there is no row to read it from. */
-export function transpose(matrix: readonly (readonly number[])[], columns = matrix[0]?.length ?? 0): number[][] {
+export function transpose(
+  matrix: readonly (readonly number[])[],
+  columns = matrix[0]?.length ?? 0,
+): number[][] {
   const result: number[][] = []; // [C, R]
   for (let c = 0; c < columns; c++) {
     result.push(matrix.map((row) => row[c]));
@@ -157,10 +160,22 @@ export function attentionSteps(
 
   const outerShape = shapes.scoresShape.slice(0, -2); // [B..., Hq] ([] for rank 2)
   return {
-    scores: nest(slices.map((s) => s.scores), outerShape),
-    scaled: nest(slices.map((s) => s.scaled), outerShape),
-    weights: nest(slices.map((s) => s.weights), outerShape),
-    output: nest(slices.map((s) => s.output), outerShape),
+    scores: nest(
+      slices.map((s) => s.scores),
+      outerShape,
+    ),
+    scaled: nest(
+      slices.map((s) => s.scaled),
+      outerShape,
+    ),
+    weights: nest(
+      slices.map((s) => s.weights),
+      outerShape,
+    ),
+    output: nest(
+      slices.map((s) => s.output),
+      outerShape,
+    ),
     scoresShape: shapes.scoresShape,
     outputShape: shapes.outputShape,
   };
@@ -302,13 +317,27 @@ function nest(matrices: number[][][], outer: readonly number[]): NestedArray {
     return matrices[0];
   }
   const size = product(outer.slice(1));
-  return Array.from({ length: outer[0] }, (_, n) => nest(matrices.slice(n * size, (n + 1) * size), outer.slice(1)));
+  return Array.from({ length: outer[0] }, (_, n) =>
+    nest(matrices.slice(n * size, (n + 1) * size), outer.slice(1)),
+  );
 }
 
 // The tutorial's example: `node typescript/src/attention.ts` prints a 3 x 2 result.
 if (import.meta.main) {
-  const Q = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]];
-  const K = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]];
-  const V = [[1, 2], [3, 4], [5, 6]];
+  const Q = [
+    [1, 0, 1, 0],
+    [0, 1, 0, 1],
+    [1, 1, 0, 0],
+  ];
+  const K = [
+    [1, 0, 1, 0],
+    [0, 1, 0, 1],
+    [1, 1, 0, 0],
+  ];
+  const V = [
+    [1, 2],
+    [3, 4],
+    [5, 6],
+  ];
   console.log(scaledDotProductAttention(Q, K, V)); // 3 x 2
 }

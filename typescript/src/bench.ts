@@ -61,7 +61,12 @@ interface FlatTensor {
   readonly shape: readonly number[];
   readonly data: Float64Array | Float32Array;
 }
-type FlatAttention = (query: FlatTensor, key: FlatTensor, value: FlatTensor, options: { isCausal?: boolean }) => FlatTensor;
+type FlatAttention = (
+  query: FlatTensor,
+  key: FlatTensor,
+  value: FlatTensor,
+  options: { isCausal?: boolean },
+) => FlatTensor;
 type NestedAttention = (
   query: readonly (readonly number[])[],
   key: readonly (readonly number[])[],
@@ -76,7 +81,13 @@ interface Prepared {
 }
 
 interface Port {
-  readonly prepare: (query: Float64Array, key: Float64Array, value: Float64Array, cell: Cell, d: number) => Prepared;
+  readonly prepare: (
+    query: Float64Array,
+    key: Float64Array,
+    value: Float64Array,
+    cell: Cell,
+    d: number,
+  ) => Prepared;
 }
 
 /** The port cannot run here at all (not an error in the port): exit code 3. */
@@ -237,7 +248,9 @@ async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
     const record: CellRecord = { n: cell.n, dtype: cell.dtype, causal: cell.causal };
     const label = `${plan.port} ${cell.dtype} n=${cell.n} causal=${cell.causal ? "on" : "off"}`;
     try {
-      const [query, key, value] = ["query", "key", "value"].map((w) => readInput(plan.inputs, cell.n, plan.d, w));
+      const [query, key, value] = ["query", "key", "value"].map((w) =>
+        readInput(plan.inputs, cell.n, plan.d, w),
+      );
       const prepared = port.prepare(query, key, value, cell, plan.d);
       if (plan.mode === "memory") {
         prepared.run(); // exactly one pass: the peak is read at exit
@@ -256,7 +269,9 @@ async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
           median_ms: median(timed.timesMs),
           output: path,
         });
-        console.error(`${label}: median ${record.median_ms?.toFixed(3)} ms over ${timed.timesMs.length} runs`);
+        console.error(
+          `${label}: median ${record.median_ms?.toFixed(3)} ms over ${timed.timesMs.length} runs`,
+        );
       }
     } catch (error) {
       record.error = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
@@ -281,7 +296,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const plan = JSON.parse(readFileSync(argv[0], "utf8")) as Plan;
   if (endianness() !== "LE") {
-    console.error("attention-port bench (typescript): the raw input files are little-endian; this machine is not");
+    console.error(
+      "attention-port bench (typescript): the raw input files are little-endian; this machine is not",
+    );
     return 1;
   }
   try {
@@ -291,7 +308,10 @@ async function main(argv: string[]): Promise<number> {
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const unavailable = error instanceof Unavailable;
-    writeFileSync(plan.result, `${JSON.stringify({ port: plan.port, mode: plan.mode, [unavailable ? "unavailable" : "error"]: message })}\n`);
+    writeFileSync(
+      plan.result,
+      `${JSON.stringify({ port: plan.port, mode: plan.mode, [unavailable ? "unavailable" : "error"]: message })}\n`,
+    );
     console.error(`attention-port bench (typescript): ${plan.port}: ${message}`);
     return unavailable ? 3 : 1;
   }

@@ -18,7 +18,14 @@
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 
-import { DEFAULT_FIXTURES, FixtureError, loadFixtures, portTensor, type FixtureCase, type FixtureTensor } from "./fixtures.ts";
+import {
+  DEFAULT_FIXTURES,
+  type FixtureCase,
+  FixtureError,
+  type FixtureTensor,
+  loadFixtures,
+  portTensor,
+} from "./fixtures.ts";
 import { AttentionInputError } from "./inputs.ts";
 
 /** The modules a port can be loaded from, by the name --port takes. */
@@ -48,7 +55,9 @@ async function loadPort(name: PortName): Promise<AttentionStepsFunction> {
   try {
     module = (await import(`./${name}.ts`)) as { attentionSteps?: unknown };
   } catch (error) {
-    throw new UsageError(`port '${name}' is not available (typescript/src/${name}.ts: ${(error as Error).message})`);
+    throw new UsageError(
+      `port '${name}' is not available (typescript/src/${name}.ts: ${(error as Error).message})`,
+    );
   }
   if (typeof module.attentionSteps !== "function") {
     throw new UsageError(`port '${name}' does not export attentionSteps`);

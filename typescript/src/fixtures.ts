@@ -25,7 +25,11 @@ const PARAM_NAMES = ["is_causal", "scale", "enable_gqa", "softcap"] as const;
 export const DEFAULT_FIXTURES = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "fixtures");
 
 // JSON has no NaN or Infinity: these strings stand for them wherever a number may appear.
-const NUMBER_STRINGS: Readonly<Record<string, number>> = { NaN: NaN, Infinity: Infinity, "-Infinity": -Infinity };
+const NUMBER_STRINGS: Readonly<Record<string, number>> = {
+  NaN: NaN,
+  Infinity: Infinity,
+  "-Infinity": -Infinity,
+};
 
 /** A fixture folder that cannot be used: one line naming the file and the problem. */
 export class FixtureError extends Error {
@@ -139,8 +143,19 @@ function readJson(path: string, display: string): unknown {
 
 type JsonType = "string" | "number" | "boolean" | "array" | "object" | "null";
 
-function field(document: unknown, name: string, types: readonly JsonType[], display: string, where = ""): unknown {
-  if (typeof document !== "object" || document === null || Array.isArray(document) || !Object.hasOwn(document, name)) {
+function field(
+  document: unknown,
+  name: string,
+  types: readonly JsonType[],
+  display: string,
+  where = "",
+): unknown {
+  if (
+    typeof document !== "object" ||
+    document === null ||
+    Array.isArray(document) ||
+    !Object.hasOwn(document, name)
+  ) {
     throw new FixtureError(display, `missing field '${where}${name}'`);
   }
   const value = (document as Record<string, unknown>)[name];
@@ -266,7 +281,10 @@ function readCase(folder: string, entry: Record<string, unknown>, display: strin
     enableGqa: params.enable_gqa,
     softcap: params.softcap,
   };
-  const [hasExpected, hasError] = [Object.hasOwn(document, "expected"), Object.hasOwn(document, "expected_error")];
+  const [hasExpected, hasError] = [
+    Object.hasOwn(document, "expected"),
+    Object.hasOwn(document, "expected_error"),
+  ];
   if (hasExpected === hasError) {
     throw new FixtureError(display, "needs exactly one of 'expected' and 'expected_error'");
   }
@@ -276,7 +294,10 @@ function readCase(folder: string, entry: Record<string, unknown>, display: strin
     const kind = field(error, "kind", ["string"], display, "expected_error.") as string;
     const message = field(error, "message", ["string"], display, "expected_error.") as string;
     if (!(ERROR_KINDS as readonly string[]).includes(kind)) {
-      throw new FixtureError(display, `expected_error.kind '${kind}' is not one of ${JSON.stringify(ERROR_KINDS)}`);
+      throw new FixtureError(
+        display,
+        `expected_error.kind '${kind}' is not one of ${JSON.stringify(ERROR_KINDS)}`,
+      );
     }
     for (const name of INPUT_NAMES) {
       const tensor = inputsDoc[name];
@@ -284,7 +305,13 @@ function readCase(folder: string, entry: Record<string, unknown>, display: strin
         tensor === null
           ? null
           : decodeNumbers(
-              field(tensor, "data", ["array", "number", "boolean", "string", "null"], display, `inputs.${name}.`),
+              field(
+                tensor,
+                "data",
+                ["array", "number", "boolean", "string", "null"],
+                display,
+                `inputs.${name}.`,
+              ),
             );
     }
     return {

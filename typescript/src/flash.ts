@@ -53,26 +53,26 @@
 
 import {
   AttentionInputError,
+  type AttentionOptions,
+  type AttentionShapes,
+  type AttentionSteps,
   checkOptions,
   checkShaped,
   checkShapes,
   describeValue,
-  isShaped,
-  product,
-  resolveScale,
-  toArray,
-  toMaskArray,
-  type AttentionOptions,
-  type AttentionShapes,
-  type AttentionSteps,
   type FloatArray,
+  isShaped,
   type MaskInput,
   type NestedArray,
+  product,
+  resolveScale,
   type TensorInput,
+  toArray,
+  toMaskArray,
 } from "./inputs.ts";
 
-export { AttentionInputError };
 export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
+export { AttentionInputError };
 
 /** Bc: keys per tile. A key tile and its value tile (Bc x E and Bc x Ev doubles) stay in cache
  * while every row of a query block reads them. A multiple of 4 (the register blocking). */
@@ -93,7 +93,11 @@ export interface FlatTensor {
  * Broadcasts numpy-style to the scores [B..., Hq, Lq, Lk], like the nested mask. */
 export type FlatMask =
   | { readonly dtype: "bool"; readonly shape: readonly number[]; readonly data: Uint8Array }
-  | { readonly dtype: "float"; readonly shape: readonly number[]; readonly data: Float64Array | Float32Array };
+  | {
+      readonly dtype: "float";
+      readonly shape: readonly number[];
+      readonly data: Float64Array | Float32Array;
+    };
 
 export interface FlatAttentionOptions {
   readonly attnMask?: FlatMask | null;
@@ -189,7 +193,16 @@ export function scaledDotProductAttentionFlat(
   const mask = attnMask === null ? null : flatMask(attnMask); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
   const output = attend(
-    { query: q.data, key: k.data, value: v.data, mask, shapes, isCausal, softcap, scale: resolveScale(scale, shapes.features) },
+    {
+      query: q.data,
+      key: k.data,
+      value: v.data,
+      mask,
+      shapes,
+      isCausal,
+      softcap,
+      scale: resolveScale(scale, shapes.features),
+    },
     null,
   ); // [B..., Hq, Lq, Ev]
   const data = query.data instanceof Float32Array ? new Float32Array(output) : output; // rounded once
@@ -217,7 +230,12 @@ interface Problem {
   readonly softcap: number;
 }
 
-function checkedProblem(query: TensorInput, key: TensorInput, value: TensorInput, options: AttentionOptions): Problem {
+function checkedProblem(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: AttentionOptions,
+): Problem {
   const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
   checkOptions(isCausal, scale, enableGqa, softcap);
   const q = toArray("query", query); // [B..., Hq, Lq, E]
@@ -231,7 +249,16 @@ function checkedProblem(query: TensorInput, key: TensorInput, value: TensorInput
   } else if (checked !== null) {
     mask = { shape: checked.shape, bool: null, float: checked.data };
   }
-  return { query: q.data, key: k.data, value: v.data, mask, shapes, isCausal, softcap, scale: resolveScale(scale, shapes.features) };
+  return {
+    query: q.data,
+    key: k.data,
+    value: v.data,
+    mask,
+    shapes,
+    isCausal,
+    softcap,
+    scale: resolveScale(scale, shapes.features),
+  };
 }
 
 /** query, key or value in flat form, checked by inputs.ts's toArray. A Float64Array is taken as
@@ -240,7 +267,10 @@ function checkedProblem(query: TensorInput, key: TensorInput, value: TensorInput
  * monomorphic. */
 function flatArray(name: string, tensor: FlatTensor): FloatArray {
   if (!isShaped(tensor)) {
-    throw new AttentionInputError("type", `${name} must be a flat tensor { shape, data }, got ${describeValue(tensor)}`);
+    throw new AttentionInputError(
+      "type",
+      `${name} must be a flat tensor { shape, data }, got ${describeValue(tensor)}`,
+    );
   }
   const data: unknown = tensor.data;
   if (data instanceof Float64Array) {
@@ -249,7 +279,10 @@ function flatArray(name: string, tensor: FlatTensor): FloatArray {
   if (data instanceof Float32Array) {
     return toArray(name, { shape: tensor.shape, data: new Float64Array(data) });
   }
-  throw new AttentionInputError("type", `${name}.data must be a Float64Array or a Float32Array, got ${describeValue(data)}`);
+  throw new AttentionInputError(
+    "type",
+    `${name}.data must be a Float64Array or a Float32Array, got ${describeValue(data)}`,
+  );
 }
 
 /** attnMask in flat form: its dtype, then the shaped form's checks (inputs.ts), then the typed
@@ -257,11 +290,17 @@ function flatArray(name: string, tensor: FlatTensor): FloatArray {
 function flatMask(mask: FlatMask): KernelMask {
   const name = "attnMask";
   if (!isShaped(mask) || !("dtype" in mask)) {
-    throw new AttentionInputError("type", `${name} must be a flat mask { dtype, shape, data }, got ${describeValue(mask)}`);
+    throw new AttentionInputError(
+      "type",
+      `${name} must be a flat mask { dtype, shape, data }, got ${describeValue(mask)}`,
+    );
   }
   const dtype: unknown = mask.dtype;
   if (dtype !== "bool" && dtype !== "float") {
-    throw new AttentionInputError("type", `${name}.dtype must be "bool" or "float", got ${describeValue(dtype)}`);
+    throw new AttentionInputError(
+      "type",
+      `${name}.dtype must be "bool" or "float", got ${describeValue(dtype)}`,
+    );
   }
   const expected = `${dtype === "bool" ? "a Uint8Array" : "a Float64Array or a Float32Array"} for dtype "${dtype}"`;
   const { shape, data } = checkShaped(name, mask, expected);
@@ -329,17 +368,23 @@ function attend(problem: Problem, recording: Recording | null): Float64Array {
         maskBase += (rest % outer[d]) * maskStrides[d];
         rest = Math.floor(rest / outer[d]);
       }
-      attendSlice(problem, scratch, recording, {
-        query: slice * Lq * E, // query [Lq, E] starts here
-        key: kvSlice * Lk * E, // key [Lk, E]
-        value: kvSlice * Lk * Ev, // value [Lk, Ev]
-        output: slice * Lq * Ev, // output [Lq, Ev]
-        scores: slice * Lq * Lk, // recording's scores and scaled [Lq, Lk]
-        rows: slice * Lq, // recording's rowMax and rowSum [Lq]
-        mask: maskBase,
-        maskI: maskStrides[rank - 2],
-        maskJ: maskStrides[rank - 1],
-      }, output);
+      attendSlice(
+        problem,
+        scratch,
+        recording,
+        {
+          query: slice * Lq * E, // query [Lq, E] starts here
+          key: kvSlice * Lk * E, // key [Lk, E]
+          value: kvSlice * Lk * Ev, // value [Lk, Ev]
+          output: slice * Lq * Ev, // output [Lq, Ev]
+          scores: slice * Lq * Lk, // recording's scores and scaled [Lq, Lk]
+          rows: slice * Lq, // recording's rowMax and rowSum [Lq]
+          mask: maskBase,
+          maskI: maskStrides[rank - 2],
+          maskJ: maskStrides[rank - 1],
+        },
+        output,
+      );
     }
   }
   return output;
@@ -360,7 +405,13 @@ interface SliceOffsets {
 
 /** One (batch, head): query [Lq, E] against key [Lk, E] and value [Lk, Ev] -> output [Lq, Ev],
  * a block of Br query rows at a time, walking the keys a tile of Bc at a time. */
-function attendSlice(problem: Problem, scratch: Scratch, recording: Recording | null, at: SliceOffsets, output: Float64Array): void {
+function attendSlice(
+  problem: Problem,
+  scratch: Scratch,
+  recording: Recording | null,
+  at: SliceOffsets,
+  output: Float64Array,
+): void {
   const { query, key, value, isCausal, scale, softcap, mask } = problem;
   const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = problem.shapes;
   const { tile, rowMax, rowSum, acc, lastNonFinite } = scratch;
@@ -457,8 +508,14 @@ function scoreTile(
       const kb = ka + E;
       const kc = kb + E;
       const kd = kc + E;
-      let s00 = 0, s01 = 0, s02 = 0, s03 = 0; // row a x keys 0..3
-      let s10 = 0, s11 = 0, s12 = 0, s13 = 0; // row b x keys 0..3
+      let s00 = 0,
+        s01 = 0,
+        s02 = 0,
+        s03 = 0; // row a x keys 0..3
+      let s10 = 0,
+        s11 = 0,
+        s12 = 0,
+        s13 = 0; // row b x keys 0..3
       for (let t = 0; t < E; t++) {
         const x0 = query[qa + t];
         const x1 = query[qb + t];
@@ -486,7 +543,8 @@ function scoreTile(
     }
     for (; c < cols; c++) {
       const ka = k0 + c * E;
-      let s0 = 0, s1 = 0;
+      let s0 = 0,
+        s1 = 0;
       for (let t = 0; t < E; t++) {
         const y = key[ka + t];
         s0 += query[qa + t] * y;
@@ -506,7 +564,10 @@ function scoreTile(
       const kb = ka + E;
       const kc = kb + E;
       const kd = kc + E;
-      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      let s0 = 0,
+        s1 = 0,
+        s2 = 0,
+        s3 = 0;
       for (let t = 0; t < E; t++) {
         const x = query[qa + t];
         s0 += x * key[ka + t];
@@ -575,7 +636,14 @@ function logitTile(
   }
 }
 
-function applyBoolMask(tile: Float64Array, row: number, cols: number, bool: Uint8Array, cell: number, strideJ: number): void {
+function applyBoolMask(
+  tile: Float64Array,
+  row: number,
+  cols: number,
+  bool: Uint8Array,
+  cell: number,
+  strideJ: number,
+): void {
   for (let c = 0; c < cols; c++) {
     if (bool[cell + c * strideJ] === 0) {
       tile[row + c] = -Infinity;
@@ -672,8 +740,14 @@ function accumulateTile(
     const ab = aa + Ev; // acc of row r + 1
     let c = 0;
     for (; c + 3 < cols; c += 4) {
-      const p0 = tile[pa + c], p1 = tile[pa + c + 1], p2 = tile[pa + c + 2], p3 = tile[pa + c + 3];
-      const q0 = tile[pb + c], q1 = tile[pb + c + 1], q2 = tile[pb + c + 2], q3 = tile[pb + c + 3];
+      const p0 = tile[pa + c],
+        p1 = tile[pa + c + 1],
+        p2 = tile[pa + c + 2],
+        p3 = tile[pa + c + 3];
+      const q0 = tile[pb + c],
+        q1 = tile[pb + c + 1],
+        q2 = tile[pb + c + 2],
+        q3 = tile[pb + c + 3];
       const va = v0 + c * Ev; // value rows j0 + c .. j0 + c + 3
       const vb = va + Ev;
       const vc = vb + Ev;
@@ -703,7 +777,10 @@ function accumulateTile(
     const aa = r * Ev;
     let c = 0;
     for (; c + 3 < cols; c += 4) {
-      const p0 = tile[pa + c], p1 = tile[pa + c + 1], p2 = tile[pa + c + 2], p3 = tile[pa + c + 3];
+      const p0 = tile[pa + c],
+        p1 = tile[pa + c + 1],
+        p2 = tile[pa + c + 2],
+        p3 = tile[pa + c + 3];
       const va = v0 + c * Ev;
       const vb = va + Ev;
       const vc = vb + Ev;
@@ -723,7 +800,13 @@ function accumulateTile(
 }
 
 /** lastNonFinite[t] = the largest j with value[j][t] NaN or ±Infinity, or -1. */
-function findLastNonFinite(value: Float64Array, v0: number, Lk: number, Ev: number, lastNonFinite: Int32Array): void {
+function findLastNonFinite(
+  value: Float64Array,
+  v0: number,
+  Lk: number,
+  Ev: number,
+  lastNonFinite: Int32Array,
+): void {
   lastNonFinite.fill(-1);
   for (let j = 0; j < Lk; j++) {
     for (let t = 0; t < Ev; t++) {
@@ -738,7 +821,14 @@ function findLastNonFinite(value: Float64Array, v0: number, Lk: number, Ev: numb
 // ---- Diagnostic-only helpers for attentionSteps. ----
 
 /** tile [rows, cols] -> the recording's [Lq, Lk] at `offset` (rows `stride` apart). */
-function copyTile(tile: Float64Array, rows: number, cols: number, target: Float64Array, offset: number, stride: number): void {
+function copyTile(
+  tile: Float64Array,
+  rows: number,
+  cols: number,
+  target: Float64Array,
+  offset: number,
+  stride: number,
+): void {
   for (let r = 0; r < rows; r++) {
     target.set(tile.subarray(r * KEY_TILE, r * KEY_TILE + cols), offset + r * stride);
   }
@@ -746,7 +836,14 @@ function copyTile(tile: Float64Array, rows: number, cols: number, target: Float6
 
 /** The cells the fast path skips (keys keyEnd .. Lk - 1 of a causal block): their scores, plainly,
  * and their logits, -Infinity (masked by causality whatever the score or the mask). */
-function skippedTile(problem: Problem, recording: Recording, at: SliceOffsets, i0: number, rows: number, keyEnd: number): void {
+function skippedTile(
+  problem: Problem,
+  recording: Recording,
+  at: SliceOffsets,
+  i0: number,
+  rows: number,
+  keyEnd: number,
+): void {
   const { query, key } = problem;
   const { keyLength: Lk, features: E } = problem.shapes;
   for (let i = i0; i < i0 + rows; i++) {
@@ -773,8 +870,20 @@ function nest(data: Float64Array, offset: number, shape: readonly number[]): Nes
 
 // The tutorial's example, through the fast port: `node typescript/src/flash.ts` prints a 3 x 2 result.
 if (import.meta.main) {
-  const Q = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]];
-  const K = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]];
-  const V = [[1, 2], [3, 4], [5, 6]];
+  const Q = [
+    [1, 0, 1, 0],
+    [0, 1, 0, 1],
+    [1, 1, 0, 0],
+  ];
+  const K = [
+    [1, 0, 1, 0],
+    [0, 1, 0, 1],
+    [1, 1, 0, 0],
+  ];
+  const V = [
+    [1, 2],
+    [3, 4],
+    [5, 6],
+  ];
   console.log(scaledDotProductAttention(Q, K, V)); // 3 x 2
 }

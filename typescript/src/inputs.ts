@@ -97,7 +97,7 @@ export type MaskArray =
 
 /** `[2, 4, 8]`: the way both languages write a shape in a message. */
 export function formatShape(shape: readonly number[]): string {
-  return "[" + shape.map((n) => String(Math.trunc(n))).join(", ") + "]";
+  return `[${shape.map((n) => String(Math.trunc(n))).join(", ")}]`;
 }
 
 /** What a non-number is, in words both languages share. (Numbers: String(x), which Python's
@@ -240,13 +240,17 @@ export function checkShaped(
 ): { shape: number[]; data: ArrayLike<unknown> } {
   const { shape, data } = input;
   if (!isArray(shape) || !shape.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
-    const got = isArray(shape) ? "[" + shape.map(describeValue).join(", ") + "]" : describeValue(shape);
+    const got = isArray(shape) ? `[${shape.map(describeValue).join(", ")}]` : describeValue(shape);
     throw new AttentionInputError(
       "shape",
       `${name}.shape must be an array of non-negative integers, got ${got}`,
     );
   }
-  if (typeof data !== "object" || data === null || typeof (data as { length?: unknown }).length !== "number") {
+  if (
+    typeof data !== "object" ||
+    data === null ||
+    typeof (data as { length?: unknown }).length !== "number"
+  ) {
     throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
   }
   const values = data as ArrayLike<unknown>;
@@ -283,7 +287,10 @@ export function toArray(name: string, data: unknown): FloatArray {
   let flat = 0;
   for (const [indices, leaf] of leaves(data, shape.length, [])) {
     if (!isNumber(leaf)) {
-      throw new AttentionInputError("type", `${name}${path(indices)} is ${describeValue(leaf)}, expected a number`);
+      throw new AttentionInputError(
+        "type",
+        `${name}${path(indices)} is ${describeValue(leaf)}, expected a number`,
+      );
     }
     values[flat++] = leaf;
   }
@@ -387,7 +394,11 @@ export function checkShapes(
 ): AttentionShapes {
   const [q, k, v] = [queryShape, keyShape, valueShape];
   const [qs, ks, vs] = [formatShape(q), formatShape(k), formatShape(v)];
-  for (const [name, shape] of [["query", q], ["key", k], ["value", v]] as const) {
+  for (const [name, shape] of [
+    ["query", q],
+    ["key", k],
+    ["value", v],
+  ] as const) {
     if (shape.length < 2) {
       throw new AttentionInputError(
         "rank",
@@ -403,7 +414,10 @@ export function checkShapes(
   }
   const hasHeads = q.length >= 3;
   const batchRank = Math.max(q.length - 3, 0);
-  for (const [name, shape, text] of [["key", k, ks], ["value", v, vs]] as const) {
+  for (const [name, shape, text] of [
+    ["key", k, ks],
+    ["value", v, vs],
+  ] as const) {
     if (!sameShape(shape.slice(0, batchRank), q.slice(0, batchRank))) {
       throw new AttentionInputError(
         "shape",

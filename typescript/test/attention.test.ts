@@ -4,21 +4,33 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 
 import {
+  type AttentionOptions,
   attentionSteps,
   matMul,
   scaledDotProductAttention,
   softmax,
   transpose,
-  type AttentionOptions,
 } from "../src/attention.ts";
 import type { ShapedMask, ShapedTensor } from "../src/inputs.ts";
 import { broadcast, close, flatten, product, strides } from "./helpers.ts";
 
 describe("the tutorial's example", () => {
   // The tutorial's code, unchanged.
-  const Q = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]];
-  const K = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]];
-  const V = [[1, 2], [3, 4], [5, 6]];
+  const Q = [
+    [1, 0, 1, 0],
+    [0, 1, 0, 1],
+    [1, 1, 0, 0],
+  ];
+  const K = [
+    [1, 0, 1, 0],
+    [0, 1, 0, 1],
+    [1, 1, 0, 0],
+  ];
+  const V = [
+    [1, 2],
+    [3, 4],
+    [5, 6],
+  ];
 
   test("runs unchanged and gives the 3 x 2 result worked out by hand", () => {
     const out = scaledDotProductAttention(Q, K, V); // number[][]
@@ -43,8 +55,33 @@ describe("the tutorial's example", () => {
   });
 
   test("its helpers keep their tutorial meaning", () => {
-    assert.deepEqual(transpose([[1, 2, 3], [4, 5, 6]]), [[1, 4], [2, 5], [3, 6]]);
-    assert.deepEqual(matMul([[1, 2], [3, 4]], [[5, 6], [7, 8]]), [[19, 22], [43, 50]]);
+    assert.deepEqual(
+      transpose([
+        [1, 2, 3],
+        [4, 5, 6],
+      ]),
+      [
+        [1, 4],
+        [2, 5],
+        [3, 6],
+      ],
+    );
+    assert.deepEqual(
+      matMul(
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        [
+          [5, 6],
+          [7, 8],
+        ],
+      ),
+      [
+        [19, 22],
+        [43, 50],
+      ],
+    );
     const w = softmax([0, Math.log(3)]);
     assert.ok(Math.abs(w[0] - 0.25) < 1e-15 && Math.abs(w[1] - 0.75) < 1e-15);
     // The tutorial's softmax gave NaN for a fully masked row; this one gives +0.0.
@@ -58,11 +95,19 @@ describe("the tutorial's example", () => {
 
 describe("the contract, case by case", () => {
   test("attentionSteps returns every step with its shape", () => {
-    const steps = attentionSteps([[1, 0]], [[1, 0], [0, 1]], [[10], [20]], {
-      attnMask: [[true, true]],
-      scale: 2,
-      softcap: 1,
-    });
+    const steps = attentionSteps(
+      [[1, 0]],
+      [
+        [1, 0],
+        [0, 1],
+      ],
+      [[10], [20]],
+      {
+        attnMask: [[true, true]],
+        scale: 2,
+        softcap: 1,
+      },
+    );
     assert.deepEqual(steps.scores, [[1, 0]]);
     // scaled = softcap * tanh(scores * scale / softcap): after softcap and mask, softmax's input.
     assert.deepEqual(steps.scaled, [[Math.tanh(2), 0]]);
@@ -74,8 +119,15 @@ describe("the contract, case by case", () => {
   });
 
   test("causal is top-left aligned and combines with a mask (both must allow)", () => {
-    const q = [[1, 0], [0, 1], [1, 1]];
-    const k = [[1, 0], [0, 1]];
+    const q = [
+      [1, 0],
+      [0, 1],
+      [1, 1],
+    ];
+    const k = [
+      [1, 0],
+      [0, 1],
+    ];
     const v = [[1], [2]];
     const steps = attentionSteps(q, k, v, { isCausal: true, attnMask: [false, true] });
     const scaled = steps.scaled as number[][];
@@ -97,22 +149,74 @@ describe("the contract, case by case", () => {
   });
 
   test("a fully masked row gives exactly +0.0 even when value holds NaN or Infinity", () => {
-    const out = scaledDotProductAttention([[1, 2], [3, 4]], [[1, 1], [2, 2]], [[NaN, Infinity], [1, -Infinity]], {
-      attnMask: [[false, false], [true, false]],
-    });
+    const out = scaledDotProductAttention(
+      [
+        [1, 2],
+        [3, 4],
+      ],
+      [
+        [1, 1],
+        [2, 2],
+      ],
+      [
+        [NaN, Infinity],
+        [1, -Infinity],
+      ],
+      {
+        attnMask: [
+          [false, false],
+          [true, false],
+        ],
+      },
+    );
     assert.ok(Object.is(out[0][0], 0) && Object.is(out[0][1], 0));
     assert.ok(Number.isNaN(out[1][0]));
   });
 
   test("NaN propagates to the rows it touches and no other", () => {
-    const out = scaledDotProductAttention([[1, 0], [NaN, 1], [0, 1]], [[1, 0], [0, 1]], [[1, 2], [3, 4]]);
+    const out = scaledDotProductAttention(
+      [
+        [1, 0],
+        [NaN, 1],
+        [0, 1],
+      ],
+      [
+        [1, 0],
+        [0, 1],
+      ],
+      [
+        [1, 2],
+        [3, 4],
+      ],
+    );
     assert.ok(out[1].every(Number.isNaN));
     assert.ok(out[0].every(Number.isFinite) && out[2].every(Number.isFinite));
     // NaN in value row 1 reaches every output row through its (non-zero) weight.
-    const out2 = scaledDotProductAttention([[1, 0], [0, 1]], [[1, 0], [0, 1]], [[1, 2], [NaN, 4]]);
+    const out2 = scaledDotProductAttention(
+      [
+        [1, 0],
+        [0, 1],
+      ],
+      [
+        [1, 0],
+        [0, 1],
+      ],
+      [
+        [1, 2],
+        [NaN, 4],
+      ],
+    );
     assert.ok(out2.every((row) => Number.isNaN(row[0]) && Number.isFinite(row[1])));
     // A NaN logit next to -Infinity cells makes the row NaN (its max is NaN), as in numpy.
-    const steps = attentionSteps([[NaN, 0]], [[1, 0], [0, 1]], [[1], [2]], { attnMask: [[true, false]] });
+    const steps = attentionSteps(
+      [[NaN, 0]],
+      [
+        [1, 0],
+        [0, 1],
+      ],
+      [[1], [2]],
+      { attnMask: [[true, false]] },
+    );
     assert.ok(flatten(steps.weights).every(Number.isNaN));
     assert.ok(Number.isNaN(flatten(steps.output)[0]));
   });
@@ -132,21 +236,53 @@ describe("the contract, case by case", () => {
       { shape: [2, 0, 8], data: [] },
       { shape: [2, 0, 4], data: [] },
     );
-    assert.deepEqual(noKeys, [[[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]], [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]]);
+    assert.deepEqual(noKeys, [
+      [
+        [0, 0, 0, 0],
+        [0, 0, 0, 0],
+        [0, 0, 0, 0],
+      ],
+      [
+        [0, 0, 0, 0],
+        [0, 0, 0, 0],
+        [0, 0, 0, 0],
+      ],
+    ]);
     // Ev = 0 and zero heads.
     assert.deepEqual(scaledDotProductAttention([[1]], [[1]], { shape: [1, 0], data: [] }), [[]]);
-    const noHeads = attentionSteps({ shape: [0, 3, 4], data: [] }, { shape: [0, 5, 4], data: [] }, {
-      shape: [0, 5, 2],
-      data: [],
-    });
+    const noHeads = attentionSteps(
+      { shape: [0, 3, 4], data: [] },
+      { shape: [0, 5, 4], data: [] },
+      {
+        shape: [0, 5, 2],
+        data: [],
+      },
+    );
     assert.deepEqual(noHeads.outputShape, [0, 3, 2]);
     assert.deepEqual(noHeads.output, []);
   });
 
   test("nested and shaped inputs give the same result", () => {
-    const q = [[[0.5, -1], [2, 0.25]]];
-    const k = [[[1, 1], [-1, 0.5], [0, 2]]];
-    const v = [[[1, 2, 3], [4, 5, 6], [7, 8, 9]]];
+    const q = [
+      [
+        [0.5, -1],
+        [2, 0.25],
+      ],
+    ];
+    const k = [
+      [
+        [1, 1],
+        [-1, 0.5],
+        [0, 2],
+      ],
+    ];
+    const v = [
+      [
+        [1, 2, 3],
+        [4, 5, 6],
+        [7, 8, 9],
+      ],
+    ];
     const nested = attentionSteps(q, k, v, { isCausal: true });
     const shaped = attentionSteps(
       { shape: [1, 2, 2], data: q.flat(2) },
@@ -176,7 +312,8 @@ interface Problem {
 const number = fc.double({ min: -4, max: 4, noNaN: true });
 const vector = (n: number) => fc.array(number, { minLength: n, maxLength: n });
 /** A size from 1 to max, and now and then 0 (empty tensors must work too). */
-const size = (max: number) => fc.oneof({ arbitrary: fc.constant(0), weight: 1 }, { arbitrary: fc.integer({ min: 1, max }), weight: 8 });
+const size = (max: number) =>
+  fc.oneof({ arbitrary: fc.constant(0), weight: 1 }, { arbitrary: fc.integer({ min: 1, max }), weight: 8 });
 
 /** A random valid problem: rank 2 to 5, GQA groups, optional broadcast mask, causal, scale, softcap. */
 const problems = fc
@@ -207,7 +344,9 @@ const problems = fc
     const maskRank = Math.min(c.maskRank, scoresShape.length);
     const maskShape = scoresShape.slice(-maskRank).map((n, d) => (c.maskOnes[d] ? 1 : n));
     const maskCell =
-      c.maskKind === "bool" ? fc.boolean() : fc.oneof(fc.double({ min: -3, max: 3, noNaN: true }), fc.constant(-Infinity));
+      c.maskKind === "bool"
+        ? fc.boolean()
+        : fc.oneof(fc.double({ min: -3, max: 3, noNaN: true }), fc.constant(-Infinity));
     return fc
       .record({
         q: vector(product(qShape)),
@@ -284,7 +423,7 @@ describe("properties", () => {
         const count = product(p.outer) * p.lq;
         const weights = rows(flatten(steps.weights), p.lk, count);
         const output = rows(flatten(steps.output), p.ev, count);
-        const value = rows(Array.from(p.value.data), p.ev, product(p.outer) / p.hq * p.hkv * p.lk); // [B... * Hkv * Lk, Ev]
+        const value = rows(Array.from(p.value.data), p.ev, (product(p.outer) / p.hq) * p.hkv * p.lk); // [B... * Hkv * Lk, Ev]
         const group = p.hq / p.hkv;
         weights.forEach((row, r) => {
           const slice = Math.floor(r / Math.max(p.lq, 1)); // (b, h) of this row
@@ -300,7 +439,10 @@ describe("properties", () => {
             // Relative slack for rounding, plus one subnormal step per key: near 1e-323 each
             // product w * v rounds to a multiple of Number.MIN_VALUE, however small w is.
             const slack = 1e-14 * Math.max(Math.abs(lo), Math.abs(hi)) + p.lk * Number.MIN_VALUE;
-            assert.ok(output[r][c] >= lo - slack && output[r][c] <= hi + slack, `${output[r][c]} not in [${lo}, ${hi}]`);
+            assert.ok(
+              output[r][c] >= lo - slack && output[r][c] <= hi + slack,
+              `${output[r][c]} not in [${lo}, ${hi}]`,
+            );
           }
         });
       }),
@@ -318,13 +460,17 @@ describe("properties", () => {
         const permuted = {
           key: permuteAxis(p.key, permutation, -2),
           value: permuteAxis(p.value, permutation, -2),
-          mask: options.attnMask && options.attnMask.shape.at(-1) === p.lk
-            ? permuteAxis(options.attnMask, permutation, -1)
-            : options.attnMask,
+          mask:
+            options.attnMask && options.attnMask.shape.at(-1) === p.lk
+              ? permuteAxis(options.attnMask, permutation, -1)
+              : options.attnMask,
         };
         const before = flatten(scaledDotProductAttention(p.query, p.key, p.value, options));
         const after = flatten(
-          scaledDotProductAttention(p.query, permuted.key, permuted.value, { ...options, attnMask: permuted.mask }),
+          scaledDotProductAttention(p.query, permuted.key, permuted.value, {
+            ...options,
+            attnMask: permuted.mask,
+          }),
         );
         const big = Math.max(1, ...Array.from(p.value.data, Math.abs));
         after.forEach((x, n) => assert.ok(close(x, before[n], 1e-13 * big), `${x} vs ${before[n]}`));
@@ -354,7 +500,10 @@ describe("properties", () => {
           return { shape: [...t.shape.slice(0, -3), hkv * group, l, f], data };
         };
         const gqa = attentionSteps(p.query, p.key, p.value, p.options);
-        const plain = attentionSteps(p.query, repeat(p.key), repeat(p.value), { ...p.options, enableGqa: false });
+        const plain = attentionSteps(p.query, repeat(p.key), repeat(p.value), {
+          ...p.options,
+          enableGqa: false,
+        });
         assert.deepEqual(gqa, plain);
       }),
       RUNS,

@@ -5,11 +5,11 @@ import { spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, test, type TestContext } from "node:test";
+import { after, type TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { EXIT_CANNOT_RUN, main, numberJson } from "../src/cli.ts";
-import { DEFAULT_FIXTURES, REGENERATE_HINT, decodeNumbers } from "../src/fixtures.ts";
+import { DEFAULT_FIXTURES, decodeNumbers, REGENERATE_HINT } from "../src/fixtures.ts";
 
 const scratch = mkdtempSync(join(tmpdir(), "attention-port-cli-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -32,20 +32,34 @@ test("run writes steps, errors and special numbers the way node.py reads them", 
   assert.deepEqual(document.cases.empty_keys.output.data, new Array(24).fill(0));
   assert.deepEqual(document.cases.error_ragged_mask.error, {
     kind: "ragged",
-    message: "attnMask is ragged: attnMask[1] has length 2, expected 3 (shape from the first elements: [2, 3])",
+    message:
+      "attnMask is ragged: attnMask[1] has length 2, expected 3 (shape from the first elements: [2, 3])",
   });
 });
 
 test("numbers keep NaN, infinities and the sign of zero", () => {
-  assert.deepEqual([NaN, Infinity, -Infinity, -0, 0, 0.1].map(numberJson), ['"NaN"', '"Infinity"', '"-Infinity"', "-0.0", "0", "0.1"]);
+  assert.deepEqual([NaN, Infinity, -Infinity, -0, 0, 0.1].map(numberJson), [
+    '"NaN"',
+    '"Infinity"',
+    '"-Infinity"',
+    "-0.0",
+    "0",
+    "0.1",
+  ]);
 });
 
 test("--port flash runs the fast port: the same steps, errors and special numbers", async () => {
   const cases = ["tutorial_seq3_dk4", "nan_in_value", "empty_keys", "error_ragged_mask"];
-  const documents: Record<string, { port: string; cases: Record<string, Record<string, { shape: number[]; data: unknown[] }>> }> = {};
+  const documents: Record<
+    string,
+    { port: string; cases: Record<string, Record<string, { shape: number[]; data: unknown[] }>> }
+  > = {};
   for (const port of ["attention", "flash"]) {
     const out = join(scratch, `results-${port}.json`);
-    assert.equal(await main(["run", "--out", out, "--port", port, ...cases.flatMap((id) => ["--case", id])]), 0);
+    assert.equal(
+      await main(["run", "--out", out, "--port", port, ...cases.flatMap((id) => ["--case", id])]),
+      0,
+    );
     documents[port] = JSON.parse(readFileSync(out, "utf8"));
   }
   const [readable, flash] = [documents.attention, documents.flash];
@@ -55,7 +69,9 @@ test("--port flash runs the fast port: the same steps, errors and special number
   assert.deepEqual(flash.cases.empty_keys, readable.cases.empty_keys);
   assert.deepEqual(flash.cases.tutorial_seq3_dk4.scores, readable.cases.tutorial_seq3_dk4.scores);
   const output = (port: typeof flash) => decodeNumbers(port.cases.tutorial_seq3_dk4.output.data) as number[];
-  output(flash).forEach((x, n) => assert.ok(Math.abs(x - output(readable)[n]) <= 1e-14 * Math.abs(x), `${x}`));
+  output(flash).forEach((x, n) =>
+    assert.ok(Math.abs(x - output(readable)[n]) <= 1e-14 * Math.abs(x), `${x}`),
+  );
   assert.deepEqual(
     (decodeNumbers(flash.cases.nan_in_value.output.data) as number[]).map(Number.isNaN),
     (decodeNumbers(readable.cases.nan_in_value.output.data) as number[]).map(Number.isNaN),
@@ -65,7 +81,9 @@ test("--port flash runs the fast port: the same steps, errors and special number
 /** main() with console.error captured: its exit code and the lines it printed. */
 async function mainCapturing(t: TestContext, argv: string[]): Promise<{ code: number; lines: string[] }> {
   const printed: string[] = [];
-  const mock = t.mock.method(console, "error", (...parts: unknown[]) => printed.push(parts.map(String).join(" ")));
+  const mock = t.mock.method(console, "error", (...parts: unknown[]) =>
+    printed.push(parts.map(String).join(" ")),
+  );
   try {
     const code = await main(argv);
     return { code, lines: printed.join("\n").split("\n") };
@@ -83,7 +101,10 @@ test("bad usage is one line on stderr and exit code 2", async (t) => {
     [[], /no command given/],
     [["run"], /--out is required/],
     [["run", "--out", out, "--frob"], /Unknown option '--frob'.*; run with --help for usage/],
-    [["run", "--out", join(scratch, "no", "such", "folder", "x.json")], /cannot write --out .*no\/such\/folder/],
+    [
+      ["run", "--out", join(scratch, "no", "such", "folder", "x.json")],
+      /cannot write --out .*no\/such\/folder/,
+    ],
   ];
   for (const [argv, pattern] of expectations) {
     const { code, lines } = await mainCapturing(t, argv);
@@ -104,7 +125,9 @@ test("a bad fixture folder is one line naming it, and exit code 2", async (t) =>
   const missing = join(scratch, "no-fixtures-here");
   let result = await mainCapturing(t, ["run", "--fixtures", missing, "--out", out]);
   assert.equal(result.code, 2);
-  assert.deepEqual(result.lines, [`attention-port (typescript): ${missing}: is not a fixture folder; ${REGENERATE_HINT}`]);
+  assert.deepEqual(result.lines, [
+    `attention-port (typescript): ${missing}: is not a fixture folder; ${REGENERATE_HINT}`,
+  ]);
   // A folder whose manifest is damaged.
   const damaged = join(scratch, "damaged");
   cpSync(DEFAULT_FIXTURES, damaged, { recursive: true });
@@ -118,7 +141,11 @@ test("a bad fixture folder is one line naming it, and exit code 2", async (t) =>
 test("the process itself exits with code 2 and one line on stderr", () => {
   const cli = fileURLToPath(new URL("../src/cli.ts", import.meta.url));
   const missing = join(scratch, "nowhere");
-  const run = spawnSync(process.execPath, [cli, "run", "--fixtures", missing, "--out", join(scratch, "y.json")], { encoding: "utf8" });
+  const run = spawnSync(
+    process.execPath,
+    [cli, "run", "--fixtures", missing, "--out", join(scratch, "y.json")],
+    { encoding: "utf8" },
+  );
   assert.equal(run.status, 2, run.stderr);
   assert.equal(run.stdout, "");
   assert.equal(run.stderr.trimEnd().split("\n").length, 1, run.stderr);

@@ -7,7 +7,13 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 
 import { attentionSteps } from "../src/attention.ts";
-import { DEFAULT_FIXTURES, FixtureError, loadFixtures, portTensor, type FixtureTensor } from "../src/fixtures.ts";
+import {
+  DEFAULT_FIXTURES,
+  FixtureError,
+  type FixtureTensor,
+  loadFixtures,
+  portTensor,
+} from "../src/fixtures.ts";
 import { assertFixtureError, assertMatchesFixture, outputProblem, runCase } from "./helpers.ts";
 
 const cases = loadFixtures();
@@ -34,12 +40,23 @@ describe("every fixture through the readable port", () => {
 
   test("the tutorial's fixture holds the tutorial's Q, K and V", () => {
     const tutorial = cases.find((c) => c.id === "tutorial_seq3_dk4")!;
-    assert.deepEqual(portTensor(tutorial.inputs.query as FixtureTensor), [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]);
-    assert.deepEqual(portTensor(tutorial.inputs.value as FixtureTensor), [[1, 2], [3, 4], [5, 6]]);
+    assert.deepEqual(portTensor(tutorial.inputs.query as FixtureTensor), [
+      [1, 0, 1, 0],
+      [0, 1, 0, 1],
+      [1, 1, 0, 0],
+    ]);
+    assert.deepEqual(portTensor(tutorial.inputs.value as FixtureTensor), [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]);
   });
 
   test("the tolerance rule can fail: a one-ulp-scale nudge beyond the budget, a -0.0, a NaN", () => {
-    assert.equal(outputProblem([1 + 1e-10], [1], [1]), "output[0] is 1.0000000001, expected 1 (budget 1.7763568394002505e-15)");
+    assert.equal(
+      outputProblem([1 + 1e-10], [1], [1]),
+      "output[0] is 1.0000000001, expected 1 (budget 1.7763568394002505e-15)",
+    );
     assert.equal(outputProblem([1 + 2 ** -52], [1], [1]), null);
     assert.match(outputProblem([-0], [0], [0])!, /is -0, expected 0/);
     assert.match(outputProblem([NaN], [1], [1])!, /is NaN, expected 1/);
@@ -81,12 +98,20 @@ describe("loadFixtures refuses a bad folder with one line naming the file", () =
 
   test("an unknown manifest version, with the hint to regenerate", () => {
     const folder = brokenCopy((f) => editJson(join(f, "manifest.json"), (m) => (m.version = 2)));
-    expectFixtureError(folder, "manifest.json", /format version 2 is not supported .*attention-port generate/);
+    expectFixtureError(
+      folder,
+      "manifest.json",
+      /format version 2 is not supported .*attention-port generate/,
+    );
   });
 
   test("a case file edited by hand (sha256)", () => {
     const folder = brokenCopy((f) => writeFileSync(join(f, "cases", "rank2_square.json"), "{}\n"));
-    expectFixtureError(folder, join("cases", "rank2_square.json"), /sha256 .* does not match .*attention-port generate/);
+    expectFixtureError(
+      folder,
+      join("cases", "rank2_square.json"),
+      /sha256 .* does not match .*attention-port generate/,
+    );
   });
 
   test("a missing case file", () => {
@@ -102,7 +127,10 @@ describe("loadFixtures refuses a bad folder with one line naming the file", () =
 
   test("a file entry that leaves the folder", () => {
     const folder = brokenCopy((f) =>
-      editJson(join(f, "manifest.json"), (m) => ((m.cases as Record<string, unknown>[])[0].file = "../outside.json")),
+      editJson(
+        join(f, "manifest.json"),
+        (m) => ((m.cases as Record<string, unknown>[])[0].file = "../outside.json"),
+      ),
     );
     expectFixtureError(folder, "manifest.json", /file '\.\.\/outside\.json' leaves the fixture folder/);
   });

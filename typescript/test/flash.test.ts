@@ -7,20 +7,28 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 
 import * as readable from "../src/attention.ts";
-import { loadFixtures, type FixtureTensor } from "../src/fixtures.ts";
+import { type FixtureTensor, loadFixtures } from "../src/fixtures.ts";
 import {
   AttentionInputError,
-  KEY_TILE,
-  QUERY_BLOCK,
-  attentionSteps,
-  scaledDotProductAttention,
-  scaledDotProductAttentionFlat,
   type AttentionOptions,
+  attentionSteps,
   type FlatMask,
   type FlatTensor,
+  KEY_TILE,
+  QUERY_BLOCK,
+  scaledDotProductAttention,
+  scaledDotProductAttentionFlat,
 } from "../src/flash.ts";
-import { toArray, toMaskArray, type ShapedMask, type ShapedTensor } from "../src/inputs.ts";
-import { assertFixtureError, assertMatchesFixture, broadcast, close, flatten, product, runCase } from "./helpers.ts";
+import { type ShapedMask, type ShapedTensor, toArray, toMaskArray } from "../src/inputs.ts";
+import {
+  assertFixtureError,
+  assertMatchesFixture,
+  broadcast,
+  close,
+  flatten,
+  product,
+  runCase,
+} from "./helpers.ts";
 
 const cases = loadFixtures();
 
@@ -39,7 +47,11 @@ function flatMaskOf(m: ShapedMask, storage: "f64" | "f32" = "f64"): FlatMask {
     return { dtype: "float", shape: m.shape, data: new Float64Array(0) };
   }
   const numbers = values as number[];
-  return { dtype: "float", shape: m.shape, data: storage === "f64" ? Float64Array.from(numbers) : Float32Array.from(numbers) };
+  return {
+    dtype: "float",
+    shape: m.shape,
+    data: storage === "f64" ? Float64Array.from(numbers) : Float32Array.from(numbers),
+  };
 }
 
 /** A fixture tensor (valid case) as a shaped tensor. */
@@ -85,7 +97,10 @@ describe("flash.ts on every fixture, under the readable port's rule", () => {
         const flat = flatFixtureInputs(c.inputs);
         if (flat !== null) {
           const options = { ...c.params, attnMask: flat.attnMask } as never;
-          assertFixtureError(() => scaledDotProductAttentionFlat(flat.query, flat.key, flat.value, options), error);
+          assertFixtureError(
+            () => scaledDotProductAttentionFlat(flat.query, flat.key, flat.value, options),
+            error,
+          );
         }
       });
     }
@@ -99,7 +114,9 @@ describe("flash.ts on every fixture, under the readable port's rule", () => {
 
 /** An invalid case's raw inputs in flat form, or null when they are not rectangular arrays of
  * numbers (ragged or typed wrongly: errors the flat form cannot even express). */
-function flatFixtureInputs(inputs: Record<string, unknown>): { query: FlatTensor; key: FlatTensor; value: FlatTensor; attnMask: FlatMask | null } | null {
+function flatFixtureInputs(
+  inputs: Record<string, unknown>,
+): { query: FlatTensor; key: FlatTensor; value: FlatTensor; attnMask: FlatMask | null } | null {
   try {
     const [q, k, v] = (["query", "key", "value"] as const).map((name) => toArray(name, inputs[name]));
     const mask = inputs.attnMask === null ? null : toMaskArray(inputs.attnMask);
@@ -129,7 +146,10 @@ interface Problem {
 
 /** Lengths that land on and around the tile and block edges, and small ones (0 included). */
 const EDGES = [KEY_TILE - 1, KEY_TILE, KEY_TILE + 1, 2 * KEY_TILE + 1, QUERY_BLOCK - 1, QUERY_BLOCK + 1];
-const length = fc.oneof({ arbitrary: fc.integer({ min: 0, max: 6 }), weight: 5 }, { arbitrary: fc.constantFrom(...EDGES), weight: 3 });
+const length = fc.oneof(
+  { arbitrary: fc.integer({ min: 0, max: 6 }), weight: 5 },
+  { arbitrary: fc.constantFrom(...EDGES), weight: 3 },
+);
 
 /** Deterministic numbers from a seed (fast for big tensors; fast-check shrinks the seed). */
 function generator(seed: number): () => number {
@@ -175,7 +195,8 @@ const problems = fc
     const kShape = [...batch, ...heads(hkv), c.lk, c.e];
     const vShape = [...batch, ...heads(hkv), c.lk, c.ev];
     const scoresShape = [...batch, ...heads(hq), c.lq, c.lk];
-    const numbers = (shape: number[], spread: number) => Array.from({ length: product(shape) }, () => (2 * random() - 1) * spread);
+    const numbers = (shape: number[], spread: number) =>
+      Array.from({ length: product(shape) }, () => (2 * random() - 1) * spread);
     const maskRank = Math.min(c.maskRank, scoresShape.length);
     const maskShape = scoresShape.slice(-maskRank).map((n, d) => (c.maskOnes[d] ? 1 : n));
     const cells: (number | boolean)[] = Array.from({ length: product(maskShape) }, () => {
@@ -217,7 +238,9 @@ function assertAgrees(p: Problem): void {
   assert.deepEqual(flatten(actual.scores), flatten(expected.scores));
   assert.deepEqual(flatten(actual.scaled), flatten(expected.scaled));
   const [weights, expectedWeights] = [flatten(actual.weights), flatten(expected.weights)];
-  weights.forEach((w, n) => assert.ok(close(w, expectedWeights[n], 1e-13), `weights[${n}]: ${w} vs ${expectedWeights[n]}`));
+  weights.forEach((w, n) =>
+    assert.ok(close(w, expectedWeights[n], 1e-13), `weights[${n}]: ${w} vs ${expectedWeights[n]}`),
+  );
   const [output, expectedOutput] = [flatten(actual.output), flatten(expected.output)];
   const big = Math.max(1, ...Array.from(p.value.data, Math.abs));
   output.forEach((x, n) => {
@@ -251,7 +274,8 @@ describe("flash.ts agrees with attention.ts", () => {
     for (const lq of [1, ...EDGES]) {
       for (const lk of [1, ...EDGES]) {
         for (const isCausal of [false, true]) {
-          const numbers = (n: number, spread: number) => Array.from({ length: n }, () => (2 * random() - 1) * spread);
+          const numbers = (n: number, spread: number) =>
+            Array.from({ length: n }, () => (2 * random() - 1) * spread);
           // Even rows: key tile 0 masked (the running max starts at -Infinity and stays there for
           // a whole tile); rows divisible by 3: only the last key allowed.
           const mask = Array.from({ length: lq * lk }, (_, n) => {
@@ -273,9 +297,14 @@ describe("flash.ts agrees with attention.ts", () => {
     const lk = 3 * KEY_TILE + 2;
     for (const direction of [1, -1]) {
       // Key j = direction * j/8 along every feature: query · key grows (or shrinks) with j.
-      const key = Array.from({ length: lk }, (_, j) => [direction * j / 8, direction * j / 8]);
+      const key = Array.from({ length: lk }, (_, j) => [(direction * j) / 8, (direction * j) / 8]);
       const value = Array.from({ length: lk }, (_, j) => [Math.sin(j), Math.cos(j), j]);
-      const query = [[1, 1], [0.5, 2], [0, 0], [3, -1]];
+      const query = [
+        [1, 1],
+        [0.5, 2],
+        [0, 0],
+        [3, -1],
+      ];
       assertAgrees({
         query: { shape: [4, 2], data: query.flat() },
         key: { shape: [lk, 2], data: key.flat() },
@@ -289,7 +318,16 @@ describe("flash.ts agrees with attention.ts", () => {
     const lk = 2 * KEY_TILE + 1;
     const key = Array.from({ length: lk }, (_, j) => [j * 1000, -j * 800]); // logits up to 1e5, 800 apart or more
     const value = Array.from({ length: lk }, (_, j) => [j]);
-    const out = scaledDotProductAttention([[1, 0], [0, 1], [5, 5]], key, value, { scale: 1 });
+    const out = scaledDotProductAttention(
+      [
+        [1, 0],
+        [0, 1],
+        [5, 5],
+      ],
+      key,
+      value,
+      { scale: 1 },
+    );
     assert.deepEqual(out, [[lk - 1], [0], [lk - 1]]); // one key wins outright: its value exactly
   });
 });
@@ -306,7 +344,10 @@ describe("special values, as the readable port gives them", () => {
     const query = rows(lk, 2, (i, t) => Math.sin(i + t));
     const key = rows(lk, 2, (i, t) => Math.cos(i * t));
     const value = rows(lk, 2, (i, t) => (i === lk - 1 && t === 0 ? NaN : i + t));
-    const mask = { shape: [lk, lk], data: Array.from({ length: lk * lk }, (_, n) => Math.floor(n / lk) !== 5) }; // row 5 fully masked
+    const mask = {
+      shape: [lk, lk],
+      data: Array.from({ length: lk * lk }, (_, n) => Math.floor(n / lk) !== 5),
+    }; // row 5 fully masked
     for (const options of [{ isCausal: true }, { isCausal: true, attnMask: mask }]) {
       const expected = readable.scaledDotProductAttention(query, key, value, options);
       const out = scaledDotProductAttention(query, key, value, options);
@@ -320,7 +361,11 @@ describe("special values, as the readable port gives them", () => {
     }
     // An infinity there does the same (0 * Infinity is NaN).
     const infinite = rows(lk, 1, (i) => (i === lk - 1 ? Infinity : 1));
-    assert.ok(scaledDotProductAttention(query, key, infinite, { isCausal: true }).slice(0, -1).every((r) => Number.isNaN(r[0])));
+    assert.ok(
+      scaledDotProductAttention(query, key, infinite, { isCausal: true })
+        .slice(0, -1)
+        .every((r) => Number.isNaN(r[0])),
+    );
   });
 
   test("NaN in a key the causal mask hides changes nothing; NaN in a visible key makes its rows NaN", () => {
@@ -330,14 +375,25 @@ describe("special values, as the readable port gives them", () => {
     const out = scaledDotProductAttention(query, hidden, value, { isCausal: true });
     assert.ok(out.slice(0, -1).every((r) => Number.isFinite(r[0])));
     assert.ok(Number.isNaN(out[lk - 1][0]));
-    assert.deepEqual(out.map((r) => Number.isNaN(r[0])), readable.scaledDotProductAttention(query, hidden, value, { isCausal: true }).map((r) => Number.isNaN(r[0])));
+    assert.deepEqual(
+      out.map((r) => Number.isNaN(r[0])),
+      readable
+        .scaledDotProductAttention(query, hidden, value, { isCausal: true })
+        .map((r) => Number.isNaN(r[0])),
+    );
   });
 
   test("a NaN logit in a later tile makes the whole row NaN, after finite tiles; masked, it is nothing", () => {
-    const query = [[1, 0], [0, 1]];
+    const query = [
+      [1, 0],
+      [0, 1],
+    ];
     const key = rows(lk, 2, (i, t) => (i === lk - 1 && t === 0 ? NaN : 1)); // the last key's score is NaN
     const value = rows(lk, 1, () => 1);
-    const attnMask = [rows(1, lk, () => 1)[0].map(() => true), rows(1, lk, (_, j) => (j === lk - 1 ? 0 : 1))[0].map(Boolean)];
+    const attnMask = [
+      rows(1, lk, () => 1)[0].map(() => true),
+      rows(1, lk, (_, j) => (j === lk - 1 ? 0 : 1))[0].map(Boolean),
+    ];
     const out = scaledDotProductAttention(query, key, value, { attnMask });
     assert.ok(Number.isNaN(out[0][0]));
     assert.equal(out[1][0], 1);
@@ -390,22 +446,39 @@ describe("the flat entry point", () => {
   });
 
   test("Float32Array storage: computed in doubles, rounded once into a Float32Array", () => {
-    const out = scaledDotProductAttentionFlat(flatTensor(query, "f32"), flatTensor(key, "f32"), flatTensor(value, "f32"), options);
+    const out = scaledDotProductAttentionFlat(
+      flatTensor(query, "f32"),
+      flatTensor(key, "f32"),
+      flatTensor(value, "f32"),
+      options,
+    );
     assert.ok(out.data instanceof Float32Array);
     assert.deepEqual(out.shape, [2, lq, 3]);
     const doubles = flatten(readable.scaledDotProductAttention(query, key, value, options));
-    out.data.forEach((x, n) => assert.ok(Math.abs(x - doubles[n]) <= 2 ** -23 * Math.abs(doubles[n]) + 1e-300, `${x} vs ${doubles[n]}`));
+    out.data.forEach((x, n) =>
+      assert.ok(
+        Math.abs(x - doubles[n]) <= 2 ** -23 * Math.abs(doubles[n]) + 1e-300,
+        `${x} vs ${doubles[n]}`,
+      ),
+    );
     const fast = flatten(scaledDotProductAttention(query, key, value, options));
     assert.deepEqual(Array.from(out.data), fast.map(Math.fround));
     // Storage follows query: Float32 query with Float64 key and value gives Float32.
-    const mixed = scaledDotProductAttentionFlat(flatTensor(query, "f32"), flatTensor(key), flatTensor(value), options);
+    const mixed = scaledDotProductAttentionFlat(
+      flatTensor(query, "f32"),
+      flatTensor(key),
+      flatTensor(value),
+      options,
+    );
     assert.ok(mixed.data instanceof Float32Array);
   });
 
   test("masks: Uint8Array bool (any nonzero attends) and Float32/Float64 float, broadcast by strides", () => {
     const cells = Array.from({ length: lq * lk }, () => random() < 0.7);
     const bool = { shape: [lq, lk], data: cells };
-    const expected = flatten(readable.scaledDotProductAttention(query, key, value, { ...options, attnMask: bool }));
+    const expected = flatten(
+      readable.scaledDotProductAttention(query, key, value, { ...options, attnMask: bool }),
+    );
     const asBytes = Uint8Array.from(cells, (c) => (c ? 1 + Math.floor(random() * 255) : 0)); // 1..255 = true
     const out = scaledDotProductAttentionFlat(flatTensor(query), flatTensor(key), flatTensor(value), {
       ...options,
@@ -414,11 +487,21 @@ describe("the flat entry point", () => {
     out.data.forEach((x, n) => assert.ok(close(x, expected[n], 1e-12), `${x} vs ${expected[n]}`));
     for (const shape of [[lk], [lq, 1], [2, 1, lk], [2, lq, lk]]) {
       const bias = numbers(product(shape)).map((x) => (x < -3 ? -Infinity : x));
-      const nested = flatten(readable.scaledDotProductAttention(query, key, value, { ...options, attnMask: { shape, data: bias } }));
+      const nested = flatten(
+        readable.scaledDotProductAttention(query, key, value, {
+          ...options,
+          attnMask: { shape, data: bias },
+        }),
+      );
       for (const storage of ["f32", "f64"] as const) {
         const mask = flatMaskOf({ shape, data: bias }, storage);
-        const result = scaledDotProductAttentionFlat(flatTensor(query), flatTensor(key), flatTensor(value), { ...options, attnMask: mask });
-        result.data.forEach((x, n) => assert.ok(close(x, nested[n], 1e-12), `mask ${JSON.stringify(shape)}: ${x} vs ${nested[n]}`));
+        const result = scaledDotProductAttentionFlat(flatTensor(query), flatTensor(key), flatTensor(value), {
+          ...options,
+          attnMask: mask,
+        });
+        result.data.forEach((x, n) =>
+          assert.ok(close(x, nested[n], 1e-12), `mask ${JSON.stringify(shape)}: ${x} vs ${nested[n]}`),
+        );
       }
     }
     // The bool mask agrees with a float mask of 0 and -Infinity.
@@ -431,8 +514,10 @@ describe("the flat entry point", () => {
   });
 
   test("bad flat input: the kinds and messages of inputs.ts", () => {
-    const call = (q: unknown, k: unknown, v: unknown, o: unknown = {}) => () =>
-      scaledDotProductAttentionFlat(q as FlatTensor, k as FlatTensor, v as FlatTensor, o as never);
+    const call =
+      (q: unknown, k: unknown, v: unknown, o: unknown = {}) =>
+      () =>
+        scaledDotProductAttentionFlat(q as FlatTensor, k as FlatTensor, v as FlatTensor, o as never);
     const f64 = (shape: number[], n = product(shape)) => ({ shape, data: new Float64Array(n) });
     const expectError = (run: () => unknown, kind: string, message: string | RegExp) =>
       assert.throws(run, (error: unknown) => {
@@ -447,21 +532,68 @@ describe("the flat entry point", () => {
       });
     const [q, k, v] = [f64([2, 4]), f64([3, 4]), f64([3, 2])];
     expectError(call(q, k, v, { isCausal: 1 }), "value", "isCausal must be a boolean, got 1");
-    expectError(call({ shape: [2, 4], data: [1, 2, 3, 4, 5, 6, 7, 8] }, k, v), "type", "query.data must be a Float64Array or a Float32Array, got an array");
+    expectError(
+      call({ shape: [2, 4], data: [1, 2, 3, 4, 5, 6, 7, 8] }, k, v),
+      "type",
+      "query.data must be a Float64Array or a Float32Array, got an array",
+    );
     expectError(call([[1, 2]], k, v), "type", "query must be a flat tensor { shape, data }, got an array");
-    expectError(call(q, { data: new Float64Array(12) }, v), "type", "key must be a flat tensor { shape, data }, got an object");
-    expectError(call(q, k, v, { attnMask: { shape: [3], data: new Uint8Array(3) } }), "type", "attnMask must be a flat mask { dtype, shape, data }, got an object");
-    expectError(call(q, { shape: [3, 4], data: new Float32Array(11) }, v), "shape", "key has 11 values but its shape [3, 4] needs 12");
-    expectError(call(q, k, { shape: [3, -2], data: new Float64Array(0) }), "shape", "value.shape must be an array of non-negative integers, got [3, -2]");
+    expectError(
+      call(q, { data: new Float64Array(12) }, v),
+      "type",
+      "key must be a flat tensor { shape, data }, got an object",
+    );
+    expectError(
+      call(q, k, v, { attnMask: { shape: [3], data: new Uint8Array(3) } }),
+      "type",
+      "attnMask must be a flat mask { dtype, shape, data }, got an object",
+    );
+    expectError(
+      call(q, { shape: [3, 4], data: new Float32Array(11) }, v),
+      "shape",
+      "key has 11 values but its shape [3, 4] needs 12",
+    );
+    expectError(
+      call(q, k, { shape: [3, -2], data: new Float64Array(0) }),
+      "shape",
+      "value.shape must be an array of non-negative integers, got [3, -2]",
+    );
     // The shaped form of the readable port says the same.
-    assert.throws(() => readable.scaledDotProductAttention(q, { shape: [3, 4], data: new Float64Array(11) }, v), {
-      message: "key has 11 values but its shape [3, 4] needs 12",
-    });
-    expectError(call(q, f64([3, 5]), v), "shape", "key has feature size 5 but query has 4 (query [2, 4], key [3, 5])");
-    expectError(call(q, k, v, { attnMask: { dtype: "bool", shape: [3], data: new Float64Array(3) } }), "type", /attnMask\.data must be a Uint8Array for dtype "bool", got a Float64Array/);
-    expectError(call(q, k, v, { attnMask: { dtype: "float", shape: [3], data: new Uint8Array(3) } }), "type", /attnMask\.data must be a Float64Array or a Float32Array for dtype "float"/);
-    expectError(call(q, k, v, { attnMask: { dtype: "int", shape: [3], data: new Uint8Array(3) } }), "type", 'attnMask.dtype must be "bool" or "float", got a string');
-    expectError(call(q, k, v, { attnMask: { dtype: "bool", shape: [4], data: new Uint8Array(3) } }), "shape", "attnMask has 3 values but its shape [4] needs 4");
-    expectError(call(q, k, v, { attnMask: { dtype: "bool", shape: [4], data: new Uint8Array(4) } }), "mask", /attnMask \[4\] does not broadcast to the scores \[2, 3\]/);
+    assert.throws(
+      () => readable.scaledDotProductAttention(q, { shape: [3, 4], data: new Float64Array(11) }, v),
+      {
+        message: "key has 11 values but its shape [3, 4] needs 12",
+      },
+    );
+    expectError(
+      call(q, f64([3, 5]), v),
+      "shape",
+      "key has feature size 5 but query has 4 (query [2, 4], key [3, 5])",
+    );
+    expectError(
+      call(q, k, v, { attnMask: { dtype: "bool", shape: [3], data: new Float64Array(3) } }),
+      "type",
+      /attnMask\.data must be a Uint8Array for dtype "bool", got a Float64Array/,
+    );
+    expectError(
+      call(q, k, v, { attnMask: { dtype: "float", shape: [3], data: new Uint8Array(3) } }),
+      "type",
+      /attnMask\.data must be a Float64Array or a Float32Array for dtype "float"/,
+    );
+    expectError(
+      call(q, k, v, { attnMask: { dtype: "int", shape: [3], data: new Uint8Array(3) } }),
+      "type",
+      'attnMask.dtype must be "bool" or "float", got a string',
+    );
+    expectError(
+      call(q, k, v, { attnMask: { dtype: "bool", shape: [4], data: new Uint8Array(3) } }),
+      "shape",
+      "attnMask has 3 values but its shape [4] needs 4",
+    );
+    expectError(
+      call(q, k, v, { attnMask: { dtype: "bool", shape: [4], data: new Uint8Array(4) } }),
+      "mask",
+      /attnMask \[4\] does not broadcast to the scores \[2, 3\]/,
+    );
   });
 });

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 
 import type { AttentionOptions, AttentionSteps, NestedArray, TensorInput } from "../src/attention.ts";
-import { portTensor, type ExpectedValues, type FixtureCase, type FixtureTensor } from "../src/fixtures.ts";
+import { type ExpectedValues, type FixtureCase, type FixtureTensor, portTensor } from "../src/fixtures.ts";
 import { AttentionInputError, type ErrorKind } from "../src/inputs.ts";
 
 /** Every number of a nested array, row-major. */
@@ -22,7 +22,9 @@ export function unflatten<T>(data: readonly T[], shape: readonly number[]): unkn
     return data[0];
   }
   const size = product(shape.slice(1));
-  return Array.from({ length: shape[0] }, (_, n) => unflatten(data.slice(n * size, (n + 1) * size), shape.slice(1)));
+  return Array.from({ length: shape[0] }, (_, n) =>
+    unflatten(data.slice(n * size, (n + 1) * size), shape.slice(1)),
+  );
 }
 
 /** Row-major strides of a shape. */
@@ -71,17 +73,26 @@ const K = 16; // DESIGN.md section 5
 const UNIT_ROUNDOFF = 2 ** -53; // float64
 
 /** A port's attentionSteps or scaledDotProductAttention, as attention.ts and flash.ts export them. */
-export type PortFunction<T> = (query: TensorInput, key: TensorInput, value: TensorInput, options?: AttentionOptions) => T;
+export type PortFunction<T> = (
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options?: AttentionOptions,
+) => T;
 
 /** The camelCase names back to Python's, so both languages' messages can be compared. */
 export function normalizeMessage(message: string): string {
-  return message.replaceAll("attnMask", "attn_mask").replaceAll("enableGqa", "enable_gqa").replaceAll("isCausal", "is_causal");
+  return message
+    .replaceAll("attnMask", "attn_mask")
+    .replaceAll("enableGqa", "enable_gqa")
+    .replaceAll("isCausal", "is_causal");
 }
 
 /** One fixture case through `port`: a valid case's tensors as the port takes them (fixtures.ts's
  * portTensor), an invalid case's inputs exactly as written. */
 export function runCase<T>(port: PortFunction<T>, c: FixtureCase): T {
-  const tensor = (x: unknown) => (c.expected === null ? x : x === null ? null : portTensor(x as FixtureTensor));
+  const tensor = (x: unknown) =>
+    c.expected === null ? x : x === null ? null : portTensor(x as FixtureTensor);
   const options = {
     attnMask: tensor(c.inputs.attnMask),
     isCausal: c.params.isCausal,
@@ -95,7 +106,11 @@ export function runCase<T>(port: PortFunction<T>, c: FixtureCase): T {
 
 /** |actual - expected| <= K u error_scale element-wise; NaN meets NaN; a zero budget means exact
  * equality, and a zero there must be +0.0. Returns the first violation in words, or null. */
-export function outputProblem(actual: readonly number[], expected: readonly number[], errorScale: readonly number[]): string | null {
+export function outputProblem(
+  actual: readonly number[],
+  expected: readonly number[],
+  errorScale: readonly number[],
+): string | null {
   for (let n = 0; n < expected.length; n++) {
     const [a, e] = [actual[n], expected[n]];
     if (Number.isNaN(e) || Number.isNaN(a)) {
@@ -122,15 +137,22 @@ export function assertMatchesFixture(steps: AttentionSteps, expected: ExpectedVa
   assert.equal(weights.length, expected.weights.data.length);
   assert.equal(output.length, expected.output.data.length);
   // NaN in the same places in every step.
-  scores.forEach((x, n) => assert.equal(Number.isNaN(x), Number.isNaN(expected.scores.data[n]), `scores[${n}]`));
-  weights.forEach((x, n) => assert.equal(Number.isNaN(x), Number.isNaN(expected.weights.data[n]), `weights[${n}]`));
+  scores.forEach((x, n) =>
+    assert.equal(Number.isNaN(x), Number.isNaN(expected.scores.data[n]), `scores[${n}]`),
+  );
+  weights.forEach((x, n) =>
+    assert.equal(Number.isNaN(x), Number.isNaN(expected.weights.data[n]), `weights[${n}]`),
+  );
   const problem = outputProblem(output, expected.output.data, expected.errorScale.data);
   assert.equal(problem, null);
 }
 
 /** The fixture rule for an invalid case: an AttentionInputError of the expected kind, with the
  * message Python writes (up to the spelling of argument names). */
-export function assertFixtureError(run: () => unknown, error: { readonly kind: ErrorKind; readonly message: string }): void {
+export function assertFixtureError(
+  run: () => unknown,
+  error: { readonly kind: ErrorKind; readonly message: string },
+): void {
   assert.throws(run, (thrown: unknown) => {
     assert.ok(thrown instanceof AttentionInputError, `threw ${String(thrown)}`);
     assert.equal(thrown.kind, error.kind);

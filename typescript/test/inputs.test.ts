@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { AttentionInputError, scaledDotProductAttention, type AttentionOptions } from "../src/attention.ts";
-import { ERROR_KINDS, describeValue, formatShape, inferShape, type ErrorKind } from "../src/inputs.ts";
+import { AttentionInputError, type AttentionOptions, scaledDotProductAttention } from "../src/attention.ts";
+import { describeValue, ERROR_KINDS, type ErrorKind, formatShape, inferShape } from "../src/inputs.ts";
 
 /** A tensor of the given shape (nested arrays; every dim > 0), filled with small numbers. */
 function tensor(...shape: number[]): unknown {
@@ -24,7 +24,12 @@ function expectError(run: () => unknown, kind: ErrorKind, message: string): void
 
 /** scaledDotProductAttention on untyped input, as a JavaScript caller (or a fixture) may give it. */
 function call(query: unknown, key: unknown, value: unknown, options: Record<string, unknown> = {}): unknown {
-  const sdpa = scaledDotProductAttention as (q: unknown, k: unknown, v: unknown, o: AttentionOptions) => unknown;
+  const sdpa = scaledDotProductAttention as (
+    q: unknown,
+    k: unknown,
+    v: unknown,
+    o: AttentionOptions,
+  ) => unknown;
   return sdpa(query, key, value, options as AttentionOptions);
 }
 
@@ -42,17 +47,38 @@ describe("AttentionInputError", () => {
     assert.equal(formatShape([]), "[]");
     const described = [NaN, Infinity, -Infinity, -1, 0.1, 1e21, 1e-7, -0, null, undefined, true, "x", {}];
     assert.deepEqual(described.map(describeValue), [
-      "NaN", "Infinity", "-Infinity", "-1", "0.1", "1e+21", "1e-7", "0",
-      "null", "null", "a boolean", "a string", "an object",
+      "NaN",
+      "Infinity",
+      "-Infinity",
+      "-1",
+      "0.1",
+      "1e+21",
+      "1e-7",
+      "0",
+      "null",
+      "null",
+      "a boolean",
+      "a string",
+      "an object",
     ]);
   });
 
   test("inferShape reads the first elements, then checks every element", () => {
-    assert.deepEqual(inferShape("query", [[1, 2], [3, 4], [5, 6]]), [3, 2]);
+    assert.deepEqual(
+      inferShape("query", [
+        [1, 2],
+        [3, 4],
+        [5, 6],
+      ]),
+      [3, 2],
+    );
     assert.deepEqual(inferShape("query", [[], []]), [2, 0]);
     assert.deepEqual(inferShape("query", 3), []);
-    expectError(() => inferShape("query", [[], [1]]), "ragged",
-      "query is ragged: query[1] has length 1, expected 0 (shape from the first elements: [2, 0])");
+    expectError(
+      () => inferShape("query", [[], [1]]),
+      "ragged",
+      "query is ragged: query[1] has length 1, expected 0 (shape from the first elements: [2, 0])",
+    );
   });
 });
 
@@ -62,109 +88,283 @@ describe("each error kind, with the message Python writes (argument names in Typ
   const v = tensor(3, 4);
 
   test("value: options are checked first, in the order isCausal, enableGqa, scale, softcap", () => {
-    expectError(() => call(q, k, v, { isCausal: "yes" }), "value", "isCausal must be a boolean, got a string");
+    expectError(
+      () => call(q, k, v, { isCausal: "yes" }),
+      "value",
+      "isCausal must be a boolean, got a string",
+    );
     expectError(() => call(q, k, v, { isCausal: null }), "value", "isCausal must be a boolean, got null");
     expectError(() => call(q, k, v, { enableGqa: 1 }), "value", "enableGqa must be a boolean, got 1");
     expectError(() => call(q, k, v, { scale: NaN }), "value", "scale must be a finite number, got NaN");
-    expectError(() => call(q, k, v, { scale: Infinity }), "value", "scale must be a finite number, got Infinity");
+    expectError(
+      () => call(q, k, v, { scale: Infinity }),
+      "value",
+      "scale must be a finite number, got Infinity",
+    );
     expectError(() => call(q, k, v, { scale: "1" }), "value", "scale must be a finite number, got a string");
-    expectError(() => call(q, k, v, { softcap: -1 }), "value", "softcap must be a finite number >= 0, got -1");
-    expectError(() => call(q, k, v, { softcap: null }), "value", "softcap must be a finite number >= 0, got null");
+    expectError(
+      () => call(q, k, v, { softcap: -1 }),
+      "value",
+      "softcap must be a finite number >= 0, got -1",
+    );
+    expectError(
+      () => call(q, k, v, { softcap: null }),
+      "value",
+      "softcap must be a finite number >= 0, got null",
+    );
     // Options before tensors, and isCausal before softcap.
-    expectError(() => call([[1], [2, 3]], k, v, { isCausal: 0, softcap: -1 }), "value",
-      "isCausal must be a boolean, got 0");
+    expectError(
+      () => call([[1], [2, 3]], k, v, { isCausal: 0, softcap: -1 }),
+      "value",
+      "isCausal must be a boolean, got 0",
+    );
   });
 
   test("ragged: the first element (depth first) that disagrees with the first elements", () => {
-    expectError(() => call([[1, 2, 3], [4, 5]], tensor(4, 3), tensor(4, 3)), "ragged",
-      "query is ragged: query[1] has length 2, expected 3 (shape from the first elements: [2, 3])");
-    expectError(() => call(tensor(2, 2), [[1, 2], [3, [4]]], tensor(2, 2)), "ragged",
-      "key is ragged: key[1][1] is an array, expected a scalar (shape from the first elements: [2, 2])");
-    expectError(() => call(tensor(2, 2), tensor(3, 2), [[1, 2], 3, [4, 5]]), "ragged",
-      "value is ragged: value[1] is not an array, expected length 2 (shape from the first elements: [3, 2])");
-    expectError(() => call(tensor(2, 4), k, v, { attnMask: [[true, false, true], [true, true]] }), "ragged",
-      "attnMask is ragged: attnMask[1] has length 2, expected 3 (shape from the first elements: [2, 3])");
+    expectError(
+      () =>
+        call(
+          [
+            [1, 2, 3],
+            [4, 5],
+          ],
+          tensor(4, 3),
+          tensor(4, 3),
+        ),
+      "ragged",
+      "query is ragged: query[1] has length 2, expected 3 (shape from the first elements: [2, 3])",
+    );
+    expectError(
+      () =>
+        call(
+          tensor(2, 2),
+          [
+            [1, 2],
+            [3, [4]],
+          ],
+          tensor(2, 2),
+        ),
+      "ragged",
+      "key is ragged: key[1][1] is an array, expected a scalar (shape from the first elements: [2, 2])",
+    );
+    expectError(
+      () => call(tensor(2, 2), tensor(3, 2), [[1, 2], 3, [4, 5]]),
+      "ragged",
+      "value is ragged: value[1] is not an array, expected length 2 (shape from the first elements: [3, 2])",
+    );
+    expectError(
+      () =>
+        call(tensor(2, 4), k, v, {
+          attnMask: [
+            [true, false, true],
+            [true, true],
+          ],
+        }),
+      "ragged",
+      "attnMask is ragged: attnMask[1] has length 2, expected 3 (shape from the first elements: [2, 3])",
+    );
   });
 
   test("type: a leaf that is not a number (or, in a mask, not a boolean or a number)", () => {
-    expectError(() => call([[1, "two"], [3, 4]], tensor(3, 2), tensor(3, 2)), "type",
-      "query[0][1] is a string, expected a number");
-    expectError(() => call(tensor(2, 2), tensor(2, 2), [[1, 2], [null, 4]]), "type",
-      "value[1][0] is null, expected a number");
-    expectError(() => call(tensor(2, 2), [[true, 1], [0, 1]], tensor(2, 2)), "type",
-      "key[0][0] is a boolean, expected a number");
-    expectError(() => call([[1, {}]], tensor(1, 2), tensor(1, 2)), "type", "query[0][1] is an object, expected a number");
-    expectError(() => call(q, k, v, { attnMask: [[true, 0, true], [true, true, false]] }), "type",
-      "attnMask mixes booleans and numbers: attnMask[0][0] is a boolean but attnMask[0][1] is a number");
-    expectError(() => call(q, k, v, { attnMask: [["yes", true, true], [true, true, false]] }), "type",
-      "attnMask[0][0] is a string, expected a boolean or a number");
+    expectError(
+      () =>
+        call(
+          [
+            [1, "two"],
+            [3, 4],
+          ],
+          tensor(3, 2),
+          tensor(3, 2),
+        ),
+      "type",
+      "query[0][1] is a string, expected a number",
+    );
+    expectError(
+      () =>
+        call(tensor(2, 2), tensor(2, 2), [
+          [1, 2],
+          [null, 4],
+        ]),
+      "type",
+      "value[1][0] is null, expected a number",
+    );
+    expectError(
+      () =>
+        call(
+          tensor(2, 2),
+          [
+            [true, 1],
+            [0, 1],
+          ],
+          tensor(2, 2),
+        ),
+      "type",
+      "key[0][0] is a boolean, expected a number",
+    );
+    expectError(
+      () => call([[1, {}]], tensor(1, 2), tensor(1, 2)),
+      "type",
+      "query[0][1] is an object, expected a number",
+    );
+    expectError(
+      () =>
+        call(q, k, v, {
+          attnMask: [
+            [true, 0, true],
+            [true, true, false],
+          ],
+        }),
+      "type",
+      "attnMask mixes booleans and numbers: attnMask[0][0] is a boolean but attnMask[0][1] is a number",
+    );
+    expectError(
+      () =>
+        call(q, k, v, {
+          attnMask: [
+            ["yes", true, true],
+            [true, true, false],
+          ],
+        }),
+      "type",
+      "attnMask[0][0] is a string, expected a boolean or a number",
+    );
     // query is checked whole (ragged, then type) before key is looked at.
-    expectError(() => call([[1, "x"]], [[1], [2, 3]], v), "type", "query[0][1] is a string, expected a number");
+    expectError(
+      () => call([[1, "x"]], [[1], [2, 3]], v),
+      "type",
+      "query[0][1] is a string, expected a number",
+    );
   });
 
   test("rank", () => {
-    expectError(() => call([1, 2, 3], tensor(4, 3), tensor(4, 3)), "rank",
-      "query must have at least 2 dimensions ([L, E]), got shape [3]");
-    expectError(() => call(tensor(2, 3, 4), tensor(3, 4), tensor(3, 4)), "rank",
-      "query, key and value must have the same rank, got query [2, 3, 4], key [3, 4], value [3, 4]");
+    expectError(
+      () => call([1, 2, 3], tensor(4, 3), tensor(4, 3)),
+      "rank",
+      "query must have at least 2 dimensions ([L, E]), got shape [3]",
+    );
+    expectError(
+      () => call(tensor(2, 3, 4), tensor(3, 4), tensor(3, 4)),
+      "rank",
+      "query, key and value must have the same rank, got query [2, 3, 4], key [3, 4], value [3, 4]",
+    );
   });
 
   test("shape", () => {
-    expectError(() => call(tensor(2, 4, 8), tensor(2, 5, 6), tensor(2, 5, 6)), "shape",
-      "key has feature size 6 but query has 8 (query [2, 4, 8], key [2, 5, 6])");
-    expectError(() => call(tensor(3, 4), tensor(5, 4), tensor(4, 4)), "shape",
-      "value has length 4 but key has 5 (key [5, 4], value [4, 4])");
-    expectError(() => call(tensor(2, 2, 3, 4), tensor(3, 2, 5, 4), tensor(3, 2, 5, 4)), "shape",
-      "key has batch dims [3] but query has [2] (query [2, 2, 3, 4], key [3, 2, 5, 4])");
-    expectError(() => call(tensor(2, 2, 3, 4), tensor(2, 2, 5, 4), tensor(1, 2, 5, 4)), "shape",
-      "value has batch dims [1] but query has [2] (query [2, 2, 3, 4], value [1, 2, 5, 4])");
-    expectError(() => call([[], [], []], [[], [], []], [[1], [2], [3]]), "shape",
-      "query has feature size 0; attention needs at least one feature (query [3, 0])");
+    expectError(
+      () => call(tensor(2, 4, 8), tensor(2, 5, 6), tensor(2, 5, 6)),
+      "shape",
+      "key has feature size 6 but query has 8 (query [2, 4, 8], key [2, 5, 6])",
+    );
+    expectError(
+      () => call(tensor(3, 4), tensor(5, 4), tensor(4, 4)),
+      "shape",
+      "value has length 4 but key has 5 (key [5, 4], value [4, 4])",
+    );
+    expectError(
+      () => call(tensor(2, 2, 3, 4), tensor(3, 2, 5, 4), tensor(3, 2, 5, 4)),
+      "shape",
+      "key has batch dims [3] but query has [2] (query [2, 2, 3, 4], key [3, 2, 5, 4])",
+    );
+    expectError(
+      () => call(tensor(2, 2, 3, 4), tensor(2, 2, 5, 4), tensor(1, 2, 5, 4)),
+      "shape",
+      "value has batch dims [1] but query has [2] (query [2, 2, 3, 4], value [1, 2, 5, 4])",
+    );
+    expectError(
+      () => call([[], [], []], [[], [], []], [[1], [2], [3]]),
+      "shape",
+      "query has feature size 0; attention needs at least one feature (query [3, 0])",
+    );
   });
 
   test("heads", () => {
-    expectError(() => call(tensor(4, 3, 8), tensor(2, 5, 8), tensor(2, 5, 8)), "heads",
+    expectError(
+      () => call(tensor(4, 3, 8), tensor(2, 5, 8), tensor(2, 5, 8)),
+      "heads",
       "query has head count 4 but key and value have 2; set enableGqa to share key/value heads across" +
-        " query heads (query [4, 3, 8], key [2, 5, 8])");
-    expectError(() => call(tensor(3, 2, 4), tensor(2, 5, 4), tensor(2, 5, 4), { enableGqa: true }), "heads",
-      "with enableGqa, query heads (3) must be a multiple of key/value heads (2) (query [3, 2, 4], key [2, 5, 4])");
-    expectError(() => call(tensor(2, 3, 4), tensor(2, 5, 4), tensor(1, 5, 4)), "heads",
-      "value has head count 1 but key has 2 (key [2, 5, 4], value [1, 5, 4])");
+        " query heads (query [4, 3, 8], key [2, 5, 8])",
+    );
+    expectError(
+      () => call(tensor(3, 2, 4), tensor(2, 5, 4), tensor(2, 5, 4), { enableGqa: true }),
+      "heads",
+      "with enableGqa, query heads (3) must be a multiple of key/value heads (2) (query [3, 2, 4], key [2, 5, 4])",
+    );
+    expectError(
+      () => call(tensor(2, 3, 4), tensor(2, 5, 4), tensor(1, 5, 4)),
+      "heads",
+      "value has head count 1 but key has 2 (key [2, 5, 4], value [1, 5, 4])",
+    );
   });
 
   test("mask: it must broadcast to the scores", () => {
-    expectError(() => call(tensor(2, 3, 4), tensor(2, 5, 4), tensor(2, 5, 4), { attnMask: tensor(3, 4) }), "mask",
-      "attnMask [3, 4] does not broadcast to the scores [2, 3, 5]: mask dimension 1 is 4, expected 1 or 5");
-    expectError(() => call(tensor(3, 4), tensor(5, 4), tensor(5, 4), { attnMask: tensor(1, 1, 3, 5) }), "mask",
-      "attnMask has rank 4 but the scores [3, 5] have rank 2 (attnMask [1, 1, 3, 5])");
-    expectError(() => call(tensor(3, 4), tensor(5, 4), tensor(5, 4), { attnMask: true }), "mask",
-      "attnMask must have at least 1 dimension, got shape []");
+    expectError(
+      () => call(tensor(2, 3, 4), tensor(2, 5, 4), tensor(2, 5, 4), { attnMask: tensor(3, 4) }),
+      "mask",
+      "attnMask [3, 4] does not broadcast to the scores [2, 3, 5]: mask dimension 1 is 4, expected 1 or 5",
+    );
+    expectError(
+      () => call(tensor(3, 4), tensor(5, 4), tensor(5, 4), { attnMask: tensor(1, 1, 3, 5) }),
+      "mask",
+      "attnMask has rank 4 but the scores [3, 5] have rank 2 (attnMask [1, 1, 3, 5])",
+    );
+    expectError(
+      () => call(tensor(3, 4), tensor(5, 4), tensor(5, 4), { attnMask: true }),
+      "mask",
+      "attnMask must have at least 1 dimension, got shape []",
+    );
   });
 });
 
 describe("the shaped form { shape, data }", () => {
   test("its data must fill its shape, with numbers", () => {
-    expectError(() => call({ shape: [2, 3], data: [1, 2, 3, 4, 5] }, tensor(3, 3), tensor(3, 3)), "shape",
-      "query has 5 values but its shape [2, 3] needs 6");
-    expectError(() => call({ shape: [2, -3], data: [] }, tensor(3, 3), tensor(3, 3)), "shape",
-      "query.shape must be an array of non-negative integers, got [2, -3]");
-    expectError(() => call({ shape: 6, data: [] }, tensor(3, 3), tensor(3, 3)), "shape",
-      "query.shape must be an array of non-negative integers, got 6");
-    expectError(() => call(tensor(2, 3), { shape: [3, 3], data: "abc" }, tensor(3, 3)), "type",
-      "key.data must be an array of numbers, got a string");
-    expectError(() => call(tensor(2, 2), tensor(2, 2), { shape: [2, 2], data: [1, 2, 3, "4"] }), "type",
-      "value[1][1] is a string, expected a number");
+    expectError(
+      () => call({ shape: [2, 3], data: [1, 2, 3, 4, 5] }, tensor(3, 3), tensor(3, 3)),
+      "shape",
+      "query has 5 values but its shape [2, 3] needs 6",
+    );
+    expectError(
+      () => call({ shape: [2, -3], data: [] }, tensor(3, 3), tensor(3, 3)),
+      "shape",
+      "query.shape must be an array of non-negative integers, got [2, -3]",
+    );
+    expectError(
+      () => call({ shape: 6, data: [] }, tensor(3, 3), tensor(3, 3)),
+      "shape",
+      "query.shape must be an array of non-negative integers, got 6",
+    );
+    expectError(
+      () => call(tensor(2, 3), { shape: [3, 3], data: "abc" }, tensor(3, 3)),
+      "type",
+      "key.data must be an array of numbers, got a string",
+    );
+    expectError(
+      () => call(tensor(2, 2), tensor(2, 2), { shape: [2, 2], data: [1, 2, 3, "4"] }),
+      "type",
+      "value[1][1] is a string, expected a number",
+    );
   });
 
   test("a shaped mask follows the nested mask's rules", () => {
     const [q, k, v] = [tensor(2, 3), tensor(3, 3), tensor(3, 3)];
-    expectError(() => call(q, k, v, { attnMask: { shape: [2, 3], data: [true, true, 1, true, true, true] } }), "type",
-      "attnMask mixes booleans and numbers: attnMask[0][0] is a boolean but attnMask[0][2] is a number");
-    expectError(() => call(q, k, v, { attnMask: { shape: [3], data: [true, null, true] } }), "type",
-      "attnMask[1] is null, expected a boolean or a number");
-    expectError(() => call(q, k, v, { attnMask: { shape: [2, 2], data: [true, true, true, true] } }), "mask",
-      "attnMask [2, 2] does not broadcast to the scores [2, 3]: mask dimension 1 is 2, expected 1 or 3");
-    expectError(() => call(q, k, v, { attnMask: { shape: [2, 3], data: [true] } }), "shape",
-      "attnMask has 1 values but its shape [2, 3] needs 6");
+    expectError(
+      () => call(q, k, v, { attnMask: { shape: [2, 3], data: [true, true, 1, true, true, true] } }),
+      "type",
+      "attnMask mixes booleans and numbers: attnMask[0][0] is a boolean but attnMask[0][2] is a number",
+    );
+    expectError(
+      () => call(q, k, v, { attnMask: { shape: [3], data: [true, null, true] } }),
+      "type",
+      "attnMask[1] is null, expected a boolean or a number",
+    );
+    expectError(
+      () => call(q, k, v, { attnMask: { shape: [2, 2], data: [true, true, true, true] } }),
+      "mask",
+      "attnMask [2, 2] does not broadcast to the scores [2, 3]: mask dimension 1 is 2, expected 1 or 3",
+    );
+    expectError(
+      () => call(q, k, v, { attnMask: { shape: [2, 3], data: [true] } }),
+      "shape",
+      "attnMask has 1 values but its shape [2, 3] needs 6",
+    );
   });
 });
