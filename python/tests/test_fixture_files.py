@@ -127,11 +127,11 @@ def _set(key_path, value):
 
 CORRUPTIONS = {
     "bad_json": (lambda f: _rewrite_case(f, "rank2_square", lambda t: t[:-20]), "is not valid JSON"),
-    "unknown_version": (
+    "old_version": (  # a folder written before `logits` was stored
         lambda f: (f / "manifest.json").write_text(
-            (f / "manifest.json").read_text().replace('"version": 1', '"version": 7', 1)
+            (f / "manifest.json").read_text().replace(f'"version": {fixtures.FORMAT_VERSION}', '"version": 1', 1)
         ),
-        "format version 7 is not supported",
+        "format version 1 is not supported",
     ),
     "missing_field": (
         lambda f: _rewrite_case(f, "rank2_square", _set(["expected", "weights"], KeyError)),

@@ -51,7 +51,7 @@ export type MaskMatrix =
 /** The five steps on one (batch, head) slice: every tensor [Lq, Lk] except output [Lq, Ev]. */
 export interface CoreSteps {
   readonly scores: number[][];
-  readonly scaled: number[][];
+  readonly logits: number[][];
   readonly weights: number[][];
   readonly output: number[][];
 }
@@ -164,8 +164,8 @@ export function attentionSteps(
       slices.map((s) => s.scores),
       outerShape,
     ),
-    scaled: nest(
-      slices.map((s) => s.scaled),
+    logits: nest(
+      slices.map((s) => s.logits),
       outerShape,
     ),
     weights: nest(
@@ -205,14 +205,14 @@ export function attentionCore(
   // Step 2: scale. A dot product of E terms of unit variance has variance E, so raw scores grow
   // like sqrt(E) and push softmax into saturation (one weight near 1, tiny gradients elsewhere).
   // Multiplying by 1/sqrt(E) brings the spread back to about 1 whatever E is.
-  let scaled = scores.map((row) => row.map((s) => s * scale)); // [Lq, Lk]
+  let logits = scores.map((row) => row.map((s) => s * scale)); // [Lq, Lk]
   if (softcap > 0) {
     // Softcap squashes the logits smoothly into (-softcap, softcap) before softmax.
-    scaled = scaled.map((row) => row.map((s) => softcap * Math.tanh(s / softcap))); // [Lq, Lk]
+    logits = logits.map((row) => row.map((s) => softcap * Math.tanh(s / softcap))); // [Lq, Lk]
   }
 
   // Step 3: mask. A disallowed cell becomes -Infinity, so exp() makes its weight exactly 0.
-  for (let i = 0; i < scaled.length; i++) {
+  for (let i = 0; i < logits.length; i++) {
     for (let j = 0; j < Lk; j++) {
       let allowed = true;
       if (isCausal && j > i) {
@@ -222,28 +222,28 @@ export function attentionCore(
       if (mask !== null && mask.dtype === "bool") {
         allowed &&= mask.cells[i][j]; // true = may attend
       } else if (mask !== null) {
-        scaled[i][j] += mask.cells[i][j]; // a numeric mask is added; -Infinity in it masks, a finite value is a bias
+        logits[i][j] += mask.cells[i][j]; // a numeric mask is added; -Infinity in it masks, a finite value is a bias
       }
       if (!allowed) {
-        scaled[i][j] = -Infinity; // never a sentinel like -1e9: that is just a number
+        logits[i][j] = -Infinity; // never a sentinel like -1e9: that is just a number
       }
     }
-  } // scaled: [Lq, Lk]
+  } // logits: [Lq, Lk]
 
   // Step 4: weights. Softmax over the keys turns each row of logits into a distribution.
-  const weights = scaled.map(softmax); // [Lq, Lk]
+  const weights = logits.map(softmax); // [Lq, Lk]
 
   // Step 5: output. Each query's output is the weights-average of the value rows.
   const output = matMul(weights, value, Ev); // [Lq, Lk] · [Lk, Ev] -> [Lq, Ev]
   // A fully-masked row's output is +0.0 by construction, even where value holds NaN or Infinity
   // (0 * NaN would be NaN): the row attends to nothing, so there is nothing to average.
-  for (let i = 0; i < scaled.length; i++) {
-    if (scaled[i].every((s) => s === -Infinity)) {
+  for (let i = 0; i < logits.length; i++) {
+    if (logits[i].every((s) => s === -Infinity)) {
       output[i] = new Array<number>(Ev).fill(0); // [Ev]
     }
   }
 
-  return { scores, scaled, weights, output };
+  return { scores, logits, weights, output };
 }
 
 /** softmax(query · keyᵀ · scale [+ mask]) · value in float64, as

@@ -36,9 +36,9 @@
  * (or an infinity) in value reaches every row that is not fully masked (0 * NaN is NaN, even for a
  * key the row cannot see), and a fully-masked row is exactly +0.0.
  *
- * `attentionSteps` also returns scores, scaled and weights [B..., Hq, Lq, Lk]: a diagnostic-only
+ * `attentionSteps` also returns scores, logits and weights [B..., Hq, Lq, Lk]: a diagnostic-only
  * path for teaching and for the fixture harness, which costs the O(Lq x Lk) memory the fast path
- * avoids. It records scores and scaled as the tiles are computed and derives the weights at the
+ * avoids. It records scores and logits as the tiles are computed and derives the weights at the
  * end from each row's final running max and sum. Its output is the fast path's output.
  *
  * Dimension letters (as in attention.ts and DESIGN.md section 2):
@@ -134,7 +134,7 @@ export function scaledDotProductAttention(
   return nest(output, 0, problem.shapes.outputShape);
 }
 
-/** Every step, as attention.ts returns them. Diagnostic only: scores, scaled and weights are
+/** Every step, as attention.ts returns them. Diagnostic only: scores, logits and weights are
  * [B..., Hq, Lq, Lk], the O(Lq x Lk) memory that scaledDotProductAttention never needs. */
 export function attentionSteps(
   query: TensorInput,
@@ -147,16 +147,16 @@ export function attentionSteps(
   const rowCount = product(scoresShape.slice(0, -1)); // B... x Hq x Lq
   const recording: Recording = {
     scores: new Float64Array(product(scoresShape)), // [B..., Hq, Lq, Lk]
-    scaled: new Float64Array(product(scoresShape)), // [B..., Hq, Lq, Lk]
+    logits: new Float64Array(product(scoresShape)), // [B..., Hq, Lq, Lk]
     rowMax: new Float64Array(rowCount), // [B..., Hq, Lq]  final running max m
     rowSum: new Float64Array(rowCount), // [B..., Hq, Lq]  final running sum l
   };
   const output = attend(problem, recording); // [B..., Hq, Lq, Ev]
 
-  // weights = exp(scaled - m) / l, with the row's final m and l: the softmax the online recurrence
+  // weights = exp(logits - m) / l, with the row's final m and l: the softmax the online recurrence
   // computed implicitly, written out. A fully-masked row (m = -Infinity) has weights +0.0.
   const Lk = problem.shapes.keyLength;
-  const weights = new Float64Array(recording.scaled.length); // [B..., Hq, Lq, Lk]
+  const weights = new Float64Array(recording.logits.length); // [B..., Hq, Lq, Lk]
   for (let row = 0; row < rowCount; row++) {
     const m = recording.rowMax[row];
     if (m === -Infinity) {
@@ -164,12 +164,12 @@ export function attentionSteps(
     }
     const l = recording.rowSum[row];
     for (let j = row * Lk; j < (row + 1) * Lk; j++) {
-      weights[j] = Math.exp(recording.scaled[j] - m) / l;
+      weights[j] = Math.exp(recording.logits[j] - m) / l;
     }
   }
   return {
     scores: nest(recording.scores, 0, scoresShape),
-    scaled: nest(recording.scaled, 0, scoresShape),
+    logits: nest(recording.logits, 0, scoresShape),
     weights: nest(weights, 0, scoresShape),
     output: nest(output, 0, outputShape),
     scoresShape,
@@ -318,7 +318,7 @@ function flatMask(mask: FlatMask): KernelMask {
 /** Steps kept for attentionSteps (diagnostic only). Offsets follow the scores' row-major order. */
 interface Recording {
   readonly scores: Float64Array; // [B..., Hq, Lq, Lk]  Step 1
-  readonly scaled: Float64Array; // [B..., Hq, Lq, Lk]  Steps 2-3
+  readonly logits: Float64Array; // [B..., Hq, Lq, Lk]  Steps 2-3
   readonly rowMax: Float64Array; // [B..., Hq, Lq]      final m per query row
   readonly rowSum: Float64Array; // [B..., Hq, Lq]      final l per query row
 }
@@ -377,7 +377,7 @@ function attend(problem: Problem, recording: Recording | null): Float64Array {
           key: kvSlice * Lk * E, // key [Lk, E]
           value: kvSlice * Lk * Ev, // value [Lk, Ev]
           output: slice * Lq * Ev, // output [Lq, Ev]
-          scores: slice * Lq * Lk, // recording's scores and scaled [Lq, Lk]
+          scores: slice * Lq * Lk, // recording's scores and logits [Lq, Lk]
           rows: slice * Lq, // recording's rowMax and rowSum [Lq]
           mask: maskBase,
           maskI: maskStrides[rank - 2],
@@ -440,7 +440,7 @@ function attendSlice(
       // Steps 2-3: scale, softcap, mask: the tile becomes softmax's input (logits).
       logitTile(tile, rows, cols, i0, j0, scale, softcap, isCausal, mask, at);
       if (recording !== null) {
-        copyTile(tile, rows, cols, recording.scaled, at.scores + i0 * Lk + j0, Lk);
+        copyTile(tile, rows, cols, recording.logits, at.scores + i0 * Lk + j0, Lk);
       }
       // Step 4, online: update m, l and acc for the tile; the tile becomes exp(logit - m).
       softmaxTile(tile, rows, cols, rowMax, rowSum, acc, Ev);
@@ -853,7 +853,7 @@ function skippedTile(
         s += query[at.query + i * E + t] * key[at.key + j * E + t];
       }
       recording.scores[at.scores + i * Lk + j] = s;
-      recording.scaled[at.scores + i * Lk + j] = -Infinity;
+      recording.logits[at.scores + i * Lk + j] = -Infinity;
     }
   }
 }
