@@ -129,7 +129,9 @@ CORRUPTIONS = {
     "bad_json": (lambda f: _rewrite_case(f, "rank2_square", lambda t: t[:-20]), "is not valid JSON"),
     "old_version": (  # a folder written before `logits` was stored
         lambda f: (f / "manifest.json").write_text(
-            (f / "manifest.json").read_text().replace(f'"version": {fixtures.FORMAT_VERSION}', '"version": 1', 1)
+            (f / "manifest.json")
+            .read_text()
+            .replace(f'"version": {fixtures.FORMAT_VERSION}', '"version": 1', 1)
         ),
         "format version 1 is not supported",
     ),
