@@ -32,7 +32,9 @@ def test_case_table_size_and_seeds():
 
 
 def test_adding_a_case_changes_no_other(tmp_path):
-    extra = case_table.Case("extra_case", "An extra case", ("rank2",), 999, (2, 4), (3, 4), (3, 4))
+    extra = case_table.Case(
+        id="extra_case", seed=999, tags=("rank2",), description="An extra case", query=(2, 4), key=(3, 4), value=(3, 4)
+    )
     fixtures.write_fixtures(tmp_path / "f", [extra, *case_table.CASES])
     for name, data in _tree(FIXTURES_DIR).items():
         if name.startswith("cases/"):
