@@ -33,7 +33,13 @@ def test_case_table_size_and_seeds():
 
 def test_adding_a_case_changes_no_other(tmp_path):
     extra = case_table.Case(
-        id="extra_case", seed=999, tags=("rank2",), description="An extra case", query=(2, 4), key=(3, 4), value=(3, 4)
+        id="extra_case",
+        seed=999,
+        tags=("rank2",),
+        description="An extra case",
+        query=(2, 4),
+        key=(3, 4),
+        value=(3, 4),
     )
     fixtures.write_fixtures(tmp_path / "f", [extra, *case_table.CASES])
     for name, data in _tree(FIXTURES_DIR).items():
