@@ -109,6 +109,18 @@ def large_logit_keys(rng: Generator) -> np.ndarray:
     return np.round(shared + offsets, 3)  # [Lk, E]
 
 
+def scaled_with(shape: tuple, spread: float, at: dict) -> Callable[[Generator], np.ndarray]:
+    """Standard normal numbers times `spread`, with the given values written at given indices."""
+
+    def draw(rng: Generator) -> np.ndarray:
+        x = _three_digits(rng.standard_normal(shape) * spread)
+        for index, number in at.items():
+            x[index] = number
+        return x
+
+    return draw
+
+
 @dataclass(frozen=True, kw_only=True)
 class Case:
     id: str
@@ -312,6 +324,42 @@ VALID_CASES = [
          description="70 queries over 75 keys, causal with a padding mask",
          query=(1, 70, 16), key=(1, 75, 16), value=(1, 75, 8),
          attn_mask=np.arange(75) < 71, is_causal=True),
+    Case(id="softcap_tiny_ratio", seed=45, tags=("rank2", "softcap", "extreme"),
+         description="Softcap 1e60: logit / softcap near 1e-60, where tanh(x) = x must keep every digit",
+         query=(3, 4), key=(4, 4), value=(4, 2),
+         softcap=1e60),
+    Case(id="softcap_huge_ratio", seed=46, tags=("rank2", "softcap", "extreme"),
+         description="Scaled scores near 1e300 under softcap 2: tanh is exactly ±1 and the logits ±2",
+         query=normal((3, 4), 1e150), key=normal((4, 4), 1e150), value=(4, 2),
+         softcap=2.0),
+    Case(id="inf_in_value", seed=47, tags=("rank2", "inf", "mask", "bool_mask", "extreme"),
+         description="+inf and -inf in value: ±inf where the row weighs the key, NaN where its weight is 0",
+         query=(3, 4), key=(4, 4), value=scaled_with((4, 3), 1.0, {(2, 1): np.inf, (3, 2): -np.inf, (0, 2): np.inf}),
+         attn_mask=np.array([[True, True, False, True], [True] * 4, [True, True, True, False]])),
+    Case(id="infinite_logits", seed=48, tags=("rank2", "inf", "mask", "float_mask", "fully_masked", "extreme"),
+         description="±inf logits: +inf makes its row NaN (inf - inf), all -inf makes a fully-masked +0.0 row",
+         query=[[np.inf, 0.5], [-np.inf, 0.25], [0.5, -1.0], [1.0, 2.0]],
+         key=[[1.0, 0.5], [2.0, -1.0], [0.5, 0.25]], value=(3, 2),
+         attn_mask=[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, np.inf, 0.0], [0.0, -np.inf, 0.5]]),
+    Case(id="infinite_scores_softcap", seed=49, tags=("rank2", "inf", "softcap", "extreme"),
+         description="Infinite scores under softcap 3: their logits are exactly ±3, the row stays finite",
+         query=[[np.inf, 0.5], [0.75, -0.5]], key=[[1.0, 0.5], [-2.0, 1.0], [0.5, 0.25]], value=(3, 2),
+         softcap=3.0),
+    Case(id="subnormal_outputs", seed=50, tags=("rank2", "subnormal", "extreme"),
+         description="Values near 1e-310 (subnormal): the outputs are subnormal too",
+         query=(3, 4), key=(5, 4), value=normal((5, 3), 1e-310)),
+    Case(id="subnormal_weights", seed=51, tags=("rank2", "subnormal", "extreme"),
+         description="Logit gaps of 720 and 745: subnormal weights times values of 1e10 and 1e20",
+         query=[[1.0], [2.0]], key=[[0.0], [-1440.0], [-1490.0]], value=[[0.0, 1.0], [1e10, 2.0], [1e20, 3.0]],
+         scale=0.5),
+    Case(id="value_near_largest", seed=52, tags=("rank3", "extreme"),
+         description="|value| up to 1.79e308: the exact outputs are representable, sums of p * v are not",
+         query=(2, 3, 4), key=(2, 5, 4),
+         value=scaled_with((2, 5, 3), 3e307, {(0, 0, 0): 1.79e308, (0, 1, 0): 1.5e308, (0, 2, 0): 1.5e308,
+                                               (0, 3, 0): 1.5e308, (0, 4, 0): 1.5e308, (1, 2, 1): -1.79e308})),
+    Case(id="score_overflow", seed=53, tags=("rank2", "extreme", "outside_contract"),
+         description="Dot products beyond the largest double: outside the contract (score overflow)",
+         query=[[1e300, 1e300]], key=[[-1e300, 1e300], [0.0, 0.0]], value=[[1.0], [2.0]]),
 ]
 
 INVALID_CASES = [

@@ -129,8 +129,9 @@ def command_verify(args: argparse.Namespace) -> int:
 
     order = {case.id: n for n, case in enumerate(cases)}
     verdicts.sort(key=lambda v: order[v.case_id])
-    failed = sum(not v.passed for v in verdicts) + len(broken)
+    failed = sum(compare.failed(v) for v in verdicts) + len(broken)
     passed = sum(v.passed for v in verdicts)
+    outside = sum(v.outside is not None for v in verdicts)
     if args.json:
         report = {
             "fixtures": str(args.fixtures),
@@ -142,6 +143,7 @@ def command_verify(args: argparse.Namespace) -> int:
             "results": [v.to_json() for v in verdicts],
             "passed": passed,
             "failed": failed,
+            "outside_contract": outside,
         }
         text = json.dumps(report, indent=1, allow_nan=False) + "\n"
         if args.json == "-":
@@ -157,7 +159,7 @@ def command_verify(args: argparse.Namespace) -> int:
             print(line)
         print()
         _print_port_summary(verdicts, {name: port for name, (port, _) in answers_by_port.items()}, timings)
-        print(f"{passed} passed, {failed} failed")
+        print(f"{passed} passed, {failed} failed" + (f", {outside} outside the contract" if outside else ""))
     return 0 if failed == 0 else 1
 
 
@@ -200,7 +202,7 @@ def _print_port_summary(
         if name in ports_by_name and "node_ms" in ports_by_name[name].notes:
             seconds += f", {ports_by_name[name].notes['node_ms']:.0f} ms inside Node"
         seconds += ")" if seconds else ""
-        print(f"{name:<36} {len(mine):>5}  {sum(not v.passed for v in mine):>6}  {shown:>15}{seconds}")
+        print(f"{name:<36} {len(mine):>5}  {sum(compare.failed(v) for v in mine):>6}  {shown:>15}{seconds}")
 
 
 # ---------------------------------------------------------------------------------------------

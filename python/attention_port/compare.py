@@ -1,20 +1,35 @@
 """The tolerance rule and the report: the only code that decides whether a port passed.
 
-One rule for every port and dtype, element-wise on the output (DESIGN.md section 5):
+One rule for every port and dtype, element-wise on the output:
 
-    |actual - expected| <= K * u * error_scale,      K = 16
+    |actual - expected| <= K * u * (1 + spread_i) * magnitude_it  +  K * tiny * error_floor_it / 2^-1074
 
-with u the unit roundoff of the dtype the port computes in and error_scale written into each
-fixture by the oracle. NaN must meet NaN; where error_scale is 0 (a fully-masked row, Lk = 0) the
-output must be exactly +0.0. "Budget used" is the largest |actual - expected| / (K * u *
-error_scale), in percent: under 100% passes.
+K = 16; u is the unit roundoff and tiny the smallest subnormal of the dtype the port computes in;
+spread (S_i), magnitude (sum_j |w_ij| |v_jt|) and error_floor (2^-1074 * sum_j (1 + |v_jt|)) are
+written into each fixture by the oracle, which says why (its `error_scale` is (1 + spread) *
+magnitude). The first term is the error of a float computation carried through softmax and the
+weighted sum; the second lets every term of the sum lose one step of the smallest subnormal, which
+is all a result rounded below the normal range can promise. The product is formed in that order so
+that it overflows only when it is beyond any use; then the rule falls back to what any weighted
+average promises: a finite result no larger in size than the largest |value| the row averages.
+
+Exactly:
+  - NaN meets NaN only; an infinity meets only the same infinity;
+  - a finite expected value so close to the largest number that its budget reaches past it is also
+    met by the infinity of its sign (the port rounded up, as it may);
+  - the sign of zero is demanded only where the contract defines it: a fully-masked row (or Lk = 0)
+    is +0.0. Elsewhere -0.0 and +0.0 are the same number;
+  - a case whose score_bound exceeds the largest number of the port's dtype, or (for a dtype
+    narrower than float64) whose inputs do, is outside the contract: it is reported as such, never
+    as a pass or a failure.
+
+"Budget used" is the largest |actual - expected| / budget, in percent: up to 100% passes.
 
 To say which step first went wrong, scores, logits and weights are held to the same kind of rule
 with a yardstick of their own: scores to |query| · |key|ᵀ (the float64 dot-product error bound),
 logits to |scale| · |query| · |key|ᵀ + |finite mask value| + |logit| (the scores' error carried
-through the scale, the mask addition and softcap's rounding), weights to (1 + S_i) * weights (S_i as
-in the oracle). An infinite expected value (a masked logit) must be met exactly. Those diagnostics
-never decide a pass.
+through the scale, the mask addition and softcap's rounding), weights to (1 + spread) * weights, plus
+the subnormal floor. Those diagnostics never decide a pass.
 """
 
 from __future__ import annotations
@@ -23,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .fixtures import FixtureCase
+from .fixtures import ExpectedValues, FixtureCase
 from .inputs import check_shapes, resolve_scale
 
 K = 16
@@ -32,6 +47,14 @@ UNIT_ROUNDOFF = {
     "float32": 2.0**-24,
     "float16": 2.0**-11,
     "bfloat16": 2.0**-8,
+}
+# The smallest subnormal and the largest finite number of each dtype.
+TINY = {"float64": 2.0**-1074, "float32": 2.0**-149, "float16": 2.0**-24, "bfloat16": 2.0**-133}
+LARGEST = {
+    "float64": float(np.finfo(np.float64).max),
+    "float32": float(np.finfo(np.float32).max),
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
 }
 STEPS = ("scores", "logits", "weights", "output")
 
@@ -75,6 +98,7 @@ class CaseVerdict:
     first_divergent_step: str | None = None
     problem: str | None = None
     steps: list[StepCheck] = field(default_factory=list)
+    outside: str | None = None  # "outside the contract: ..." when the contract defines no answer
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -100,10 +124,26 @@ def normalize_message(message: str) -> str:
     return message
 
 
+def _where(step: str, index: tuple[int, ...]) -> str:
+    return f"{step}{list(index)}"
+
+
 def check_step(
-    step: str, actual: np.ndarray, expected: np.ndarray, error_scale: np.ndarray, unit_roundoff: float
+    step: str,
+    actual: np.ndarray,
+    expected: np.ndarray,
+    budget: np.ndarray,
+    *,
+    positive_zero: np.ndarray | None = None,
+    limit: float = LARGEST["float64"],
+    fallback: np.ndarray | None = None,
 ) -> StepCheck:
-    """Element-wise |actual - expected| <= K * u * error_scale, with NaN and +0.0 held exactly."""
+    """Element-wise |actual - expected| <= budget, with NaN, infinities and required +0.0 exact.
+
+    positive_zero marks the cells that must be exactly +0.0 (broadcasts against expected). limit is
+    the largest finite number of the port's dtype: an expected value whose budget reaches past it
+    is also met by the infinity of its sign. Where the budget is infinite (it overflowed), fallback
+    (if given) bounds |actual| instead, and an infinite actual fails."""
     actual = np.asarray(actual, dtype=np.float64)
     if actual.shape != expected.shape:
         return StepCheck(
@@ -112,70 +152,129 @@ def check_step(
         )  # fmt: skip
     if expected.size == 0:
         return StepCheck(step, True, 0.0, 0.0, None, None, None)
-    expected_nan = np.isnan(expected)
-    actual_nan = np.isnan(actual)
-    if (expected_nan != actual_nan).any():
-        index = tuple(int(i) for i in np.argwhere(expected_nan != actual_nan)[0])
-        what = "NaN where a number was expected" if actual_nan[index] else "a number where NaN was expected"
-        return StepCheck(
-            step, False, np.inf, np.inf, index, float(actual[index]), float(expected[index]),
-            f"{step}{list(index)} is {what}",
-        )  # fmt: skip
-    budget = K * unit_roundoff * np.where(expected_nan, 0.0, error_scale)
-    with np.errstate(invalid="ignore"):
-        error = np.where(expected_nan, 0.0, np.abs(actual - expected))
-    # An infinity is met only by the same infinity (inf - inf is NaN, not an error of 0).
-    infinite = np.isinf(expected) | np.isinf(actual)
-    error = np.where(infinite, np.where(actual == expected, 0.0, np.inf), error)
-    budget = np.where(infinite, 0.0, budget)
-    # Exact cells (budget 0) must match exactly, and a zero there must be +0.0.
-    exact = budget == 0
-    wrong_sign = exact & (expected == 0) & (np.signbit(actual) != np.signbit(expected))
+    budget = np.broadcast_to(np.asarray(budget, dtype=np.float64), expected.shape)
+    expected_nan, actual_nan = np.isnan(expected), np.isnan(actual)
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.abs(actual - expected)  # inf - inf is NaN, sorted out below
+    budget = np.where(np.isnan(budget), np.inf, budget)  # a NaN yardstick constrains nothing
+    used = np.zeros(expected.shape)
+    problems = np.full(expected.shape, None, dtype=object)
+    # NaN meets only NaN.
+    nan_mismatch = expected_nan != actual_nan
+    used[nan_mismatch] = np.inf
+    # An infinity meets only the same infinity; a finite value next to the overflow threshold is
+    # also met by the infinity of its sign.
+    both = ~expected_nan & ~actual_nan
+    expected_inf = both & np.isinf(expected)
+    used[expected_inf & (actual != expected)] = np.inf
+    actual_inf = both & ~np.isinf(expected) & np.isinf(actual)
+    with np.errstate(over="ignore", invalid="ignore"):
+        reaches = (np.abs(expected) + budget > limit) & (np.sign(expected) == np.sign(actual))
+    used[actual_inf & ~reaches] = np.inf
+    # Finite against finite.
+    finite = both & np.isfinite(expected) & np.isfinite(actual)
+    bounded = finite & np.isfinite(budget)
     with np.errstate(divide="ignore", invalid="ignore"):
-        used = np.where(exact, np.where(error > 0, np.inf, 0.0), error / budget)
-    used = np.where(wrong_sign, np.inf, used)
-    used = np.where(np.isnan(used), np.inf, used)  # inf - inf and the like
+        ratio = np.where(budget > 0, error / budget, np.where(error > 0, np.inf, 0.0))
+    used[bounded] = ratio[bounded]
+    unbounded = finite & ~np.isfinite(budget)
+    if fallback is not None:
+        fallback = np.broadcast_to(fallback, expected.shape)
+        beyond = unbounded & (np.abs(actual) > fallback)
+        used[beyond] = np.inf
+        for index in np.argwhere(beyond)[:1]:
+            problems[tuple(index)] = "beyond every value the row averages"
+    # +0.0 where the contract defines it.
+    wrong_sign = np.zeros(expected.shape, dtype=bool)
+    if positive_zero is not None:
+        required = np.broadcast_to(positive_zero, expected.shape)
+        wrong_sign = required & (~(actual == 0) | np.signbit(actual)) & ~actual_nan
+        used[wrong_sign] = np.inf
+    used = np.where(np.isnan(used), np.inf, used)
     index = tuple(int(i) for i in np.unravel_index(int(np.argmax(used)), used.shape))
     most = float(used[index])
+    got, want = float(actual[index]), float(expected[index])
     problem = None
-    if wrong_sign.any():
-        index = tuple(int(i) for i in np.argwhere(wrong_sign)[0])
-        problem = f"{step}{list(index)} is -0.0 where +0.0 is required"
-    return StepCheck(
-        step,
-        bool(most <= 1.0),
-        most,
-        float(np.max(error)),
-        index,
-        float(actual[index]),
-        float(expected[index]),
-        problem,
-    )
+    if most > 1.0:
+        if wrong_sign[index]:
+            problem = f"{_where(step, index)} is {got!r} where +0.0 is required (a fully-masked row)"
+        elif problems[index] is not None:
+            problem = f"{_where(step, index)} is {got!r}, {problems[index]}"
+        elif nan_mismatch[index] or not np.isfinite(want) or not np.isfinite(got):
+            problem = f"{_where(step, index)} is {got!r} where {want!r} was expected"
+    max_error = float(np.max(np.where(finite, error, np.where(used > 0, np.inf, 0.0))))
+    return StepCheck(step, bool(most <= 1.0), most, max_error, index, got, want, problem)
 
 
-def step_error_scales(case: FixtureCase) -> dict[str, np.ndarray]:
-    """The yardstick of each step for one valid case (see the module docstring)."""
+def fully_masked_rows(expected: ExpectedValues) -> np.ndarray:
+    """[B..., Hq, Lq, 1]: rows whose every logit is -inf (or that have no key): the contract makes
+    their weights and output exactly +0.0."""
+    logits = expected.logits
+    return np.all(logits == -np.inf, axis=-1, keepdims=True)
+
+
+def output_budget(expected: ExpectedValues, dtype: str) -> np.ndarray:
+    """The rule's bound on |actual - expected| for every output element (inf where it overflows)."""
+    u = UNIT_ROUNDOFF[dtype]
+    with np.errstate(over="ignore", invalid="ignore"):
+        relative = (K * u * (1 + expected.spread[..., None])) * expected.magnitude
+        floor = (K * TINY[dtype] / TINY["float64"]) * expected.error_floor
+        return relative + floor
+
+
+def value_reach(case: FixtureCase) -> np.ndarray:
+    """[B..., Hq, Lq, Ev]: the largest |value| each output element averages (the keys whose logit
+    is not -inf). A weighted average can never be larger: the rule's fallback."""
+    value = case.inputs["value"]
+    logits = case.expected.logits
+    group = logits.shape[-3] // value.shape[-3] if logits.ndim >= 3 and value.shape[-3] else 1
+    if group != 1:
+        value = np.repeat(value, group, axis=-3)
+    kept = (logits != -np.inf)[..., None]  # [B..., Hq, Lq, Lk, 1]
+    with np.errstate(invalid="ignore"):
+        sizes = np.where(kept, np.abs(value)[..., None, :, :], 0.0)  # [B..., Hq, Lq, Lk, Ev]
+    return np.max(sizes, axis=-2, initial=0.0)
+
+
+def outside_contract(case: FixtureCase, dtype: str) -> str | None:
+    """Why the contract defines no answer for this case in this dtype, or None."""
+    largest = LARGEST[dtype]
+    if float(case.expected.score_bound) > largest:
+        where = "" if dtype == "float64" else f" in {dtype}"
+        return f"outside the contract: score overflow{where}"
+    if dtype != "float64":
+        sizes = [np.abs(np.asarray(case.inputs[name], dtype=np.float64)) for name in ("query", "key", "value")]
+        mask = case.inputs["attn_mask"]
+        if mask is not None and mask.dtype != bool:
+            sizes.append(np.abs(mask))
+        sizes.append(np.abs(np.array([case.params["scale"] or 0.0, case.params["softcap"]], dtype=np.float64)))
+        if any(np.any(np.isfinite(s) & (s > largest)) for s in sizes):
+            return f"outside the contract: inputs beyond the {dtype} range"
+    return None
+
+
+def step_budgets(case: FixtureCase, dtype: str) -> dict[str, np.ndarray]:
+    """The yardstick of each step for one valid case (see the module docstring), as budgets."""
     inputs, params, expected = case.inputs, case.params, case.expected
+    u, tiny = UNIT_ROUNDOFF[dtype], TINY[dtype]
     query, key = inputs["query"], inputs["key"]
     shapes = check_shapes(query.shape, key.shape, inputs["value"].shape, None, params["enable_gqa"])
     if shapes.group_size != 1:
         key = np.repeat(key, shapes.group_size, axis=-3)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         magnitude = np.abs(query) @ np.swapaxes(np.abs(key), -1, -2)  # [B..., Hq, Lq, Lk]
-    scale = abs(resolve_scale(params["scale"], shapes.features))
-    spread = scale * np.max(magnitude, axis=-1, keepdims=True, initial=0.0)  # [B..., Hq, Lq, 1]
-    mask = inputs["attn_mask"]
-    mask_magnitude = np.zeros(magnitude.shape)  # [B..., Hq, Lq, Lk]  |finite float-mask value|
-    if mask is not None and mask.dtype != bool:
-        mask_magnitude = np.broadcast_to(np.where(np.isfinite(mask), np.abs(mask), 0.0), magnitude.shape)
-        spread = spread + np.max(mask_magnitude, axis=-1, keepdims=True, initial=0.0)
-    logit_magnitude = np.where(np.isfinite(expected.logits), np.abs(expected.logits), 0.0)
-    return {
-        "scores": magnitude,
-        "logits": scale * magnitude + mask_magnitude + logit_magnitude,
-        "weights": (1 + spread) * np.abs(expected.weights),
-        "output": expected.error_scale,
-    }
+        scale = abs(resolve_scale(params["scale"], shapes.features))
+        mask = inputs["attn_mask"]
+        mask_magnitude = np.zeros(magnitude.shape)  # [B..., Hq, Lq, Lk]  |finite float-mask value|
+        if mask is not None and mask.dtype != bool:
+            mask_magnitude = np.broadcast_to(np.where(np.isfinite(mask), np.abs(mask), 0.0), magnitude.shape)
+        logit_magnitude = np.where(np.isfinite(expected.logits), np.abs(expected.logits), 0.0)
+        return {
+            "scores": K * u * magnitude + K * tiny,
+            "logits": K * u * (scale * magnitude + mask_magnitude + logit_magnitude) + K * tiny,
+            "weights": (K * u * (1 + expected.spread[..., None])) * np.abs(expected.weights) + K * tiny,
+            "output": output_budget(expected, dtype),
+        }
 
 
 def _first_divergent_step(checks: list[StepCheck]) -> str | None:
@@ -207,8 +306,11 @@ def judge(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) -> CaseV
     if answer.error is not None:
         kind, message = answer.error
         return CaseVerdict(case.id, port, dtype, False, problem=f"raised {kind}: {message}")
+    outside = outside_contract(case, dtype)
+    if outside is not None:
+        return CaseVerdict(case.id, port, dtype, False, problem=outside, outside=outside)
     truth = {step: getattr(case.expected, step) for step in STEPS}
-    return _hold_steps(case, port, dtype, answer.steps or {}, truth, UNIT_ROUNDOFF[dtype])
+    return _hold_steps(case, port, dtype, answer.steps or {}, truth, step_budgets(case, dtype), dtype)
 
 
 def _hold_steps(
@@ -217,14 +319,24 @@ def _hold_steps(
     dtype: str,
     steps: dict[str, np.ndarray],
     truth: dict[str, np.ndarray],
-    unit_roundoff: float,
+    budgets: dict[str, np.ndarray],
+    dtype_for_limit: str,
 ) -> CaseVerdict:
-    """Every step both sides have, each held to its yardstick; the output decides."""
+    """Every step both sides have, each held to its budget; the output decides."""
     if "output" not in steps or "output" not in truth:
         return CaseVerdict(case.id, port, dtype, False, problem="no output")
-    scales = step_error_scales(case)
+    masked = fully_masked_rows(case.expected)  # [B..., Hq, Lq, 1]
+    limit = LARGEST[dtype_for_limit]
     checks = [
-        check_step(step, steps[step], truth[step], scales[step], unit_roundoff)
+        check_step(
+            step,
+            steps[step],
+            truth[step],
+            budgets[step],
+            positive_zero=masked if step in ("weights", "output") else None,
+            limit=limit,
+            fallback=value_reach(case) if step == "output" else None,
+        )
         for step in STEPS
         if step in steps and step in truth
     ]
@@ -256,17 +368,22 @@ def judge_pair(
         return CaseVerdict(
             case.id, port, dtype, False, problem=f"errors differ: {answer.error} vs {other.error}"
         )
+    outside = outside_contract(case, dtype) or outside_contract(case, other_dtype)
+    if outside is not None:
+        return CaseVerdict(case.id, port, dtype, False, problem=outside, outside=outside)
     if answer.steps is None or other.steps is None:
         problem = answer.crash or other.crash or str(answer.error or other.error)
         return CaseVerdict(case.id, port, dtype, False, problem=f"no output to compare: {problem}")
     truth = {step: np.asarray(values, np.float64) for step, values in other.steps.items()}
-    unit_roundoff = UNIT_ROUNDOFF[dtype] + UNIT_ROUNDOFF[other_dtype]
-    return _hold_steps(case, port, dtype, answer.steps, truth, unit_roundoff)
+    mine, theirs = step_budgets(case, dtype), step_budgets(case, other_dtype)
+    budgets = {step: mine[step] + theirs[step] for step in STEPS}
+    narrower = dtype if LARGEST[dtype] < LARGEST[other_dtype] else other_dtype
+    return _hold_steps(case, port, dtype, answer.steps, truth, budgets, narrower)
 
 
 def format_verdict(verdict: CaseVerdict) -> str:
     """One report line: status, port, case, budget used, max error with its index, first bad step."""
-    status = "PASS" if verdict.passed else "FAIL"
+    status = "OUT " if verdict.outside else "PASS" if verdict.passed else "FAIL"
     head = f"{status}  {verdict.port:<34} {verdict.case_id:<34}"
     if verdict.budget_used is None:
         detail = verdict.problem or "raised the expected error"
@@ -282,6 +399,13 @@ def format_verdict(verdict: CaseVerdict) -> str:
     return line
 
 
+def failed(verdict: CaseVerdict) -> bool:
+    """A failure: neither a pass nor a case outside the contract."""
+    return not verdict.passed and verdict.outside is None
+
+
 def summary_line(verdicts: list[CaseVerdict]) -> str:
     passed = sum(v.passed for v in verdicts)
-    return f"{passed} passed, {len(verdicts) - passed} failed"
+    outside = sum(v.outside is not None for v in verdicts)
+    line = f"{passed} passed, {sum(failed(v) for v in verdicts)} failed"
+    return line + (f", {outside} outside the contract" if outside else "")

@@ -24,11 +24,13 @@ from .inputs import ERROR_KINDS
 
 MANIFEST_FORMAT = "attention-port-fixtures"
 CASE_FORMAT = "attention-port-fixture"
-FORMAT_VERSION = 2  # 2: `expected.logits`, the softmax input, stored beside scores
+FORMAT_VERSION = 3  # 2: `expected.logits`; 3: spread, magnitude, error_floor and score_bound
 GENERATOR_COMMAND = "attention-port generate"
 REGENERATE_HINT = "regenerate with `attention-port generate` (or scripts/generate)"
 INPUT_NAMES = ("query", "key", "value", "attn_mask")
-EXPECTED_NAMES = ("scores", "logits", "weights", "output", "error_scale")
+EXPECTED_NAMES = (
+    "scores", "logits", "weights", "output", "error_scale", "spread", "magnitude", "error_floor", "score_bound"
+)  # fmt: skip
 PARAM_NAMES = ("is_causal", "scale", "enable_gqa", "softcap")
 
 # JSON has no NaN or Infinity: these strings stand for them wherever a number may appear.
@@ -52,7 +54,11 @@ class ExpectedValues:
     logits: np.ndarray  # [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
     weights: np.ndarray  # [B..., Hq, Lq, Lk]
     output: np.ndarray  # [B..., Hq, Lq, Ev]
-    error_scale: np.ndarray  # [B..., Hq, Lq, Ev]
+    error_scale: np.ndarray  # [B..., Hq, Lq, Ev]  (1 + spread) * magnitude
+    spread: np.ndarray  # [B..., Hq, Lq]  S_i of the tolerance rule
+    magnitude: np.ndarray  # [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
+    error_floor: np.ndarray  # [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
+    score_bound: np.ndarray  # []  the largest exact |score| or |logit| bound (inf: beyond float64)
 
 
 @dataclass(frozen=True)
@@ -160,7 +166,7 @@ def case_document(case: Case) -> dict:
         arrays["query"], arrays["key"], arrays["value"], arrays["attn_mask"], **case.params
     )
     document["expected"] = {
-        name: {"shape": list(getattr(truth, name).shape), "data": encode_numbers(getattr(truth, name))}
+        name: {"shape": list(np.shape(getattr(truth, name))), "data": encode_numbers(getattr(truth, name))}
         for name in EXPECTED_NAMES
     }
     return document
@@ -202,8 +208,9 @@ def write_fixtures(folder: Path | str, cases: Iterable[Case] = CASES) -> int:
             "format": MANIFEST_FORMAT,
             "version": FORMAT_VERSION,
             "generator": GENERATOR_COMMAND,
-            "oracle": f"python decimal, {oracle.PRECISION} significant digits, rounded once to float64",
-            "tolerance": "|actual - expected| <= 16 * unit_roundoff(dtype) * error_scale, element-wise",
+            "oracle": f"exact dot products, then mpmath at {oracle.PRECISION_BITS} bits, rounded once to float64",
+            "tolerance": "|actual - expected| <= 16 * u(dtype) * (1 + spread) * magnitude"
+            " + 16 * (tiny(dtype) / 2^-1074) * error_floor, element-wise; see compare.py",
             "error_kinds": list(ERROR_KINDS),
             "cases": entries,
         }
@@ -378,8 +385,11 @@ def _read_case(folder: Path, entry: dict, display: str) -> FixtureCase:
         if name not in expected_doc:
             raise FixtureError(display, f"missing field 'expected.{name}'")
         expected[name] = _read_tensor(expected_doc[name], display, f"expected.{name}", allow_bool=False)
-    if expected["error_scale"].shape != expected["output"].shape:
-        raise FixtureError(display, "expected.error_scale and expected.output differ in shape")
+    for name in ("error_scale", "magnitude", "error_floor"):
+        if expected[name].shape != expected["output"].shape:
+            raise FixtureError(display, f"expected.{name} and expected.output differ in shape")
+    if expected["spread"].shape != expected["output"].shape[:-1] or expected["score_bound"].shape != ():
+        raise FixtureError(display, "expected.spread or expected.score_bound has the wrong shape")
     return FixtureCase(case_id, description, tags, path, inputs, params, ExpectedValues(**expected), None)
 
 

@@ -74,7 +74,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return weights
 
 
-@np.errstate(invalid="ignore")  # NaN and inf in the inputs propagate by design: no warnings
+@np.errstate(invalid="ignore", over="ignore")  # NaN and inf propagate by design: no warnings
 def attention_steps(
     query,
     key,

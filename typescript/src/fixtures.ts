@@ -15,10 +15,20 @@ import { ERROR_KINDS, type ErrorKind } from "./inputs.ts";
 
 export const MANIFEST_FORMAT = "attention-port-fixtures";
 export const CASE_FORMAT = "attention-port-fixture";
-export const FORMAT_VERSION = 2; // 2: `expected.logits`, the softmax input, stored beside scores
+export const FORMAT_VERSION = 3; // 2: `expected.logits`; 3: spread, magnitude, errorFloor, scoreBound
 export const REGENERATE_HINT = "regenerate with `attention-port generate` (or scripts/generate)";
 const INPUT_NAMES = ["query", "key", "value", "attn_mask"] as const;
-const EXPECTED_NAMES = ["scores", "logits", "weights", "output", "error_scale"] as const;
+const EXPECTED_NAMES = [
+  "scores",
+  "logits",
+  "weights",
+  "output",
+  "error_scale",
+  "spread",
+  "magnitude",
+  "error_floor",
+  "score_bound",
+] as const;
 const PARAM_NAMES = ["is_causal", "scale", "enable_gqa", "softcap"] as const;
 
 /** The repository's fixtures/ folder (this file is typescript/src/fixtures.ts). */
@@ -63,7 +73,11 @@ export interface ExpectedValues {
   readonly logits: FixtureNumbers; // [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
   readonly weights: FixtureNumbers; // [B..., Hq, Lq, Lk]
   readonly output: FixtureNumbers; // [B..., Hq, Lq, Ev]
-  readonly errorScale: FixtureNumbers; // [B..., Hq, Lq, Ev]
+  readonly errorScale: FixtureNumbers; // [B..., Hq, Lq, Ev]  (1 + spread) * magnitude
+  readonly spread: FixtureNumbers; // [B..., Hq, Lq]  S_i of the tolerance rule
+  readonly magnitude: FixtureNumbers; // [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
+  readonly errorFloor: FixtureNumbers; // [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
+  readonly scoreBound: FixtureNumbers; // []  the largest exact |score| or |logit| bound
 }
 
 /** One case as read from disk, with argument names in TypeScript spelling.
@@ -361,6 +375,10 @@ function readCase(folder: string, entry: Record<string, unknown>, display: strin
       weights: expected.weights,
       output: expected.output,
       errorScale: expected.error_scale,
+      spread: expected.spread,
+      magnitude: expected.magnitude,
+      errorFloor: expected.error_floor,
+      scoreBound: expected.score_bound,
     },
     expectedError: null,
   };
