@@ -26,6 +26,9 @@
  *  7. The mask is read in place through strides (a broadcast dim has stride 0): no [B..., Hq, Lq,
  *     Lk] copy is made. Grouped-query heads are index arithmetic too: no repeated key/value.
  *  8. Normalisation once per row: acc / l at the end, instead of dividing every weight by the sum.
+ *     acc can overflow where the readable port's sums do not (|value| near the largest double);
+ *     such a row is computed again the readable port's way (`normalisedRow`), so both ports give
+ *     the answer the contract defines.
  *  9. Monomorphic kernels: every kernel sees Float64Array only (Float32Array inputs of the flat
  *     entry point are widened once), so V8 compiles one fast version of each loop.
  *
@@ -416,13 +419,59 @@ function attendSlice(
         continue;
       }
       const l = rowSum[r]; // >= 1: the row's largest logit contributes exp(0) = 1
+      let finite = true;
       for (let t = 0; t < Ev; t++) {
         // `+ 0` turns a -0.0 (from an underflowed negative acc) into +0.0, as the readable port's
         // sum, which starts at +0.0, gives.
         output[out + t] = acc[r * Ev + t] / l + 0;
+        finite &&= Number.isFinite(output[out + t]);
+      }
+      if (!finite && Number.isFinite(rowMax[r])) {
+        normalisedRow(problem, tile, at, i, keyEnd, rowMax[r], l, output, out);
+      }
+      for (let t = 0; t < Ev; t++) {
         if (isCausal && lastNonFinite[t] >= keyEnd) {
           output[out + t] = NaN; // a skipped key's value is NaN or infinite: 0 * it is NaN
         }
+      }
+    }
+  }
+}
+
+/** Query row i again, the readable port's way: each weight exp(logit - m) / l first, then their
+ * average of the value rows, into output[out .. out + Ev).
+ *
+ * The contract defines the output wherever the exact result is representable, and the readable
+ * port's sums, whose weights are already divided by the row sum, stay within the values' own size.
+ * acc does not: it sums exp(logit - m) * value before dividing by l, so with |value| near the
+ * largest double it can overflow (to Infinity, or NaN once rescaled by alpha = 0) where the exact
+ * output is an ordinary number. A row whose output is not finite while its max is (a NaN or +inf
+ * logit would make the row NaN anyway) is computed again here, which costs one more pass over the
+ * keys for that row only; where value itself holds NaN or ±Infinity this gives what the readable
+ * port gives, too. */
+function normalisedRow(
+  problem: Problem,
+  tile: Float64Array, // scratch [Br, Bc]; this uses its first row
+  at: Slice,
+  i: number,
+  keyEnd: number,
+  m: number,
+  l: number,
+  output: Float64Array,
+  out: number,
+): void {
+  const { query, key, value, isCausal, scale, softcap, mask } = problem;
+  const { features: E, valueFeatures: Ev } = problem.shapes;
+  output.fill(0, out, out + Ev);
+  for (let j0 = 0; j0 < keyEnd; j0 += KEY_TILE) {
+    const cols = Math.min(KEY_TILE, keyEnd - j0);
+    scoreTile(query, at.query + i * E, 1, key, at.key + j0 * E, cols, E, tile);
+    logitTile(tile, 1, cols, i, j0, scale, softcap, isCausal, mask, at);
+    for (let c = 0; c < cols; c++) {
+      const weight = Math.exp(tile[c] - m) / l; // the row's weight on key j0 + c
+      const v = at.value + (j0 + c) * Ev;
+      for (let t = 0; t < Ev; t++) {
+        output[out + t] += weight * value[v + t];
       }
     }
   }
