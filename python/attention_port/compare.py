@@ -243,11 +243,15 @@ def outside_contract(case: FixtureCase, dtype: str) -> str | None:
         where = "" if dtype == "float64" else f" in {dtype}"
         return f"outside the contract: score overflow{where}"
     if dtype != "float64":
-        sizes = [np.abs(np.asarray(case.inputs[name], dtype=np.float64)) for name in ("query", "key", "value")]
+        sizes = [
+            np.abs(np.asarray(case.inputs[name], dtype=np.float64)) for name in ("query", "key", "value")
+        ]
         mask = case.inputs["attn_mask"]
         if mask is not None and mask.dtype != bool:
             sizes.append(np.abs(mask))
-        sizes.append(np.abs(np.array([case.params["scale"] or 0.0, case.params["softcap"]], dtype=np.float64)))
+        sizes.append(
+            np.abs(np.array([case.params["scale"] or 0.0, case.params["softcap"]], dtype=np.float64))
+        )
         if any(np.any(np.isfinite(s) & (s > largest)) for s in sizes):
             return f"outside the contract: inputs beyond the {dtype} range"
     return None

@@ -191,10 +191,7 @@ def attention(
     lead_shape = scores_shape[:-2]  # [B..., Hq], or () for rank-2 inputs
 
     with mpmath.workprec(PRECISION_BITS):
-        if scale is None:
-            scale_mp = 1 / mpmath.sqrt(shapes.features)
-        else:
-            scale_mp = mpmath.mpf(float(scale))
+        scale_mp = 1 / mpmath.sqrt(shapes.features) if scale is None else mpmath.mpf(float(scale))
         for lead in itertools.product(*(range(n) for n in lead_shape)):
             if shapes.has_heads:
                 *batch, head = lead
@@ -223,9 +220,7 @@ def attention(
                 error_scale[(*lead, i)] = [to_float((1 + row.spread) * m) for m in row.magnitude]
                 score_bound = max(score_bound, row.score_bound)
     bound = math.inf if score_bound > _LARGEST else to_float(score_bound)
-    return OracleResult(
-        **results, error_scale=error_scale, spread=spread, score_bound=bound
-    )
+    return OracleResult(**results, error_scale=error_scale, spread=spread, score_bound=bound)
 
 
 def _row(i, q_row, keys, key_ints, values, mask_row, *, is_causal, scale, softcap, value_features) -> _Row:

@@ -1,56 +1,162 @@
-"""The oracle checked against a second method: mpmath at 80 digits, written independently."""
+"""The oracle checked against a second method: Python's decimal at 400 digits over exact fraction
+dot products, written independently of the oracle's mpmath, at ordinary and extreme magnitudes."""
 
 from __future__ import annotations
+
+from decimal import Context, Decimal, localcontext
+from fractions import Fraction
 
 import mpmath
 import numpy as np
 import pytest
 
-from attention_port import oracle
+from attention_port import oracle, reference
+
+# 400 digits and an exponent range far beyond float64's: nothing rounds or underflows that the
+# final float64 rounding would keep.
+_CONTEXT = Context(prec=400, Emax=10**9, Emin=-(10**9))
 
 
-def _mpmath_attention(q, k, v, scale, mask=None, causal=False):
-    """Textbook softmax(q kᵀ scale + mask) v at 80 digits, without max subtraction (no need)."""
-    with mpmath.workdps(80):
+def _decimal(x: Fraction) -> Decimal:
+    return Decimal(x.numerator) / Decimal(x.denominator)
+
+
+def _tanh(x: Decimal) -> Decimal:
+    # (e^(2x) - 1) / (e^(2x) + 1): at 400 digits the subtraction keeps 340 of them even for x = 1e-60.
+    if x > 1000:
+        return Decimal(1)
+    if x < -1000:
+        return Decimal(-1)
+    e = (2 * x).exp()
+    return (e - 1) / (e + 1)
+
+
+def _to_float(x: Decimal) -> float:
+    """Correctly rounded, subnormals included: through the exact fraction."""
+    if x == 0:
+        return 0.0
+    return float(Fraction(x))
+
+
+def _decimal_attention(q, k, v, scale, mask=None, causal=False, softcap=0.0):
+    """softmax(q kᵀ scale [softcap] [+ mask]) v for finite rank-2 inputs, a second way."""
+    with localcontext(_CONTEXT):
         lq, lk = q.shape[0], k.shape[0]
         out = np.zeros((lq, v.shape[1]))
         weights = np.zeros((lq, lk))
         for i in range(lq):
             logits = []
             for j in range(lk):
-                s = mpmath.fsum(
-                    mpmath.mpf(float(a)) * mpmath.mpf(float(b)) for a, b in zip(q[i], k[j], strict=True)
+                s = sum(
+                    (Fraction(float(a)) * Fraction(float(b)) for a, b in zip(q[i], k[j], strict=True)),
+                    Fraction(0),
                 )
+                x = _decimal(s) * scale
+                if softcap > 0:
+                    cap = Decimal(float(softcap))
+                    x = cap * _tanh(x / cap)
                 allowed = (not causal or j <= i) and (mask is None or mask[i, j])
-                logits.append(s * scale if allowed else None)
-            exps = [mpmath.exp(x) if x is not None else mpmath.mpf(0) for x in logits]
-            total = mpmath.fsum(exps)
+                logits.append(x if allowed else None)
+            kept = [x for x in logits if x is not None]
+            if not kept:
+                continue
+            top = max(kept)
+            exps = [(x - top).exp() if x is not None else Decimal(0) for x in logits]
+            total = sum(exps, Decimal(0))
             for j in range(lk):
-                weights[i, j] = float(exps[j] / total) if total else 0.0
+                weights[i, j] = _to_float(exps[j] / total)
             for t in range(v.shape[1]):
-                out[i, t] = (
-                    float(mpmath.fsum(exps[j] / total * mpmath.mpf(float(v[j, t])) for j in range(lk)))
-                    if total
-                    else 0.0
-                )
+                exact = sum((exps[j] / total * Decimal(float(v[j, t])) for j in range(lk)), Decimal(0))
+                out[i, t] = _to_float(exact)
     return weights, out
 
 
+def _agree(result, weights, out):
+    # Both are correctly rounded results of the same real numbers: equal, or one ulp apart where the
+    # exact value sits right at a rounding boundary.
+    np.testing.assert_array_max_ulp(result.weights, weights, maxulp=1)
+    np.testing.assert_array_max_ulp(result.output, out, maxulp=1)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_oracle_agrees_with_mpmath(seed):
+def test_oracle_agrees_with_the_second_method(seed):
     rng = np.random.default_rng(seed)
     q, k, v = rng.standard_normal((4, 6)), rng.standard_normal((5, 6)), rng.standard_normal((5, 3))
     mask = rng.random((4, 5)) < 0.7
     mask[2] = False
     for causal in (False, True):
         result = oracle.attention(q, k, v, mask, is_causal=causal)
-        with mpmath.workdps(80):
-            scale = 1 / mpmath.sqrt(6)  # the exact 1/sqrt(E), as the oracle uses
-        weights, out = _mpmath_attention(q, k, v, scale, mask, causal)
-        # Both are correctly rounded results of the same real numbers: equal, or one ulp apart
-        # where the 80-digit value sits right at a rounding boundary.
-        np.testing.assert_array_max_ulp(result.weights, weights, maxulp=1)
-        np.testing.assert_array_max_ulp(result.output, out, maxulp=1)
+        with localcontext(_CONTEXT):
+            scale = 1 / Decimal(6).sqrt()  # the exact 1/sqrt(E), as the oracle uses
+        _agree(result, *_decimal_attention(q, k, v, scale, mask, causal))
+
+
+@pytest.mark.parametrize(
+    ("label", "q_spread", "k_spread", "v_spread", "softcap"),
+    [
+        ("tiny softcap ratio", 1.0, 1.0, 1.0, 1e60),
+        ("tiny softcap ratio, 1e-300", 1.0, 1.0, 1.0, 1e300),
+        ("huge softcap ratio", 1e150, 1e150, 1.0, 2.0),
+        ("huge softcap ratio, tiny softcap", 1.0, 1.0, 1.0, 1e-300),
+        ("subnormal outputs", 1.0, 1.0, 1e-310, 0.0),
+        ("tiny scores", 1e-160, 1e-160, 1.0, 0.0),
+        ("values near the largest double", 1.0, 1.0, 1.5e307, 0.0),
+        ("logit gaps past exp's underflow", 30.0, 30.0, 1e20, 0.0),
+    ],
+)
+def test_oracle_agrees_with_the_second_method_at_the_extremes(label, q_spread, k_spread, v_spread, softcap):
+    rng = np.random.default_rng(len(label))
+    q = rng.standard_normal((3, 4)) * q_spread
+    k = rng.standard_normal((5, 4)) * k_spread
+    v = rng.standard_normal((5, 2)) * v_spread
+    result = oracle.attention(q, k, v, scale=1.0, softcap=softcap)
+    _agree(result, *_decimal_attention(q, k, v, Decimal(1), softcap=softcap))
+    assert np.isfinite(result.output).all()
+
+
+def test_tiny_softcap_ratio_keeps_the_logits():
+    # softcap 1e60: tanh(x / 1e60) * 1e60 is x to 120 digits, so the weights are softmax of the
+    # plain logits (0.675 for the larger of two logits 0 and 0.73), not uniform.
+    q = np.array([[1.0]])
+    k = np.array([[0.0], [0.73]])
+    v = np.array([[0.0], [1.0]])
+    capped = oracle.attention(q, k, v, scale=1.0, softcap=1e60)
+    plain = oracle.attention(q, k, v, scale=1.0)
+    np.testing.assert_array_equal(capped.logits, [[0.0, 0.73]])
+    np.testing.assert_array_equal(capped.weights, plain.weights)
+    assert capped.output[0, 0] == pytest.approx(1 / (1 + np.exp(-0.73)), rel=1e-15)
+
+
+def test_special_values_follow_ieee_as_the_ports_do():
+    # +inf logit: the row is NaN (inf - inf); an all -inf row is +0.0; inf * 0 in a dot product is
+    # NaN; softcap maps an infinite logit to ±softcap; 0 * inf in the weighted sum is NaN.
+    q = np.array([[np.inf, 0.5], [-np.inf, 0.25], [np.inf, 1.0], [0.5, 1.0]])
+    k = np.array([[1.0, 0.5], [2.0, -1.0], [0.0, 1.0]])
+    v = np.array([[1.0, np.inf], [2.0, 0.0], [3.0, 1.0]])
+    mask = np.array([[True, True, True], [True, True, False], [True, True, False], [True, False, True]])
+    result = oracle.attention(q, k, v, mask)
+    steps = reference.attention_steps(q, k, v, mask)
+    for name in ("scores", "logits", "weights", "output"):
+        mine, numpy_port = getattr(result, name), getattr(steps, name)
+        np.testing.assert_array_equal(np.isnan(mine), np.isnan(numpy_port), err_msg=name)
+        np.testing.assert_array_equal(np.isinf(mine), np.isinf(numpy_port), err_msg=name)
+    assert np.isnan(result.scores[0, 2])  # inf * 0
+    assert np.isnan(result.output[0]).all()  # +inf logit
+    assert np.array_equal(result.output[1], [0.0, 0.0]) and not np.signbit(result.output[1]).any()
+    assert np.isnan(result.output[2]).all()  # +inf logits again, through the mask
+    assert result.output[3, 1] == np.inf  # key 0 holds +inf and carries weight
+    capped = oracle.attention(q[:1, :], k[:2, :], v[:2, :1], softcap=3.0)
+    np.testing.assert_array_equal(capped.logits, [[3.0, 3.0]])
+    assert np.isfinite(capped.output).all()
+
+
+def test_oracle_never_raises_on_special_inputs():
+    values = [0.0, -0.0, 1.0, -1e308, 1e308, 5e-324, np.nan, np.inf, -np.inf]
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        q, k, v = (rng.choice(values, size=shape) for shape in ((2, 3), (3, 3), (3, 2)))
+        mask = rng.choice([0.0, -np.inf, np.inf, np.nan, 1e308], size=(2, 3))
+        oracle.attention(q, k, v, mask, softcap=float(rng.choice([0.0, 1e-300, 2.0, 1e300])))
 
 
 def test_oracle_on_the_tutorial_example_by_hand():
@@ -72,7 +178,12 @@ def test_oracle_large_logits_and_softcap_without_overflow():
         w0 = 1 / (1 + mpmath.exp(mpmath.mpf(-2.5)))
     assert result.weights[0, 0] == float(w0)
     capped = oracle.attention(q, k, v, softcap=5.0)
-    assert np.all(np.isfinite(capped.output))
+    with localcontext(_CONTEXT):
+        # softcap 5 on logits 3200 and 3197.5: both tanh to 1 within 1e-1380, so both logits are 5
+        # to every float64 digit, and the weights are equal.
+        np.testing.assert_array_equal(capped.logits, [[5.0, 5.0], [5.0, 5.0]])
+    np.testing.assert_array_equal(capped.weights, [[0.5, 0.5], [0.5, 0.5]])
+    np.testing.assert_array_equal(capped.output, [[2.0], [2.0]])
 
 
 def test_oracle_error_scale_grows_with_the_scores_and_is_zero_on_masked_rows():
@@ -83,5 +194,17 @@ def test_oracle_error_scale_grows_with_the_scores_and_is_zero_on_masked_rows():
     result = oracle.attention(q, k, v, mask)
     assert result.error_scale[1, 0] == 0.0 and result.output[1, 0] == 0.0
     assert not np.signbit(result.output[1, 0])
-    spread = 1 + 2 / np.sqrt(2)  # 1 + scale * max_j |q_0| · |k_j|
-    assert result.error_scale[0, 0] == pytest.approx(spread * (abs(result.weights[0]) @ abs(v[:, 0])))
+    spread = 2 / np.sqrt(2)  # scale * max_j |q_0| · |k_j|
+    assert result.spread[0] == pytest.approx(spread, rel=1e-15)
+    assert result.magnitude[0, 0] == pytest.approx(abs(result.weights[0]) @ abs(v[:, 0]), rel=1e-15)
+    assert result.error_scale[0, 0] == pytest.approx((1 + spread) * result.magnitude[0, 0], rel=1e-15)
+    assert result.error_floor[0, 0] == 2.0**-1074 * (2 + 2)  # sum over both keys of 1 + |v|
+
+
+def test_spread_leaves_out_cells_a_boolean_mask_excludes():
+    q = np.array([[1.0, 1.0]])
+    k = np.array([[1.0, 0.0], [1e200, 1e200]])
+    v = np.array([[1.0], [2.0]])
+    result = oracle.attention(q, k, v, np.array([True, False]), scale=1.0)
+    assert result.spread[0] == 1.0 and result.score_bound == 1.0
+    assert oracle.attention(q, k, v, scale=1.0).score_bound == 2e200
