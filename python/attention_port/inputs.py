@@ -6,11 +6,17 @@ Both Python ports (numpy and torch) call these functions, and the TypeScript twi
 kind and message; both test suites check them.
 
 Checks run in this order, and the first failure is raised:
-  1. options: is_causal, enable_gqa (booleans), scale (finite or None), softcap (finite, >= 0)
+  1. options: is_causal, enable_gqa (booleans), scale (finite or None), softcap (finite, >= 0),
+     memory_limit (a number > 0)                                        kind: value
   2. query, key, value: each a rectangular array of numbers           kinds: ragged, type
   3. attn_mask, if given: a rectangular array of booleans or numbers    kinds: ragged, type
   4. shapes: ranks, batch dims, heads, feature sizes, key/value length  kinds: rank, shape, heads
   5. attn_mask shape: broadcasts to the scores [..., Hq, Lq, Lk]        kind: mask
+  6. size: the memory the computation needs, within memory_limit       kind: size
+
+A few inputs exist in one language only and are checked where they arise: Python numbers too
+large for a float64 (10**400), numpy object arrays and torch tensors (read exactly, on the CPU, in
+float64); TypeScript's options object itself (`null`).
 
 Messages name the argument with its Python spelling (`attn_mask`, `enable_gqa`); the TypeScript
 port uses the same words with its own spelling (`attnMask`, `enableGqa`).
@@ -27,7 +33,12 @@ from decimal import Decimal
 import numpy as np
 
 # Every `kind` an AttentionInputError can carry, shared with the TypeScript port.
-ERROR_KINDS = ("ragged", "type", "rank", "shape", "heads", "mask", "value")
+ERROR_KINDS = ("ragged", "type", "rank", "shape", "heads", "mask", "value", "size")
+
+# The most memory, in bytes, a port may need for one call before it refuses the input (kind
+# "size") instead of allocating it; a caller raises it with `memory_limit`. 2 GiB: the readable
+# ports hold three float64 tensors of the scores' shape, so about 9,400 x 9,400 scores per call.
+DEFAULT_MEMORY_LIMIT = 2.0**31
 
 
 class AttentionInputError(ValueError):
@@ -71,8 +82,19 @@ def format_number(x: float) -> str:
     return f"{sign}{significant[0]}{fraction}e{'+' if point > 0 else '-'}{abs(point)}"
 
 
+def _fits_float64(x: object) -> bool:
+    """A real number float64 can hold (a Python int or Fraction may be too large: 10**400)."""
+    try:
+        float(x)  # type: ignore[arg-type]
+    except OverflowError:
+        return False
+    return True
+
+
 def describe_value(x: object) -> str:
     """What a non-number is, in words both languages share."""
+    if isinstance(x, numbers.Real) and not _fits_float64(x):
+        return "a number beyond the float64 range"  # Python only: JavaScript has no such number
     if x is None:
         return "null"
     if isinstance(x, (bool, np.bool_)):
@@ -89,7 +111,11 @@ def describe_value(x: object) -> str:
 
 
 def _is_number(x: object) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) and _fits_float64(x)
+
+
+def _is_finite(x: object) -> bool:
+    return _is_number(x) and math.isfinite(x)  # type: ignore[arg-type]
 
 
 def _is_boolean(x: object) -> bool:
@@ -160,14 +186,34 @@ def _leaves(data: object, depth: int, indices: list[int]):
         indices.pop()
 
 
+def _plain(name: str, data: object) -> object:
+    """numpy object arrays as nested lists (their elements are checked one by one); torch tensors
+    as float64 numpy arrays on the CPU (exact: every torch float widens to float64 without
+    rounding), whatever their device, dtype or requires_grad; anything else as it is."""
+    if isinstance(data, np.ndarray) and data.dtype == object:
+        return data.tolist()
+    if type(data).__module__.split(".")[0] == "torch" and hasattr(data, "detach"):
+        tensor = data.detach().cpu()  # type: ignore[attr-defined]
+        if tensor.is_floating_point():
+            tensor = tensor.double()  # bfloat16 has no numpy dtype; float64 holds it exactly
+        return tensor.numpy()
+    if hasattr(data, "__array__") and not _is_array(data) and not isinstance(data, np.ndarray):
+        try:
+            return np.asarray(data)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise AttentionInputError(
+                "type", f"{name} is {describe_value(data)} that cannot be read as an array ({error})"
+            ) from None
+    return data
+
+
 def to_array(name: str, data: object) -> np.ndarray:
     """query, key or value as a float64 array: nested lists or any real-valued array."""
-    if isinstance(data, np.ndarray) and data.dtype != object:
+    data = _plain(name, data)
+    if isinstance(data, np.ndarray):
         if data.dtype.kind not in "iuf":
             raise AttentionInputError("type", f"{name} has dtype {data.dtype}, expected real numbers")
         return data.astype(np.float64, copy=False)
-    if hasattr(data, "__array__") and not _is_array(data):
-        return to_array(name, np.asarray(data))
     shape = infer_shape(name, data)
     for indices, leaf in _leaves(data, len(shape), []):
         if not _is_number(leaf):
@@ -180,7 +226,8 @@ def to_array(name: str, data: object) -> np.ndarray:
 def to_mask_array(data: object) -> np.ndarray:
     """attn_mask as a bool array (True = may attend) or a float64 array (added to the scores)."""
     name = "attn_mask"
-    if isinstance(data, np.ndarray) and data.dtype != object:
+    data = _plain(name, data)
+    if isinstance(data, np.ndarray):
         if data.dtype.kind == "b":
             return data
         if data.dtype.kind not in "iuf":
@@ -188,8 +235,6 @@ def to_mask_array(data: object) -> np.ndarray:
                 "type", f"{name} has dtype {data.dtype}, expected booleans or real numbers"
             )
         return data.astype(np.float64, copy=False)
-    if hasattr(data, "__array__") and not _is_array(data):
-        return to_mask_array(np.asarray(data))
     shape = infer_shape(name, data)
     first_kind: str | None = None
     first_path = ""
@@ -215,17 +260,44 @@ def to_mask_array(data: object) -> np.ndarray:
     return np.array(data, dtype=dtype).reshape(shape)
 
 
-def check_options(is_causal: object, scale: object, enable_gqa: object, softcap: object) -> None:
+def check_options(
+    is_causal: object,
+    scale: object,
+    enable_gqa: object,
+    softcap: object,
+    memory_limit: object = DEFAULT_MEMORY_LIMIT,
+) -> None:
     """The scalar options, checked before any tensor is touched."""
     if not _is_boolean(is_causal):
         raise AttentionInputError("value", f"is_causal must be a boolean, got {describe_value(is_causal)}")
     if not _is_boolean(enable_gqa):
         raise AttentionInputError("value", f"enable_gqa must be a boolean, got {describe_value(enable_gqa)}")
-    if scale is not None and not (_is_number(scale) and math.isfinite(scale)):
+    if scale is not None and not _is_finite(scale):
         raise AttentionInputError("value", f"scale must be a finite number, got {describe_value(scale)}")
-    if not (_is_number(softcap) and math.isfinite(softcap) and softcap >= 0):
+    if not (_is_finite(softcap) and softcap >= 0):  # type: ignore[operator]
         raise AttentionInputError(
             "value", f"softcap must be a finite number >= 0, got {describe_value(softcap)}"
+        )
+    if not (_is_number(memory_limit) and memory_limit > 0):  # type: ignore[operator]
+        raise AttentionInputError(
+            "value", f"memory_limit must be a number of bytes > 0, got {describe_value(memory_limit)}"
+        )
+
+
+def check_size(shapes: AttentionShapes, memory_limit: float) -> None:
+    """Refuse, before anything is allocated, a call whose steps need more than memory_limit bytes:
+    the readable ports hold scores, logits and weights, three float64 tensors of the scores' shape.
+    Counted in float64 arithmetic, in the same order as the TypeScript twin, so the messages match."""
+    cells = 1.0
+    for n in shapes.scores_shape:
+        cells *= n
+    needed = 3 * 8 * cells
+    if needed > memory_limit:
+        raise AttentionInputError(
+            "size",
+            f"the scores {format_shape(shapes.scores_shape)} need {format_number(needed)} bytes for"
+            f" scores, logits and weights, more than memory_limit = {format_number(memory_limit)};"
+            " pass a larger memory_limit to compute them",
         )
 
 

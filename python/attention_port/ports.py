@@ -87,7 +87,10 @@ def torch_sdpa_port(device: str, dtype: str) -> Port:
             return False
         inputs = case.inputs
         arguments = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
-        return port.sdpa_shares_semantics(*arguments, **case.params, device=device, dtype=torch_dtype)
+        try:
+            return port.sdpa_shares_semantics(*arguments, **case.params, device=device, dtype=torch_dtype)
+        except AttentionInputError:
+            return True  # the kernel's run then reports the error, as every other port's does
 
     def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
         with port.tf32_disabled():

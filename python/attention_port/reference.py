@@ -26,9 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .inputs import (
+    DEFAULT_MEMORY_LIMIT,
     AttentionInputError,
     check_options,
     check_shapes,
+    check_size,
     resolve_scale,
     to_array,
     to_mask_array,
@@ -85,9 +87,11 @@ def attention_steps(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
+    memory_limit: float = DEFAULT_MEMORY_LIMIT,
 ) -> AttentionSteps:
-    """Scaled dot-product attention, returning every step. Arguments as in torch."""
-    check_options(is_causal, scale, enable_gqa, softcap)
+    """Scaled dot-product attention, returning every step. Arguments as in torch, plus
+    memory_limit: the most bytes the steps may need (kind "size" above it; see inputs.py)."""
+    check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
     query = to_array("query", query)  # [B..., Hq, Lq, E]
     key = to_array("key", key)  # [B..., Hkv, Lk, E]
     value = to_array("value", value)  # [B..., Hkv, Lk, Ev]
@@ -95,6 +99,7 @@ def attention_steps(
     shapes = check_shapes(
         query.shape, key.shape, value.shape, None if mask is None else mask.shape, enable_gqa
     )
+    check_size(shapes, memory_limit)  # before the [B..., Hq, Lq, Lk] steps are allocated
     scale = resolve_scale(scale, shapes.features)
 
     # Grouped-query attention: each key/value head serves group_size consecutive query heads, so
@@ -148,6 +153,7 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
+    memory_limit: float = DEFAULT_MEMORY_LIMIT,
 ) -> np.ndarray:
     """softmax(query · keyᵀ · scale [+ mask]) · value in float64, as
     torch.nn.functional.scaled_dot_product_attention (without dropout)."""
@@ -160,4 +166,5 @@ def scaled_dot_product_attention(
         scale=scale,
         enable_gqa=enable_gqa,
         softcap=softcap,
+        memory_limit=memory_limit,
     ).output

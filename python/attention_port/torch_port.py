@@ -51,10 +51,12 @@ import torch
 import torch.nn.functional as F
 
 from .inputs import (
+    DEFAULT_MEMORY_LIMIT,
     AttentionInputError,
     AttentionShapes,
     check_options,
     check_shapes,
+    check_size,
     resolve_scale,
     to_array,
     to_mask_array,
@@ -232,9 +234,12 @@ class _Prepared:
     scale: float
 
 
-def _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype):
+def _prepare(
+    query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype,
+    memory_limit=DEFAULT_MEMORY_LIMIT,
+):  # fmt: skip
     """Check every input exactly as reference.py does, then put them on one device in one dtype."""
-    check_options(is_causal, scale, enable_gqa, softcap)
+    check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
     query = _checked_tensor_or_array("query", query)  # [B..., Hq, Lq, E]
     key = _checked_tensor_or_array("key", key)  # [B..., Hkv, Lk, E]
     value = _checked_tensor_or_array("value", value)  # [B..., Hkv, Lk, Ev]
@@ -242,6 +247,7 @@ def _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap
     shapes = check_shapes(
         query.shape, key.shape, value.shape, None if mask is None else mask.shape, enable_gqa
     )
+    check_size(shapes, memory_limit)  # before the [B..., Hq, Lq, Lk] steps are allocated
     scale = resolve_scale(scale, shapes.features)
 
     device = _resolve_device(device, [query, key, value])
@@ -299,10 +305,14 @@ def attention_steps(
     softcap: float = 0.0,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
+    memory_limit: float = DEFAULT_MEMORY_LIMIT,
 ) -> AttentionSteps:
     """Scaled dot-product attention, returning every step. Arguments as in torch, plus the
-    device and dtype to compute in (see the module docstring for the defaults)."""
-    inputs = _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype)
+    device and dtype to compute in (see the module docstring for the defaults) and memory_limit,
+    the most bytes the steps may need (kind "size" above it; see inputs.py)."""
+    inputs = _prepare(
+        query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype, memory_limit
+    )
     query, key, value, mask = inputs.query, inputs.key, inputs.value, inputs.mask
     shapes, scale = inputs.shapes, inputs.scale
 
@@ -366,6 +376,7 @@ def scaled_dot_product_attention(
     softcap: float = 0.0,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
+    memory_limit: float = DEFAULT_MEMORY_LIMIT,
 ) -> torch.Tensor:
     """softmax(query · keyᵀ · scale [+ mask]) · value, as
     torch.nn.functional.scaled_dot_product_attention (without dropout), written out step by step."""
@@ -380,6 +391,7 @@ def scaled_dot_product_attention(
         softcap=softcap,
         device=device,
         dtype=dtype,
+        memory_limit=memory_limit,
     ).output
 
 
@@ -470,7 +482,13 @@ def sdpa_shares_semantics(
          as the port does, in float64, float32, float16 and bfloat16). Elsewhere (CUDA's flash,
          memory-efficient and cuDNN kernels, older torch) this was not measured and NaN is a known
          answer there, so no.
+         Even there, with one key (Lk = 1) a fully-masked row comes out -0.0 where the value is
+         negative (0 * v with no sum to turn it into +0.0; measured for rank-2 inputs, every mask
+         kind, float64 and float32, and for no other Lk from 1 to 70): the contract demands +0.0
+         there, so no.
       4. attn_mask with is_causal: yes; torch refuses the pair, torch_sdpa combines them itself.
+      5. A score that overflows (|q| · |k| or its scaled value beyond the dtype's largest number):
+         no. Outside the contract anyway, and torch gives NaN even where such a cell is masked.
     Bad inputs raise AttentionInputError, as in the port.
     """
     inputs = _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype)
@@ -481,6 +499,11 @@ def sdpa_shares_semantics(
             return False
     mask = inputs.mask
     if mask is not None and mask.dtype != torch.bool and bool((mask.isnan() | (mask == math.inf)).any()):
+        return False
+    group = inputs.shapes.group_size
+    keys = inputs.key.repeat_interleave(group, dim=-3) if group != 1 else inputs.key  # [B..., Hq, Lk, E]
+    bound = (inputs.query.abs() @ keys.abs().transpose(-1, -2)) * max(1.0, abs(inputs.scale))
+    if not bool(torch.isfinite(bound).all()):  # [B..., Hq, Lq, Lk]  a score may overflow
         return False
     steps = attention_steps(
         inputs.query,
@@ -493,5 +516,6 @@ def sdpa_shares_semantics(
     )
     has_empty_rows = bool((steps.logits == -math.inf).all(dim=-1).any())
     if has_empty_rows:
-        return inputs.query.device.type == "cpu" and _torch_version() >= (2, 13)
+        negative_zero = inputs.shapes.key_length == 1 and bool(torch.signbit(inputs.value).any())
+        return inputs.query.device.type == "cpu" and _torch_version() >= (2, 13) and not negative_zero
     return True
