@@ -119,7 +119,12 @@ def _finite_json(value):
 
 def normalize_message(message: str) -> str:
     """TypeScript spells three argument names its own way; the rest of a message is shared."""
-    for camel, snake in (("attnMask", "attn_mask"), ("enableGqa", "enable_gqa"), ("isCausal", "is_causal")):
+    for camel, snake in (
+        ("attnMask", "attn_mask"),
+        ("enableGqa", "enable_gqa"),
+        ("isCausal", "is_causal"),
+        ("memoryLimit", "memory_limit"),
+    ):
         message = message.replace(camel, snake)
     return message
 

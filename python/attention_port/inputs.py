@@ -193,10 +193,15 @@ def _plain(name: str, data: object) -> object:
     if isinstance(data, np.ndarray) and data.dtype == object:
         return data.tolist()
     if type(data).__module__.split(".")[0] == "torch" and hasattr(data, "detach"):
-        tensor = data.detach().cpu()  # type: ignore[attr-defined]
-        if tensor.is_floating_point():
-            tensor = tensor.double()  # bfloat16 has no numpy dtype; float64 holds it exactly
-        return tensor.numpy()
+        try:
+            tensor = data.detach().cpu()  # type: ignore[attr-defined]
+            if tensor.is_floating_point():
+                tensor = tensor.double()  # bfloat16 has no numpy dtype; float64 holds it exactly
+            return tensor.numpy()
+        except (TypeError, ValueError, RuntimeError, NotImplementedError) as error:  # e.g. device "meta"
+            raise AttentionInputError(
+                "type", f"{name} is {describe_value(data)} that cannot be read as an array ({error})"
+            ) from None
     if hasattr(data, "__array__") and not _is_array(data) and not isinstance(data, np.ndarray):
         try:
             return np.asarray(data)

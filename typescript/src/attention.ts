@@ -25,9 +25,12 @@ import {
   type AttentionSteps,
   checkOptions,
   checkShapes,
+  checkSize,
+  DEFAULT_MEMORY_LIMIT,
   type MaskArray,
   type MaskInput,
   type NestedArray,
+  optionsObject,
   resolveScale,
   type TensorInput,
   toArray,
@@ -179,15 +182,18 @@ export function attentionSteps(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
-  options: AttentionOptions = {},
+  options?: AttentionOptions,
 ): AttentionSteps {
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
-  checkOptions(isCausal, scale, enableGqa, softcap);
+  const given = optionsObject(options); // {} when left out; null and the like are refused
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
+  const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
+  checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
   const q = toArray("query", query); // [B..., Hq, Lq, E]
   const k = toArray("key", key); // [B..., Hkv, Lk, E]
   const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
   const mask = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
+  checkSize(shapes, memoryLimit); // before the [B..., Hq, Lq, Lk] steps are allocated
   const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = shapes;
   const headOptions = { isCausal, softcap, scale: resolveScale(scale, E) };
 

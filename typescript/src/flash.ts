@@ -63,11 +63,15 @@ import {
   checkOptions,
   checkShaped,
   checkShapes,
+  checkSize,
+  DEFAULT_MEMORY_LIMIT,
   describeValue,
   type FloatArray,
+  formatShape,
   isShaped,
   type MaskInput,
   type NestedArray,
+  optionsObject,
   product,
   resolveScale,
   type TensorInput,
@@ -109,6 +113,7 @@ export interface FlatAttentionOptions {
   readonly scale?: number | null;
   readonly enableGqa?: boolean;
   readonly softcap?: number;
+  readonly memoryLimit?: number;
 }
 
 // ---- Public entry points. ----
@@ -133,7 +138,7 @@ export function scaledDotProductAttention(
   value: TensorInput,
   options: AttentionOptions = {},
 ): NestedArray {
-  const problem = checkedProblem(query, key, value, options);
+  const problem = checkedProblem(query, key, value, options, false);
   const output = attend(problem, null); // [B..., Hq, Lq, Ev]
   return nest(output, problem.shapes.outputShape);
 }
@@ -144,9 +149,9 @@ export function attentionSteps(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
-  options: AttentionOptions = {},
+  options?: AttentionOptions,
 ): AttentionSteps {
-  const problem = checkedProblem(query, key, value, options);
+  const problem = checkedProblem(query, key, value, options, true);
   const { scoresShape, outputShape } = problem.shapes;
   const rowCount = product(scoresShape.slice(0, -1)); // B... x Hq x Lq
   const recording: Recording = {
@@ -187,15 +192,18 @@ export function scaledDotProductAttentionFlat(
   query: FlatTensor,
   key: FlatTensor,
   value: FlatTensor,
-  options: FlatAttentionOptions = {},
+  options?: FlatAttentionOptions,
 ): FlatTensor {
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
-  checkOptions(isCausal, scale, enableGqa, softcap);
+  const given = optionsObject(options) as FlatAttentionOptions; // {} when left out; null is refused
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
+  const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
+  checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
   const q = flatArray("query", query); // [B..., Hq, Lq, E]
   const k = flatArray("key", key); // [B..., Hkv, Lk, E]
   const v = flatArray("value", value); // [B..., Hkv, Lk, Ev]
   const mask = attnMask === null ? null : flatMask(attnMask); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
+  checkOutputSize(shapes, memoryLimit);
   const output = attend(
     {
       query: q.data,
@@ -238,15 +246,23 @@ function checkedProblem(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
-  options: AttentionOptions,
+  options: AttentionOptions | undefined,
+  steps: boolean, // attentionSteps: the [B..., Hq, Lq, Lk] steps are made too
 ): Problem {
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
-  checkOptions(isCausal, scale, enableGqa, softcap);
+  const given = optionsObject(options); // {} when left out; null and the like are refused
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
+  const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
+  checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
   const q = toArray("query", query); // [B..., Hq, Lq, E]
   const k = toArray("key", key); // [B..., Hkv, Lk, E]
   const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
   const checked = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, checked === null ? null : checked.shape, enableGqa);
+  if (steps) {
+    checkSize(shapes, memoryLimit); // the readable port's rule: scores, logits and weights
+  } else {
+    checkOutputSize(shapes, memoryLimit);
+  }
   let mask: KernelMask | null = null;
   if (checked !== null && checked.dtype === "bool") {
     mask = { shape: checked.shape, bool: Uint8Array.from(checked.data, Number), float: null }; // 1 = may attend
@@ -263,6 +279,20 @@ function checkedProblem(
     softcap,
     scale: resolveScale(scale, shapes.features),
   };
+}
+
+/** The fast path holds the output and one block's scratch (a tile, the running sums and the
+ * accumulator), never the [Lq, Lk] steps: refuse, before allocating, what exceeds memoryLimit. */
+function checkOutputSize(shapes: AttentionShapes, memoryLimit: number): void {
+  const Ev = shapes.valueFeatures;
+  const needed = 8 * (product(shapes.outputShape) + QUERY_BLOCK * (KEY_TILE + 2 + Ev));
+  if (needed > memoryLimit) {
+    throw new AttentionInputError(
+      "size",
+      `the output ${formatShape(shapes.outputShape)} and one tile need ${String(needed)} bytes,` +
+        ` more than memoryLimit = ${String(memoryLimit)}; pass a larger memoryLimit to compute them`,
+    );
+  }
 }
 
 /** query, key or value in flat form, checked by inputs.ts's toArray. A Float64Array is taken as

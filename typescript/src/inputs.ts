@@ -6,11 +6,17 @@
  * kind and message; both test suites check them.
  *
  * Checks run in this order, and the first failure is thrown:
- *   1. options: isCausal, enableGqa (booleans), scale (finite or null), softcap (finite, >= 0)
+ *   1. options: isCausal, enableGqa (booleans), scale (finite or null), softcap (finite, >= 0),
+ *      memoryLimit (a number > 0)                                        kind: value
  *   2. query, key, value: each a rectangular array of numbers           kinds: ragged, type
  *   3. attnMask, if given: a rectangular array of booleans or numbers    kinds: ragged, type
  *   4. shapes: ranks, batch dims, heads, feature sizes, key/value length  kinds: rank, shape, heads
  *   5. attnMask shape: broadcasts to the scores [..., Hq, Lq, Lk]        kind: mask
+ *   6. size: the memory the computation needs, within memoryLimit        kind: size
+ *
+ * A few inputs exist in one language only and are checked where they arise: the options object
+ * itself here (`null` is not one); Python numbers too large for a float64, numpy object arrays
+ * and torch tensors there.
  *
  * Messages name the argument with its TypeScript spelling (`attnMask`, `enableGqa`, `isCausal`);
  * the Python ports use the same words with their own spelling (`attn_mask`, `enable_gqa`).
@@ -21,8 +27,13 @@
  */
 
 // Every `kind` an AttentionInputError can carry, shared with the Python ports.
-export const ERROR_KINDS = ["ragged", "type", "rank", "shape", "heads", "mask", "value"] as const;
+export const ERROR_KINDS = ["ragged", "type", "rank", "shape", "heads", "mask", "value", "size"] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
+
+// The most memory, in bytes, a port may need for one call before it refuses the input (kind
+// "size") instead of allocating it; a caller raises it with `memoryLimit`. 2 GiB: the readable
+// port holds three float64 tensors of the scores' shape, so about 9,400 x 9,400 scores per call.
+export const DEFAULT_MEMORY_LIMIT = 2 ** 31;
 
 /** Bad input to an attention port. `kind` is one of ERROR_KINDS; the message names the argument
  * and the shapes involved. */
@@ -73,6 +84,20 @@ export interface AttentionOptions {
   readonly enableGqa?: boolean;
   /** If > 0, logits become softcap * tanh(logits / softcap). */
   readonly softcap?: number;
+  /** The most bytes one call may need; larger inputs are refused (kind "size"). 2 GiB by default. */
+  readonly memoryLimit?: number;
+}
+
+/** The options argument, which must be an object (or left out); TypeScript only, as Python has
+ * keyword arguments instead. */
+export function optionsObject(options: unknown): AttentionOptions {
+  if (options === undefined) {
+    return {};
+  }
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new AttentionInputError("value", `options must be an object, got ${describeValue(options)}`);
+  }
+  return options as AttentionOptions;
 }
 
 /** Every intermediate tensor, for teaching and for finding the step where two ports part.
@@ -348,7 +373,13 @@ export function toMaskArray(data: unknown): MaskArray {
 }
 
 /** The scalar options, checked before any tensor is touched. */
-export function checkOptions(isCausal: unknown, scale: unknown, enableGqa: unknown, softcap: unknown): void {
+export function checkOptions(
+  isCausal: unknown,
+  scale: unknown,
+  enableGqa: unknown,
+  softcap: unknown,
+  memoryLimit: unknown = DEFAULT_MEMORY_LIMIT,
+): void {
   if (!isBoolean(isCausal)) {
     throw new AttentionInputError("value", `isCausal must be a boolean, got ${describeValue(isCausal)}`);
   }
@@ -362,6 +393,30 @@ export function checkOptions(isCausal: unknown, scale: unknown, enableGqa: unkno
     throw new AttentionInputError(
       "value",
       `softcap must be a finite number >= 0, got ${describeValue(softcap)}`,
+    );
+  }
+  if (!(isNumber(memoryLimit) && memoryLimit > 0)) {
+    throw new AttentionInputError(
+      "value",
+      `memoryLimit must be a number of bytes > 0, got ${describeValue(memoryLimit)}`,
+    );
+  }
+}
+
+/** Refuse, before anything is allocated, a call whose steps need more than memoryLimit bytes: the
+ * readable port holds scores, logits and weights, three float64 tensors of the scores' shape. */
+export function checkSize(shapes: AttentionShapes, memoryLimit: number): void {
+  let cells = 1;
+  for (const n of shapes.scoresShape) {
+    cells *= n;
+  }
+  const needed = 3 * 8 * cells;
+  if (needed > memoryLimit) {
+    throw new AttentionInputError(
+      "size",
+      `the scores ${formatShape(shapes.scoresShape)} need ${String(needed)} bytes for` +
+        ` scores, logits and weights, more than memoryLimit = ${String(memoryLimit)};` +
+        " pass a larger memoryLimit to compute them",
     );
   }
 }

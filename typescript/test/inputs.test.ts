@@ -1,8 +1,27 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { AttentionInputError, type AttentionOptions, scaledDotProductAttention } from "../src/attention.ts";
-import { describeValue, ERROR_KINDS, type ErrorKind, formatShape, inferShape } from "../src/inputs.ts";
+import {
+  AttentionInputError,
+  type AttentionOptions,
+  attentionSteps,
+  scaledDotProductAttention,
+} from "../src/attention.ts";
+import {
+  scaledDotProductAttentionFlat as flashFlat,
+  scaledDotProductAttention as flashSdpa,
+  attentionSteps as flashSteps,
+  KEY_TILE,
+  QUERY_BLOCK,
+} from "../src/flash.ts";
+import {
+  DEFAULT_MEMORY_LIMIT,
+  describeValue,
+  ERROR_KINDS,
+  type ErrorKind,
+  formatShape,
+  inferShape,
+} from "../src/inputs.ts";
 
 /** A tensor of the given shape (nested arrays; every dim > 0), filled with small numbers. */
 function tensor(...shape: number[]): unknown {
@@ -12,12 +31,16 @@ function tensor(...shape: number[]): unknown {
   return Array.from({ length: shape[0] }, () => tensor(...shape.slice(1)));
 }
 
-function expectError(run: () => unknown, kind: ErrorKind, message: string): void {
+function expectError(run: () => unknown, kind: ErrorKind, message: string | RegExp): void {
   assert.throws(run, (error: unknown) => {
     assert.ok(error instanceof AttentionInputError, `not an AttentionInputError: ${String(error)}`);
     assert.equal(error.name, "AttentionInputError");
     assert.equal(error.kind, kind);
-    assert.equal(error.message, message);
+    if (typeof message === "string") {
+      assert.equal(error.message, message);
+    } else {
+      assert.match(error.message, message);
+    }
     return true;
   });
 }
@@ -38,7 +61,7 @@ describe("AttentionInputError", () => {
     const error = new AttentionInputError("rank", "r");
     assert.ok(error instanceof Error);
     assert.equal(error.name, "AttentionInputError");
-    assert.deepEqual([...ERROR_KINDS], ["ragged", "type", "rank", "shape", "heads", "mask", "value"]);
+    assert.deepEqual([...ERROR_KINDS], ["ragged", "type", "rank", "shape", "heads", "mask", "value", "size"]);
     assert.throws(() => new AttentionInputError("nope" as ErrorKind, "m"), /unknown error kind "nope"/);
   });
 
@@ -366,5 +389,84 @@ describe("the shaped form { shape, data }", () => {
       "shape",
       "attnMask has 1 values but its shape [2, 3] needs 6",
     );
+  });
+});
+
+describe("the options object and the size limit, as in the Python ports", () => {
+  const Q = [
+    [1, 0],
+    [0.5, 2],
+  ];
+  const K = [
+    [1, -1],
+    [0.25, 0.5],
+    [2, 0],
+  ];
+  const V = [[1], [2], [3]];
+  const ports = [
+    ["attention.ts", scaledDotProductAttention],
+    ["attention.ts attentionSteps", attentionSteps],
+    ["flash.ts attentionSteps", flashSteps],
+  ] as const;
+
+  for (const [name, port] of ports) {
+    const run = port as (q: unknown, k: unknown, v: unknown, o?: unknown) => unknown;
+    test(`${name}: options must be an object`, () => {
+      expectError(() => run(Q, K, V, null), "value", "options must be an object, got null");
+      expectError(() => run(Q, K, V, "fast"), "value", "options must be an object, got a string");
+      assert.ok(run(Q, K, V, undefined));
+    });
+    test(`${name}: memoryLimit is a number of bytes > 0, and the steps must fit in it`, () => {
+      expectError(
+        () => run(Q, K, V, { memoryLimit: 0 }),
+        "value",
+        "memoryLimit must be a number of bytes > 0, got 0",
+      );
+      expectError(
+        () => run(Q, K, V, { memoryLimit: null }),
+        "value",
+        "memoryLimit must be a number of bytes > 0, got null",
+      );
+      expectError(
+        () => run(Q, K, V, { memoryLimit: 100 }),
+        "size",
+        "the scores [2, 3] need 144 bytes for scores, logits and weights, more than memoryLimit = 100;" +
+          " pass a larger memoryLimit to compute them",
+      );
+      assert.ok(run(Q, K, V, { memoryLimit: 144 })); // exactly enough
+    });
+  }
+
+  test("the default limit refuses 1e5 x 1e5 scores at once, before allocating them", () => {
+    assert.equal(DEFAULT_MEMORY_LIMIT, 2 ** 31);
+    const big = { shape: [100000, 1], data: new Float64Array(100000) };
+    expectError(
+      () => call(big, big, big),
+      "size",
+      "the scores [100000, 100000] need 240000000000 bytes for scores, logits and weights, more than" +
+        " memoryLimit = 2147483648; pass a larger memoryLimit to compute them",
+    );
+  });
+
+  test("flash.ts's fast path needs only the output and one tile", () => {
+    const big = { shape: [100000, 1], data: new Float64Array(100000) };
+    const out = flashSdpa(
+      big,
+      { shape: [3, 1], data: new Float64Array(3) },
+      { shape: [3, 1], data: new Float64Array(3) },
+    );
+    assert.equal((out as number[][]).length, 100000);
+    const run = flashSdpa as (q: unknown, k: unknown, v: unknown, o?: unknown) => unknown;
+    expectError(() => run(Q, K, V, null), "value", "options must be an object, got null");
+    expectError(
+      () => run(Q, K, V, { memoryLimit: 1000 }),
+      "size",
+      `the output [2, 1] and one tile need ${8 * (2 + QUERY_BLOCK * (KEY_TILE + 2 + 1))} bytes, more than` +
+        " memoryLimit = 1000; pass a larger memoryLimit to compute them",
+    );
+    const flat = { shape: [2, 2], data: new Float64Array([1, 0, 0.5, 2]) };
+    const keys = { shape: [3, 2], data: new Float64Array(K.flat()) };
+    const values = { shape: [3, 1], data: new Float64Array([1, 2, 3]) };
+    expectError(() => flashFlat(flat, keys, values, { memoryLimit: 8 }), "size", /need/);
   });
 });
