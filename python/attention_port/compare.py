@@ -179,7 +179,7 @@ def check_step(
     # Finite against finite.
     finite = both & np.isfinite(expected) & np.isfinite(actual)
     bounded = finite & np.isfinite(budget)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = np.where(budget > 0, error / budget, np.where(error > 0, np.inf, 0.0))
     used[bounded] = ratio[bounded]
     unbounded = finite & ~np.isfinite(budget)

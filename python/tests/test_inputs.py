@@ -36,7 +36,8 @@ def _raises(kind: str, message: str, call):
          "value[1][0] is a number beyond the float64 range, expected a number"),
         ((Q, K, V, [[0.0, HUGE, 0.0], [0.0, 0.0, 0.0]]), {}, "type",
          "attn_mask[0][1] is a number beyond the float64 range, expected a boolean or a number"),
-        ((Q, K, V), {"scale": HUGE}, "value", "scale must be a finite number, got a number beyond the float64 range"),
+        ((Q, K, V), {"scale": HUGE}, "value",
+         "scale must be a finite number, got a number beyond the float64 range"),
         ((Q, K, V), {"softcap": HUGE}, "value",
          "softcap must be a finite number >= 0, got a number beyond the float64 range"),
         ((Q, K, V), {"memory_limit": 0}, "value", "memory_limit must be a number of bytes > 0, got 0"),
@@ -47,7 +48,8 @@ def _raises(kind: str, message: str, call):
         ((np.zeros((2, 3, 1000, 1)), np.zeros((2, 3, 100000, 1)), np.zeros((2, 3, 100000, 1))), {}, "size",
          "the scores [2, 3, 1000, 100000] need 14400000000 bytes for scores, logits and weights, more than"
          " memory_limit = 2147483648; pass a larger memory_limit to compute them"),
-        ((np.array([[1.0, "x"]], dtype=object), K, V), {}, "type", "query[0][1] is a string, expected a number"),
+        ((np.array([[1.0, "x"]], dtype=object), K, V), {}, "type",
+         "query[0][1] is a string, expected a number"),
     ],
 )  # fmt: skip
 def test_malformed_python_input_is_an_attention_input_error(port, arguments, options, kind, message):

@@ -26,9 +26,8 @@ describe("every fixture through the readable port", () => {
 
   for (const c of cases) {
     if (c.expected !== null) {
-      const expected = c.expected;
       test(`${c.id}: ${c.description}`, () => {
-        assertMatchesFixture(runCase(attentionSteps, c), expected);
+        assertMatchesFixture(runCase(attentionSteps, c), c);
       });
     } else {
       const error = c.expectedError!;
@@ -52,15 +51,26 @@ describe("every fixture through the readable port", () => {
     ]);
   });
 
-  test("the tolerance rule can fail: a one-ulp-scale nudge beyond the budget, a -0.0, a NaN", () => {
-    assert.equal(
-      outputProblem([1 + 1e-10], [1], [1]),
-      "output[0] is 1.0000000001, expected 1 (budget 1.7763568394002505e-15)",
+  test("the tolerance rule's twin can fail: beyond the budget, a -0.0 in a fully-masked row, a NaN", () => {
+    const byId = (id: string) => cases.find((c) => c.id === id)!;
+    const square = byId("rank2_square");
+    const output = [...square.expected!.output.data];
+    const value = square.inputs.value as FixtureTensor;
+    assert.equal(outputProblem(output, square.expected!, value), null);
+    assert.match(
+      outputProblem([output[0] + 1e-10, ...output.slice(1)], square.expected!, value)!,
+      /^output\[0\] is/,
     );
-    assert.equal(outputProblem([1 + 2 ** -52], [1], [1]), null);
-    assert.match(outputProblem([-0], [0], [0])!, /is -0, expected 0/);
-    assert.match(outputProblem([NaN], [1], [1])!, /is NaN, expected 1/);
-    assert.match(outputProblem([1], [1], [NaN])!, /budget NaN/);
+    assert.match(outputProblem([NaN, ...output.slice(1)], square.expected!, value)!, /is NaN where/);
+    const masked = byId("fully_masked_row_bool");
+    const zeros = [...masked.expected!.output.data];
+    const row = 2 * (masked.expected!.output.shape.at(-1) ?? 0); // row 2 is fully masked
+    assert.equal(outputProblem(zeros, masked.expected!, masked.inputs.value as FixtureTensor), null);
+    zeros[row] = -0;
+    assert.match(
+      outputProblem(zeros, masked.expected!, masked.inputs.value as FixtureTensor)!,
+      /is -0 where \+0\.0 is required/,
+    );
   });
 });
 
