@@ -9,11 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from . import bench, compare, fixtures
+from . import bench, compare, fixtures, generate
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, NodeError
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
@@ -32,35 +31,19 @@ def _error(message: str) -> int:
 def command_generate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.check:
-        return _check_fresh(out)
+        stale = generate.stale_files(out)
+        if stale:
+            print(
+                f"fixtures in {out} are stale ({len(stale)} differences, e.g. {stale[0]});"
+                " run `attention-port generate`"
+            )
+            return 1
+        print(f"fixtures in {out} are fresh")
+        return 0
     started = time.perf_counter()
-    count = fixtures.write_fixtures(out)
+    count = generate.write_fixtures(out)
     print(f"wrote {count} cases to {out} in {time.perf_counter() - started:.1f} s")
     return 0
-
-
-def _check_fresh(folder: Path) -> int:
-    """Regenerate into a temporary folder and compare byte for byte with `folder`."""
-    with tempfile.TemporaryDirectory() as scratch:
-        fresh = Path(scratch) / "fixtures"
-        fixtures.write_fixtures(fresh)
-        want, have = _file_bytes(fresh), _file_bytes(folder)
-    stale = [f"{name} differs" for name in sorted(want.keys() & have.keys()) if want[name] != have[name]]
-    stale += [f"{name} is missing" for name in sorted(want.keys() - have.keys())]
-    stale += [f"{name} should not be there" for name in sorted(have.keys() - want.keys())]
-    if stale:
-        print(
-            f"fixtures in {folder} are stale ({len(stale)} differences, e.g. {stale[0]});"
-            " run `attention-port generate`"
-        )
-        return 1
-    print(f"fixtures in {folder} are fresh")
-    return 0
-
-
-def _file_bytes(folder: Path) -> dict[str, bytes]:
-    """Every file under `folder`, by its path relative to it."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 # ---------------------------------------------------------------------------------------------
