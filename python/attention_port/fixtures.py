@@ -32,7 +32,10 @@ MANIFEST_FORMAT = "attention-port-fixtures"
 CASE_FORMAT = "attention-port-fixture"
 FORMAT_VERSION = 2  # 2: `expected.logits`, the softmax input, stored beside scores
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "schema"
-SCHEMA_FILES = {MANIFEST_FORMAT: f"manifest-v{FORMAT_VERSION}.json", CASE_FORMAT: f"case-v{FORMAT_VERSION}.json"}
+SCHEMA_FILES = {
+    MANIFEST_FORMAT: f"manifest-v{FORMAT_VERSION}.json",
+    CASE_FORMAT: f"case-v{FORMAT_VERSION}.json",
+}
 REGENERATE_HINT = "regenerate with `attention-port generate` (or scripts/generate)"
 INPUT_NAMES = ("query", "key", "value", "attn_mask")
 EXPECTED_NAMES = ("scores", "logits", "weights", "output", "error_scale")
