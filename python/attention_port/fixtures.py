@@ -88,7 +88,7 @@ class FixtureCase:
 
 
 def decode_numbers(value: object) -> object:
-    """"NaN", "Infinity", "-Infinity" become floats, at any depth; everything else is kept."""
+    """The strings "NaN", "Infinity", "-Infinity" become floats, at any depth; the rest is kept."""
     if isinstance(value, list):
         return [decode_numbers(x) for x in value]
     if isinstance(value, str) and value in NUMBER_STRINGS:
@@ -184,7 +184,7 @@ def _read_bytes(path: Path, display: str) -> bytes:
 
 
 def _refuse_bare_constant(token: str) -> float:
-    raise ValueError(f"holds a bare {token}, which JSON does not allow (write the string \"{token}\")")
+    raise ValueError(f'holds a bare {token}, which JSON does not allow (write the string "{token}")')
 
 
 def _parse_json(data: bytes, display: str) -> object:
