@@ -40,6 +40,7 @@ import numpy as np
 
 from .fixtures import ExpectedValues, FixtureCase
 from .inputs import check_shapes, resolve_scale
+from .ports import PortAnswer
 
 K = 16
 UNIT_ROUNDOFF = {
@@ -57,15 +58,6 @@ LARGEST = {
     "bfloat16": 3.3895313892515355e38,
 }
 STEPS = ("scores", "logits", "weights", "output")
-
-
-@dataclass(frozen=True)
-class PortAnswer:
-    """What one port gave for one case: its steps, the error it raised, or how it broke."""
-
-    steps: dict[str, np.ndarray] | None = None  # scores, logits, weights, output (as float64)
-    error: tuple[str, str] | None = None  # (kind, message) of an AttentionInputError
-    crash: str | None = None  # anything else: an unexpected exception, a missing result
 
 
 @dataclass(frozen=True)
@@ -418,10 +410,3 @@ def format_verdict(verdict: CaseVerdict) -> str:
 def failed(verdict: CaseVerdict) -> bool:
     """A failure: neither a pass nor a case outside the contract."""
     return not verdict.passed and verdict.outside is None
-
-
-def summary_line(verdicts: list[CaseVerdict]) -> str:
-    passed = sum(v.passed for v in verdicts)
-    outside = sum(v.outside is not None for v in verdicts)
-    line = f"{passed} passed, {sum(failed(v) for v in verdicts)} failed"
-    return line + (f", {outside} outside the contract" if outside else "")

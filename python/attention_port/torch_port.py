@@ -200,7 +200,9 @@ def _resolve_device(device: torch.device | str | None, tensors: list[object]) ->
     return default_device()
 
 
-def _resolve_dtype(dtype: torch.dtype | None, device: torch.device, tensors: list[object]) -> torch.dtype:
+def resolve_dtype(dtype: torch.dtype | None, device: torch.device, tensors: list[object]) -> torch.dtype:
+    """The dtype the port computes in: `dtype` if given, else the promotion of the inputs' dtypes
+    (anything but a floating-point tensor counts as float64), float32 on mps (no float64 there)."""
     if dtype is not None:
         if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
@@ -251,7 +253,7 @@ def _prepare(
     scale = resolve_scale(scale, shapes.features)
 
     device = _resolve_device(device, [query, key, value])
-    dtype = _resolve_dtype(dtype, device, [query, key, value])
+    dtype = resolve_dtype(dtype, device, [query, key, value])
     if mask is not None:
         is_bool = mask.dtype == torch.bool if isinstance(mask, torch.Tensor) else mask.dtype == bool
         mask = _on_device(mask, device, torch.bool if is_bool else dtype)

@@ -1,7 +1,7 @@
 // Every fixture through the readable port, and the fixture reader's refusals.
 
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -127,6 +127,14 @@ describe("loadFixtures refuses a bad folder with one line naming the file", () =
   test("a missing case file", () => {
     const folder = brokenCopy((f) => rmSync(join(f, "cases", "softcap.json")));
     expectFixtureError(folder, join("cases", "softcap.json"), /missing; regenerate/);
+  });
+
+  test("a directory where a case file belongs", () => {
+    const folder = brokenCopy((f) => {
+      rmSync(join(f, "cases", "softcap.json"));
+      mkdirSync(join(f, "cases", "softcap.json"));
+    });
+    expectFixtureError(folder, join("cases", "softcap.json"), /cannot be read \(EISDIR/);
   });
 
   test("a manifest that is not JSON, and a folder that does not exist", () => {
