@@ -34,9 +34,9 @@ def torch_answers() -> dict[str, ports.PortAnswer]:
 @pytest.mark.parametrize("port", TYPESCRIPT_PORTS)
 def test_typescript_within_budget(port, case):
     verdict = compare.judge(case, port, "float64", typescript_answers(port)[case.id])
-    assert verdict.passed, compare.format_verdict(verdict)
+    assert not compare.failed(verdict), compare.format_verdict(verdict)  # a pass, or outside the contract
     # Both do float64 arithmetic as numpy does: far inside the budget.
-    assert verdict.budget_used < 0.25, compare.format_verdict(verdict)
+    assert verdict.outside or verdict.budget_used < 0.25, compare.format_verdict(verdict)
 
 
 @pytest.mark.parametrize("case", case_params(INVALID_CASES))
@@ -59,7 +59,7 @@ def test_typescript_agrees_with_torch_directly(port, case):
         torch_answers()[case.id],
         "float64",
     )
-    assert verdict.passed, compare.format_verdict(verdict)
+    assert not compare.failed(verdict), compare.format_verdict(verdict)  # a pass, or outside the contract
 
 
 def _fake_node(tmp_path: Path, body: str) -> Path:
@@ -153,9 +153,12 @@ def test_verify_json_report(tmp_path, capsys):
     status = cli.main(["verify", "--ports", "numpy,typescript", "--json", str(report)])
     assert status == 0
     data = json.loads(report.read_text())
-    assert data["failed"] == 0 and data["passed"] == 2 * len(ALL_CASES)
+    outside = sum("outside_contract" in case.tags for case in ALL_CASES)
+    assert data["failed"] == 0 and data["passed"] == 2 * (len(ALL_CASES) - outside)
+    assert data["outside_contract"] == 2 * outside
     assert {r["port"] for r in data["results"]} == {"numpy", "typescript"}
-    assert capsys.readouterr().out.rstrip().endswith(f"{2 * len(ALL_CASES)} passed, 0 failed")
+    summary = f"{2 * (len(ALL_CASES) - outside)} passed, 0 failed, {2 * outside} outside the contract"
+    assert capsys.readouterr().out.rstrip().endswith(summary)
 
 
 def test_typescript_runs_every_case_in_one_node_process():

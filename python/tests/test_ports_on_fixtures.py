@@ -20,7 +20,7 @@ def _verdict(port, case):
 @pytest.mark.parametrize("port", [NUMPY, *TORCH_PORTS], ids=lambda p: p.name)
 def test_valid_case_within_budget(port, case):
     verdict = _verdict(port, case)
-    assert verdict.passed, compare.format_verdict(verdict)
+    assert not compare.failed(verdict), compare.format_verdict(verdict)  # a pass, or outside the contract
 
 
 @pytest.mark.parametrize("case", case_params(INVALID_CASES))
@@ -33,7 +33,7 @@ def test_invalid_case_raises_its_kind_and_message(port, case):
 def test_numpy_float64_uses_a_small_share_of_its_budget():
     # float64 numpy should sit far inside the budget; a port near 100% would hide real trouble.
     verdicts = [_verdict(NUMPY, case) for case in VALID_CASES]
-    assert max(v.budget_used for v in verdicts) < 0.25
+    assert max(v.budget_used for v in verdicts if v.outside is None) < 0.25
 
 
 def test_torch_sdpa_matches_the_truth_where_semantics_are_shared():

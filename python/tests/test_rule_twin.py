@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 from conftest import VALID_CASES
 
-from attention_port import compare, fixtures
+from attention_port import compare, generate
 from attention_port.node import REPO_ROOT, find_node
 
 
@@ -38,7 +38,7 @@ def test_the_typescript_twin_gives_compare_pys_verdict_on_every_fixture(tmp_path
     cases = [case for case in VALID_CASES if compare.outside_contract(case, "float64") is None]
     answers = {case.id: _answers(case) for case in cases}
     request = tmp_path / "answers.json"
-    document = {i: [fixtures.encode_numbers(a.ravel()) for a in given] for i, given in answers.items()}
+    document = {i: [generate.encode_numbers(a.ravel()) for a in given] for i, given in answers.items()}
     request.write_text(json.dumps(document), encoding="utf-8")
     run = subprocess.run(
         [str(find_node()), "typescript/test/rule-twin.ts", str(request)],

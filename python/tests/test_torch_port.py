@@ -85,6 +85,9 @@ MATCH_RUNS = [
     for case in cases.VALID_CASES
     for dtype in (torch.float64, torch.float32)
     if not (dtype == torch.float32 and case.id in LARGE_LOGITS)
+    # The extremes of float64 are held by compare.py's rule (test_ports_on_fixtures), which knows
+    # the cases outside the contract and beyond float32's range; this test's tolerance does not.
+    and "extreme" not in case.tags
 ]
 
 
@@ -264,10 +267,13 @@ def test_torch_tensor_inputs_are_checked_like_arrays():
 # ---------------------------------------------------------------------------------------------
 # torch's own kernel
 
-# Cases without softcap (torch's kernel has none) and without NaN (its fused kernels place it
-# differently): torch's kernel must share our semantics on every one.
+# Cases without softcap (torch's kernel has none), without NaN or infinities (its fused kernels
+# place them differently) and away from float64's extremes: torch's kernel must share our
+# semantics on every one.
 SDPA_CASES = [
-    pytest.param(case, id=case.id) for case in cases.VALID_CASES if not {"softcap", "nan"} & set(case.tags)
+    pytest.param(case, id=case.id)
+    for case in cases.VALID_CASES
+    if not {"softcap", "nan", "inf", "extreme"} & set(case.tags)
 ]
 
 
