@@ -20,8 +20,9 @@ Exactly:
   - the sign of zero is demanded only where the contract defines it: a fully-masked row (or Lk = 0)
     is +0.0. Elsewhere -0.0 and +0.0 are the same number;
   - a case whose score_bound exceeds the largest number of the port's dtype, or (for a dtype
-    narrower than float64) whose inputs do, is outside the contract: it is reported as such, never
-    as a pass or a failure.
+    narrower than float64) whose inputs it cannot hold (larger than its largest number, or so
+    small that they round to 0), is outside the contract: it is reported as such, never as a pass
+    or a failure.
 
 "Budget used" is the largest |actual - expected| / budget, in percent: up to 100% passes.
 
@@ -249,7 +250,9 @@ def outside_contract(case: FixtureCase, dtype: str) -> str | None:
         sizes.append(
             np.abs(np.array([case.params["scale"] or 0.0, case.params["softcap"]], dtype=np.float64))
         )
-        if any(np.any(np.isfinite(s) & (s > largest)) for s in sizes):
+        # Too large, or so small (below half the smallest subnormal) that the dtype rounds it to 0,
+        # after which inf * it is NaN where float64 gives inf: the dtype cannot hold the inputs.
+        if any(np.any(np.isfinite(s) & ((s > largest) | ((s > 0) & (s < TINY[dtype] / 2)))) for s in sizes):
             return f"outside the contract: inputs beyond the {dtype} range"
     return None
 

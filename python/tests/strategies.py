@@ -13,11 +13,20 @@ def random_arrays(seed: int, *shapes: tuple[int, ...]) -> list[np.ndarray]:
     return [rng.standard_normal(shape) for shape in shapes]
 
 
+# Sizes across float64's whole range for `extreme` draws: subnormal, tiny, ordinary, huge.
+MAGNITUDES = (1e-310, 1e-300, 1e-160, 1e-20, 1.0, 1.0, 1e20, 1e150, 1e300, 1e307)
+SPECIALS = (np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -1.7e308)
+
+
 @st.composite
-def attention_inputs(draw, min_length: int = 0):
+def attention_inputs(draw, min_length: int = 0, extreme: bool = False):
     """(query, key, value, attn_mask, options): rank 2 to 5 (batch dims, then heads), GQA groups,
     lengths from `min_length` (0: empty tensors too), no mask or a boolean or float one (with
-    -inf cells) of any shape that broadcasts to the scores, causal, scale, softcap."""
+    -inf cells) of any shape that broadcasts to the scores, causal, scale, softcap.
+
+    With `extreme`, each tensor is scaled by a size drawn from MAGNITUDES (1e-310 to 1e307),
+    special values (NaN, ±inf, signed zeros, the smallest subnormal, -1.7e308) are written into
+    some cells, and scale and softcap range from 1e-300 to 1e300."""
     rank = draw(st.integers(2, 5), label="rank")
     batch = tuple(draw(st.integers(1, 2)) for _ in range(max(rank - 3, 0)))
     kv_heads = draw(st.integers(1, 2))
@@ -48,4 +57,13 @@ def attention_inputs(draw, min_length: int = 0):
         "enable_gqa": group > 1 or draw(st.booleans()),
         "softcap": draw(st.sampled_from([0.0, 0.0, 1.5, 20.0])),
     }
+    if extreme:
+        tensors = [query, key, value] + ([mask] if mask is not None and mask.dtype != bool else [])
+        for tensor in tensors:
+            with np.errstate(over="ignore"):  # 1e307 times a draw past 1.8 is inf: a special too
+                tensor *= draw(st.sampled_from(MAGNITUDES), label="magnitude")
+            for _ in range(draw(st.integers(0, 2), label="specials") if tensor.size else 0):
+                tensor.flat[rng.integers(tensor.size)] = draw(st.sampled_from(SPECIALS), label="special")
+        options["scale"] = draw(st.sampled_from([None, 1.0, -0.5, 0.0, 1e-300, 1e-30, 1e30, 1e300]))
+        options["softcap"] = draw(st.sampled_from([0.0, 0.0, 1e-300, 2.0, 1e60, 1e300]))
     return query, key, value, mask, options
