@@ -258,6 +258,126 @@ function assertAgrees(p: Problem): void {
   assert.deepEqual(Array.from(flat.data), output);
 }
 
+// ---- At float64's edges: the same answer wherever the contract defines one. ----
+
+const MAGNITUDES = [1e-310, 1e-300, 1e-160, 1e-20, 1, 1, 1e20, 1e150, 1e300, 1e307];
+const SPECIALS = [NaN, Infinity, -Infinity, 0, -0, 5e-324, -1.7e308];
+
+/** A problem from `problems`, its tensors scaled across float64's range (subnormal to 1e307),
+ * with special values written into some cells, and scale and softcap from 1e-300 to 1e300. */
+const extremeProblems = fc
+  .record({
+    problem: problems,
+    sizes: fc.array(fc.constantFrom(...MAGNITUDES), { minLength: 4, maxLength: 4 }),
+    specials: fc.array(fc.tuple(fc.nat(3), fc.nat(), fc.constantFrom(...SPECIALS)), { maxLength: 4 }),
+    scale: fc.constantFrom(undefined, 1, -0.5, 0, 1e-300, 1e-30, 1e30, 1e300),
+    softcap: fc.constantFrom(0, 0, 1e-300, 2, 1e60, 1e300),
+  })
+  .map(({ problem, sizes, specials, scale, softcap }): Problem => {
+    const mask = problem.options.attnMask;
+    const floatMask = mask !== undefined && typeof mask.data[0] === "number";
+    const tensors = [problem.query, problem.key, problem.value].map((t, n) => ({
+      shape: t.shape,
+      data: Array.from(t.data, (x) => x * sizes[n]),
+    }));
+    const maskData =
+      mask === undefined ? [] : Array.from(mask.data, (x) => (floatMask ? (x as number) * sizes[3] : x));
+    for (const [which, at, special] of specials) {
+      const target = which < 3 ? tensors[which].data : floatMask ? (maskData as number[]) : [];
+      if (target.length > 0) {
+        target[at % target.length] = special;
+      }
+    }
+    const [query, key, value] = tensors;
+    const attnMask = mask === undefined ? {} : { attnMask: { shape: mask.shape, data: maskData } };
+    return { query, key, value, options: { ...problem.options, ...attnMask, scale, softcap } };
+  });
+
+/** Whether the contract may leave the problem undefined: a score or logit that can exceed the
+ * largest double. Bounded from above (every query against every key, E terms of the largest
+ * sizes), so it leaves out more than the rule in compare.py does, never less. */
+function mayOverflow(p: Problem): boolean {
+  const largest = (data: ArrayLike<number | boolean>) =>
+    Array.from(data as ArrayLike<number>).reduce(
+      (m, x) => (Number.isFinite(x) ? Math.max(m, Math.abs(x)) : m),
+      0,
+    );
+  const e = p.query.shape.at(-1) ?? 1;
+  const dot = largest(p.query.data) * largest(p.key.data) * e;
+  const mask = p.options.attnMask === undefined ? 0 : largest(p.options.attnMask.data);
+  return !Number.isFinite(dot * Math.max(1, Math.abs(p.options.scale ?? 1)) + mask);
+}
+
+/** flash.ts against attention.ts where the contract defines the answer: scores and logits
+ * bitwise; the outputs NaN and infinite in the same places, +0.0 in fully-masked rows, and
+ * otherwise within both ports' budgets of compare.py's rule (its spread bounded from above). */
+function assertAgreesWhereDefined(p: Problem): void {
+  if (mayOverflow(p)) {
+    return;
+  }
+  const expected = readable.attentionSteps(p.query, p.key, p.value, p.options);
+  const actual = attentionSteps(p.query, p.key, p.value, p.options);
+  assert.deepEqual(flatten(actual.scores), flatten(expected.scores));
+  assert.deepEqual(flatten(actual.logits), flatten(expected.logits));
+  const [output, expectedOutput] = [flatten(actual.output), flatten(expected.output)];
+  assert.deepEqual(flatten(scaledDotProductAttention(p.query, p.key, p.value, p.options)), output);
+  const weights = flatten(expected.weights);
+  const logits = flatten(expected.logits);
+  const [Lk, Ev] = [expected.scoresShape.at(-1) ?? 0, expected.outputShape.at(-1) ?? 0];
+  const valueHeads = p.value.shape.length >= 3 ? (p.value.shape.at(-3) ?? 1) : 1;
+  const heads = expected.outputShape.length >= 3 ? (expected.outputShape.at(-3) ?? 1) : 1;
+  const Lq = expected.outputShape.at(-2) ?? 0;
+  const e = p.query.shape.at(-1) ?? 1;
+  const sizes = (data: ArrayLike<number | boolean>) =>
+    Array.from(data as ArrayLike<number>).reduce(
+      (m, x) => (Number.isFinite(x) ? Math.max(m, Math.abs(x)) : m),
+      0,
+    );
+  const mask = p.options.attnMask === undefined ? 0 : sizes(p.options.attnMask.data);
+  const spread = Math.abs(p.options.scale ?? 1 / Math.sqrt(e)) * sizes(p.query.data) * sizes(p.key.data) * e;
+  const S = spread + mask + (p.options.softcap ?? 0);
+  for (let n = 0; n < output.length; n++) {
+    const [a, b] = [output[n], expectedOutput[n]];
+    const row = Math.floor(n / Ev);
+    const [i, t] = [row % Lq, n % Ev];
+    const head = Math.floor(row / Lq);
+    const valueHead =
+      Math.floor(head / heads) * valueHeads + Math.floor(((head % heads) * valueHeads) / heads);
+    let [magnitude, floor, reach, fullyMasked] = [0, 0, 0, true];
+    for (let j = 0; j < Lk; j++) {
+      const v = p.value.data[(valueHead * Lk + j) * Ev + t] as number;
+      const w = weights[row * Lk + j];
+      fullyMasked &&= logits[row * Lk + j] === -Infinity;
+      if (Number.isFinite(v) && Number.isFinite(w)) {
+        magnitude += Math.abs(w) * Math.abs(v);
+        floor += (1 + Math.abs(v)) * 2 ** -1074;
+        reach = Math.max(reach, Math.abs(v));
+      }
+    }
+    const where = `output[${n}] (row ${i}): ${a} vs ${b}`;
+    if (fullyMasked) {
+      assert.ok(Object.is(a, 0) && Object.is(b, 0), `${where}: a fully-masked row is +0.0`);
+      continue;
+    }
+    if (Number.isNaN(a) || Number.isNaN(b) || !Number.isFinite(a) || !Number.isFinite(b)) {
+      assert.ok(Object.is(a, b), where);
+      continue;
+    }
+    const budget = 2 * (16 * 2 ** -53 * (1 + S) * magnitude + 16 * floor);
+    if (Number.isFinite(budget)) {
+      assert.ok(Math.abs(a - b) <= budget, `${where}, budget ${budget}`);
+    } else {
+      assert.ok(Math.abs(a) <= reach && Math.abs(b) <= reach, `${where}, beyond ${reach}`);
+    }
+  }
+}
+
+describe("flash.ts agrees with attention.ts at float64's edges", () => {
+  test("sizes from subnormal to 1e307, NaN and infinities, every mask rank, GQA, empty dims", () => {
+    fc.assert(fc.property(extremeProblems, assertAgreesWhereDefined), { numRuns: 300 });
+  });
+});
+
 describe("flash.ts agrees with attention.ts", () => {
   test("the tile sizes are exported and fit the register blocking", () => {
     assert.ok(KEY_TILE >= 4 && KEY_TILE % 4 === 0, `KEY_TILE ${KEY_TILE}`);
