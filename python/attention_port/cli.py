@@ -21,6 +21,12 @@ from .cases import CASES
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, check_node
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
+EXIT_CODES = """exit codes:
+  0  every port passed every case (cases outside the contract are reported apart)
+  1  a port failed a case, or its run did not finish (crash, time-out, malformed results);
+     generate --check: the fixtures are stale
+  2  the job could not run, said in one line: unusable fixtures, no usable Node, a torch
+     device this machine lacks, or a wrong command line"""
 ALL_PORTS = tuple(ports.PORTS)
 
 
@@ -259,6 +265,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="attention-port",
         description="Scaled dot-product attention ports checked against golden fixtures.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
 

@@ -88,3 +88,10 @@ def test_the_sdpa_predicate_never_crashes_a_run():
     bad = dataclasses.replace(case, params={**case.params, "scale": "x"})
     answers = ports.torch_sdpa_port("cpu", "float64").run([bad]).answers
     assert answers["rank2_square"].error == ("value", "scale must be a finite number, got a string")
+
+
+def test_help_documents_the_exit_codes(capsys):
+    status, lines = _run(capsys, "--help")
+    assert status == 0
+    text = "\n".join(lines)
+    assert "exit codes:" in text and "  1  a port failed" in text and "  2  the job could not run" in text
