@@ -38,6 +38,7 @@ from . import oracle
 from .cases import CASES, Case
 from .fixtures import (
     CASE_FORMAT,
+    EXPECTED_NAMES,
     FORMAT_VERSION,
     INPUT_NAMES,
     MANIFEST_FORMAT,
@@ -48,7 +49,6 @@ from .fixtures import (
 )
 from .inputs import ERROR_KINDS
 
-EXPECTED_NAMES = ("scores", "logits", "weights", "output", "error_scale")
 GENERATOR_COMMAND = "attention-port generate"
 FORMAT_DOCUMENTS = SCHEMA_DIR.parent  # the repository's fixtures/: README.md and schema/ come from here
 DOCUMENTS = ("README.md", "schema")
