@@ -13,6 +13,7 @@ builds and serves it. This module only finds the project's Node and hands over:
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +44,9 @@ def command_explore(args: argparse.Namespace) -> int:
     try:
         return process.wait()
     except KeyboardInterrupt:
-        # Ctrl-C reached Node too (the same process group): it closes the server and says so.
+        # From a terminal, Ctrl-C reaches Node too (the same process group); pass it on anyway for
+        # the case where only this process was interrupted. Node closes the server and says so.
+        process.send_signal(signal.SIGINT)
         try:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:

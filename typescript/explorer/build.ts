@@ -25,7 +25,13 @@ import { parseArgs } from "node:util";
 
 import { build } from "esbuild";
 
-import { DEFAULT_FIXTURES, type FixtureCase, type FixtureTensor, loadFixtures, portTensor } from "../src/fixtures.ts";
+import {
+  DEFAULT_FIXTURES,
+  type FixtureCase,
+  type FixtureTensor,
+  loadFixtures,
+  portTensor,
+} from "../src/fixtures.ts";
 import type { ExplorerCase, FlatTensor } from "./model.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -87,9 +93,11 @@ export function explorerCase(fixture: FixtureCase): ExplorerCase {
   };
 }
 
-/** main.ts and everything it imports (attention.ts, inputs.ts, model.ts) as one browser script. */
-export async function bundle(): Promise<string> {
+/** main.ts and everything it imports (attention.ts, inputs.ts, model.ts) as one browser script,
+ * with the source files that went into it (from esbuild's metafile, repository-relative). */
+export async function bundle(): Promise<{ code: string; inputs: string[] }> {
   const result = await build({
+    absWorkingDir: resolve(HERE, "..", ".."),
     entryPoints: [join(HERE, "main.ts")],
     bundle: true,
     write: false,
@@ -99,8 +107,9 @@ export async function bundle(): Promise<string> {
     charset: "utf8",
     legalComments: "none",
     logLevel: "silent",
+    metafile: true,
   });
-  return result.outputFiles[0].text;
+  return { code: result.outputFiles[0].text, inputs: Object.keys(result.metafile.inputs).sort() };
 }
 
 /** Inside an inline <script>, "</script" would end the script early. */
@@ -114,7 +123,9 @@ export interface PageOptions {
 }
 
 /** The whole page as one HTML string, and the ids of the cases left out of it. */
-export async function buildPage(options: PageOptions = {}): Promise<{ html: string; cases: string[]; left: string[] }> {
+export async function buildPage(
+  options: PageOptions = {},
+): Promise<{ html: string; cases: string[]; left: string[] }> {
   const fixtures = loadFixtures(options.fixtures ?? DEFAULT_FIXTURES);
   const kept: string[] = [];
   const left: string[] = [];
@@ -130,7 +141,7 @@ export async function buildPage(options: PageOptions = {}): Promise<{ html: stri
   }
   const template = readFileSync(join(HERE, "index.html"), "utf8");
   const casesScript = `window.EXPLORER_CASES = [\n${literals.join(",\n")}\n];`;
-  const script = await bundle();
+  const { code: script } = await bundle();
   // Function replacers: a `$` in the script must not be read as a replacement pattern.
   const html = template
     .replace("/*EXPLORER_CASES*/", () => scriptSafe(casesScript))
@@ -147,7 +158,8 @@ export async function writePage(out: string, options: PageOptions = {}): Promise
   writeFileSync(temporary, html);
   renameSync(temporary, target);
   const size = Buffer.byteLength(html);
-  const leftOut = left.length === 0 ? "" : `; left out as too large: ${left.join(", ")} (served mode has them)`;
+  const leftOut =
+    left.length === 0 ? "" : `; left out as too large: ${left.join(", ")} (served mode has them)`;
   return `wrote ${target} (${(size / 1024).toFixed(0)} KiB, ${cases.length} fixture cases${leftOut})`;
 }
 
@@ -161,7 +173,9 @@ export function serve(port: number, options: PageOptions = {}): Promise<string> 
     }
     buildPage({ ...options, allCases: true }).then(
       ({ html }) => {
-        response.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" }).end(html);
+        response
+          .writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" })
+          .end(html);
       },
       (error: unknown) => {
         response

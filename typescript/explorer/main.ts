@@ -7,7 +7,12 @@
  * screen (dimmed).
  */
 
-import { AttentionInputError, type AttentionOptions, type AttentionSteps, attentionSteps } from "../src/attention.ts";
+import {
+  AttentionInputError,
+  type AttentionOptions,
+  type AttentionSteps,
+  attentionSteps,
+} from "../src/attention.ts";
 import {
   checkOutput,
   type ExplorerCase,
@@ -112,7 +117,8 @@ function textOf(name: InputName): HTMLTextAreaElement {
 
 function setInputs(inputs: Record<InputName, unknown>): void {
   for (const name of INPUT_NAMES) {
-    textOf(name).value = inputs[name] === null || inputs[name] === undefined ? "" : formatTensorText(inputs[name]);
+    textOf(name).value =
+      inputs[name] === null || inputs[name] === undefined ? "" : formatTensorText(inputs[name]);
   }
 }
 
@@ -332,14 +338,19 @@ function drawSteps(): void {
   const expected = state.fixture?.expected ?? null;
   const figures = [
     heatmap("scores", "1. scores = Q·Kᵀ", sliceAt(steps.scores, outer), [lq, lk]),
-    heatmap("logits", "2-3. logits = scores × scale (+ softcap, mask)", sliceAt(logitsOf(steps), outer), [lq, lk]),
+    heatmap("logits", "2-3. logits = scores × scale (+ softcap, mask)", sliceAt(logitsOf(steps), outer), [
+      lq,
+      lk,
+    ]),
     heatmap("weights", "4. weights = softmax(logits)", weights, [lq, lk], true),
     heatmap("output", "5. output = weights · V", sliceAt(steps.output, outer), [lq, ev]),
   ];
   if (expected !== null) {
     const shape = expected.output.shape;
     const size = shape.slice(-2).reduce((a, n) => a * n, 1);
-    const offset = outerIndices(shape.slice(0, -2)).findIndex((x) => JSON.stringify(x) === JSON.stringify(outer));
+    const offset = outerIndices(shape.slice(0, -2)).findIndex(
+      (x) => JSON.stringify(x) === JSON.stringify(outer),
+    );
     const flat = expected.output.data.slice(offset * size, (offset + 1) * size);
     const rows = Array.from({ length: lq }, (_, i) => flat.slice(i * ev, (i + 1) * ev));
     figures.push(heatmap("expected", "the oracle's output (50 digits, rounded once)", rows, [lq, ev]));
@@ -473,7 +484,9 @@ function explain(step: string, i: number, j: number): void {
           );
     const fixture = state.fixture?.expected;
     if (fixture && step === "expected") {
-      const cell = Number($("table-expected").querySelector(`td[data-i="${i}"][data-j="${j}"]`)?.getAttribute("data-value"));
+      const cell = Number(
+        $("table-expected").querySelector(`td[data-i="${i}"][data-j="${j}"]`)?.getAttribute("data-value"),
+      );
       lines.push(`oracle: ${numberText(cell)}, |difference| = ${Math.abs(output - cell).toExponential(2)}`);
     }
   } else {
@@ -585,19 +598,35 @@ function drawFixturePanel(steps: AttentionSteps | null): void {
   const fixture = state.fixture;
   if (fixture === null || steps === null) {
     if (fixture === null && $<HTMLSelectElement>("preset").value.startsWith("case:")) {
-      panel.append(element("p", { class: "hint" }, "inputs or options changed: the oracle's values apply to the case as loaded (choose it again)"));
+      panel.append(
+        element(
+          "p",
+          { class: "hint" },
+          "inputs or options changed: the oracle's values apply to the case as loaded (choose it again)",
+        ),
+      );
     }
     return;
   }
   if (fixture.expected === null) {
     return; // an invalid case: the port's error is shown next to the input, beside the expected one
   }
-  const check = checkOutput(flatten(steps.output), fixture.expected.output.data, fixture.expected.errorScale.data);
+  const check = checkOutput(
+    flatten(steps.output),
+    fixture.expected.output.data,
+    fixture.expected.errorScale.data,
+  );
   const used = Number.isFinite(check.used) ? `${(100 * check.used).toFixed(1)}%` : "∞";
   const verdict = element(
     "p",
-    { id: "fixture-verdict", class: check.passed ? "verdict-good" : "verdict-bad", "data-used": String(check.used) },
-    check.passed ? `within budget: ${used} of the error budget used` : `OUT OF BUDGET: ${used} of the error budget used`,
+    {
+      id: "fixture-verdict",
+      class: check.passed ? "verdict-good" : "verdict-bad",
+      "data-used": String(check.used),
+    },
+    check.passed
+      ? `within budget: ${used} of the error budget used`
+      : `OUT OF BUDGET: ${used} of the error budget used`,
   );
   panel.append(
     verdict,
@@ -638,7 +667,8 @@ function loadPreset(): void {
   if (choice === "tutorial") {
     setInputs({ ...tutorialInputs(), attnMask: null });
     applyParams({ isCausal: false, scale: null, enableGqa: false, softcap: 0 });
-    description.textContent = "The tutorial's first example: Q = K, three tokens of d_k = 4, V = [[1,2],[3,4],[5,6]].";
+    description.textContent =
+      "The tutorial's first example: Q = K, three tokens of d_k = 4, V = [[1,2],[3,4],[5,6]].";
   } else if (choice === "random") {
     drawRandom();
     return;
@@ -672,7 +702,9 @@ function drawRandom(): void {
   };
   const bad = Object.entries(sizes).find(
     ([name, x]) =>
-      !Number.isInteger(x) || x < (name === "seed" ? 0 : 1) || x > (name === "seed" ? 2 ** 31 : name.startsWith("h") ? 8 : RANDOM_LIMIT),
+      !Number.isInteger(x) ||
+      x < (name === "seed" ? 0 : 1) ||
+      x > (name === "seed" ? 2 ** 31 : name.startsWith("h") ? 8 : RANDOM_LIMIT),
   );
   const error = $("error-random");
   if (bad !== undefined) {
@@ -704,7 +736,10 @@ const METRICS: readonly {
   { key: "jacobian", title: "‖diag(p) − ppᵀ‖_F (mean)" },
 ];
 
-function metricPair(point: SqrtDkPoint, key: (typeof METRICS)[number]["key"]): { scaled: number; unscaled: number } {
+function metricPair(
+  point: SqrtDkPoint,
+  key: (typeof METRICS)[number]["key"],
+): { scaled: number; unscaled: number } {
   if (key === "scoreSpread") {
     return { scaled: point.scaledSpread, unscaled: point.scoreSpread };
   }
@@ -718,7 +753,11 @@ function drawSqrtDk(): void {
   const here = sqrtDkPoint(dk);
   const table = element("table", { id: "sqrt-dk-values" });
   const head = element("tr");
-  head.append(element("th", {}, `at d_k = ${dk}`), element("th", {}, "with 1/√d_k"), element("th", {}, "without"));
+  head.append(
+    element("th", {}, `at d_k = ${dk}`),
+    element("th", {}, "with 1/√d_k"),
+    element("th", {}, "without"),
+  );
   table.append(head);
   for (const metric of METRICS) {
     const pair = metricPair(here, metric.key);
@@ -747,34 +786,68 @@ function svg(tag: string, attributes: Record<string, string | number>, text?: st
   return node;
 }
 
-function chart(key: (typeof METRICS)[number]["key"], title: string, curve: readonly SqrtDkPoint[], dk: number): SVGElement {
+function chart(
+  key: (typeof METRICS)[number]["key"],
+  title: string,
+  curve: readonly SqrtDkPoint[],
+  dk: number,
+): SVGElement {
   const [width, height, left, right, top, bottom] = [250, 150, 34, 8, 16, 22];
   const values = curve.flatMap((p) => Object.values(metricPair(p, key)));
   const yMax = Math.max(...values) * 1.05 || 1;
   const x = (d: number) => left + (Math.log2(d) / 10) * (width - left - right);
   const y = (v: number) => height - bottom - (v / yMax) * (height - top - bottom);
-  const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "data-metric": key });
+  const root = svg("svg", {
+    width,
+    height,
+    viewBox: `0 0 ${width} ${height}`,
+    role: "img",
+    "data-metric": key,
+  });
   root.append(svg("title", {}, `${title} against d_k, with and without 1/√d_k`));
   root.append(svg("text", { x: left, y: 11, class: "title" }, `${title} vs d_k`));
-  root.append(svg("line", { x1: left, y1: height - bottom, x2: width - right, y2: height - bottom, stroke: "#999" }));
+  root.append(
+    svg("line", { x1: left, y1: height - bottom, x2: width - right, y2: height - bottom, stroke: "#999" }),
+  );
   root.append(svg("line", { x1: left, y1: top, x2: left, y2: height - bottom, stroke: "#999" }));
   for (const d of [1, 8, 64, 1024]) {
     root.append(svg("text", { x: x(d), y: height - 8, "text-anchor": "middle" }, String(d)));
   }
   for (const v of [0, yMax / 2 / 1.05, yMax / 1.05]) {
-    root.append(svg("text", { x: left - 3, y: y(v) + 3, "text-anchor": "end" }, Number(v.toPrecision(2)).toString()));
+    root.append(
+      svg("text", { x: left - 3, y: y(v) + 3, "text-anchor": "end" }, Number(v.toPrecision(2)).toString()),
+    );
   }
-  root.append(svg("line", { x1: x(dk), y1: top, x2: x(dk), y2: height - bottom, stroke: "#888", "stroke-dasharray": "2 2" }));
+  root.append(
+    svg("line", {
+      x1: x(dk),
+      y1: top,
+      x2: x(dk),
+      y2: height - bottom,
+      stroke: "#888",
+      "stroke-dasharray": "2 2",
+    }),
+  );
   for (const [series, colour, dash] of [
     ["scaled", "#0072b2", ""],
     ["unscaled", "#d55e00", "5 3"],
   ] as const) {
     const points = curve.map((p) => `${x(p.dk)},${y(metricPair(p, key)[series])}`).join(" ");
-    root.append(svg("polyline", { points, fill: "none", stroke: colour, "stroke-width": 2, "stroke-dasharray": dash }));
+    root.append(
+      svg("polyline", { points, fill: "none", stroke: colour, "stroke-width": 2, "stroke-dasharray": dash }),
+    );
     for (const p of curve) {
       const v = metricPair(p, key)[series];
       root.append(
-        svg("circle", { cx: x(p.dk), cy: y(v), r: 2.5, fill: colour, "data-series": series, "data-dk": p.dk, "data-value": v }),
+        svg("circle", {
+          cx: x(p.dk),
+          cy: y(v),
+          r: 2.5,
+          fill: colour,
+          "data-series": series,
+          "data-dk": p.dk,
+          "data-value": v,
+        }),
       );
     }
   }

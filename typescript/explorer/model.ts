@@ -20,7 +20,9 @@ const SPECIAL_WORDS: Readonly<Record<string, number>> = {
 };
 
 /** What the reader typed into an input box: a value for the port, or why it is not JSON. */
-export type ParsedText = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string };
+export type ParsedText =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly message: string };
 
 /** JSON, plus the bare words NaN, Infinity and -Infinity. An empty box is null (no tensor). The
  * value is handed to the port as it is, so a ragged array or a string reaches the port's own
@@ -151,7 +153,11 @@ export function randomInputs(sizes: RandomSizes): { query: unknown; key: unknown
   const heads = (count: number, rows: number, cols: number) =>
     Array.from({ length: count }, () => matrix(rows, cols));
   if (sizes.hq === 1 && sizes.hkv === 1) {
-    return { query: matrix(sizes.lq, sizes.e), key: matrix(sizes.lk, sizes.e), value: matrix(sizes.lk, sizes.ev) };
+    return {
+      query: matrix(sizes.lq, sizes.e),
+      key: matrix(sizes.lk, sizes.e),
+      value: matrix(sizes.lk, sizes.ev),
+    };
   }
   return {
     query: heads(sizes.hq, sizes.lq, sizes.e), // [Hq, Lq, E]
@@ -328,7 +334,11 @@ export function outputArithmetic(
 ): string[] {
   const terms = weightsRow.map((w, j) => `${shortNumber(w)}×${shortNumber(valueColumn[j])}`);
   const shown = terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms;
-  return [`out[${i}][${c}] = Σ_j w${i}j · v[j][${c}]`, `= ${shown.join(" + ") || "0"}`, `= ${numberText(output)}`];
+  return [
+    `out[${i}][${c}] = Σ_j w${i}j · v[j][${c}]`,
+    `= ${shown.join(" + ") || "0"}`,
+    `= ${numberText(output)}`,
+  ];
 }
 
 // ---- The tolerance rule, for a fixture case ---------------------------------------------------------
@@ -364,8 +374,16 @@ export function checkOutput(
   }
   for (let n = 0; n < expected.length; n++) {
     if (Number.isNaN(actual[n]) !== Number.isNaN(expected[n])) {
-      const what = Number.isNaN(actual[n]) ? "NaN where a number was expected" : "a number where NaN was expected";
-      return { passed: false, used: Infinity, maxAbsError: Infinity, index: n, problem: `element ${n} is ${what}` };
+      const what = Number.isNaN(actual[n])
+        ? "NaN where a number was expected"
+        : "a number where NaN was expected";
+      return {
+        passed: false,
+        used: Infinity,
+        maxAbsError: Infinity,
+        index: n,
+        problem: `element ${n} is ${what}`,
+      };
     }
   }
   let most = -Infinity;
