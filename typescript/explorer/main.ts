@@ -377,46 +377,34 @@ function heatmap(
   const focusable = shape[0] * cols <= FOCUSABLE_UP_TO;
   const size = dense ? "heat dense" : cols > 8 ? "heat medium" : "heat";
   const table = element("table", { class: size, id: `table-${step}`, "data-step": step });
-  const head = element("tr");
-  head.append(element("th"));
-  for (let j = 0; j < cols && !dense; j++) {
-    head.append(element("th", {}, String(j)));
-  }
+  // Built as one string: for 64 x 64 matrices that is many times faster than a node per cell.
+  const html: string[] = [];
   if (!dense) {
-    table.append(head);
+    html.push(`<tr><th></th>${Array.from({ length: cols }, (_, j) => `<th>${j}</th>`).join("")}</tr>`);
   }
+  const tab = focusable ? ' tabindex="0"' : "";
   matrix.forEach((row, i) => {
-    const tr = element("tr");
-    tr.append(element("th", {}, dense ? "" : String(i)));
+    html.push(`<tr><th>${dense ? "" : i}</th>`);
     row.forEach((x, j) => {
-      const td = element("td", {
-        class: "num",
-        "data-i": String(i),
-        "data-j": String(j),
-        "data-value": numberText(x),
-        title: `${step}[${i}][${j}] = ${numberText(x)}`,
-      });
-      if (focusable) {
-        td.tabIndex = 0;
-      }
+      let look: string;
       if (x === -Infinity) {
-        td.classList.add("masked");
+        look = 'class="num masked"';
       } else if (Number.isNaN(x)) {
-        td.classList.add("nan");
+        look = 'class="num nan"';
       } else {
         const { colour, darkText } = viridis(high > low ? (x - low) / (high - low) : 0.5);
-        td.style.background = colour;
-        td.style.color = darkText ? "#000" : "#fff";
+        look = `class="num" style="background:${colour};color:${darkText ? "#000" : "#fff"}"`;
       }
-      td.textContent = shortNumber(x);
-      tr.append(td);
+      const text = dense ? "" : shortNumber(x);
+      html.push(`<td ${look} data-i="${i}" data-j="${j}" data-value="${numberText(x)}"${tab}>${text}</td>`);
     });
     if (rowSums) {
       const sum = row.reduce((a, x) => a + x, 0);
-      tr.append(element("td", { class: "rowsum", "data-row-sum": numberText(sum) }, `Σ ${shortNumber(sum)}`));
+      html.push(`<td class="rowsum" data-row-sum="${numberText(sum)}">Σ ${shortNumber(sum)}</td>`);
     }
-    table.append(tr);
+    html.push("</tr>");
   });
+  table.innerHTML = html.join("");
   figure.append(table);
   if (dense) {
     figure.append(element("p", { class: "hint" }, "too many columns for numbers: hover a cell"));
