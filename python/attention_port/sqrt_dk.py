@@ -56,10 +56,8 @@ def measure(dk: int, rows: int = ROWS, draws: int = DRAWS, seed: int = 0) -> Sqr
     stats: dict[str, dict[str, float]] = {"spread": {}, "max_weight": {}, "entropy": {}, "jacobian": {}}
     for name, scale in (("unscaled", 1.0), ("scaled", None)):
         steps = reference.attention_steps(query, key, value, scale=scale)
-        logits = getattr(steps, "logits", None)
-        logits = steps.scaled if logits is None else logits  # the step's first name
         weights = steps.weights  # [D, n, n]
-        stats["spread"][name] = float(np.std(logits))
+        stats["spread"][name] = float(np.std(steps.logits))
         stats["max_weight"][name] = float(np.mean(np.max(weights, axis=-1)))
         with np.errstate(divide="ignore", invalid="ignore"):
             plogp = np.where(weights > 0, weights * np.log(weights), 0.0)

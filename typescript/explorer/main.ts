@@ -20,7 +20,6 @@ import {
   finiteRange,
   flatten,
   formatTensorText,
-  logitsOf,
   numberText,
   outerIndices,
   outputArithmetic,
@@ -338,7 +337,7 @@ function drawSteps(): void {
   const expected = state.fixture?.expected ?? null;
   const figures = [
     heatmap("scores", "1. scores = Q·Kᵀ", sliceAt(steps.scores, outer), [lq, lk]),
-    heatmap("logits", "2-3. logits = scores × scale (+ softcap, mask)", sliceAt(logitsOf(steps), outer), [
+    heatmap("logits", "2-3. logits = scores × scale (+ softcap, mask)", sliceAt(steps.logits, outer), [
       lq,
       lk,
     ]),
@@ -490,7 +489,7 @@ function explain(step: string, i: number, j: number): void {
             score: sliceAt(steps.scores, outer)[i][j],
             scale,
             softcap: Number(options.softcap ?? 0),
-            logitsRow: sliceAt(logitsOf(steps), outer)[i],
+            logitsRow: sliceAt(steps.logits, outer)[i],
             weight: sliceAt(steps.weights, outer)[i][j],
             i,
             j,

@@ -186,12 +186,6 @@ export function sliceAt(tensor: NestedArray, outer: readonly number[]): number[]
   return node as number[][];
 }
 
-/** The logits step (softmax's input). The step was first named `scaled`; either name is read. */
-export function logitsOf(steps: object): NestedArray {
-  const named = steps as { readonly logits?: NestedArray; readonly scaled?: NestedArray };
-  return (named.logits ?? named.scaled) as NestedArray;
-}
-
 /** Flat row-major values of nested arrays. */
 export function flatten(x: unknown): number[] {
   return Array.isArray(x) ? x.flatMap((y) => flatten(y)) : [x as number];
@@ -464,7 +458,7 @@ export function sqrtDkPoint(dk: number, seed = 7, rows = SQRT_DK_ROWS): SqrtDkPo
   return {
     dk,
     scoreSpread: spread(raw.scores),
-    scaledSpread: spread(logitsOf(scaled)),
+    scaledSpread: spread(scaled.logits),
     maxWeight: { scaled: perRow(scaled.weights, maxOf), unscaled: perRow(raw.weights, maxOf) },
     entropy: { scaled: perRow(scaled.weights, entropyOf), unscaled: perRow(raw.weights, entropyOf) },
     jacobian: { scaled: perRow(scaled.weights, jacobianSize), unscaled: perRow(raw.weights, jacobianSize) },
