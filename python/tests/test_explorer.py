@@ -161,7 +161,7 @@ def test_explore_build_writes_one_self_contained_file(tmp_path):
     assert run.stdout.startswith(f"wrote {page}")
     assert sorted(p.name for p in page.parent.iterdir()) == ["index.html"]
     html = page.read_text(encoding="utf-8")
-    assert "function attentionCore(" in html  # the port itself, bundled
+    assert "function attentionSteps(" in html  # the port itself, bundled
     assert "tutorial_seq3_dk4" in html
     assert "<script src" not in html and "<link" not in html
 

@@ -219,6 +219,24 @@ def test_bad_input_shows_the_ports_error_and_keeps_the_last_result(page, box, te
     assert page.page.inner_text(f"#error-{target}") == ""
 
 
+def test_editing_a_cell_recomputes_and_a_word_there_meets_the_ports_check(page):
+    page.page.fill('input[aria-label="value[2][1]"]', "10")
+    page.page.keyboard.press("Tab")
+    value = [[1, 2], [3, 4], [5, 10]]
+    assert page.values("output") == node_output(TUTORIAL["query"], TUTORIAL["key"], value)
+    assert json.loads(page.page.input_value("#text-value").replace("\n", "")) == value
+    page.page.fill('input[aria-label="query[0][1]"]', "two")
+    page.page.keyboard.press("Tab")
+    assert "AttentionInputError (type): query[0][1]" in page.page.inner_text("#error-query")
+
+
+def test_an_invalid_fixture_case_shows_the_error_it_must_raise(page):
+    page.page.select_option("#preset", "case:error_ragged_key_depth")
+    expected = "key is ragged: key[1][1] is an array, expected a scalar"
+    assert expected in page.page.inner_text("#case-description")
+    assert expected in page.page.inner_text("#error-key")
+
+
 def test_a_bad_option_shows_the_ports_error(page):
     page.page.fill("#softcap", "-1")
     assert "softcap" in page.page.inner_text("#error-options")

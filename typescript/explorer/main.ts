@@ -798,7 +798,9 @@ function chart(
   );
   root.append(svg("line", { x1: left, y1: top, x2: left, y2: height - bottom, stroke: "#999" }));
   for (const d of [1, 8, 64, 1024]) {
-    root.append(svg("text", { x: x(d), y: height - 8, "text-anchor": "middle" }, String(d)));
+    root.append(
+      svg("text", { x: x(d), y: height - 8, "text-anchor": d === 1024 ? "end" : "middle" }, String(d)),
+    );
   }
   for (const v of [0, yMax / 2 / 1.05, yMax / 1.05]) {
     root.append(

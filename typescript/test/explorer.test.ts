@@ -200,7 +200,7 @@ describe("the page build", () => {
     assert.ok(
       inputs.every((path) => path.startsWith("typescript/src/") || path.startsWith("typescript/explorer/")),
     );
-    assert.match(code, /function attentionCore\(/);
+    assert.match(code, /function attentionSteps\(/);
   });
 
   test("the built page holds everything it needs and no address to fetch", async () => {
