@@ -9,6 +9,7 @@
  */
 
 import { attentionSteps, type NestedArray } from "../src/attention.ts";
+import type { FixtureCase } from "../src/fixtures.ts"; // a type only: nothing of fixtures.ts is bundled
 
 // ---- Reading and writing tensors as text ----------------------------------------------------------
 
@@ -490,28 +491,13 @@ export interface FlatTensor {
 }
 
 /** One fixture case, as build.ts embeds it in the page (read by typescript/src/fixtures.ts, so the
- * page never parses the fixture format itself). Inputs are in the form the port takes. */
-export interface ExplorerCase {
-  readonly id: string;
-  readonly description: string;
-  readonly tags: readonly string[];
-  readonly inputs: {
-    readonly query: unknown;
-    readonly key: unknown;
-    readonly value: unknown;
-    readonly attnMask: unknown;
-  };
-  readonly params: {
-    readonly isCausal: unknown;
-    readonly scale: unknown;
-    readonly enableGqa: unknown;
-    readonly softcap: unknown;
-  };
-  /** The oracle's values (50-digit decimal, rounded once to float64); null for an invalid case. */
+ * page never parses the fixture format itself). Inputs are in the form the port takes; of the
+ * oracle's values (50-digit decimal, rounded once to float64) the page carries what it shows. */
+export interface ExplorerCase
+  extends Pick<FixtureCase, "id" | "description" | "tags" | "inputs" | "params" | "expectedError"> {
   readonly expected: {
     readonly weights: FlatTensor;
     readonly output: FlatTensor;
     readonly errorScale: FlatTensor;
-  } | null;
-  readonly expectedError: { readonly kind: string; readonly message: string } | null;
+  } | null; // null for an invalid case
 }
