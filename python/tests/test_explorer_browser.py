@@ -230,6 +230,20 @@ def test_editing_a_cell_recomputes_and_a_word_there_meets_the_ports_check(page):
     assert "AttentionInputError (type): query[0][1]" in page.page.inner_text("#error-query")
 
 
+def test_every_bundled_fixture_case_loads_and_is_within_budget(page):
+    cases = page.page.eval_on_selector_all("#preset option[value^='case:']", "o => o.map(x => x.value)")
+    verdicts = {}
+    for case in cases:
+        page.page.select_option("#preset", case)
+        verdict = page.page.locator("#fixture-verdict")
+        errors = page.page.eval_on_selector_all(".error", "e => e.map(x => x.textContent).join('')")
+        verdicts[case] = verdict.inner_text() if verdict.count() else errors
+    valid = [c for c in cases if not c.startswith("case:error_")]
+    assert len(valid) > 30
+    assert {c: v for c, v in verdicts.items() if c in valid and not v.startswith("within budget")} == {}
+    assert {c: v for c, v in verdicts.items() if c not in valid and "AttentionInputError" not in v} == {}
+
+
 def test_an_invalid_fixture_case_shows_the_error_it_must_raise(page):
     page.page.select_option("#preset", "case:error_ragged_key_depth")
     expected = "key is ragged: key[1][1] is an array, expected a scalar"

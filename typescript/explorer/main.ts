@@ -175,14 +175,29 @@ function readOptions(attnMask: unknown): AttentionOptions {
   // The values go to the port as typed: a word that is not a number meets the port's own check.
   return {
     attnMask: attnMask as AttentionOptions["attnMask"],
-    isCausal: $<HTMLInputElement>("causal").checked,
+    isCausal: (Object.hasOwn(rawFlags, "isCausal")
+      ? rawFlags.isCausal
+      : $<HTMLInputElement>("causal").checked) as boolean,
     scale: scale as number | null,
-    enableGqa: $<HTMLInputElement>("gqa").checked,
+    enableGqa: (Object.hasOwn(rawFlags, "enableGqa")
+      ? rawFlags.enableGqa
+      : $<HTMLInputElement>("gqa").checked) as boolean,
     softcap: softcap as number,
   };
 }
 
+// A fixture case may hold a flag that is not a boolean (to test the port's check), which a checkbox
+// cannot show: it is passed to the port as it is until the checkbox is touched.
+let rawFlags: { isCausal?: unknown; enableGqa?: unknown } = {};
+
 function applyParams(params: ExplorerCase["params"]): void {
+  rawFlags = {};
+  if (typeof params.isCausal !== "boolean") {
+    rawFlags.isCausal = params.isCausal;
+  }
+  if (typeof params.enableGqa !== "boolean") {
+    rawFlags.enableGqa = params.enableGqa;
+  }
   const scaleMode = $<HTMLSelectElement>("scale-mode");
   if (params.scale === null) {
     scaleMode.value = "default";
@@ -677,6 +692,7 @@ function loadPreset(): void {
 }
 
 function drawRandom(): void {
+  rawFlags = {};
   const read = (id: string) => Number($<HTMLInputElement>(id).value);
   const sizes = {
     lq: read("random-lq"),
@@ -851,6 +867,11 @@ function start(): void {
   wireHeatmaps();
   for (const id of ["causal", "gqa", "softcap", "scale-custom"]) {
     $(id).addEventListener("input", () => {
+      if (id === "causal") {
+        delete rawFlags.isCausal;
+      } else if (id === "gqa") {
+        delete rawFlags.enableGqa;
+      }
       state.fixture = null;
       recompute();
     });
