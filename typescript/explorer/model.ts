@@ -258,6 +258,11 @@ export function finiteRange(matrix: readonly (readonly number[])[]): [number, nu
 
 // ---- The arithmetic behind one cell -----------------------------------------------------------------
 
+/** A number inside a product, in parentheses when negative: (-0.4)×(-1.2), not -0.4×-1.2. */
+function factor(x: number): string {
+  return x < 0 ? `(${shortNumber(x)})` : shortNumber(x);
+}
+
 export interface WeightCellInputs {
   readonly queryRow: readonly number[]; // [E]
   readonly keyRow: readonly number[]; // [E]
@@ -278,7 +283,7 @@ export interface WeightCellInputs {
 export function weightArithmetic(cell: WeightCellInputs): string[] {
   const { queryRow, keyRow, score, scale, softcap, logitsRow, weight, i, j } = cell;
   const n = (x: number) => shortNumber(x);
-  const terms = queryRow.map((q, t) => `${n(q)}×${n(keyRow[t])}`);
+  const terms = queryRow.map((q, t) => `${factor(q)}×${factor(keyRow[t])}`);
   const shownTerms = terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms;
   const lines = [`q${i}·k${j} = ${shownTerms.join(" + ") || "0 (no features)"} = ${n(score)}`];
   let logit = score * scale;
@@ -327,7 +332,7 @@ export function outputArithmetic(
   i: number,
   c: number,
 ): string[] {
-  const terms = weightsRow.map((w, j) => `${shortNumber(w)}×${shortNumber(valueColumn[j])}`);
+  const terms = weightsRow.map((w, j) => `${factor(w)}×${factor(valueColumn[j])}`);
   const shown = terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms;
   return [
     `out[${i}][${c}] = Σ_j w${i}j · v[j][${c}]`,
