@@ -12,6 +12,14 @@ Each case draws from `numpy.random.Generator(PCG64(seed))` with its own seed, in
 key, value, attn_mask, so adding or editing one case never changes another. Drawn numbers keep
 three significant digits, so the files stay short and readable; the oracle takes them exactly as
 the float64 values they are.
+
+Every row names its fields (id, seed, tags, description, inputs, options, error). Its tags say what
+it exercises, from the list in TAGS below (a test keeps the two in step); `verify --tag` picks cases
+by them. An invalid case is tagged `error` and its error kind.
+
+Three tables: VALID_CASES and INVALID_CASES are written as fixtures (CASES), and every port is held
+to them; ARRAY_CASES hold inputs JSON cannot carry (a numpy dtype, a zero dim before others), and
+only the Python ports are held to them.
 """
 
 from __future__ import annotations
@@ -161,6 +169,45 @@ class Case:
             "softcap": self.softcap,
         }
 
+
+TAGS = {
+    # the shape of the problem
+    "tutorial": "the tutorial's own examples",
+    "rank2": "[L, E] inputs: no batch, no heads",
+    "rank3": "[H, L, E] inputs",
+    "rank4": "[B, H, L, E] inputs",
+    "rank5": "two batch dims",
+    "batch": "leading batch dims that matter to the case",
+    "heads": "several heads; on an invalid case, the error kind `heads`",
+    "cross": "Lq != Lk (cross-attention)",
+    "ev": "a value feature size Ev != E",
+    "gqa": "enable_gqa: query heads share key/value heads",
+    "mqa": "one key/value head for every query head",
+    "long": "lengths past flash.ts's tiles",
+    "empty": "a zero-size dim (no batch, head, query or key)",
+    "edge": "lengths of one",
+    # options and masks
+    "scale": "a scale other than 1/sqrt(E)",
+    "softcap": "softcap > 0",
+    "causal": "is_causal",
+    "mask": "an attn_mask; on an invalid case, the error kind `mask`",
+    "bool_mask": "a boolean mask (true = may attend)",
+    "float_mask": "a float mask added to the logits",
+    "broadcast": "a mask of fewer dims or size-1 dims, broadcast to the scores",
+    "fully_masked": "a row with every key masked: weights and output +0.0",
+    # numbers
+    "stability": "logits whose exp() overflows or that are tiny: softmax must subtract the max",
+    "nan": "NaN in an input, and where it must reach",
+    # invalid inputs: `error` and the error kind
+    "error": "an invalid case: every port must raise this kind and message",
+    "ragged": "the error kind `ragged`",
+    "type": "the error kind `type`",
+    "rank": "the error kind `rank`",
+    "shape": "the error kind `shape`",
+    "value": "the error kind `value`",
+    "order": "two faults at once: which one is reported first",
+    "arrays": "inputs only numpy can hold (ARRAY_CASES, never a fixture)",
+}
 
 TUTORIAL_QUERY = [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0]]
 TUTORIAL_VALUE = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]

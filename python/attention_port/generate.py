@@ -229,14 +229,14 @@ def remove_stale_staging(folder: Path) -> list[Path]:
 
 
 def _process_exists(pid: int) -> bool:
+    if os.name == "nt":  # os.kill(pid, 0) would end the process there; leave its folder alone
+        return True
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # signal 0: only asks whether the process is there
     except ProcessLookupError:
         return False
-    except PermissionError:  # someone else's process
+    except PermissionError:  # there, but someone else's
         return True
-    except OSError:
-        return False
     return True
 
 

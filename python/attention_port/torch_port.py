@@ -8,7 +8,7 @@ the same labels, order and names as reference.py (the numpy float64 port), so th
 side by side. torch's own kernel is not used by the port: `torch_sdpa` below calls
 torch.nn.functional.scaled_dot_product_attention only to cross-check the production kernel.
 
-Dimension letters (DESIGN.md section 2):
+Dimension letters (docs/design.md):
     B...  leading batch dims (any number, equal across query, key and value)
     Hq    query heads             Hkv  key/value heads (Hq == Hkv unless enable_gqa)
     Lq    query length (rows)     Lk   key/value length (the axis softmax runs over)

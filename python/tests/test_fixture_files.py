@@ -37,6 +37,11 @@ def test_case_table_size_and_seeds():
     assert {c.error[0] for c in invalid} == set(ERROR_KINDS) - {"size"}
 
 
+def test_every_tag_is_documented_and_used():
+    used = {tag for case in case_table.CASES + case_table.ARRAY_CASES for tag in case.tags}
+    assert used == set(case_table.TAGS), "tags and cases.TAGS differ"
+
+
 def test_adding_a_case_changes_no_other(tmp_path):
     extra = case_table.Case(
         id="extra_case",

@@ -119,9 +119,37 @@ function readBytes(path: string, display: string): Buffer {
   }
 }
 
+// The documents as fixtures/schema describes them (python/attention_port/fixtures.py checks every
+// folder against the schema, so only what TypeScript reads is spelled out here).
+interface TensorDocument {
+  readonly dtype?: "float64" | "bool" | null;
+  readonly shape: number[];
+  readonly data: unknown;
+}
+type StepName =
+  | "scores"
+  | "logits"
+  | "weights"
+  | "output"
+  | "error_scale"
+  | "spread"
+  | "magnitude"
+  | "error_floor";
+interface CaseDocument {
+  readonly id: string;
+  readonly description: string;
+  readonly tags: string[];
+  readonly inputs: Readonly<Record<"query" | "key" | "value" | "attn_mask", TensorDocument | null>>;
+  readonly params: Readonly<Record<"is_causal" | "scale" | "enable_gqa" | "softcap", unknown>>;
+  readonly expected?: Readonly<Record<StepName, TensorDocument>> & { readonly score_bound: number | string };
+  readonly expected_error?: { readonly kind: ErrorKind; readonly message: string };
+}
+interface ManifestDocument {
+  readonly cases: readonly { readonly id: string; readonly file: string; readonly sha256: string }[];
+}
+
 /** A JSON object whose format and version this code reads. */
-// biome-ignore lint/suspicious/noExplicitAny: the schema, checked in Python, gives the structure
-function readDocument(data: Buffer, format: string, display: string): Record<string, any> {
+function readDocument<T>(data: Buffer, format: string, display: string): T {
   let document: unknown;
   try {
     document = JSON.parse(data.toString("utf8"));
@@ -142,7 +170,7 @@ function readDocument(data: Buffer, format: string, display: string): Record<str
         ` ${REGENERATE_HINT}`,
     );
   }
-  return found;
+  return found as T;
 }
 
 /** Leaves of nested arrays of the given shape, row-major; null if the nesting is ragged. */
@@ -164,11 +192,7 @@ function flattenExact(data: unknown, shape: readonly number[]): unknown[] | null
   return leaves;
 }
 
-function readTensor(
-  entry: { dtype?: string; shape: number[]; data: unknown },
-  display: string,
-  where: string,
-) {
+function readTensor(entry: TensorDocument, display: string, where: string): FixtureTensor {
   const shape = entry.shape;
   // A zero dim ends the nesting ([2, 0, 8] is written [[], []]), so flatten up to it.
   const cut = shape.includes(0) ? shape.indexOf(0) + 1 : shape.length;
@@ -181,20 +205,20 @@ function readTensor(
 }
 
 function readCase(path: string, data: Buffer, id: string): FixtureCase {
-  const document = readDocument(data, CASE_FORMAT, path);
+  const document = readDocument<CaseDocument>(data, CASE_FORMAT, path);
   if (document.id !== id) {
     throw new FixtureError(path, `id '${String(document.id)}' does not match the manifest's '${id}'`);
   }
-  const { inputs, params, expected } = document;
-  const valid = document.expected_error === undefined;
-  const input = (name: string) => {
+  const { inputs, params, expected, expected_error: expectedError } = document;
+  const input = (name: keyof CaseDocument["inputs"]) => {
     const tensor = inputs[name];
     if (tensor === null) {
       return null;
     }
-    return valid ? readTensor(tensor, path, `inputs.${name}`) : decodeNumbers(tensor.data);
+    return expected ? readTensor(tensor, path, `inputs.${name}`) : decodeNumbers(tensor.data);
   };
-  const step = (name: string) => readTensor(expected[name], path, `expected.${name}`) as FixtureNumbers;
+  const step = (steps: NonNullable<CaseDocument["expected"]>, name: StepName) =>
+    readTensor(steps[name], path, `expected.${name}`) as FixtureNumbers;
   return {
     id,
     description: document.description,
@@ -207,20 +231,20 @@ function readCase(path: string, data: Buffer, id: string): FixtureCase {
       enableGqa: decodeNumbers(params.enable_gqa),
       softcap: decodeNumbers(params.softcap),
     },
-    expected: valid
+    expected: expected
       ? {
-          scores: step("scores"),
-          logits: step("logits"),
-          weights: step("weights"),
-          output: step("output"),
-          errorScale: step("error_scale"),
-          spread: step("spread"),
-          magnitude: step("magnitude"),
-          errorFloor: step("error_floor"),
+          scores: step(expected, "scores"),
+          logits: step(expected, "logits"),
+          weights: step(expected, "weights"),
+          output: step(expected, "output"),
+          errorScale: step(expected, "error_scale"),
+          spread: step(expected, "spread"),
+          magnitude: step(expected, "magnitude"),
+          errorFloor: step(expected, "error_floor"),
           scoreBound: decodeNumbers(expected.score_bound) as number,
         }
       : null,
-    expectedError: valid ? null : document.expected_error,
+    expectedError: expectedError ?? null,
   };
 }
 
@@ -238,8 +262,12 @@ export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterab
   if (!isFolder) {
     throw new FixtureError(folder, `is not a fixture folder; ${REGENERATE_HINT}`);
   }
-  const manifest = readDocument(readBytes(manifestPath, manifestPath), MANIFEST_FORMAT, manifestPath);
-  const entries = manifest.cases as { id: string; file: string; sha256: string }[];
+  const manifest = readDocument<ManifestDocument>(
+    readBytes(manifestPath, manifestPath),
+    MANIFEST_FORMAT,
+    manifestPath,
+  );
+  const entries = manifest.cases;
   const root = resolve(folder);
   entries.forEach(({ file }, number) => {
     const inside = relative(root, resolve(folder, file));
