@@ -198,6 +198,10 @@ TAGS = {
     # numbers
     "stability": "logits whose exp() overflows or that are tiny: softmax must subtract the max",
     "nan": "NaN in an input, and where it must reach",
+    "inf": "an infinity in an input, with the IEEE meaning it must keep",
+    "subnormal": "numbers below float64's normal range, in the inputs, the weights or the output",
+    "extreme": "sizes at float64's edges (softcap ratios, values near 1.8e308, overflowing scores)",
+    "outside_contract": "inputs the contract leaves undefined: verify reports the case as such",
     # invalid inputs: `error` and the error kind
     "error": "an invalid case: every port must raise this kind and message",
     "ragged": "the error kind `ragged`",

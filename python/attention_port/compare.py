@@ -234,6 +234,20 @@ def value_reach(case: FixtureCase) -> np.ndarray:
     return np.max(sizes, axis=-2, initial=0.0)
 
 
+def check_output(case: FixtureCase, actual: np.ndarray, dtype: str) -> StepCheck:
+    """The rule itself: one port's output for a valid case, computed in `dtype`, against the
+    oracle's (the cases outside the contract are sorted out before, by outside_contract)."""
+    return check_step(
+        "output",
+        actual,
+        case.expected.output,
+        output_budget(case.expected, dtype),
+        positive_zero=fully_masked_rows(case.expected),
+        limit=LARGEST[dtype],
+        fallback=value_reach(case),
+    )
+
+
 def outside_contract(case: FixtureCase, dtype: str) -> str | None:
     """Why the contract defines no answer for this case in this dtype, or None."""
     largest = LARGEST[dtype]

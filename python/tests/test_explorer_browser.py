@@ -240,7 +240,9 @@ def test_every_bundled_fixture_case_loads_and_is_within_budget(page):
         verdicts[case] = verdict.inner_text() if verdict.count() else errors
     valid = [c for c in cases if not c.startswith("case:error_")]
     assert len(valid) > 30
-    assert {c: v for c, v in verdicts.items() if c in valid and not v.startswith("within budget")} == {}
+    judged = {c: v for c, v in verdicts.items() if c in valid and not v.startswith("outside the contract")}
+    assert len(judged) == len(valid) - 1  # score_overflow: no answer to judge
+    assert {c: v for c, v in judged.items() if not v.startswith("within budget")} == {}
     assert {c: v for c, v in verdicts.items() if c not in valid and "AttentionInputError" not in v} == {}
 
 

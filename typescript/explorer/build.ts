@@ -87,7 +87,12 @@ export function explorerCase(fixture: FixtureCase): ExplorerCase {
         : {
             weights: flatTensor(fixture.expected.weights),
             output: flatTensor(fixture.expected.output),
-            errorScale: flatTensor(fixture.expected.errorScale),
+            logits: flatTensor(fixture.expected.logits),
+            spread: flatTensor(fixture.expected.spread),
+            magnitude: flatTensor(fixture.expected.magnitude),
+            errorFloor: flatTensor(fixture.expected.errorFloor),
+            scoreBound: fixture.expected.scoreBound,
+            value: flatTensor(inputs.value as FixtureTensor),
           },
     expectedError: fixture.expectedError,
   };

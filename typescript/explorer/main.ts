@@ -23,6 +23,7 @@ import {
   numberText,
   outerIndices,
   outputArithmetic,
+  outsideContract,
   parseTensorText,
   RANDOM_LIMIT,
   randomInputs,
@@ -622,11 +623,17 @@ function drawFixturePanel(steps: AttentionSteps | null): void {
   if (fixture.expected === null) {
     return; // an invalid case: the port's error is shown next to the input, beside the expected one
   }
-  const check = checkOutput(
-    flatten(steps.output),
-    fixture.expected.output.data,
-    fixture.expected.errorScale.data,
-  );
+  if (outsideContract(fixture.expected)) {
+    panel.append(
+      element(
+        "p",
+        { id: "fixture-verdict", class: "verdict-good", "data-used": "outside" },
+        "outside the contract: score overflow (a dot product beyond the largest double; no answer to judge)",
+      ),
+    );
+    return;
+  }
+  const check = checkOutput(flatten(steps.output), fixture.expected, fixture.expected.value);
   const used = Number.isFinite(check.used) ? `${(100 * check.used).toFixed(1)}%` : "∞";
   const verdict = element(
     "p",
@@ -644,10 +651,10 @@ function drawFixturePanel(steps: AttentionSteps | null): void {
     element(
       "p",
       { class: "hint" },
-      `fixture ${fixture.id}: attention.ts's output against the oracle's (50-digit decimal, rounded once to float64), ` +
+      `fixture ${fixture.id}: attention.ts's output against the oracle's (exact, then 256-bit, rounded once to float64), ` +
         `every head; largest |difference| ${check.maxAbsError.toExponential(2)}. ` +
-        "The rule, as compare.py: |x − expected| ≤ 16 · u · error_scale, u = 2⁻⁵³, error_scale from the fixture; " +
-        "NaN must meet NaN, a fully-masked row must be exactly +0.0.",
+        "The rule, as compare.py: |x − expected| ≤ 16 · u · (1 + spread) · magnitude + 16 · error_floor, u = 2⁻⁵³, " +
+        "from the fixture; NaN must meet NaN, an infinity the same infinity, a fully-masked row must be exactly +0.0.",
     ),
   );
   if (check.problem !== null) {

@@ -343,83 +343,123 @@ export function outputArithmetic(
 
 // ---- The tolerance rule, for a fixture case ---------------------------------------------------------
 
-/** The rule's constant K and float64's unit roundoff u: |x - expected| <= K * u * error_scale. */
+/** The rule's constant K and float64's unit roundoff u (see python/attention_port/compare.py). */
 export const K = 16;
 export const UNIT_ROUNDOFF_FLOAT64 = 2 ** -53;
 
 export interface BudgetCheck {
   readonly passed: boolean;
-  readonly used: number; // largest |actual - expected| / (K u error_scale); 1 is the whole budget
+  readonly used: number; // largest |actual - expected| / budget; 1 is the whole budget
   readonly maxAbsError: number;
   readonly index: number; // flat index where the budget was used most (-1 when empty)
   readonly problem: string | null;
 }
 
-/** The output held to the project's tolerance rule, element-wise, on flat row-major arrays.
+/** What the oracle writes into a fixture for the rule, flat and row-major. */
+export interface RuleValues {
+  readonly output: FlatTensor; // [B..., Hq, Lq, Ev]
+  readonly logits: FlatTensor; // [B..., Hq, Lq, Lk]  -Infinity where a key is masked
+  readonly spread: FlatTensor; // [B..., Hq, Lq]  S_i
+  readonly magnitude: FlatTensor; // [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
+  readonly errorFloor: FlatTensor; // [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
+  readonly scoreBound: number; // beyond the largest double: outside the contract
+}
+
+/** Whether the contract defines this case's answer (compare.py's outside_contract, float64). */
+export function outsideContract(values: RuleValues): boolean {
+  return values.scoreBound > Number.MAX_VALUE;
+}
+
+/** The float64 output held to the project's tolerance rule, element-wise, on flat arrays.
  *
- * The twin of check_step in python/attention_port/compare.py, the one place that decides whether a
- * port passed (a test holds this function to it on every fixture): NaN must meet NaN; where the
- * budget is 0 (error_scale 0: a fully-masked row) the value must be exact and a zero must be +0.0. */
-export function checkOutput(
-  actual: readonly number[],
-  expected: readonly number[],
-  errorScale: readonly number[],
-  unitRoundoff = UNIT_ROUNDOFF_FLOAT64,
-): BudgetCheck {
+ * The twin of compare.py's check_step for a float64 port's output (compare.py is the one place that
+ * decides whether a port passed; a test holds this function to it on every fixture):
+ * |x - expected| <= K u (1 + spread) magnitude + K error_floor (error_floor is in units of the
+ * smallest subnormal, float64's own); NaN meets only NaN, an infinity only the same infinity (or a
+ * finite value whose budget reaches past the largest double); a fully-masked row must be exactly
+ * +0.0; where the budget overflows, the answer must be no larger than the largest |value| the row
+ * averages. `value` is the case's value input [B..., Hkv, Lk, Ev]. */
+export function checkOutput(actual: readonly number[], values: RuleValues, value: FlatTensor): BudgetCheck {
+  const expected = values.output.data;
   if (actual.length !== expected.length) {
     return { passed: false, used: Infinity, maxAbsError: Infinity, index: -1, problem: "shapes differ" };
   }
   if (expected.length === 0) {
     return { passed: true, used: 0, maxAbsError: 0, index: -1, problem: null };
   }
+  const Ev = values.output.shape.at(-1) ?? 1;
+  const Lk = values.logits.shape.at(-1) ?? 0;
+  let [most, index, maxAbsError] = [-Infinity, 0, 0];
+  let problem: string | null = null;
   for (let n = 0; n < expected.length; n++) {
-    if (Number.isNaN(actual[n]) !== Number.isNaN(expected[n])) {
-      const what = Number.isNaN(actual[n])
-        ? "NaN where a number was expected"
-        : "a number where NaN was expected";
-      return {
-        passed: false,
-        used: Infinity,
-        maxAbsError: Infinity,
-        index: n,
-        problem: `element ${n} is ${what}`,
-      };
+    const [a, e] = [actual[n], expected[n]];
+    const row = Math.floor(n / Ev);
+    let budget =
+      K * UNIT_ROUNDOFF_FLOAT64 * (1 + values.spread.data[row]) * values.magnitude.data[n] +
+      K * values.errorFloor.data[n];
+    budget = Number.isNaN(budget) ? Infinity : budget; // a NaN yardstick constrains nothing
+    let fullyMasked = true;
+    for (let j = 0; j < Lk && fullyMasked; j++) {
+      fullyMasked = values.logits.data[row * Lk + j] === -Infinity;
     }
-  }
-  let most = -Infinity;
-  let index = 0;
-  let maxAbsError = 0;
-  let wrongSign = -1;
-  for (let n = 0; n < expected.length; n++) {
-    const expectedNan = Number.isNaN(expected[n]);
-    const budget = K * unitRoundoff * (expectedNan ? 0 : errorScale[n]);
-    const error = expectedNan ? 0 : Math.abs(actual[n] - expected[n]);
-    const exact = budget === 0;
-    let used = exact ? (error > 0 ? Infinity : 0) : error / budget;
-    if (exact && expected[n] === 0 && signBit(actual[n]) !== signBit(expected[n])) {
+    let used = 0;
+    let why: string | null = null;
+    const error = Math.abs(a - e);
+    if (Number.isNaN(a) !== Number.isNaN(e)) {
       used = Infinity;
-      wrongSign = wrongSign < 0 ? n : wrongSign;
+    } else if (Number.isNaN(a)) {
+      used = 0;
+    } else if (!Number.isFinite(e)) {
+      used = a === e ? 0 : Infinity;
+    } else if (!Number.isFinite(a)) {
+      const reaches = Math.abs(e) + budget > Number.MAX_VALUE && Math.sign(e) === Math.sign(a);
+      used = reaches ? 0 : Infinity;
+    } else if (Number.isFinite(budget)) {
+      used = budget > 0 ? error / budget : error > 0 ? Infinity : 0;
+      maxAbsError = Math.max(maxAbsError, error);
+    } else if (Math.abs(a) > valueReach(values, value, row, n % Ev)) {
+      used = Infinity;
+      why = "beyond every value the row averages";
     }
-    if (Number.isNaN(used)) {
-      used = Infinity; // Infinity - Infinity and the like
+    const wrongSign = fullyMasked && !Number.isNaN(a) && !(a === 0 && !signBit(a));
+    if (wrongSign) {
+      used = Infinity;
+      why = "where +0.0 is required (a fully-masked row)";
     }
     if (used > most) {
-      most = used;
-      index = n;
+      [most, index] = [used, n];
+      const shown = Object.is(a, -0) ? "-0.0" : String(a);
+      problem =
+        used <= 1
+          ? null
+          : why !== null
+            ? `element ${n} is ${shown} ${why}`
+            : !Number.isFinite(a) || !Number.isFinite(e)
+              ? `element ${n} is ${shown} where ${e} was expected`
+              : null;
     }
-    // numpy's max propagates NaN; so does Math.max.
-    maxAbsError = Math.max(maxAbsError, error);
+    if (!Number.isFinite(a) || !Number.isFinite(e)) {
+      maxAbsError = used > 0 ? Infinity : maxAbsError;
+    }
   }
-  if (wrongSign >= 0) {
-    return {
-      passed: false,
-      used: most,
-      maxAbsError,
-      index: wrongSign,
-      problem: `element ${wrongSign} is -0.0 where +0.0 is required`,
-    };
+  return { passed: most <= 1, used: most, maxAbsError, index, problem };
+}
+
+/** The largest |value| output element (row, t) averages: over the keys whose logit is not -Infinity,
+ * value head h * Hkv / Hq for query head h (grouped-query attention), as compare.py's value_reach. */
+function valueReach(values: RuleValues, value: FlatTensor, row: number, t: number): number {
+  const [Lq, Lk, Ev] = [values.logits.shape.at(-2) ?? 1, value.shape.at(-2) ?? 0, value.shape.at(-1) ?? 1];
+  const hq = values.logits.shape.length >= 3 ? (values.logits.shape.at(-3) ?? 1) : 1;
+  const hkv = value.shape.length >= 3 ? (value.shape.at(-3) ?? 1) : 1;
+  const outer = Math.floor(row / Lq); // (batch, query head), flattened
+  const kv = Math.floor(outer / hq) * hkv + Math.floor((outer % hq) / (hq / hkv));
+  let reach = 0;
+  for (let j = 0; j < Lk; j++) {
+    if (values.logits.data[row * Lk + j] !== -Infinity) {
+      reach = Math.max(reach, Math.abs(value.data[(kv * Lk + j) * Ev + t]));
+    }
   }
-  return { passed: most <= 1, used: most, maxAbsError, index, problem: null };
+  return reach;
 }
 
 /** numpy's signbit for the numbers JavaScript can tell apart: true for negatives and -0. */
@@ -497,12 +537,9 @@ export interface FlatTensor {
 
 /** One fixture case, as build.ts embeds it in the page (read by typescript/src/fixtures.ts, so the
  * page never parses the fixture format itself). Inputs are in the form the port takes; of the
- * oracle's values (50-digit decimal, rounded once to float64) the page carries what it shows. */
+ * oracle's values (exact, then 256-bit, rounded once to float64) the page carries what it shows. */
 export interface ExplorerCase
   extends Pick<FixtureCase, "id" | "description" | "tags" | "inputs" | "params" | "expectedError"> {
-  readonly expected: {
-    readonly weights: FlatTensor;
-    readonly output: FlatTensor;
-    readonly errorScale: FlatTensor;
-  } | null; // null for an invalid case
+  // null for an invalid case; `value` is the value input, flat, for the rule's fallback
+  readonly expected: (RuleValues & { readonly weights: FlatTensor; readonly value: FlatTensor }) | null;
 }

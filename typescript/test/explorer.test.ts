@@ -146,22 +146,44 @@ describe("presets and slices", () => {
 
 describe("the tolerance rule's twin", () => {
   const unit = K * UNIT_ROUNDOFF_FLOAT64;
+  /** One row of one key and one value feature: output [1, 1] with the rule's values. */
+  const values = (output: number, magnitude: number, logit = 0) => ({
+    output: { shape: [1, 1], data: [output] },
+    logits: { shape: [1, 1], data: [logit] },
+    spread: { shape: [1], data: [1] },
+    magnitude: { shape: [1, 1], data: [magnitude] },
+    errorFloor: { shape: [1, 1], data: [0] },
+    scoreBound: 1,
+  });
+  const value = { shape: [1, 1], data: [2] };
 
   test("an error inside the budget passes with its share; one outside fails", () => {
-    const inside = checkOutput([1 + 0.5 * 2 * unit], [1], [2]);
+    // spread 1, magnitude 1: the budget is K u (1 + 1) * 1.
+    const inside = checkOutput([1 + 0.5 * 2 * unit], values(1, 1), value);
     assert.equal(inside.passed, true);
     assert.ok(Math.abs(inside.used - 0.5) < 1e-12);
-    assert.equal(checkOutput([1 + 1.5 * 2 * unit], [1], [2]).passed, false);
+    assert.equal(checkOutput([1 + 1.5 * 2 * unit], values(1, 1), value).passed, false);
   });
 
-  test("NaN must meet NaN, and an exact cell must be +0.0", () => {
-    assert.equal(checkOutput([NaN], [NaN], [NaN]).passed, true);
-    assert.equal(checkOutput([NaN], [1], [1]).passed, false);
-    assert.equal(checkOutput([1], [NaN], [1]).passed, false);
-    assert.equal(checkOutput([0], [0], [0]).passed, true);
-    const negative = checkOutput([-0], [0], [0]);
+  test("NaN must meet NaN, an infinity the same infinity, a fully-masked row +0.0", () => {
+    assert.equal(checkOutput([NaN], values(NaN, 0), value).passed, true);
+    assert.equal(checkOutput([NaN], values(1, 1), value).passed, false);
+    assert.equal(checkOutput([1], values(NaN, 1), value).passed, false);
+    assert.equal(checkOutput([Infinity], values(Infinity, 0), value).passed, true);
+    assert.equal(checkOutput([-Infinity], values(Infinity, 0), value).passed, false);
+    assert.equal(checkOutput([0], values(0, 0, -Infinity), value).passed, true);
+    const negative = checkOutput([-0], values(0, 0, -Infinity), value);
     assert.equal(negative.passed, false);
     assert.match(negative.problem ?? "", /-0\.0 where \+0\.0/);
+    assert.equal(checkOutput([-0], values(0, 0), value).passed, true); // not masked: -0.0 is 0
+  });
+
+  test("where the budget overflows, the answer must stay within the values it averages", () => {
+    const huge = { ...values(1.5, 1e300), spread: { shape: [1], data: [1e300] } };
+    assert.equal(checkOutput([1.9], huge, value).passed, true);
+    const beyond = checkOutput([2.5], huge, value);
+    assert.equal(beyond.passed, false);
+    assert.match(beyond.problem ?? "", /beyond every value/);
   });
 });
 
