@@ -1,8 +1,8 @@
 """The whole chain at the edges of float64: on random inputs of every size from subnormal to
 1e307, with NaN and infinities written in, every mask rank, GQA and empty dims, the oracle
-answers (it never raises on valid input), and every Python port passes against it under
-compare.py's rule or the case is reported outside the contract. (The TypeScript ports are held
-to the same fixtures by verify, and to each other on such inputs by flash.test.ts.)"""
+answers (it never raises on valid input), and every port passes against it under compare.py's
+rule or the case is reported outside the contract. (flash.test.ts holds the two TypeScript ports
+to each other on such inputs too, with fast-check.)"""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from strategies import attention_inputs
 
-from attention_port import compare, oracle, reference, torch_port
-from attention_port.fixtures import ExpectedValues, FixtureCase
+from attention_port import compare, generate, oracle, ports, reference, torch_port
+from attention_port.cases import Case
+from attention_port.fixtures import ExpectedValues, FixtureCase, load_fixtures
+from attention_port.node import TYPESCRIPT_PORTS
 from attention_port.ports import PortAnswer
 
 STEPS = ("scores", "logits", "weights", "output")
@@ -64,3 +67,23 @@ def test_every_port_passes_or_the_case_is_outside_the_contract(inputs):
             answer = PortAnswer(steps=run(query, key, value, mask, **options))
         verdict = compare.judge(case, name, dtype, answer)
         assert verdict.passed or verdict.outside, compare.format_verdict(verdict)
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawn=st.lists(attention_inputs(extreme=True), min_size=25, max_size=25))
+def test_the_typescript_ports_pass_or_the_case_is_outside_the_contract(tmp_path_factory, drawn):
+    """The same, for attention.ts and flash.ts: the draws written as a fixture folder (through the
+    oracle, as `generate` writes any case), then each port run on it in one Node process."""
+    table = [
+        Case(id=f"drawn_{n}", seed=n, tags=("extreme",), description="a drawn case",
+             query=query, key=key, value=value, attn_mask=mask, **options)
+        for n, (query, key, value, mask, options) in enumerate(drawn)
+    ]  # fmt: skip
+    folder = tmp_path_factory.mktemp("drawn") / "fixtures"
+    generate.write_fixtures(folder, table)
+    cases = load_fixtures(folder)
+    for name in TYPESCRIPT_PORTS:
+        answers = ports.typescript_port(folder, name).run(cases).answers
+        for case in cases:
+            verdict = compare.judge(case, name, "float64", answers[case.id])
+            assert verdict.passed or verdict.outside, compare.format_verdict(verdict)
