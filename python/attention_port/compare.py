@@ -167,7 +167,10 @@ def check_step(
     used[expected_inf & (actual != expected)] = np.inf
     actual_inf = both & ~np.isinf(expected) & np.isinf(actual)
     with np.errstate(over="ignore", invalid="ignore"):
-        reaches = (np.abs(expected) + budget > limit) & (np.sign(expected) == np.sign(actual))
+        # (Not where the budget itself overflowed: there the fallback decides, and it is finite.)
+        reaches = (
+            np.isfinite(budget) & (np.abs(expected) + budget > limit) & (np.sign(expected) == np.sign(actual))
+        )
     used[actual_inf & ~reaches] = np.inf
     # Finite against finite.
     finite = both & np.isfinite(expected) & np.isfinite(actual)
@@ -180,8 +183,7 @@ def check_step(
         fallback = np.broadcast_to(fallback, expected.shape)
         beyond = unbounded & (np.abs(actual) > fallback)
         used[beyond] = np.inf
-        for index in np.argwhere(beyond)[:1]:
-            problems[tuple(index)] = "beyond every value the row averages"
+        problems[beyond] = "beyond every value the row averages"
     # +0.0 where the contract defines it.
     wrong_sign = np.zeros(expected.shape, dtype=bool)
     if positive_zero is not None:

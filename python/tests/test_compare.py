@@ -92,6 +92,8 @@ def test_an_overflowed_budget_still_fails_a_wrong_finite_answer():
     assert compare.check_step("output", np.array([1.9, 1.6]), expected, budget, fallback=reach).passed
     wrong = compare.check_step("output", np.array([1.5, 2.5]), expected, budget, fallback=reach)
     assert not wrong.passed and wrong.index == (1,) and "beyond every value the row averages" in wrong.problem
+    infinite = compare.check_step("output", np.array([1.5, np.inf]), expected, budget, fallback=reach)
+    assert not infinite.passed and infinite.index == (1,)
 
 
 def test_the_oracle_fields_keep_the_budget_finite_where_error_scale_overflows():

@@ -412,7 +412,8 @@ export function checkOutput(actual: readonly number[], values: RuleValues, value
     } else if (!Number.isFinite(e)) {
       used = a === e ? 0 : Infinity;
     } else if (!Number.isFinite(a)) {
-      const reaches = Math.abs(e) + budget > Number.MAX_VALUE && Math.sign(e) === Math.sign(a);
+      const reaches =
+        Number.isFinite(budget) && Math.abs(e) + budget > Number.MAX_VALUE && Math.sign(e) === Math.sign(a);
       used = reaches ? 0 : Infinity;
     } else if (Number.isFinite(budget)) {
       used = budget > 0 ? error / budget : error > 0 ? Infinity : 0;

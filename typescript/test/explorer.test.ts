@@ -184,6 +184,7 @@ describe("the tolerance rule's twin", () => {
     const beyond = checkOutput([2.5], huge, value);
     assert.equal(beyond.passed, false);
     assert.match(beyond.problem ?? "", /beyond every value/);
+    assert.equal(checkOutput([Infinity], huge, value).passed, false);
   });
 });
 
