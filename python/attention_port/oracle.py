@@ -74,6 +74,19 @@ class OracleResult:
 
 
 @dataclass(frozen=True)
+class _Head:
+    """One (batch, head) slice's keys and values as the rows read them, and the options."""
+
+    keys: list  # [Lk, E] floats
+    key_ints: list  # [Lk, E] the same as integer multiples of 2^-1074 (None for NaN and inf)
+    values: list  # [Lk, Ev] floats
+    value_features: int  # Ev (values cannot say it when Lk = 0)
+    is_causal: bool
+    scale: object  # mpf
+    softcap: float
+
+
+@dataclass(frozen=True)
 class _Row:
     """One query row through the five steps, exact (mpf) until to_float."""
 
@@ -199,21 +212,17 @@ def attention(
             else:
                 kv_lead = lead
             keys = [[float(x) for x in row] for row in key[kv_lead]]  # [Lk, E]
-            key_ints = [[_exact_int(x) for x in row] for row in keys]  # [Lk, E]
-            values = [[float(x) for x in row] for row in value[kv_lead]]  # [Lk, Ev]
+            head = _Head(
+                keys=keys,
+                key_ints=[[_exact_int(x) for x in row] for row in keys],
+                values=[[float(x) for x in row] for row in value[kv_lead]],
+                value_features=shapes.value_features,
+                is_causal=is_causal,
+                scale=scale_mp,
+                softcap=float(softcap),
+            )
             for i, q_row in enumerate(query[lead]):
-                row = _row(
-                    i,
-                    [float(x) for x in q_row],
-                    keys,
-                    key_ints,
-                    values,
-                    None if mask is None else mask[lead][i],
-                    is_causal=is_causal,
-                    scale=scale_mp,
-                    softcap=float(softcap),
-                    value_features=shapes.value_features,
-                )
+                row = _row(i, [float(x) for x in q_row], None if mask is None else mask[lead][i], head)
                 for name, array in results.items():
                     array[(*lead, i)] = [to_float(x) for x in getattr(row, name)]
                 spread[(*lead, i)] = to_float(row.spread)
@@ -223,8 +232,10 @@ def attention(
     return OracleResult(**results, error_scale=error_scale, spread=spread, score_bound=bound)
 
 
-def _row(i, q_row, keys, key_ints, values, mask_row, *, is_causal, scale, softcap, value_features) -> _Row:
+def _row(i: int, q_row: list[float], mask_row, head: _Head) -> _Row:
     """Query row i through the five steps. mask_row is the row's [Lk] mask (bool or float) or None."""
+    keys, key_ints, values, value_features = head.keys, head.key_ints, head.values, head.value_features
+    is_causal, scale, softcap = head.is_causal, head.scale, head.softcap
     q_ints = [_exact_int(x) for x in q_row]
     key_length = len(keys)
     cap = mpmath.mpf(softcap)
