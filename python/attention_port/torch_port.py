@@ -434,7 +434,11 @@ def torch_sdpa(
     `softcap` is accepted so that the port's keyword arguments can be passed unchanged, but torch
     has no softcap: anything other than 0 raises ValueError.
     """
-    inputs = _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype)
+    # No size limit: the kernel does not hold the [..., Lq, Lk] steps (its fused kernels never
+    # make them), and it is torch's to refuse what does not fit.
+    inputs = _prepare(
+        query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype, math.inf
+    )
     if softcap > 0:
         raise ValueError("torch's scaled_dot_product_attention has no softcap; use softcap=0")
     query, key, value, mask = inputs.query, inputs.key, inputs.value, inputs.mask
