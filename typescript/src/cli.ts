@@ -5,7 +5,7 @@
  *
  * The results document (read by python/attention_port/node.py and ports.py):
  *     {"port": "attention", "elapsed_ms": 12.3, "cases": {id: answer}}
- * where an answer is {"scores", "weights", "output"} (each {"shape", "data"}, data flat row-major),
+ * where an answer is {"scores", "logits", "weights", "output"} (each {"shape", "data"}, data flat row-major),
  * {"error": {"kind", "message"}} for an AttentionInputError, or {"crash": "..."} for anything else.
  * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"), and -0.0 keeps its sign.
  * --port attention runs the readable port (attention.ts), --port flash the fast one (flash.ts); both
@@ -34,6 +34,7 @@ type PortName = (typeof PORTS)[number];
 
 interface StepsLike {
   readonly scores: unknown;
+  readonly logits: unknown;
   readonly weights: unknown;
   readonly output: unknown;
   readonly scoresShape: readonly number[];
@@ -98,6 +99,7 @@ function answer(run: AttentionStepsFunction, c: FixtureCase): string {
     });
     return (
       `{"scores": ${tensorJson(steps.scoresShape, steps.scores)},` +
+      ` "logits": ${tensorJson(steps.scoresShape, steps.logits)},` +
       ` "weights": ${tensorJson(steps.scoresShape, steps.weights)},` +
       ` "output": ${tensorJson(steps.outputShape, steps.output)}}`
     );
