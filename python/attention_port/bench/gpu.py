@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from .. import compare, torch_port
 from ..node import REPO_ROOT
 from .check import Expected, check_output
+from .run import integers, names
 from .worker import sdpa_backend
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
@@ -85,10 +86,13 @@ def make_parser() -> argparse.ArgumentParser:
         " math on a CUDA GPU and write a markdown report.",
     )
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu (smoke mode)")
-    parser.add_argument("--sizes", default="1024,2048,4096,8192,16384", help="sequence lengths n")
+    parser.add_argument("--sizes", type=integers, default=[1024, 2048, 4096, 8192, 16384],
+                        help="sequence lengths n (default: 1024,2048,4096,8192,16384)")  # fmt: skip
     parser.add_argument("--heads", type=int, default=16, help="heads, batch 1 (default: 16)")
-    parser.add_argument("--head-dims", default="64,128", help="features per head d (default: 64,128)")
-    parser.add_argument("--dtypes", default=None,
+    parser.add_argument(
+        "--head-dims", type=integers, default=[64, 128], help="features per head d (default: 64,128)"
+    )
+    parser.add_argument("--dtypes", type=lambda t: names(t, tuple(DTYPES), "dtype"), default=None,
                         help="default: float32,bfloat16,float16 on cuda, float32 on cpu")  # fmt: skip
     parser.add_argument("--causal", choices=("off", "on", "both"), default="off")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per cell, at least (default: 5)")
@@ -100,16 +104,6 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="markdown report (default: %(default)s)")
     return parser
-
-
-def _ints(text: str, name: str) -> list[int]:
-    try:
-        values = sorted({int(x) for x in text.split(",") if x.strip()})
-    except ValueError:
-        raise SystemExit(f"gpu-bench: {name} takes comma-separated integers, not {text!r}") from None
-    if not values or values[0] < 1:
-        raise SystemExit(f"gpu-bench: {name} must be positive integers, not {text!r}")
-    return values
 
 
 def _sync(device: torch.device) -> None:
@@ -206,12 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    sizes, head_dims = _ints(args.sizes, "--sizes"), _ints(args.head_dims, "--head-dims")
-    default_dtypes = "float32,bfloat16,float16" if device.type == "cuda" else "float32"
-    dtypes = [x.strip() for x in (args.dtypes or default_dtypes).split(",") if x.strip()]
-    if bad := [x for x in dtypes if x not in DTYPES]:
-        print(f"gpu-bench: unknown dtype {bad[0]!r}; choose from {', '.join(DTYPES)}", file=sys.stderr)
-        return 2
+    sizes, head_dims = args.sizes, args.head_dims
+    dtypes = args.dtypes or (["float32", "bfloat16", "float16"] if device.type == "cuda" else ["float32"])
     if device.type != "cuda" and (half := [x for x in dtypes if x in HALF]):
         print(f"gpu-bench: torch_port computes {half[0]} on CUDA only", file=sys.stderr)
         return 2

@@ -211,17 +211,19 @@ class Workers:
 # The command
 
 
-def _sizes(text: str) -> list[int]:
+def integers(text: str) -> list[int]:
+    """An argparse type: comma-separated positive integers, sorted, each once."""
     try:
-        sizes = sorted({int(part) for part in text.split(",") if part.strip()})
+        values = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--sizes takes comma-separated integers, not {text!r}") from None
-    if not sizes or sizes[0] < 1:
-        raise argparse.ArgumentTypeError(f"--sizes must be positive integers, not {text!r}")
-    return sizes
+        values = []
+    if not values or values[0] < 1:
+        raise argparse.ArgumentTypeError(f"takes comma-separated positive integers, not {text!r}")
+    return values
 
 
-def _names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
+def names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    """Comma-separated names from `allowed`, each once (the type of --ports and --dtypes)."""
     names = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
     unknown = [p for p in names if p not in allowed]
     if unknown or not names:
@@ -262,14 +264,14 @@ def make_parser() -> argparse.ArgumentParser:
         " and bench.png.",
     )
     add = parser.add_argument
-    add("--sizes", type=_sizes, default=[64, 256, 1024, 2048, 4096],
+    add("--sizes", type=integers, default=[64, 256, 1024, 2048, 4096],
         help="sequence lengths n (default: 64,256,1024,2048,4096)")  # fmt: skip
     add("--d", type=_positive(int), default=64, help="features per row (default: 64)")
     add("--odd-shape", type=_shape, default=(1000, 80),
         help="one more shape NxD, not causal, that fills no tile (default: 1000x80; none: skip)")  # fmt: skip
-    add("--ports", type=lambda t: _names(t, PORT_NAMES, "port"), default=list(PORT_NAMES),
+    add("--ports", type=lambda t: names(t, PORT_NAMES, "port"), default=list(PORT_NAMES),
         help=f"comma-separated, from: {', '.join(PORT_NAMES)} (default: all)")  # fmt: skip
-    add("--dtypes", type=lambda t: _names(t, DTYPES, "dtype"), default=list(DTYPES),
+    add("--dtypes", type=lambda t: names(t, DTYPES, "dtype"), default=list(DTYPES),
         help="float64,float32 (default: both, where the port has them)")  # fmt: skip
     add("--causal", choices=("both", "on", "off"), default="both", help="causal masking (default: both)")
     add("--repeats", type=_positive(int), default=5,
