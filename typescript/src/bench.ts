@@ -74,12 +74,13 @@ type NestedAttention = (
   value: number[][],
   options: { isCausal: boolean },
 ) => number[][];
+/** A promise too: a port that hands the work to worker threads answers asynchronously. */
 type FlatAttention = (
   query: FlatTensor,
   key: FlatTensor,
   value: FlatTensor,
   options: { isCausal: boolean },
-) => FlatTensor;
+) => FlatTensor | Promise<FlatTensor>;
 
 const PORTS: Record<string, (plan: Plan) => Port | Promise<Port>> = {
   typescript: () => nestedPort(readableAttention),
