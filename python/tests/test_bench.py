@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -232,3 +234,9 @@ def test_gpu_bench_without_a_gpu_says_so_and_writes_nothing(tmp_path, capsys):
     assert gpu.main(["--sizes", "64", "--out", str(out)]) == 2
     assert "no CUDA GPU" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_cli_imports_the_bench_only_when_it_runs():
+    code = "import sys, attention_port.cli; print(sorted(m for m in sys.modules if '.bench' in m))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

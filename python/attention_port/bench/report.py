@@ -131,7 +131,9 @@ def format_markdown(report: dict, results: list, plot_note: str | None, order: d
         f" Python {m['python']}, numpy {m['numpy']}, torch {m['torch']}, Node {m['node']}"
         + (f", {peers}" if peers else "")
         + ".",
-        f"Single-head self-attention, query/key/value [n, d], seed {s['seed']};"
+        f"Single-head self-attention, query/key/value [n, {s['d']}]"
+        + (f" and [{s['odd_shape'][0]}, {s['odd_shape'][1]}]" if s["odd_shape"] else "")
+        + f", seed {s['seed']};"
         f" {s['threads']} thread(s) per worker; each port in its own process.",
         *_load_note(m, s["threads"]),
         "",
