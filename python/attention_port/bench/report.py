@@ -244,7 +244,9 @@ def write_plot(results: list, path: Path, settings: dict) -> str | None:
     if not ok:
         return "not written: no cell to plot"
     panels = sorted({r.causal for r in ok})
-    figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False, sharey=True)
+    figure, axes = plt.subplots(
+        1, len(panels), figsize=(6.5 * len(panels) + 2.5, 4.8), squeeze=False, sharey=True
+    )
     ports = list(dict.fromkeys(r.port for r in ok))
     colors = {port: plt.get_cmap("tab10")(i % 10) for i, port in enumerate(ports)}
     for axis, causal in zip(axes[0], panels, strict=True):
@@ -265,7 +267,9 @@ def write_plot(results: list, path: Path, settings: dict) -> str | None:
         axis.set_title("causal (flops counted as if full)" if causal else "not causal")
         axis.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel(f"GFLOP/s (4·n²·{settings['d']} flops per pass)")
-    axes[0][-1].legend(fontsize=7, loc="best")
+    axes[0][-1].legend(
+        fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1)
+    )  # beside the lines, not on them
     figure.suptitle(
         f"attention-port bench: single-head self-attention, {settings['threads']} thread(s) per port"
     )
