@@ -18,28 +18,17 @@ from ..node import node_version
 
 
 def describe_machine(node: Path | None) -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        usable = os.cpu_count()
     try:
         torch_version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         torch_version = None
+    memory_kib = _proc_field("/proc/meminfo", "MemTotal")
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "cpu": cpu,
+        "cpu": _proc_field("/proc/cpuinfo", "model name") or platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
-        "usable_cores": usable,
-        "memory_gib": _memory_gib(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "memory_gib": None if memory_kib is None else round(int(memory_kib.split()[0]) / 1024**2, 1),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "numpy": np.__version__,
@@ -56,20 +45,20 @@ def load_average() -> float | None:
         return None
 
 
-def _memory_gib() -> float | None:
+def _proc_field(path: str, name: str) -> str | None:
+    """The value of the first `name: value` line of a /proc file, or None (no such file or line)."""
     try:
-        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 1024**2, 1)
-    except (OSError, ValueError):
-        pass
-    return None
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.split(":")[0].strip() == name), None)
 
 
 def write_report(out: Path, machine, settings, results, memory, targets, skipped, failed: int,
-                 seconds: float, plot: bool, port_order: tuple[str, ...]) -> list[Path]:  # fmt: skip
-    """Write bench.json, bench.md and (unless plot is False) bench.png; print the markdown."""
-    order = {p: i for i, p in enumerate(port_order)}
+                 seconds: float, plot: bool, ports: dict[str, str]) -> list[Path]:  # fmt: skip
+    """Write bench.json, bench.md and (unless plot is False) bench.png; print the markdown. `ports`:
+    every port's name and what it is, in the port table's order."""
+    order = {p: i for i, p in enumerate(ports)}
     results = sorted(results, key=lambda r: (r.causal, r.d, r.n, order[r.port], r.dtype != "float64"))
     plot_note = "not written (--no-plot)" if not plot else write_plot(results, out / "bench.png", settings)
     document = {
@@ -78,6 +67,7 @@ def write_report(out: Path, machine, settings, results, memory, targets, skipped
         "date": machine["date"],
         "machine": machine,
         "settings": settings,
+        "ports": {name: what for name, what in ports.items() if name in settings["ports"]},
         "results": [asdict(r) for r in results],
         "memory": [asdict(m) for m in memory],
         "targets": targets,
@@ -135,6 +125,7 @@ def format_markdown(report: dict, results: list, plot_note: str | None, order: d
         + (f" and [{s['odd_shape'][0]}, {s['odd_shape'][1]}]" if s["odd_shape"] else "")
         + f", seed {s['seed']};"
         f" {s['threads']} thread(s) per worker; each port in its own process.",
+        "Ports: " + "; ".join(f"{name} ({what})" for name, what in report["ports"].items()) + ".",
         *_load_note(m, s["threads"]),
         "",
         "## Time",

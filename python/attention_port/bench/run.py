@@ -73,9 +73,9 @@ PORTS = (
     BenchPort("torch-math", "python", BOTH, "torch_port.py"),
     BenchPort("typescript", "node", ("float64",), "attention.ts, number[][]", slow=True),
     BenchPort("typescript-flash", "node", BOTH, "flash.ts, flat typed arrays", linear_memory=True),
-    BenchPort("typescript-flash-nested", "node", ("float64",), "flash.ts, number[][]"),
-    BenchPort("onnxruntime-node", "node", BOTH, "CPU provider", peer=True),
-    BenchPort("onnxruntime-web", "node", BOTH, "WebAssembly backend, in Node", peer=True),
+    BenchPort("typescript-flash-nested", "node", ("float64",), "flash.ts, number[][] in and out"),
+    BenchPort("onnxruntime-node", "node", BOTH, "CPU provider, peers.py's graph", peer=True),
+    BenchPort("onnxruntime-web", "node", BOTH, "WebAssembly backend in Node, peers.py's graph", peer=True),
 )
 PORT_NAMES = tuple(p.name for p in PORTS)
 
@@ -401,7 +401,7 @@ def _bench(args: argparse.Namespace) -> int:
     }  # fmt: skip
     written = report.write_report(
         out, machine, settings, results, memory, targets, skipped, len(failed),
-        seconds=time.perf_counter() - started, plot=not args.no_plot, port_order=PORT_NAMES,
+        seconds=time.perf_counter() - started, plot=not args.no_plot, ports={p.name: p.what for p in PORTS},
     )  # fmt: skip
     _log(f"wrote {', '.join(str(p) for p in written)}")
     if failed:
