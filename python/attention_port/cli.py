@@ -269,6 +269,18 @@ def command_side_by_side(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_explore(args: argparse.Namespace) -> int:
+    from . import explore
+
+    return explore.command_explore(args)
+
+
+def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
+    from . import sqrt_dk
+
+    return sqrt_dk.command_plot_sqrt_dk(args)
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attention-port",
@@ -336,6 +348,22 @@ def make_parser() -> argparse.ArgumentParser:
         help="time every port and the onnxruntime peers side by side (each in its own process);"
         " `attention-port bench --help` for its options",
     )
+
+    explore = commands.add_parser(
+        "explore", help="the attention explorer in the browser (serve it, or --build one HTML file)"
+    )
+    explore.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    explore.add_argument(
+        "--build", nargs="?", const="", metavar="DIR",
+        help="write DIR/index.html instead of serving (default DIR: docs/explorer)",
+    )  # fmt: skip
+    explore.add_argument("--fixtures", default=None, help="fixture folder (default: fixtures/)")
+    explore.set_defaults(handler=command_explore)
+
+    plot_sqrt_dk = commands.add_parser("plot-sqrt-dk", help="plot why attention divides by sqrt(d_k)")
+    plot_sqrt_dk.add_argument("--out", default=None, help="PNG file (default: docs/sqrt-dk.png)")
+    plot_sqrt_dk.add_argument("--seed", type=int, default=0, help="input seed (default: 0)")
+    plot_sqrt_dk.set_defaults(handler=command_plot_sqrt_dk)
 
     return parser
 
