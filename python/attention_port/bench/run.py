@@ -224,12 +224,12 @@ def integers(text: str) -> list[int]:
 
 def names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
     """Comma-separated names from `allowed`, each once (the type of --ports and --dtypes)."""
-    names = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
-    unknown = [p for p in names if p not in allowed]
-    if unknown or not names:
+    chosen = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    unknown = [p for p in chosen if p not in allowed]
+    if unknown or not chosen:
         raise argparse.ArgumentTypeError(f"unknown {what} {unknown[0] if unknown else text!r};"
                                          f" choose from {', '.join(allowed)}")  # fmt: skip
-    return names
+    return chosen
 
 
 def _positive(kind):
@@ -248,11 +248,9 @@ def _shape(text: str) -> tuple[int, int] | None:
     try:
         n, d = (int(part) for part in text.split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--odd-shape takes NxD (e.g. 1000x80) or none, not {text!r}"
-        ) from None
+        n = d = 0
     if n < 1 or d < 1:
-        raise argparse.ArgumentTypeError(f"--odd-shape must be positive, not {text!r}")
+        raise argparse.ArgumentTypeError(f"takes NxD with N, D >= 1 (e.g. 1000x80) or none, not {text!r}")
     return n, d
 
 
@@ -288,12 +286,8 @@ def make_parser() -> argparse.ArgumentParser:
         help="largest n timed for the readable TypeScript port (default: 2048)")  # fmt: skip
     add("--memory-n", type=int, default=4096,
         help="n of every port's peak-memory pass (default: 4096; 0: no memory pass)")  # fmt: skip
-    add(
-        "--linear-memory-n",
-        type=int,
-        default=16384,
-        help="n of one more memory pass for ports whose memory is linear in n (default: 16384; 0: none)",
-    )
+    add("--linear-memory-n", type=int, default=16384,
+        help="n of one more pass for ports with memory linear in n (default: 16384; 0: none)")  # fmt: skip
     add("--memory-timeout", type=_positive(float), default=120.0, metavar="SECONDS",
         help="time allowed for one memory pass (default: 120); else 'not run'")  # fmt: skip
     add("--worker-timeout", type=_positive(float), default=900.0, metavar="SECONDS",
