@@ -110,7 +110,7 @@ def sdpa_backend(run: Callable[[], object]) -> str:
     """The kernel torch's scaled_dot_product_attention ran for one call, as the profiler saw it:
     the aten op it dispatched to (e.g. _scaled_dot_product_flash_attention_for_cpu, or
     _scaled_dot_product_attention_math for the explicit maths)."""
-    os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # the profiler's own start/stop chatter: off
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # above its highest level: no start/stop lines
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
