@@ -250,6 +250,30 @@ def check_output(case: FixtureCase, actual: np.ndarray, dtype: str) -> StepCheck
     )
 
 
+def float64_error_scale(
+    query: np.ndarray,
+    key: np.ndarray,
+    value: np.ndarray,
+    weights: np.ndarray,
+    scale: float,
+    allowed: np.ndarray | None = None,
+) -> np.ndarray:
+    """The oracle's error_scale, (1 + S_i) * (|weights| · |value|) with S_i = |scale| * max_j
+    sum_t |q_it k_jt| over the cells `allowed` (broadcast to [..., Lq, Lk]; every cell if None)
+    lets attend, computed in float64 for finite inputs without a float mask, where the oracle would
+    take hours (the benches): float64 weights stand in for the exact ones. numpy arrays, or torch
+    tensors so that a GPU keeps the work. query [..., Lq, E], key [..., Lk, E], value [..., Lk, Ev],
+    weights [..., Lq, Lk] -> [..., Lq, Ev]."""
+    magnitude = abs(query) @ abs(key).swapaxes(-1, -2)  # [..., Lq, Lk]
+    if allowed is not None:
+        magnitude = magnitude * allowed  # a cell a mask excludes cannot pass its rounding on
+    if isinstance(magnitude, np.ndarray):
+        row_max = magnitude.max(axis=-1, keepdims=True, initial=0.0)  # [..., Lq, 1]
+    else:
+        row_max = magnitude.amax(dim=-1, keepdim=True)  # [..., Lq, 1]
+    return (1 + abs(scale) * row_max) * (abs(weights) @ abs(value))  # [..., Lq, Ev]
+
+
 def outside_contract(case: FixtureCase, dtype: str) -> str | None:
     """Why the contract defines no answer for this case in this dtype, or None."""
     largest = LARGEST[dtype]
