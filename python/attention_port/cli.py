@@ -1,4 +1,4 @@
-"""`attention-port generate | verify`: the project's commands.
+"""`attention-port generate | verify | check`: the project's commands.
 
 Exit codes: 0 all good; 1 a port failed a case (or fixtures are stale, with generate --check);
 2 the job could not run (a bad fixture folder, Node missing or broken, a bad argument).
@@ -220,6 +220,12 @@ def command_side_by_side(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_check(args: argparse.Namespace) -> int:
+    from . import check
+
+    return check.check(Path(args.path), Path(args.fixtures), timeout=args.timeout, run_all=args.all)
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attention-port",
@@ -263,6 +269,13 @@ def make_parser() -> argparse.ArgumentParser:
     pages = commands.add_parser("side-by-side", help="write docs/side-by-side.md from the two readable ports")
     pages.add_argument("--check", action="store_true", help="only check that the page is up to date")
     pages.set_defaults(handler=command_side_by_side)
+
+    mine = commands.add_parser("check", help="check your own attention implementation, level by level")
+    mine.add_argument("path", help="a .ts/.mts/.js/.mjs module or a .py file (see docs/learn.md)")
+    mine.add_argument("--all", action="store_true", help="run every level, not only up to the first failure")
+    mine.add_argument("--timeout", type=float, default=10.0, help="seconds one case may take (default: 10)")
+    mine.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
+    mine.set_defaults(handler=command_check)
 
     bench.add_parser(commands)
 
