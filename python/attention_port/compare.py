@@ -264,6 +264,13 @@ def judge_pair(
     return _hold_steps(case, port, dtype, answer.steps, truth, unit_roundoff)
 
 
+def format_budget(fraction: float) -> str:
+    """A share of the budget in percent; past 1e6 % the digits say nothing more."""
+    if fraction > 1e4:
+        return "> 1e6 %"
+    return f"{100 * fraction:.1f}%"
+
+
 def format_verdict(verdict: CaseVerdict) -> str:
     """One report line: status, port, case, budget used, max error with its index, first bad step."""
     status = "PASS" if verdict.passed else "FAIL"
@@ -271,10 +278,10 @@ def format_verdict(verdict: CaseVerdict) -> str:
     if verdict.budget_used is None:
         detail = verdict.problem or "raised the expected error"
         return f"{head} {detail}"
-    budget = "  inf" if not np.isfinite(verdict.budget_used) else f"{100 * verdict.budget_used:5.1f}"
+    budget = format_budget(verdict.budget_used)
     where = "" if verdict.index is None else f" at {list(verdict.index)}"
     values = "" if verdict.actual is None else f" ({verdict.actual!r} vs {verdict.expected!r})"
-    line = f"{head} budget {budget}%  max err {verdict.max_abs_error:.2e}{where}{values}"
+    line = f"{head} budget {budget}  max err {verdict.max_abs_error:.2e}{where}{values}"
     if verdict.first_divergent_step is not None:
         line += f"  first diverged: {verdict.first_divergent_step}"
     if verdict.problem:

@@ -2,12 +2,15 @@
 
     output = softmax(query · keyᵀ · scale [+ mask]) · value
 
-Grown from the tutorial's `scaled_dot_product_attention(Q, K, V, mask)`: the same reading order
+It grew from the tutorial chapter "Attention 机制" of the Chinese-language course "Transformer
+工程实战" (its numpy `scaled_dot_product_attention(Q, K, V, mask)`): the same reading order
 (scores, scale, mask, softmax, weighted sum) and the same names, extended to the whole contract of
-torch.nn.functional.scaled_dot_product_attention. Its twin is typescript/src/attention.ts: the same
-steps with the same labels, written as plain loops.
+torch.nn.functional.scaled_dot_product_attention (see docs/design.md). Its twin is
+typescript/src/attention.ts: the same five steps with the same labels, written there as plain
+loops over one head; numpy does every (batch, head) at once, by broadcasting over the leading
+dims. docs/side-by-side.md shows the two next to each other.
 
-Dimension letters (DESIGN.md section 2):
+Dimension letters:
     B...  leading batch dims (any number, equal across query, key and value)
     Hq    query heads             Hkv  key/value heads (Hq == Hkv unless enable_gqa)
     Lq    query length (rows)     Lk   key/value length (the axis softmax runs over)
@@ -94,9 +97,9 @@ def attention_steps(
     )
     scale = resolve_scale(scale, shapes.features)
 
-    if shapes.group_size != 1:
-        # Grouped-query attention: each key/value head serves group_size consecutive query heads,
-        # so query head h reads key/value head h // group_size (torch's repeat_interleave).
+    # Grouped-query attention: each key/value head serves group_size consecutive query heads, so
+    # query head h reads key/value head h // group_size (torch's repeat_interleave).
+    if shapes.group_size != 1:  # only inputs with a heads dim can group
         key = np.repeat(key, shapes.group_size, axis=-3)  # [B..., Hq, Lk, E]
         value = np.repeat(value, shapes.group_size, axis=-3)  # [B..., Hq, Lk, Ev]
 
