@@ -143,7 +143,10 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
         ("syntax-error.mjs", "error: syntax error in {path} (line 2): Unexpected token '{{'"),
         ("syntax-error.ts", "error: syntax error in {path} (line 2): Expected ',', got '{{'"),
         ("syntax_error.py", "error: syntax error in {path} (line 4): expected ':'"),
-        ("no-export.mjs", "error: {path} has no export named scaledDotProductAttention (it exports attention)"),  # noqa: E501
+        (
+            "no-export.mjs",
+            "error: {path} has no export named scaledDotProductAttention (it exports attention)",
+        ),
         (
             "no_function.py",
             "error: {path} defines no function named scaled_dot_product_attention (it defines attention)",

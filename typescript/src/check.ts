@@ -132,12 +132,15 @@ async function loadLearner(path: string): Promise<Loaded> {
     throw new Error(`${path} threw while loading: ${what}`);
   }
   // A CommonJS module's exports arrive as `default`.
-  const hasFunction = (x: unknown): x is Record<string, unknown> =>
+  const hasFunction = (x: unknown): boolean =>
     typeof x === "object" &&
     x !== null &&
     (typeof (x as Record<string, unknown>).scaledDotProductAttention === "function" ||
       typeof (x as Record<string, unknown>).attentionSteps === "function");
-  const scope = !hasFunction(module) && hasFunction(module.default) ? module.default : module;
+  const scope =
+    !hasFunction(module) && hasFunction(module.default)
+      ? (module.default as Record<string, unknown>)
+      : module;
   const name = typeof scope.attentionSteps === "function" ? "attentionSteps" : "scaledDotProductAttention";
   const run = scope[name];
   if (typeof run !== "function") {
