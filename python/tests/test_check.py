@@ -222,3 +222,11 @@ def test_npm_run_check_is_a_thin_wrapper():
     )
     assert finished.returncode == 1, finished.stderr
     assert "looks like the scores were divided by d_k = 4 instead of sqrt(d_k) = 2" in finished.stdout
+
+
+def test_a_learner_returning_every_step_is_told_the_first_step_that_differs():
+    code, text = run_check("steps-scale-forgotten.mjs")
+    assert code == 1
+    assert "attentionSteps takes (query, key, value), no options" in text
+    # tutorial_seq3_dk4: Q·Kᵀ[0, 0] = 2 (two matching ones); scaled by 1/sqrt(4) it is 1.
+    assert "      first step that differs: logits[0, 0] is 2, expected 1\n" in text
