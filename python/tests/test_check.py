@@ -199,11 +199,14 @@ def test_the_command_exit_codes(capsys):
     assert "Levels 2-13 were not run" in out
 
 
-def test_all_runs_every_level():
-    code, text = run_check("mistake-scale_forgotten.mjs", run_all=True)
+def test_all_runs_every_level_and_an_empty_output_is_told_its_shape():
+    code, text = run_check("no-mistake.mjs", run_all=True)
     assert code == 1
     assert "Stopped" not in text
-    assert f"level {TOTAL} of {TOTAL}: " in text
+    assert f"2 of {TOTAL} levels fail (level 12, 13)." in text
+    # Nested arrays stop at a zero-size dim: the expected shape is stated, with its nested form.
+    assert "  empty_queries: output has shape [2, 5], expected [2, 0, 4] (as nested arrays: [[], []])" in text
+    assert "not attempted: nested arrays cannot carry its shapes (key [2, 0, 8] is written [[], []])" in text
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="scripts/check is a bash script")
