@@ -69,7 +69,7 @@ export function close(a: number, b: number, tolerance: number): boolean {
 
 // ---- Fixtures: one rule for every TypeScript port. ----
 
-const K = 16; // DESIGN.md section 5
+const K = 16; // docs/design.md section 5
 const UNIT_ROUNDOFF = 2 ** -53; // float64
 
 /** A port's attentionSteps or scaledDotProductAttention, as attention.ts and flash.ts export them. */
