@@ -275,6 +275,18 @@ def command_check(args: argparse.Namespace) -> int:
     return check.check(Path(args.path), Path(args.fixtures), timeout=args.timeout, run_all=args.all)
 
 
+def command_explore(args: argparse.Namespace) -> int:
+    from . import explore
+
+    return explore.command_explore(args)
+
+
+def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
+    from . import sqrt_dk
+
+    return sqrt_dk.command_plot_sqrt_dk(args)
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attention-port",
@@ -343,6 +355,22 @@ def make_parser() -> argparse.ArgumentParser:
     mine.set_defaults(handler=command_check)
 
     bench.add_parser(commands)
+
+    explore = commands.add_parser(
+        "explore", help="the attention explorer in the browser (serve it, or --build one HTML file)"
+    )
+    explore.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    explore.add_argument(
+        "--build", nargs="?", const="", metavar="DIR",
+        help="write DIR/index.html instead of serving (default DIR: docs/explorer)",
+    )  # fmt: skip
+    explore.add_argument("--fixtures", default=None, help="fixture folder (default: fixtures/)")
+    explore.set_defaults(handler=command_explore)
+
+    plot_sqrt_dk = commands.add_parser("plot-sqrt-dk", help="plot why attention divides by sqrt(d_k)")
+    plot_sqrt_dk.add_argument("--out", default=None, help="PNG file (default: docs/sqrt-dk.png)")
+    plot_sqrt_dk.add_argument("--seed", type=int, default=0, help="input seed (default: 0)")
+    plot_sqrt_dk.set_defaults(handler=command_plot_sqrt_dk)
 
     return parser
 
