@@ -27,6 +27,7 @@ from . import cases, compare, mistakes
 from .fixtures import FixtureCase, load_fixtures
 from .learner import Hello, LearnerError, LearnerProcess, Reply
 from .learner_worker import OPTION_NAMES, options_set
+from .ports import PortAnswer
 
 DEFAULT_TIMEOUT = 10.0  # seconds one case may take
 LEARNER = "your code"
@@ -117,7 +118,7 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
             "bad": reply.message,
             "threw": f"your function threw {reply.error_name}: {reply.message}",
         }[reply.how]
-        verdict = compare.judge(case, LEARNER, "float64", compare.PortAnswer(crash=problem))
+        verdict = compare.judge(case, LEARNER, "float64", PortAnswer(crash=problem))
         lines = [f"{prefix} {problem}", f"    {case.description}"]
         return _result(case, verdict, lines)
     expected = case.expected
@@ -133,9 +134,9 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
                 f" — this case is rank {expected.output.ndim}: every dim before the last two is a batch"
                 " or head dim, and each [L, E] matrix inside gets the same steps"
             )
-        verdict = compare.judge(case, LEARNER, "float64", compare.PortAnswer(steps=steps))
+        verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
         return _result(case, verdict, [line, f"    {case.description}"])
-    verdict = compare.judge(case, LEARNER, "float64", compare.PortAnswer(steps=steps))
+    verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
     if verdict.passed:
         return CaseResult(case, "pass")
     if verdict.index is not None:

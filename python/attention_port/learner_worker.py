@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .fixtures import FixtureCase, encode_numbers, load_fixtures
+from .fixtures import FixtureCase, load_fixtures
+from .generate import encode_numbers
 from .inputs import AttentionInputError, describe_value, infer_shape
 
 STEP_NAMES = ("scores", "logits", "weights", "output")

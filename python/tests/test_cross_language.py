@@ -21,13 +21,13 @@ TYPESCRIPT_PORTS = ["typescript", "typescript-flash"]
 
 
 @functools.cache
-def typescript_answers(name: str) -> dict[str, compare.PortAnswer]:
-    return ports.typescript_port(FIXTURES_DIR, name).run(ALL_CASES)
+def typescript_answers(name: str) -> dict[str, ports.PortAnswer]:
+    return ports.typescript_port(FIXTURES_DIR, name).run(ALL_CASES).answers
 
 
 @functools.cache
-def torch_answers() -> dict[str, compare.PortAnswer]:
-    return ports.torch_port("cpu", "float64").run(ALL_CASES)
+def torch_answers() -> dict[str, ports.PortAnswer]:
+    return ports.torch_port("cpu", "float64").run(ALL_CASES).answers
 
 
 @pytest.mark.parametrize("case", case_params(VALID_CASES))

@@ -308,13 +308,14 @@ function fillHeadPicker(outerShape: readonly number[]): void {
   picker.disabled = indices.length <= 1;
 }
 
-function currentOuter(): number[] {
+/** The [batch..., head] index being viewed; null when a batch or head dim is 0 (nothing to view). */
+function currentOuter(): number[] | null {
   const result = state.result;
   if (result === null) {
     return [];
   }
   const indices = outerIndices(result.steps.scoresShape.slice(0, -2));
-  return indices[Number($<HTMLSelectElement>("head").value) || 0] ?? indices[0];
+  return indices[Number($<HTMLSelectElement>("head").value) || 0] ?? indices[0] ?? null;
 }
 
 /** The [rows, cols] matrix of an input for the viewed head (key and value: the key/value head the
@@ -346,6 +347,11 @@ function drawSteps(): void {
   }
   const outer = currentOuter();
   const { steps } = result;
+  if (outer === null) {
+    const words = `no head to show: the scores ${JSON.stringify(steps.scoresShape)} are empty`;
+    $("steps").replaceChildren(element("p", {}, words));
+    return;
+  }
   const [lq, lk] = steps.scoresShape.slice(-2);
   const ev = steps.outputShape.at(-1) ?? 0;
   const weights = sliceAt(steps.weights, outer);
@@ -467,6 +473,9 @@ function explain(step: string, i: number, j: number): void {
     return;
   }
   const outer = currentOuter();
+  if (outer === null) {
+    return;
+  }
   const { steps, options, scale } = result;
   const box = $("arithmetic");
   let lines: string[];
