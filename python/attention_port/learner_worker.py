@@ -222,12 +222,13 @@ def main(argv: list[str] | None = None) -> int:
         send({"fatal": describe_load_error(path, error)})
         return 0
     send({"hello": learner.hello()})
+    by_id: dict[str, FixtureCase] = {}  # every case, read once at the first request
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
-        [case] = load_fixtures(args.fixtures, [request["id"]])
-        send(answer(learner, case, request["options"], request["shaped"]))
+        by_id = by_id or {case.id: case for case in load_fixtures(args.fixtures)}
+        send(answer(learner, by_id[request["id"]], request["options"], request["shaped"]))
     return 0
 
 

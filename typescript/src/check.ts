@@ -311,13 +311,14 @@ async function main(argv: string[]): Promise<number> {
       hello: { function: learner.name, takesOptions: learner.takesOptions, shaped: learner.shaped },
     }),
   );
+  let byId: Map<string, FixtureCase> | null = null; // every case, read once at the first request
   for await (const line of createInterface({ input: process.stdin })) {
     if (line.trim() === "") {
       continue;
     }
     const request = JSON.parse(line) as { id: string; options: boolean; shaped: boolean };
-    const [c] = loadFixtures(values.fixtures, [request.id]);
-    send(answer(learner, c, request.options, request.shaped));
+    byId ??= new Map(loadFixtures(values.fixtures).map((c) => [c.id, c]));
+    send(answer(learner, byId.get(request.id)!, request.options, request.shaped));
   }
   return 0;
 }
