@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import bench, compare, fixtures, generate, ports
+from . import compare, fixtures, generate, ports
 from .cases import CASES
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError
 
@@ -298,7 +298,13 @@ def make_parser() -> argparse.ArgumentParser:
     mine.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
     mine.set_defaults(handler=command_check)
 
-    bench.add_parser(commands)
+    # Listed here for --help; `bench` parses its own options (bench/run.py), imported only when it runs.
+    commands.add_parser(
+        "bench",
+        add_help=False,
+        help="time every port and the onnxruntime peers side by side (each in its own process);"
+        " `attention-port bench --help` for its options",
+    )
 
     explore = commands.add_parser(
         "explore", help="the attention explorer in the browser (serve it, or --build one HTML file)"
@@ -320,6 +326,11 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        from .bench.run import main as bench_main
+
+        return bench_main(argv[1:])
     args = make_parser().parse_args(argv)
     try:
         return args.handler(args)
