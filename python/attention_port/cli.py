@@ -1,4 +1,4 @@
-"""`attention-port generate | verify`: the project's commands.
+"""`attention-port generate | verify | check`: the project's commands.
 
 Exit codes: 0 all good (cases outside the contract are reported, and are no failure); 1 a port
 failed a case, or could not finish its run (it crashed, timed out or wrote malformed results), or
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import compare, fixtures, generate, ports
 from .cases import CASES
-from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, check_node
+from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
 EXIT_CODES = """exit codes:
@@ -141,7 +141,7 @@ def command_verify(args: argparse.Namespace) -> int:
         _check_torch_device(args.device)
     if any(name in TYPESCRIPT_PORTS for name in names):
         try:
-            check_node(args.node_timeout)  # no usable Node: the job cannot run (exit 2, one line)
+            checked_node(args.node_timeout)  # no usable Node: the job cannot run (exit 2, one line)
         except NodeUnavailable as error:
             return _error(str(error))
 
@@ -253,6 +253,12 @@ def command_side_by_side(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_check(args: argparse.Namespace) -> int:
+    from . import check
+
+    return check.check(Path(args.path), Path(args.fixtures), timeout=args.timeout, run_all=args.all)
+
+
 def command_explore(args: argparse.Namespace) -> int:
     from . import explore
 
@@ -334,6 +340,13 @@ def make_parser() -> argparse.ArgumentParser:
     pages = commands.add_parser("side-by-side", help="write docs/side-by-side.md from the two readable ports")
     pages.add_argument("--check", action="store_true", help="only check that the page is up to date")
     pages.set_defaults(handler=command_side_by_side)
+
+    mine = commands.add_parser("check", help="check your own attention implementation, level by level")
+    mine.add_argument("path", help="a .ts/.mts/.js/.mjs module or a .py file (see docs/learn.md)")
+    mine.add_argument("--all", action="store_true", help="run every level, not only up to the first failure")
+    mine.add_argument("--timeout", type=float, default=10.0, help="seconds one case may take (default: 10)")
+    mine.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
+    mine.set_defaults(handler=command_check)
 
     # Listed here for --help; `bench` parses its own options (bench/run.py), imported only when it runs.
     commands.add_parser(

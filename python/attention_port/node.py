@@ -69,7 +69,7 @@ def node_version(node: Path, timeout: float = DEFAULT_TIMEOUT) -> tuple[int, int
     return tuple(int(x) for x in match.groups())  # type: ignore[return-value]
 
 
-def check_node(timeout: float = DEFAULT_TIMEOUT) -> Path:
+def checked_node(timeout: float = DEFAULT_TIMEOUT) -> Path:
     """A Node that can run the TypeScript ports, or NodeUnavailable saying why not in one line.
     `node --version` is given `timeout` seconds, the same as a run."""
     node = find_node()
@@ -93,7 +93,7 @@ def run_typescript(
     The document is {"port": module, "elapsed_ms": ..., "cases": {id: answer}} where an answer is
     {"scores": {"shape", "data"}, "weights": ..., "output": ...}, {"error": {"kind", "message"}}
     or {"crash": "..."}; numbers as in the fixtures ("NaN", "Infinity", "-Infinity")."""
-    node = check_node(timeout)
+    node = checked_node(timeout)
     if not TYPESCRIPT_CLI.is_file():
         raise NodeError(f"{TYPESCRIPT_CLI} is missing; run from a checkout of the repository")
     scratch = Path(tempfile.mkdtemp(prefix="attention-port-ts-"))

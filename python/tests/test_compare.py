@@ -124,7 +124,7 @@ def test_the_subnormal_floor_passes_a_right_answer_and_fails_a_wrong_one():
 
 
 def test_inf_in_value_is_met_only_by_the_ieee_answer():
-    case = _case("inf_in_value")
+    case = _case("inf_in_value_masked")
     expected = case.expected.output
     # Column 1: +inf at key 2, which row 0 masks (0 * inf is NaN). Column 2: +inf at key 0 and -inf
     # at key 3: rows 0 and 1 weigh both (inf + -inf), row 2 masks key 3 (0 * -inf): NaN everywhere.
