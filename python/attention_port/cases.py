@@ -743,7 +743,10 @@ LEVELS = (
     Level("grouped-query heads", ("gqa", "mqa")),
     Level("scale and softcap", ("scale", "softcap")),
     Level("invalid input", ("error",)),
-    Level("edge cases (empty dims, NaN and +-inf)", ("empty", "nan", "inf")),
+    Level(
+        "edge cases (empty dims, NaN and +-inf, float64's extremes)",
+        ("empty", "nan", "inf", "subnormal", "extreme"),
+    ),
 )
 PLAIN_LEVEL = 2  # the level of a case whose tags name no level
 
