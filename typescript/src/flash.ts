@@ -56,12 +56,15 @@ import {
   type AttentionOptions,
   type AttentionShapes,
   type AttentionSteps,
+  checkFlatMask,
+  checkFlatTensor,
   checkOptions,
-  checkShaped,
   checkShapes,
-  describeValue,
+  type FlatAttentionOptions,
+  type FlatMask,
+  type FlatTensor,
   type FloatArray,
-  isShaped,
+  type KernelMask,
   type MaskInput,
   type NestedArray,
   product,
@@ -71,7 +74,16 @@ import {
   toMaskArray,
 } from "./inputs.ts";
 
-export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
+export type {
+  AttentionOptions,
+  AttentionSteps,
+  FlatAttentionOptions,
+  FlatMask,
+  FlatTensor,
+  MaskInput,
+  NestedArray,
+  TensorInput,
+};
 export { AttentionInputError };
 
 /** Bc: keys per tile. A key tile and its value tile (Bc x E and Bc x Ev doubles) stay in cache
@@ -80,32 +92,6 @@ export const KEY_TILE = 64;
 /** Br: query rows per block. The block's scores tile [Br, Bc] and accumulators [Br, Ev] are the
  * only scratch memory. A multiple of 2 (the register blocking). */
 export const QUERY_BLOCK = 32;
-
-/** A flat row-major tensor: shape plus values. Float32Array storage is computed in doubles. */
-export interface FlatTensor {
-  readonly shape: readonly number[];
-  readonly data: Float64Array | Float32Array;
-}
-
-/** attnMask in flat form; `dtype` says which kind it is:
- *  - "bool":  data is a Uint8Array; nonzero = may attend, 0 = masked (-Infinity).
- *  - "float": data is a Float64Array or Float32Array, added to the logits (-Infinity masks).
- * Broadcasts numpy-style to the scores [B..., Hq, Lq, Lk], like the nested mask. */
-export type FlatMask =
-  | { readonly dtype: "bool"; readonly shape: readonly number[]; readonly data: Uint8Array }
-  | {
-      readonly dtype: "float";
-      readonly shape: readonly number[];
-      readonly data: Float64Array | Float32Array;
-    };
-
-export interface FlatAttentionOptions {
-  readonly attnMask?: FlatMask | null;
-  readonly isCausal?: boolean;
-  readonly scale?: number | null;
-  readonly enableGqa?: boolean;
-  readonly softcap?: number;
-}
 
 // ---- Public entry points. ----
 
@@ -190,7 +176,7 @@ export function scaledDotProductAttentionFlat(
   const q = flatArray("query", query); // [B..., Hq, Lq, E]
   const k = flatArray("key", key); // [B..., Hkv, Lk, E]
   const v = flatArray("value", value); // [B..., Hkv, Lk, Ev]
-  const mask = attnMask === null ? null : flatMask(attnMask); // broadcasts to the scores
+  const mask = attnMask === null ? null : checkFlatMask(attnMask); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
   const output = attend(
     {
@@ -210,13 +196,6 @@ export function scaledDotProductAttentionFlat(
 }
 
 // ---- Checking: inputs.ts's functions, in the readable port's order. ----
-
-/** A checked mask, as the kernels read it: exactly one of bool and float is set. */
-interface KernelMask {
-  readonly shape: readonly number[];
-  readonly bool: Uint8Array | null; // nonzero = may attend
-  readonly float: Float64Array | Float32Array | null; // added to the logits
-}
 
 /** Everything the kernels need, checked. */
 interface Problem {
@@ -261,56 +240,11 @@ function checkedProblem(
   };
 }
 
-/** query, key or value in flat form, checked by inputs.ts's toArray. A Float64Array is taken as
- * it is (toArray checks its shape and length, and walks no value: a typed array holds numbers by
- * construction); a Float32Array is widened once to doubles, natively, so the kernels stay
- * monomorphic. */
+/** query, key or value in flat form (inputs.ts's checkFlatTensor). A Float32Array is widened
+ * once to doubles, natively, so the kernels stay monomorphic (Float64Array only). */
 function flatArray(name: string, tensor: FlatTensor): FloatArray {
-  if (!isShaped(tensor)) {
-    throw new AttentionInputError(
-      "type",
-      `${name} must be a flat tensor { shape, data }, got ${describeValue(tensor)}`,
-    );
-  }
-  const data: unknown = tensor.data;
-  if (data instanceof Float64Array) {
-    return toArray(name, tensor);
-  }
-  if (data instanceof Float32Array) {
-    return toArray(name, { shape: tensor.shape, data: new Float64Array(data) });
-  }
-  throw new AttentionInputError(
-    "type",
-    `${name}.data must be a Float64Array or a Float32Array, got ${describeValue(data)}`,
-  );
-}
-
-/** attnMask in flat form: its dtype, then the shaped form's checks (inputs.ts), then the typed
- * array its dtype needs. Not widened through toMaskArray: the kernels read it in place. */
-function flatMask(mask: FlatMask): KernelMask {
-  const name = "attnMask";
-  if (!isShaped(mask) || !("dtype" in mask)) {
-    throw new AttentionInputError(
-      "type",
-      `${name} must be a flat mask { dtype, shape, data }, got ${describeValue(mask)}`,
-    );
-  }
-  const dtype: unknown = mask.dtype;
-  if (dtype !== "bool" && dtype !== "float") {
-    throw new AttentionInputError(
-      "type",
-      `${name}.dtype must be "bool" or "float", got ${describeValue(dtype)}`,
-    );
-  }
-  const expected = `${dtype === "bool" ? "a Uint8Array" : "a Float64Array or a Float32Array"} for dtype "${dtype}"`;
-  const { shape, data } = checkShaped(name, mask, expected);
-  if (dtype === "bool" && data instanceof Uint8Array) {
-    return { shape, bool: data, float: null };
-  }
-  if (dtype === "float" && (data instanceof Float64Array || data instanceof Float32Array)) {
-    return { shape, bool: null, float: data };
-  }
-  throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
+  const { shape, data } = checkFlatTensor(name, tensor);
+  return { shape, data: data instanceof Float64Array ? data : new Float64Array(data) };
 }
 
 // ---- The driver: batch and heads, one slice at a time. ----

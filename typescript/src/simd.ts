@@ -1,0 +1,666 @@
+/**
+ * The WebAssembly SIMD port of scaled dot-product attention: flash.ts's algorithm, compiled.
+ *
+ *     output = softmax(query · keyᵀ · scale [+ mask]) · value
+ *
+ * Same contract, same public API and same errors as flash.ts and the readable port (attention.ts);
+ * read those first. The arithmetic runs in a WebAssembly kernel written in AssemblyScript
+ * (typescript/wasm/kernel.ts, built by scripts/setup); this file checks the inputs (inputs.ts),
+ * lays them out in the kernel's memory, splits the work and reads the output back. It computes
+ * the same online softmax (FlashAttention) as flash.ts, tile by tile, with no [Lq, Lk] buffer.
+ * What differs from flash.ts, and why it is faster:
+ *
+ *  1. Lanes. 128-bit SIMD: one instruction does 4 float32 (f32x4) or 2 float64 (f64x2) operations.
+ *     Float32Array inputs of the flat entry are computed in float32 (flash.ts widens them to
+ *     doubles, since plain JavaScript computes in doubles anyway): twice the lanes, half the bytes.
+ *  2. Layout. Each key tile (64 keys) is transposed into a small contiguous block [E, 64] before use,
+ *     so a vector load reads the same feature of 4 (or 2) consecutive keys and a score vector is
+ *     4 (or 2) keys of one query row; the block stays in the L1 cache for the 32 query rows of a
+ *     work item. (Transposing the whole key matrix once, with a stride of Lk between features, was
+ *     measured slower: a large power-of-two stride makes the rows collide in the cache.)
+ *  3. Register blocking, as flash.ts but in vectors: scores 4 query rows x 2 vectors of keys (8
+ *     independent sums), weights · value 2 rows x 4 vectors of value features (8 sums kept in
+ *     registers across the whole tile, so acc is loaded and stored once per tile, not per key).
+ *  4. exp. exp(x) = exp2(x · log2 e): the logits are carried in log2 units (multiplied by
+ *     scale · log2 e in one step), and exp2 is a vectorised polynomial: x = k + f, |f| <= 1/2,
+ *     2^f by its Taylor series (degree 7 for float32, 13 for float64), 2^k written straight into
+ *     the exponent bits. Math.exp is a scalar call per number; this is about 10 vector
+ *     multiply-adds per 4 (or 2) numbers. Its error against Math.exp, measured over the whole range
+ *     by the tests: relative error at most 2 u (1 + |x|) for float32 and float64 (u the unit
+ *     roundoff, |x| the argument; the |x| part is the rounding of x · log2 e, which the tolerance
+ *     rule's (1 + S_i) factor already covers). exp(-Infinity) is exactly 0, NaN stays NaN, and
+ *     results below the smallest normal number (2^-126, 2^-1022) are flushed to 0 (a weight that
+ *     small next to the row's largest, which is 1, changes nothing the budget can see).
+ *  5. Fused multiply-add. With relaxed SIMD (Node 22 and later) a multiply-add is one fused
+ *     instruction where the CPU has one (one rounding instead of two, and half the instructions in
+ *     the inner loops). Where relaxed SIMD does not validate (WebAssembly.validate on the build
+ *     says so), a second build of the same source multiplies and adds separately; both builds
+ *     pass the same tests. `kernelBuild()` says which one runs.
+ *  6. Threads. `workers: N` splits the work items, (batch, head, block of 32 query rows), between
+ *     the calling thread and N - 1 worker_threads over one shared WebAssembly memory (see
+ *     simd-worker.ts). Every item is computed by the same code on the same data whichever thread
+ *     takes it, so the output is bit for bit the same for every N.
+ *  7. The same causal tile skipping, mask strides (a broadcast mask is never expanded) and
+ *     grouped-query indexing as flash.ts, done in the kernel.
+ *
+ * Numerics: float64 inputs are computed in float64 and float32 in float32, each within the
+ * tolerance rule's budget for its dtype (verify runs both as their own ports). The special values
+ * are the readable port's: a NaN logit makes its row NaN; NaN or an infinity in value reaches every
+ * row that is not fully masked (0 · NaN is NaN, even for a key the row cannot see); a fully-masked
+ * row, and Lk = 0, give exactly +0.0.
+ *
+ * `attentionSteps` returns every step, as flash.ts does; but here only `output` comes from the
+ * kernel. The diagnostic steps (scores, logits, weights [B..., Hq, Lq, Lk]) are computed by a plain
+ * float64 loop in this file, the readable port's algorithm, because the kernel never holds them in
+ * natural units (it keeps log2-unit logits, one tile at a time).
+ *
+ * Memory: the kernel's memory holds copies of query, key, value, the mask as given (not
+ * broadcast) and the output, plus O(32 x 64 + 32 x Ev) scratch per thread: linear in the inputs.
+ * A WebAssembly memory only grows, so after a large call the process keeps that much reserved.
+ *
+ * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features.
+ */
+
+import { readFileSync } from "node:fs";
+import { Worker } from "node:worker_threads";
+
+import { BUILDS, type BuildName, builtStamp, expectedStamp } from "../wasm/build.ts";
+import {
+  AttentionInputError,
+  type AttentionOptions,
+  type AttentionShapes,
+  type AttentionSteps,
+  checkFlatMask,
+  checkFlatTensor,
+  checkOptions,
+  checkShapes,
+  type FlatAttentionOptions,
+  type FlatMask,
+  type FlatTensor,
+  type KernelMask,
+  type MaskInput,
+  type NestedArray,
+  product,
+  resolveScale,
+  type TensorInput,
+  toArray,
+  toMaskArray,
+} from "./inputs.ts";
+import { CONTROL, CONTROL_BYTES, claimItems, type ItemRunner, type WorkerStart } from "./simd-worker.ts";
+
+export type { AttentionOptions, AttentionSteps, FlatMask, FlatTensor, MaskInput, NestedArray, TensorInput };
+export { AttentionInputError };
+
+/** The SIMD port's own option: how many threads share the work (1, the default, is this thread
+ * alone; N uses this thread and N - 1 worker_threads). The output does not depend on it. */
+export interface SimdOptions {
+  readonly workers?: number;
+}
+export type SimdAttentionOptions = AttentionOptions & SimdOptions;
+export type SimdFlatAttentionOptions = FlatAttentionOptions & SimdOptions;
+
+// ---- Public entry points. ----
+
+/** softmax(query · keyᵀ · scale [+ mask]) · value in float64 (nested arrays or shaped tensors in,
+ * nested arrays out), computed by the WebAssembly kernel. */
+export function scaledDotProductAttention(
+  query: readonly (readonly number[])[],
+  key: readonly (readonly number[])[],
+  value: readonly (readonly number[])[],
+  options?: SimdAttentionOptions,
+): number[][];
+export function scaledDotProductAttention(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options?: SimdAttentionOptions,
+): NestedArray;
+export function scaledDotProductAttention(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: SimdAttentionOptions = {},
+): NestedArray {
+  const problem = checkedProblem(query, key, value, options);
+  return nest(attend(problem), 0, problem.shapes.outputShape); // [B..., Hq, Lq, Ev]
+}
+
+/** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
+ * weights [B..., Hq, Lq, Lk] are diagnostics computed in plain float64 JavaScript (see the header). */
+export function attentionSteps(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: SimdAttentionOptions = {},
+): AttentionSteps {
+  const problem = checkedProblem(query, key, value, options);
+  const { scoresShape, outputShape } = problem.shapes;
+  const output = attend(problem); // [B..., Hq, Lq, Ev]
+  const { scores, logits, weights } = diagnosticSteps(problem);
+  return {
+    scores: nest(scores, 0, scoresShape),
+    scaled: nest(logits, 0, scoresShape),
+    weights: nest(weights, 0, scoresShape),
+    output: nest(output, 0, outputShape),
+    scoresShape,
+    outputShape,
+  };
+}
+
+/** The fast path on flat row-major typed arrays with explicit shapes. Computes in float32 when
+ * query.data is a Float32Array (key, value and a float mask are rounded to float32 on the way in),
+ * else in float64; the output has query.data's type. */
+export function scaledDotProductAttentionFlat(
+  query: FlatTensor,
+  key: FlatTensor,
+  value: FlatTensor,
+  options: SimdFlatAttentionOptions = {},
+): FlatTensor {
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
+  checkOptions(isCausal, scale, enableGqa, softcap);
+  const workers = checkWorkers(options.workers);
+  const q = checkFlatTensor("query", query); // [B..., Hq, Lq, E]
+  const k = checkFlatTensor("key", key); // [B..., Hkv, Lk, E]
+  const v = checkFlatTensor("value", value); // [B..., Hkv, Lk, Ev]
+  const mask = attnMask === null ? null : checkFlatMask(attnMask); // broadcasts to the scores
+  const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
+  const data = attend({
+    query: q.data,
+    key: k.data,
+    value: v.data,
+    mask,
+    shapes,
+    isCausal,
+    softcap,
+    scale: resolveScale(scale, shapes.features),
+    float32: q.data instanceof Float32Array,
+    workers,
+  });
+  return { shape: shapes.outputShape, data };
+}
+
+/** Which build of the kernel runs: "relaxed" (fused multiply-add) or "baseline". */
+export function kernelBuild(): BuildName {
+  return chosenBuild();
+}
+
+/** Run a build other than the one WebAssembly.validate picked ("auto" goes back to that choice):
+ * for the tests, which check both builds, and for comparing them. */
+export function selectKernelBuild(build: BuildName | "auto"): void {
+  forcedBuild = build === "auto" ? null : build;
+}
+
+/** exp(x) for each x, as the kernel computes it (exp2 of x · log2 e, with the polynomial above),
+ * in float32 for a Float32Array, else float64. For the tests of the approximation. */
+export function kernelExp(x: Float32Array | Float64Array): Float32Array | Float64Array {
+  const kernel = loadKernel(chosenBuild());
+  const bytes = x.BYTES_PER_ELEMENT;
+  const padded = Math.ceil(x.length / 2) * 2 * 2; // whole vectors of either width
+  const at = reserve(kernel, [padded * bytes])[0];
+  const view =
+    x instanceof Float32Array
+      ? new Float32Array(kernel.memory.buffer, at, padded)
+      : new Float64Array(kernel.memory.buffer, at, padded);
+  view.fill(0);
+  view.set(x);
+  if (bytes === 4) {
+    kernel.exports.expF32(at, padded);
+  } else {
+    kernel.exports.expF64(at, padded);
+  }
+  return view.slice(0, x.length);
+}
+
+// ---- Checking: inputs.ts's functions, in the readable port's order. ----
+
+/** Everything the kernel needs, checked. */
+interface Problem {
+  readonly query: Float64Array | Float32Array; // [B..., Hq, Lq, E]
+  readonly key: Float64Array | Float32Array; // [B..., Hkv, Lk, E]
+  readonly value: Float64Array | Float32Array; // [B..., Hkv, Lk, Ev]
+  readonly mask: KernelMask | null; // broadcasts to [B..., Hq, Lq, Lk]
+  readonly shapes: AttentionShapes;
+  readonly isCausal: boolean;
+  readonly scale: number;
+  readonly softcap: number;
+  readonly float32: boolean; // compute in float32 (else float64)
+  readonly workers: number;
+}
+
+function checkWorkers(workers: unknown): number {
+  if (workers === undefined) {
+    return 1;
+  }
+  if (!(Number.isSafeInteger(workers) && (workers as number) >= 1)) {
+    throw new AttentionInputError(
+      "value",
+      `workers must be an integer >= 1, got ${typeof workers === "number" ? String(workers) : typeof workers}`,
+    );
+  }
+  return workers as number;
+}
+
+function checkedProblem(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: SimdAttentionOptions,
+): Problem {
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
+  checkOptions(isCausal, scale, enableGqa, softcap);
+  const workers = checkWorkers(options.workers);
+  const q = toArray("query", query); // [B..., Hq, Lq, E]
+  const k = toArray("key", key); // [B..., Hkv, Lk, E]
+  const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
+  const checked = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
+  const shapes = checkShapes(q.shape, k.shape, v.shape, checked === null ? null : checked.shape, enableGqa);
+  let mask: KernelMask | null = null;
+  if (checked !== null && checked.dtype === "bool") {
+    mask = { shape: checked.shape, bool: Uint8Array.from(checked.data, Number), float: null }; // 1 = may attend
+  } else if (checked !== null) {
+    mask = { shape: checked.shape, bool: null, float: checked.data };
+  }
+  return {
+    query: q.data,
+    key: k.data,
+    value: v.data,
+    mask,
+    shapes,
+    isCausal,
+    softcap,
+    scale: resolveScale(scale, shapes.features),
+    float32: false,
+    workers,
+  };
+}
+
+// ---- The kernel: loading, memory, jobs. ----
+
+interface KernelExports extends ItemRunner {
+  scanValueF32(value: number, Lk: number, Ev: number, lastNonFinite: number): void;
+  scanValueF64(value: number, Lk: number, Ev: number, lastNonFinite: number): void;
+  expF32(at: number, n: number): void;
+  expF64(at: number, n: number): void;
+  scratchBytes(E: number, Ev: number): number;
+  transposeKeyF32(key: number, Lk: number, E: number, out: number): void;
+  transposeKeyF64(key: number, Lk: number, E: number, out: number): void;
+  heapBase(): number;
+  queryBlock(): number;
+  keyTile(): number;
+}
+
+interface Kernel {
+  readonly module: WebAssembly.Module;
+  readonly memory: WebAssembly.Memory;
+  readonly exports: KernelExports;
+  readonly control: number; // byte offset of the control block (simd-worker.ts)
+  readonly job: number; // byte offset of the job descriptor
+  readonly start: number; // first byte free for a call's data
+  readonly workers: Worker[];
+  generation: number;
+}
+
+const PAGE = 65536;
+const MAX_BYTES = 65536 * PAGE; // a 32-bit memory: 4 GiB
+const JOB_BYTES = 80; // the job descriptor: i32 fields, then scale and softcap as f64 (kernel.ts)
+const kernels = new Map<BuildName, Kernel>();
+let forcedBuild: BuildName | null = null;
+let validatedBuild: BuildName | null = null;
+
+function chosenBuild(): BuildName {
+  if (forcedBuild !== null) {
+    return forcedBuild;
+  }
+  if (validatedBuild === null) {
+    checkStamp();
+    validatedBuild = WebAssembly.validate(readFileSync(BUILDS.relaxed.file)) ? "relaxed" : "baseline";
+  }
+  return validatedBuild;
+}
+
+function checkStamp(): void {
+  if (builtStamp() !== expectedStamp()) {
+    throw new Error(
+      "the SIMD kernel (typescript/wasm/build/) is missing or older than typescript/wasm/kernel.ts;" +
+        " run scripts/setup (or node typescript/wasm/build.ts)",
+    );
+  }
+}
+
+function loadKernel(build: BuildName): Kernel {
+  const loaded = kernels.get(build);
+  if (loaded !== undefined) {
+    return loaded;
+  }
+  checkStamp();
+  const module = new WebAssembly.Module(readFileSync(BUILDS[build].file));
+  const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true });
+  const exports = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports;
+  const control = align(exports.heapBase());
+  const kernel: Kernel = {
+    module,
+    memory,
+    exports,
+    control,
+    job: control + CONTROL_BYTES,
+    start: align(control + CONTROL_BYTES + JOB_BYTES),
+    workers: [],
+    generation: 0,
+  };
+  kernels.set(build, kernel);
+  return kernel;
+}
+
+function align(bytes: number): number {
+  return Math.ceil(bytes / 64) * 64;
+}
+
+/** Places regions of the given sizes one after another from kernel.start (each 64-byte aligned,
+ * with 64 bytes of padding after it for the kernel's whole-vector reads), grows the memory to hold
+ * them and returns their byte offsets. */
+function reserve(kernel: Kernel, sizes: readonly number[]): number[] {
+  const offsets: number[] = [];
+  let end = kernel.start;
+  for (const size of sizes) {
+    offsets.push(end);
+    end = align(end + size + 64);
+  }
+  if (end > MAX_BYTES) {
+    throw new RangeError(
+      `the SIMD port needs ${end} bytes of WebAssembly memory for these inputs; the most it can have is 4 GiB`,
+    );
+  }
+  const have = kernel.memory.buffer.byteLength;
+  if (end > have) {
+    kernel.memory.grow(Math.ceil((end - have) / PAGE));
+  }
+  return offsets;
+}
+
+/** The whole computation on one shared memory; returns the output [B..., Hq, Lq, Ev] in the
+ * problem's dtype. */
+function attend(problem: Problem): Float64Array | Float32Array {
+  const { shapes, mask, float32 } = problem;
+  const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
+  const { features: E, valueFeatures: Ev, groupSize } = shapes;
+  const outputSize = product(shapes.outputShape);
+  if (outputSize === 0) {
+    return float32 ? new Float32Array(0) : new Float64Array(0); // nothing to compute
+  }
+  const kernel = loadKernel(chosenBuild());
+  const bytes = float32 ? 4 : 8;
+  const batchCount = product(shapes.batch);
+  const slices = batchCount * Hq; // (b, h) pairs, row-major over [B..., Hq]
+  const kvSlices = batchCount * Hkv;
+  const blocks = Math.ceil(Lq / kernel.exports.queryBlock());
+  const items = slices * blocks;
+  const threads = Math.min(problem.workers, items);
+  const maskBytes = mask === null ? 0 : mask.bool !== null ? mask.bool.length : mask.float!.length * bytes;
+  const stride = kernel.exports.scratchBytes(E, Ev);
+  const keyTile = kernel.exports.keyTile();
+  const keyTBytes = Math.ceil(Lk / keyTile) * E * keyTile * bytes; // one kv slice's key, tiled
+  const [sliceTable, lastNonFinite, query, key, keyT, value, maskAt, output, scratch] = reserve(kernel, [
+    slices * 8, // per slice: kv slice, mask offset (i32, i32)
+    kvSlices * Ev * 4, // per kv slice and value column: last key row with NaN or ±inf (i32)
+    problem.query.length * bytes, // [B..., Hq, Lq, E]
+    problem.key.length * bytes, // [B..., Hkv, Lk, E]
+    kvSlices * keyTBytes, // [B..., Hkv, ceil(Lk / Bc), E, Bc]: key tiles, each transposed
+    problem.value.length * bytes, // [B..., Hkv, Lk, Ev]
+    maskBytes, // the mask as given, broadcast by strides
+    outputSize * bytes, // [B..., Hq, Lq, Ev]
+    stride * threads, // one scratch slot per thread
+  ]);
+  const buffer = kernel.memory.buffer as SharedArrayBuffer; // shared: worker threads see it too
+  floats(float32, buffer, query, problem.query.length).set(problem.query); // rounded to float32 if so
+  floats(float32, buffer, key, problem.key.length).set(problem.key);
+  floats(float32, buffer, value, problem.value.length).set(problem.value);
+  let maskKind = 0;
+  if (mask !== null && mask.bool !== null) {
+    new Uint8Array(buffer, maskAt, mask.bool.length).set(mask.bool);
+    maskKind = 1;
+  } else if (mask !== null) {
+    floats(float32, buffer, maskAt, mask.float!.length).set(mask.float!);
+    maskKind = 2;
+  }
+
+  // The mask's strides laid against the scores' dims [B..., Hq, Lq, Lk]: numpy broadcasting aligns
+  // on the right, and a missing dim or a dim of size 1 has stride 0 (the same cell repeats).
+  const rank = shapes.scoresShape.length;
+  const maskStrides = new Array<number>(rank).fill(0);
+  if (mask !== null) {
+    let size = 1;
+    for (let d = mask.shape.length - 1; d >= 0; d--) {
+      maskStrides[rank - mask.shape.length + d] = mask.shape[d] === 1 ? 0 : size;
+      size *= mask.shape[d];
+    }
+  }
+  const outer = shapes.scoresShape.slice(0, -2); // [B..., Hq] ([] for rank 2)
+  const table = new Int32Array(buffer, sliceTable, slices * 2);
+  for (let slice = 0; slice < slices; slice++) {
+    const b = Math.floor(slice / Hq);
+    const h = slice % Hq;
+    // Grouped-query attention: query head h reads key/value head floor(h / groupSize).
+    table[2 * slice] = b * Hkv + Math.floor(h / groupSize);
+    let maskBase = 0; // the mask's offset at this (b, h)
+    for (let d = outer.length - 1, rest = slice; d >= 0; d--) {
+      maskBase += (rest % outer[d]) * maskStrides[d];
+      rest = Math.floor(rest / outer[d]);
+    }
+    table[2 * slice + 1] = maskBase;
+  }
+  const transpose = float32 ? kernel.exports.transposeKeyF32 : kernel.exports.transposeKeyF64;
+  for (let kv = 0; kv < kvSlices; kv++) {
+    transpose(key + kv * Lk * E * bytes, Lk, E, keyT + kv * keyTBytes);
+  }
+  if (problem.isCausal) {
+    // Keys a causal block skips carry weight 0 in the readable port, where 0 · NaN is still NaN:
+    // the kernel needs, per value column, the last key row holding NaN or ±inf.
+    const scan = float32 ? kernel.exports.scanValueF32 : kernel.exports.scanValueF64;
+    for (let kv = 0; kv < kvSlices; kv++) {
+      scan(value + kv * Lk * Ev * bytes, Lk, Ev, lastNonFinite + kv * Ev * 4);
+    }
+  }
+
+  // The job descriptor (kernel.ts's J_* offsets).
+  const job = new DataView(buffer, kernel.job, JOB_BYTES);
+  const fields = [blocks, Lq, Lk, E, Ev, query, keyT, value, output, sliceTable, maskKind, maskAt];
+  fields.push(maskStrides[rank - 2], maskStrides[rank - 1], problem.isCausal ? 1 : 0, lastNonFinite);
+  fields.forEach((x, n) => job.setUint32(4 * n, x, true));
+  job.setFloat64(64, problem.scale, true);
+  job.setFloat64(72, problem.softcap, true);
+
+  runItems(kernel, bytes, items, scratch, stride, threads);
+  return floats(float32, buffer, output, outputSize).slice(); // copied out: the memory is reused
+}
+
+/** A float32 or float64 view of `length` numbers at byte `offset` of the kernel's memory. */
+function floats(
+  float32: boolean,
+  buffer: SharedArrayBuffer,
+  offset: number,
+  length: number,
+): Float32Array | Float64Array {
+  return float32 ? new Float32Array(buffer, offset, length) : new Float64Array(buffer, offset, length);
+}
+
+/** Every item of the job, on this thread alone or shared with threads - 1 workers. */
+function runItems(
+  kernel: Kernel,
+  bytes: number,
+  items: number,
+  scratch: number,
+  stride: number,
+  threads: number,
+) {
+  if (threads <= 1) {
+    const run = bytes === 4 ? kernel.exports.runItemF32 : kernel.exports.runItemF64;
+    for (let item = 0; item < items; item++) {
+      run(kernel.job, item, scratch);
+    }
+    return;
+  }
+  const control = new Int32Array(kernel.memory.buffer, kernel.control, CONTROL_BYTES / 4);
+  const claim = new BigInt64Array(kernel.memory.buffer, kernel.control, 1);
+  startWorkers(kernel, control, threads - 1);
+  kernel.generation = (kernel.generation + 1) | 0;
+  const generation = kernel.generation;
+  Atomics.store(control, CONTROL.COUNT, items);
+  Atomics.store(control, CONTROL.JOB, kernel.job);
+  Atomics.store(control, CONTROL.SCRATCH, scratch | 0);
+  Atomics.store(control, CONTROL.STRIDE, stride);
+  Atomics.store(control, CONTROL.BYTES, bytes);
+  Atomics.store(control, CONTROL.HELPERS, threads - 1);
+  Atomics.store(control, CONTROL.DONE, 0);
+  Atomics.store(control, CONTROL.FAILED, 0);
+  Atomics.store(claim, 0, BigInt(generation >>> 0) << 32n); // open: item 0 of this generation
+  Atomics.store(control, CONTROL.WAKE, generation);
+  Atomics.notify(control, CONTROL.WAKE);
+  claimItems(control, claim, generation, kernel.exports, 0);
+  for (
+    let done = Atomics.load(control, CONTROL.DONE);
+    done < items;
+    done = Atomics.load(control, CONTROL.DONE)
+  ) {
+    Atomics.wait(control, CONTROL.DONE, done); // the workers finish the items they took
+  }
+  if (Atomics.load(control, CONTROL.FAILED) !== 0) {
+    throw new Error("a SIMD worker thread failed while computing attention");
+  }
+}
+
+/** Makes sure `count` workers are running, and waits (briefly) for new ones to be ready, so that a
+ * call with workers really shares its work. Workers are unref'd: they never keep the process up. */
+function startWorkers(kernel: Kernel, control: Int32Array, count: number): void {
+  while (kernel.workers.length < count) {
+    const simdWorker: WorkerStart = {
+      module: kernel.module,
+      memory: kernel.memory,
+      control: kernel.control,
+      index: kernel.workers.length + 1,
+    };
+    const worker = new Worker(new URL("./simd-worker.ts", import.meta.url), { workerData: { simdWorker } });
+    worker.unref();
+    kernel.workers.push(worker);
+  }
+  const deadline = performance.now() + 10_000;
+  for (
+    let ready = Atomics.load(control, CONTROL.READY);
+    ready < count;
+    ready = Atomics.load(control, CONTROL.READY)
+  ) {
+    const left = deadline - performance.now();
+    if (left <= 0) {
+      break; // not up yet: this thread computes what they do not take; the result is the same
+    }
+    Atomics.wait(control, CONTROL.READY, ready, left);
+  }
+}
+
+// ---- Diagnostic steps for attentionSteps (plain float64, the readable port's algorithm). ----
+
+/** scores, logits and weights [B..., Hq, Lq, Lk], computed in float64 cell by cell: scores as
+ * query · key row sums from t = 0, logits scaled, softcapped and masked, weights the stable softmax
+ * (a fully-masked row is +0.0). Not the kernel: see the header. */
+function diagnosticSteps(problem: Problem): {
+  scores: Float64Array;
+  logits: Float64Array;
+  weights: Float64Array;
+} {
+  const { shapes, mask, query, key, scale, softcap, isCausal } = problem;
+  const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
+  const { features: E, groupSize } = shapes;
+  const size = product(shapes.scoresShape);
+  const scores = new Float64Array(size); // [B..., Hq, Lq, Lk]
+  const logits = new Float64Array(size); // [B..., Hq, Lq, Lk]
+  const weights = new Float64Array(size); // [B..., Hq, Lq, Lk]
+  const rank = shapes.scoresShape.length;
+  const strides = new Array<number>(rank).fill(0); // the mask's, against the scores' dims
+  if (mask !== null) {
+    let stride = 1;
+    for (let d = mask.shape.length - 1; d >= 0; d--) {
+      strides[rank - mask.shape.length + d] = mask.shape[d] === 1 ? 0 : stride;
+      stride *= mask.shape[d];
+    }
+  }
+  const slices = product(shapes.batch) * Hq;
+  for (let slice = 0; slice < slices; slice++) {
+    const kv = Math.floor(slice / Hq) * Hkv + Math.floor((slice % Hq) / groupSize);
+    let maskBase = 0;
+    for (let d = rank - 3, rest = slice; d >= 0; d--) {
+      maskBase += (rest % shapes.scoresShape[d]) * strides[d];
+      rest = Math.floor(rest / shapes.scoresShape[d]);
+    }
+    for (let i = 0; i < Lq; i++) {
+      const row = (slice * Lq + i) * Lk;
+      let max = -Infinity;
+      for (let j = 0; j < Lk; j++) {
+        let s = 0;
+        for (let t = 0; t < E; t++) {
+          s += query[(slice * Lq + i) * E + t] * key[(kv * Lk + j) * E + t];
+        }
+        scores[row + j] = s;
+        let x = s * scale;
+        if (softcap > 0) {
+          x = softcap * Math.tanh(x / softcap);
+        }
+        const cell = maskBase + i * strides[rank - 2] + j * strides[rank - 1];
+        if (mask !== null && mask.bool !== null && mask.bool[cell] === 0) {
+          x = -Infinity;
+        } else if (mask !== null && mask.float !== null) {
+          x += mask.float[cell];
+        }
+        if (isCausal && j > i) {
+          x = -Infinity;
+        }
+        logits[row + j] = x;
+        max = Math.max(max, x);
+      }
+      if (max === -Infinity) {
+        continue; // fully masked: weights stay +0.0
+      }
+      let sum = 0;
+      for (let j = 0; j < Lk; j++) {
+        sum += Math.exp(logits[row + j] - max);
+      }
+      for (let j = 0; j < Lk; j++) {
+        weights[row + j] = Math.exp(logits[row + j] - max) / sum;
+      }
+    }
+  }
+  return { scores, logits, weights };
+}
+
+/** A flat row-major array -> nested arrays of `shape` (rank >= 1), as the readable port returns.
+ * Rows are filled by index into preallocated arrays (no iterator), so large outputs stay cheap. */
+function nest(data: Float64Array | Float32Array, offset: number, shape: readonly number[]): NestedArray {
+  if (shape.length === 1) {
+    const row = new Array<number>(shape[0]);
+    for (let t = 0; t < shape[0]; t++) {
+      row[t] = data[offset + t];
+    }
+    return row;
+  }
+  const size = product(shape.slice(1));
+  const inner = shape.slice(1);
+  const rows = new Array<NestedArray>(shape[0]);
+  for (let n = 0; n < shape[0]; n++) {
+    rows[n] = nest(data, offset + n * size, inner);
+  }
+  return rows as NestedArray;
+}
+
+// The tutorial's example, through the SIMD port: `node typescript/src/simd.ts` prints a 3 x 2 result.
+if (import.meta.main) {
+  const Q = [
+    [1, 0, 1, 0],
+    [0, 1, 0, 1],
+    [1, 1, 0, 0],
+  ];
+  console.log(
+    scaledDotProductAttention(Q, Q, [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]),
+  ); // 3 x 2
+}
