@@ -17,7 +17,15 @@ from . import bench, compare, fixtures
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, NodeError
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
-ALL_PORTS = ("numpy", "torch", "torch-sdpa", "typescript", "typescript-flash")
+ALL_PORTS = (
+    "numpy",
+    "torch",
+    "torch-sdpa",
+    "typescript",
+    "typescript-flash",
+    "typescript-simd",
+    "typescript-simd-float32",
+)
 
 
 def _error(message: str) -> int:

@@ -14,7 +14,7 @@ import numpy as np
 from .compare import PortAnswer
 from .fixtures import FixtureCase, decode_numbers
 from .inputs import AttentionInputError
-from .node import DEFAULT_TIMEOUT, TYPESCRIPT_PORTS, NodeError, run_typescript
+from .node import DEFAULT_TIMEOUT, TYPESCRIPT_DTYPES, TYPESCRIPT_PORTS, NodeError, run_typescript
 
 STEP_NAMES = ("scores", "weights", "output")
 
@@ -140,5 +140,5 @@ def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEF
             answers[case.id] = decode_typescript_answer(results[case.id])
         return answers
 
-    port = Port(name, "float64", run)
+    port = Port(name, TYPESCRIPT_DTYPES.get(name, "float64"), run)
     return port

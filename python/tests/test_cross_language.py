@@ -1,4 +1,4 @@
-"""The TypeScript ports (readable and flash), run through the harness (one Node process for every
+"""The TypeScript ports (readable, flash and SIMD in float64 and float32), run through the harness (one Node process for every
 case), held to the same rule as the Python ports, compared with torch directly, and caught when
 they are broken."""
 
@@ -17,7 +17,8 @@ from conftest import ALL_CASES, FIXTURES_DIR, INVALID_CASES, VALID_CASES, case_p
 from attention_port import cli, compare, ports
 from attention_port.node import find_node, run_typescript
 
-TYPESCRIPT_PORTS = ["typescript", "typescript-flash"]
+TYPESCRIPT_PORTS = ["typescript", "typescript-flash", "typescript-simd"]  # float64
+FLOAT32_PORTS = ["typescript-simd-float32"]
 
 
 @functools.cache
@@ -39,8 +40,17 @@ def test_typescript_within_budget(port, case):
     assert verdict.budget_used < 0.25, compare.format_verdict(verdict)
 
 
+@pytest.mark.parametrize("case", case_params(VALID_CASES))
+@pytest.mark.parametrize("port", FLOAT32_PORTS)
+def test_typescript_float32_within_budget(port, case):
+    # Held at float32's unit roundoff, as torch's float32 port is; the port says it computes in it.
+    assert ports.typescript_port(FIXTURES_DIR, port).dtype == "float32"
+    verdict = compare.judge(case, port, "float32", typescript_answers(port)[case.id])
+    assert verdict.passed, compare.format_verdict(verdict)
+
+
 @pytest.mark.parametrize("case", case_params(INVALID_CASES))
-@pytest.mark.parametrize("port", TYPESCRIPT_PORTS)
+@pytest.mark.parametrize("port", TYPESCRIPT_PORTS + FLOAT32_PORTS)
 def test_typescript_raises_the_same_error(port, case):
     answer = typescript_answers(port)[case.id]
     assert answer.error is not None, answer

@@ -62,14 +62,15 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
 /** 2^x per lane, for x <= 0, -Infinity or NaN (the only arguments the softmax makes: a logit minus
  * the running max). x = k + f with k = nearest integer, |f| <= 1/2; 2^f is its Taylor polynomial
  * in f·ln 2 (degree 7 for f32, 13 for f64: truncation error below 2^-27 and 2^-58 relative), and
- * 2^k is built in the exponent bits. x is first raised to the lowest k whose 2^k has a zero
- * exponent field (-127 or -1023), so -Infinity and every underflow give exactly 0.0; results
- * below 2^-126 (f32) or 2^-1022 (f64) are flushed to 0.0 instead of rounded to a subnormal. NaN
- * stays NaN (max and the polynomial propagate it). */
+ * 2^k is two powers of two built in the exponent bits, 2^(k >> 1) · 2^(k - (k >> 1)), each a
+ * normal number, so that results in the subnormal range round as one multiplication rounds them
+ * (as Math.exp's do) instead of being flushed to zero. x is first raised to -150 (f32) or -1075
+ * (f64), where 2^x is half the smallest subnormal and rounds to 0.0: -Infinity gives exactly 0.0.
+ * NaN stays NaN (max and the polynomial propagate it). */
 // @ts-ignore: decorator
 @inline function exp2v<T>(x: v128): v128 {
   if (sizeof<T>() == 4) {
-    x = f32x4.max(x, f32x4.splat(-127.0));
+    x = f32x4.max(x, f32x4.splat(-150.0));
     const k = f32x4.nearest(x);
     const f = f32x4.sub(x, k);
     let p = f32x4.splat(<f32>1.5252733804059841e-5);
@@ -80,10 +81,15 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
     p = madd<f32>(p, f, f32x4.splat(<f32>2.4022650695910072e-1));
     p = madd<f32>(p, f, f32x4.splat(<f32>6.931471805599453e-1));
     p = madd<f32>(p, f, f32x4.splat(<f32>1.0));
-    const bits = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(k), i32x4.splat(127)), 23);
-    return f32x4.mul(p, bits);
+    const ki = i32x4.trunc_sat_f32x4_s(k);
+    const k1 = i32x4.shr_s(ki, 1);
+    const k2 = i32x4.sub(ki, k1);
+    const bias = i32x4.splat(127);
+    const two1 = i32x4.shl(i32x4.add(k1, bias), 23); // 2^k1 as f32 bits
+    const two2 = i32x4.shl(i32x4.add(k2, bias), 23); // 2^k2
+    return f32x4.mul(f32x4.mul(p, two1), two2);
   } else {
-    x = f64x2.max(x, f64x2.splat(-1023.0));
+    x = f64x2.max(x, f64x2.splat(-1075.0));
     const k = f64x2.nearest(x);
     const f = f64x2.sub(x, k);
     let p = f64x2.splat(1.3691488853904128e-12);
@@ -100,9 +106,13 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
     p = madd<f64>(p, f, f64x2.splat(2.4022650695910072e-1));
     p = madd<f64>(p, f, f64x2.splat(6.931471805599453e-1));
     p = madd<f64>(p, f, f64x2.splat(1.0));
-    const ints = i32x4.add(i32x4.trunc_sat_f64x2_s_zero(k), i32x4.splat(1023));
-    const bits = i64x2.shl(i64x2.extend_low_i32x4_s(ints), 52);
-    return f64x2.mul(p, bits);
+    const ki = i32x4.trunc_sat_f64x2_s_zero(k);
+    const k1 = i32x4.shr_s(ki, 1);
+    const k2 = i32x4.sub(ki, k1);
+    const bias = i32x4.splat(1023);
+    const two1 = i64x2.shl(i64x2.extend_low_i32x4_s(i32x4.add(k1, bias)), 52); // 2^k1 as f64 bits
+    const two2 = i64x2.shl(i64x2.extend_low_i32x4_s(i32x4.add(k2, bias)), 52); // 2^k2
+    return f64x2.mul(f64x2.mul(p, two1), two2);
   }
 }
 
