@@ -65,7 +65,7 @@
 import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 
-import { BUILDS, type BuildName, builtStamp, expectedStamp } from "../wasm/build.ts";
+import { BUILDS, type BuildName, buildIsFresh } from "../wasm/build.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -178,6 +178,12 @@ export function scaledDotProductAttentionFlat(
     workers,
   });
   return { shape: shapes.outputShape, data };
+}
+
+/** The kernel's work split: query rows per work item and keys per tile (tests aim at their edges). */
+export function kernelBlocks(): { queryBlock: number; keyTile: number } {
+  const { exports } = loadKernel(chosenBuild());
+  return { queryBlock: exports.queryBlock(), keyTile: exports.keyTile() };
 }
 
 /** Which build of the kernel runs: "relaxed" (fused multiply-add) or "baseline". */
@@ -320,7 +326,7 @@ function chosenBuild(): BuildName {
 }
 
 function checkStamp(): void {
-  if (builtStamp() !== expectedStamp()) {
+  if (!buildIsFresh()) {
     throw new Error(
       "the SIMD kernel (typescript/wasm/build/) is missing or older than typescript/wasm/kernel.ts;" +
         " run scripts/setup (or node typescript/wasm/build.ts)",

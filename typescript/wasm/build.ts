@@ -9,8 +9,9 @@
  *   kernel.relaxed.wasm  + relaxed SIMD: fused multiply-add (relaxed_madd) where the CPU has it
  *   kernel.wasm          without: multiply then add, for engines where relaxed SIMD does not validate
  * The outputs are not committed (typescript/wasm/build/ is ignored). Next to them, kernel.stamp holds
- * the sha256 of what they were built from (the kernel source, these flags, the asc version):
- * simd.ts refuses to load a build whose stamp does not match, and a test checks it too.
+ * the sha256 of what they were built from (the kernel source, these flags, the asc version) and of
+ * each .wasm as written: simd.ts refuses to load builds that are stale or changed since, and a test
+ * checks it too.
  */
 
 import { createHash } from "node:crypto";
@@ -54,21 +55,44 @@ function ascVersion(): string {
 }
 
 /** sha256 of everything a build depends on: the kernel source, the flags and the compiler version. */
-export function expectedStamp(): string {
+export function expectedStamp(source: string | Buffer = readFileSync(KERNEL_SOURCE)): string {
   const hash = createHash("sha256");
-  hash.update(readFileSync(KERNEL_SOURCE));
+  hash.update(source);
   hash.update(JSON.stringify(Object.values(BUILDS).map((b) => b.flags)));
   hash.update(ascVersion());
   return hash.digest("hex");
 }
 
-/** The stamp the current builds were made with, or null if there is none. */
-export function builtStamp(): string | null {
+/** sha256 of each build's .wasm as it is on disk now (null where it is missing). */
+export function outputHashes(): (string | null)[] {
+  return Object.values(BUILDS).map(({ file }) => {
+    try {
+      return createHash("sha256").update(readFileSync(file)).digest("hex");
+    } catch {
+      return null;
+    }
+  });
+}
+
+/** What kernel.stamp says: the input stamp the builds were made from and the sha256 of each .wasm
+ * written then; null if there is no stamp. */
+export function builtStamp(): { input: string; outputs: string[] } | null {
   try {
-    return readFileSync(STAMP_FILE, "utf8").trim();
+    const [input, ...outputs] = readFileSync(STAMP_FILE, "utf8").trim().split(/\s+/);
+    return { input, outputs };
   } catch {
     return null;
   }
+}
+
+/** The builds on disk are those of the current source: made from it, and not changed since. */
+export function buildIsFresh(): boolean {
+  const stamp = builtStamp();
+  return (
+    stamp !== null &&
+    stamp.input === expectedStamp() &&
+    JSON.stringify(stamp.outputs) === JSON.stringify(outputHashes())
+  );
 }
 
 /** The part of asc's API this file uses. */
@@ -90,12 +114,12 @@ async function build(): Promise<void> {
     }
     renameSync(temporary, file); // whole or not at all
   }
-  writeFileSync(`${STAMP_FILE}.tmp`, `${expectedStamp()}\n`);
+  writeFileSync(`${STAMP_FILE}.tmp`, `${[expectedStamp(), ...outputHashes()].join(" ")}\n`);
   renameSync(`${STAMP_FILE}.tmp`, STAMP_FILE); // the stamp last: a half-done build stays stale
 }
 
 if (import.meta.main) {
-  const fresh = builtStamp() === expectedStamp();
+  const fresh = buildIsFresh();
   if (process.argv.includes("--check")) {
     if (!fresh) {
       console.error("the SIMD kernel build is missing or older than its source; run scripts/setup");
