@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from . import bench, compare, fixtures
+from .cases import CASES
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, NodeError
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
@@ -26,6 +27,10 @@ ALL_PORTS = (
     "typescript-simd",
     "typescript-simd-float32",
 )
+
+
+class UsageError(Exception):
+    """A command line that asks for something that does not exist (exit 2, one line)."""
 
 
 def _error(message: str) -> int:
@@ -108,12 +113,53 @@ def build_ports(
     return built
 
 
+def _selected_cases(args: argparse.Namespace) -> list:
+    """The fixture cases --case (ids, comma-separated or repeated) and --tag pick; all by default."""
+    ids = [i.strip() for given in args.case or [] for i in given.split(",") if i.strip()]
+    cases = fixtures.load_fixtures(args.fixtures, ids or None)
+    if args.tag:
+        known = {tag for case in cases for tag in case.tags}
+        if unknown := sorted(set(args.tag) - known):
+            raise UsageError(f"no case has the tag {unknown[0]!r}; tags: {', '.join(sorted(known))}")
+        cases = [case for case in cases if set(args.tag) <= set(case.tags)]
+    return cases
+
+
+def _list_cases(cases: list) -> int:
+    """--list: one line per case, its id and tags."""
+    width = max((len(case.id) for case in cases), default=0)
+    for case in cases:
+        print(f"{case.id:<{width}}  {' '.join(case.tags)}")
+    print(f"{len(cases)} cases")
+    return 0
+
+
+def _warn_if_stale(folder: Path, cases: list) -> None:
+    """One warning line when the fixture files differ from what cases.py and the oracle give today
+    (a case edited, the oracle changed, and nobody ran `attention-port generate`)."""
+    table = {case.id: case for case in CASES}
+    stale = [
+        case.id
+        for case in cases
+        if case.id in table and case.path.read_text(encoding="utf-8") != fixtures.render_case(table[case.id])
+    ]
+    if stale:
+        print(
+            f"warning: {len(stale)} fixture case(s) in {folder} differ from cases.py and the oracle"
+            f" (e.g. {stale[0]}); run `attention-port generate` to refresh them",
+            file=sys.stderr,
+        )
+
+
 def command_verify(args: argparse.Namespace) -> int:
     names = [p.strip() for p in args.ports.split(",") if p.strip()]
     unknown = [p for p in names if p not in ALL_PORTS]
     if unknown:
         return _error(f"unknown port {unknown[0]!r}; choose from {', '.join(ALL_PORTS)}")
-    cases = fixtures.load_fixtures(args.fixtures, args.case or None)
+    cases = _selected_cases(args)
+    if args.list:
+        return _list_cases(cases)
+    _warn_if_stale(Path(args.fixtures), cases)
     by_id = {case.id: case for case in cases}
     dtypes = [d.strip() for d in args.dtypes.split(",")] if args.dtypes else None
     if dtypes and (bad := [d for d in dtypes if d not in compare.UNIT_ROUNDOFF]):
@@ -158,9 +204,12 @@ def command_verify(args: argparse.Namespace) -> int:
             Path(args.json).write_text(text, encoding="utf-8")
     if args.json != "-":
         for verdict in verdicts:
-            if verdict.passed and args.failures_only:
+            if verdict.passed and not args.verbose:
                 continue
-            print(compare.format_verdict(verdict))
+            line = compare.format_verdict(verdict)
+            if not verdict.passed:
+                line += f"  -- {by_id[verdict.case_id].description}"
+            print(line)
         for line in broken:
             print(line)
         print()
@@ -203,7 +252,7 @@ def _print_port_summary(
         mine = [v for v in verdicts if v.port == name]
         budgets = [v.budget_used for v in mine if v.budget_used is not None]
         worst = max(budgets, default=0.0)
-        shown = "inf" if worst == float("inf") else f"{100 * worst:.1f}%"
+        shown = compare.format_budget(worst)
         seconds = f"  ({timings[name]:.2f} s" if name in timings else ""
         if name in ports_by_name and "node_ms" in ports_by_name[name].notes:
             seconds += f", {ports_by_name[name].notes['node_ms']:.0f} ms inside Node"
@@ -257,7 +306,18 @@ def make_parser() -> argparse.ArgumentParser:
         default=None,
         help="torch dtypes (default: float64,float32, plus float16,bfloat16 on cuda)",
     )
-    verify.add_argument("--case", action="append", help="run only this case (repeatable)")
+    verify.add_argument(
+        "--case", action="append", metavar="IDS", help="run only these cases (comma-separated; repeatable)"
+    )
+    verify.add_argument(
+        "--tag",
+        action="append",
+        metavar="TAG",
+        help="run only the cases with this tag (repeatable: all of them)",
+    )
+    verify.add_argument(
+        "--list", action="store_true", help="list the selected cases with their tags, run nothing"
+    )
     verify.add_argument("--json", metavar="FILE", help="also write a JSON report to FILE ('-': stdout only)")
     verify.add_argument(
         "--node-timeout",
@@ -265,7 +325,12 @@ def make_parser() -> argparse.ArgumentParser:
         default=DEFAULT_TIMEOUT,
         help="seconds the TypeScript run may take (default: %(default)g)",
     )
-    verify.add_argument("--failures-only", action="store_true", help="print only failing lines")
+    verify.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print every case's line (default: failures and the summary)",
+    )
     verify.set_defaults(handler=command_verify)
 
     pages = commands.add_parser("side-by-side", help="write docs/side-by-side.md from the two readable ports")
@@ -281,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except fixtures.FixtureError as error:
+    except (fixtures.FixtureError, UsageError) as error:
         return _error(str(error))
     except NodeError as error:
         return _error(str(error))

@@ -9,9 +9,12 @@ fixture by the oracle. NaN must meet NaN; where error_scale is 0 (a fully-masked
 output must be exactly +0.0. "Budget used" is the largest |actual - expected| / (K * u *
 error_scale), in percent: under 100% passes.
 
-To say which step first went wrong, scores and weights are held to the same kind of rule with a
-yardstick of their own: scores to |query| · |key|ᵀ (the float64 dot-product error bound), weights
-to (1 + S_i) * weights (S_i as in the oracle). Those diagnostics never decide a pass.
+To say which step first went wrong, scores, logits and weights are held to the same kind of rule
+with a yardstick of their own: scores to |query| · |key|ᵀ (the float64 dot-product error bound),
+logits to |scale| · |query| · |key|ᵀ + |finite mask value| + |logit| (the scores' error carried
+through the scale, the mask addition and softcap's rounding), weights to (1 + S_i) * weights (S_i as
+in the oracle). An infinite expected value (a masked logit) must be met exactly. Those diagnostics
+never decide a pass.
 """
 
 from __future__ import annotations
@@ -30,14 +33,14 @@ UNIT_ROUNDOFF = {
     "float16": 2.0**-11,
     "bfloat16": 2.0**-8,
 }
-STEPS = ("scores", "weights", "output")
+STEPS = ("scores", "logits", "weights", "output")
 
 
 @dataclass(frozen=True)
 class PortAnswer:
     """What one port gave for one case: its steps, the error it raised, or how it broke."""
 
-    steps: dict[str, np.ndarray] | None = None  # scores, weights, output (as float64)
+    steps: dict[str, np.ndarray] | None = None  # scores, logits, weights, output (as float64)
     error: tuple[str, str] | None = None  # (kind, message) of an AttentionInputError
     crash: str | None = None  # anything else: an unexpected exception, a missing result
 
@@ -121,6 +124,10 @@ def check_step(
     budget = K * unit_roundoff * np.where(expected_nan, 0.0, error_scale)
     with np.errstate(invalid="ignore"):
         error = np.where(expected_nan, 0.0, np.abs(actual - expected))
+    # An infinity is met only by the same infinity (inf - inf is NaN, not an error of 0).
+    infinite = np.isinf(expected) | np.isinf(actual)
+    error = np.where(infinite, np.where(actual == expected, 0.0, np.inf), error)
+    budget = np.where(infinite, 0.0, budget)
     # Exact cells (budget 0) must match exactly, and a zero there must be +0.0.
     exact = budget == 0
     wrong_sign = exact & (expected == 0) & (np.signbit(actual) != np.signbit(expected))
@@ -158,12 +165,14 @@ def step_error_scales(case: FixtureCase) -> dict[str, np.ndarray]:
     scale = abs(resolve_scale(params["scale"], shapes.features))
     spread = scale * np.max(magnitude, axis=-1, keepdims=True, initial=0.0)  # [B..., Hq, Lq, 1]
     mask = inputs["attn_mask"]
+    mask_magnitude = np.zeros(magnitude.shape)  # [B..., Hq, Lq, Lk]  |finite float-mask value|
     if mask is not None and mask.dtype != bool:
-        finite = np.where(np.isfinite(mask), np.abs(mask), 0.0)
-        finite = np.broadcast_to(finite, magnitude.shape)
-        spread = spread + np.max(finite, axis=-1, keepdims=True, initial=0.0)
+        mask_magnitude = np.broadcast_to(np.where(np.isfinite(mask), np.abs(mask), 0.0), magnitude.shape)
+        spread = spread + np.max(mask_magnitude, axis=-1, keepdims=True, initial=0.0)
+    logit_magnitude = np.where(np.isfinite(expected.logits), np.abs(expected.logits), 0.0)
     return {
         "scores": magnitude,
+        "logits": scale * magnitude + mask_magnitude + logit_magnitude,
         "weights": (1 + spread) * np.abs(expected.weights),
         "output": expected.error_scale,
     }
@@ -255,6 +264,13 @@ def judge_pair(
     return _hold_steps(case, port, dtype, answer.steps, truth, unit_roundoff)
 
 
+def format_budget(fraction: float) -> str:
+    """A share of the budget in percent; past 1e6 % the digits say nothing more."""
+    if fraction > 1e4:
+        return "> 1e6 %"
+    return f"{100 * fraction:.1f}%"
+
+
 def format_verdict(verdict: CaseVerdict) -> str:
     """One report line: status, port, case, budget used, max error with its index, first bad step."""
     status = "PASS" if verdict.passed else "FAIL"
@@ -262,10 +278,10 @@ def format_verdict(verdict: CaseVerdict) -> str:
     if verdict.budget_used is None:
         detail = verdict.problem or "raised the expected error"
         return f"{head} {detail}"
-    budget = "  inf" if not np.isfinite(verdict.budget_used) else f"{100 * verdict.budget_used:5.1f}"
+    budget = format_budget(verdict.budget_used)
     where = "" if verdict.index is None else f" at {list(verdict.index)}"
     values = "" if verdict.actual is None else f" ({verdict.actual!r} vs {verdict.expected!r})"
-    line = f"{head} budget {budget}%  max err {verdict.max_abs_error:.2e}{where}{values}"
+    line = f"{head} budget {budget}  max err {verdict.max_abs_error:.2e}{where}{values}"
     if verdict.first_divergent_step is not None:
         line += f"  first diverged: {verdict.first_divergent_step}"
     if verdict.problem:

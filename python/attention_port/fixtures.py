@@ -24,11 +24,11 @@ from .inputs import ERROR_KINDS
 
 MANIFEST_FORMAT = "attention-port-fixtures"
 CASE_FORMAT = "attention-port-fixture"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: `expected.logits`, the softmax input, stored beside scores
 GENERATOR_COMMAND = "attention-port generate"
 REGENERATE_HINT = "regenerate with `attention-port generate` (or scripts/generate)"
 INPUT_NAMES = ("query", "key", "value", "attn_mask")
-EXPECTED_NAMES = ("scores", "weights", "output", "error_scale")
+EXPECTED_NAMES = ("scores", "logits", "weights", "output", "error_scale")
 PARAM_NAMES = ("is_causal", "scale", "enable_gqa", "softcap")
 
 # JSON has no NaN or Infinity: these strings stand for them wherever a number may appear.
@@ -49,6 +49,7 @@ class ExpectedValues:
     """The oracle's values for a valid case, float64."""
 
     scores: np.ndarray  # [B..., Hq, Lq, Lk]
+    logits: np.ndarray  # [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
     weights: np.ndarray  # [B..., Hq, Lq, Lk]
     output: np.ndarray  # [B..., Hq, Lq, Ev]
     error_scale: np.ndarray  # [B..., Hq, Lq, Ev]
@@ -442,7 +443,7 @@ Regenerating reproduces every file byte for byte, on any machine.
 
 ## Files
 
-- `manifest.json`: `format` ("attention-port-fixtures"), `version` (1), the `generator` command,
+- `manifest.json`: `format` ("attention-port-fixtures"), `version` (2), the `generator` command,
   the shared list of `error_kinds`, and one entry per case: `id`, `file` (always inside this
   folder), `tags`, `expect` ("output" or "error") and the `sha256` of the case file. Readers refuse
   another version and say to regenerate.
@@ -453,7 +454,8 @@ Regenerating reproduces every file byte for byte, on any machine.
     `number[][]` the TypeScript port takes; `dtype` is "float64" or, for a mask, "bool"
     (true = may attend). A zero-size dim ends the nesting: shape [2, 0, 8] is written `[[], []]`.
   - `params`: `is_causal`, `scale` (null = 1/sqrt(E)), `enable_gqa`, `softcap` (0 = off).
-  - a valid case has `expected`: `scores` (query · keyᵀ), `weights` (softmax), `output`, and
+  - a valid case has `expected`: `scores` (query · keyᵀ), `logits` (the scores
+    scaled, softcapped and masked: softmax's input), `weights` (softmax), `output`, and
     `error_scale`, one number per output element, each `{"shape", "data"}`.
   - an invalid case has `expected_error`: `{"kind", "message"}` that every port must raise.
     Its inputs are written as they are given to the ports (maybe ragged, maybe holding a string),

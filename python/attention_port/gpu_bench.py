@@ -49,7 +49,7 @@ DTYPES = {
 }
 HALF = ("bfloat16", "float16")
 MIB = 2.0**20
-# torch_port.attention_steps keeps scores, scaled and weights and, inside softmax, three more
+# torch_port.attention_steps keeps scores, logits and weights and, inside softmax, three more
 # [B, H, n, n] temporaries alive at once, plus a boolean [B, H, n, n] mask.
 MATH_LIVE_MATRICES = 6
 

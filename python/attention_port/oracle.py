@@ -41,6 +41,7 @@ class OracleResult:
     """Expected values, each rounded once to float64."""
 
     scores: np.ndarray  # [B..., Hq, Lq, Lk]  query · keyᵀ
+    logits: np.ndarray  # [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
     weights: np.ndarray  # [B..., Hq, Lq, Lk]
     output: np.ndarray  # [B..., Hq, Lq, Ev]
     error_scale: np.ndarray  # [B..., Hq, Lq, Ev]  the tolerance rule's per-element yardstick
@@ -84,6 +85,7 @@ def attention(
         query.shape, key.shape, value.shape, None if attn_mask is None else attn_mask.shape, enable_gqa
     )
     scores_out = np.empty(shapes.scores_shape, dtype=np.float64)
+    logits_out = np.empty(shapes.scores_shape, dtype=np.float64)
     weights_out = np.empty(shapes.scores_shape, dtype=np.float64)
     output_out = np.empty(shapes.output_shape, dtype=np.float64)
     scale_out = np.empty(shapes.output_shape, dtype=np.float64)
@@ -106,13 +108,13 @@ def attention(
             for i, q_row in enumerate(q):
                 _row(
                     i, q_row, k, v, m, is_causal, scale_dec, cap, lead,
-                    scores_out, weights_out, output_out, scale_out,
+                    scores_out, logits_out, weights_out, output_out, scale_out,
                 )  # fmt: skip
-    return OracleResult(scores_out, weights_out, output_out, scale_out)
+    return OracleResult(scores_out, logits_out, weights_out, output_out, scale_out)
 
 
-def _row(i, q_row, k, v, m, is_causal, scale_dec, cap, lead, scores_out, weights_out, output_out,
-         scale_out) -> None:  # fmt: skip
+def _row(i, q_row, k, v, m, is_causal, scale_dec, cap, lead, scores_out, logits_out, weights_out,
+         output_out, scale_out) -> None:  # fmt: skip
     """One query row through the five steps, writing its slice of every result."""
     value_features = scale_out.shape[-1]
     # Step 1: scores, exact dot products (50 digits hold every float64 product and their sum).
@@ -168,6 +170,7 @@ def _row(i, q_row, k, v, m, is_causal, scale_dec, cap, lead, scores_out, weights
             )
         output_out[(*lead, i, t)] = _to_float(output)
         scale_out[(*lead, i, t)] = _to_float(spread * weighted_magnitude)
-    for j, (s, w) in enumerate(zip(scores, weights, strict=True)):
+    for j, (s, x, w) in enumerate(zip(scores, logits, weights, strict=True)):
         scores_out[(*lead, i, j)] = _to_float(s)
+        logits_out[(*lead, i, j)] = _to_float(x)
         weights_out[(*lead, i, j)] = _to_float(w)

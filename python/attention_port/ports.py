@@ -16,7 +16,7 @@ from .fixtures import FixtureCase, decode_numbers
 from .inputs import AttentionInputError
 from .node import DEFAULT_TIMEOUT, TYPESCRIPT_DTYPES, TYPESCRIPT_PORTS, NodeError, run_typescript
 
-STEP_NAMES = ("scores", "weights", "output")
+STEP_NAMES = ("scores", "logits", "weights", "output")
 
 
 @dataclass(frozen=True)

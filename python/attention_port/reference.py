@@ -2,12 +2,15 @@
 
     output = softmax(query · keyᵀ · scale [+ mask]) · value
 
-Grown from the tutorial's `scaled_dot_product_attention(Q, K, V, mask)`: the same reading order
+It grew from the tutorial chapter "Attention 机制" of the Chinese-language course "Transformer
+工程实战" (its numpy `scaled_dot_product_attention(Q, K, V, mask)`): the same reading order
 (scores, scale, mask, softmax, weighted sum) and the same names, extended to the whole contract of
-torch.nn.functional.scaled_dot_product_attention. Its twin is typescript/src/attention.ts: the same
-steps with the same labels, written as plain loops.
+torch.nn.functional.scaled_dot_product_attention (see docs/design.md). Its twin is
+typescript/src/attention.ts: the same five steps with the same labels, written there as plain
+loops over one head; numpy does every (batch, head) at once, by broadcasting over the leading
+dims. docs/side-by-side.md shows the two next to each other.
 
-Dimension letters (DESIGN.md section 2):
+Dimension letters:
     B...  leading batch dims (any number, equal across query, key and value)
     Hq    query heads             Hkv  key/value heads (Hq == Hkv unless enable_gqa)
     Lq    query length (rows)     Lk   key/value length (the axis softmax runs over)
@@ -45,12 +48,12 @@ class AttentionSteps:
     """Every intermediate tensor, for teaching and for finding the step where two ports part."""
 
     scores: np.ndarray  # [B..., Hq, Lq, Lk]  Step 1: query · keyᵀ
-    scaled: np.ndarray  # [B..., Hq, Lq, Lk]  Steps 2-3: scaled, softcapped, masked (softmax's input)
+    logits: np.ndarray  # [B..., Hq, Lq, Lk]  Steps 2-3: scaled, softcapped, masked (softmax's input)
     weights: np.ndarray  # [B..., Hq, Lq, Lk]  Step 4: softmax over keys; each row sums to 1 or is 0
     output: np.ndarray  # [B..., Hq, Lq, Ev]  Step 5: weights · value
 
 
-def softmax(scaled: np.ndarray) -> np.ndarray:
+def softmax(logits: np.ndarray) -> np.ndarray:
     """Softmax over the last axis, stable, with fully-masked rows giving +0.0.
 
     Why subtract the row max: exp(1000) overflows float64 to inf and inf/inf is NaN, but softmax
@@ -61,9 +64,9 @@ def softmax(scaled: np.ndarray) -> np.ndarray:
     softmax returns a row of NaN there. Such a row has no key to attend to; torch and ONNX define
     its weights (and its output) as zero, and so do we.
     """
-    row_max = np.max(scaled, axis=-1, keepdims=True, initial=-np.inf)  # [..., Lq, 1]
+    row_max = np.max(logits, axis=-1, keepdims=True, initial=-np.inf)  # [..., Lq, 1]
     fully_masked = row_max == -np.inf  # [..., Lq, 1]  (also true when Lk == 0)
-    shifted = scaled - np.where(fully_masked, 0.0, row_max)  # [..., Lq, Lk]  every cell <= 0
+    shifted = logits - np.where(fully_masked, 0.0, row_max)  # [..., Lq, Lk]  every cell <= 0
     exps = np.exp(shifted)  # [..., Lq, Lk]  masked cells: exp(-inf) = 0
     sums = exps.sum(axis=-1, keepdims=True)  # [..., Lq, 1]  >= 1 in every row that has a key
     weights = np.zeros_like(exps)  # [..., Lq, Lk]
@@ -94,9 +97,9 @@ def attention_steps(
     )
     scale = resolve_scale(scale, shapes.features)
 
-    if shapes.group_size != 1:
-        # Grouped-query attention: each key/value head serves group_size consecutive query heads,
-        # so query head h reads key/value head h // group_size (torch's repeat_interleave).
+    # Grouped-query attention: each key/value head serves group_size consecutive query heads, so
+    # query head h reads key/value head h // group_size (torch's repeat_interleave).
+    if shapes.group_size != 1:  # only inputs with a heads dim can group
         key = np.repeat(key, shapes.group_size, axis=-3)  # [B..., Hq, Lk, E]
         value = np.repeat(value, shapes.group_size, axis=-3)  # [B..., Hq, Lk, Ev]
 
@@ -106,33 +109,33 @@ def attention_steps(
     # Step 2: scale. A dot product of E terms of unit variance has variance E, so raw scores grow
     # like sqrt(E) and push softmax into saturation (one weight near 1, tiny gradients elsewhere).
     # Multiplying by 1/sqrt(E) brings the spread back to about 1 whatever E is.
-    scaled = scores * scale  # [B..., Hq, Lq, Lk]
+    logits = scores * scale  # [B..., Hq, Lq, Lk]
     if softcap > 0:
         # Softcap squashes the logits smoothly into (-softcap, softcap) before softmax.
-        scaled = softcap * np.tanh(scaled / softcap)  # [B..., Hq, Lq, Lk]
+        logits = softcap * np.tanh(logits / softcap)  # [B..., Hq, Lq, Lk]
 
     # Step 3: mask. A disallowed cell becomes -inf, so exp() makes its weight exactly 0.
-    allowed = np.ones(scaled.shape, dtype=bool)  # [B..., Hq, Lq, Lk]
+    allowed = np.ones(logits.shape, dtype=bool)  # [B..., Hq, Lq, Lk]
     if is_causal:
         # Query i may look at keys j <= i only (top-left aligned, as torch does for Lq != Lk).
         allowed &= np.tri(shapes.query_length, shapes.key_length, dtype=bool)  # [Lq, Lk]
     if mask is not None and mask.dtype == bool:
         allowed &= mask  # True = may attend; broadcasts numpy-style
     elif mask is not None:
-        scaled = scaled + mask  # a float mask is added; -inf in it masks, a finite value is a bias
-    scaled = np.where(allowed, scaled, -np.inf)  # [B..., Hq, Lq, Lk]
+        logits = logits + mask  # a float mask is added; -inf in it masks, a finite value is a bias
+    logits = np.where(allowed, logits, -np.inf)  # [B..., Hq, Lq, Lk]
 
     # Step 4: weights. Softmax over the keys turns each row of logits into a distribution.
-    weights = softmax(scaled)  # [B..., Hq, Lq, Lk]
+    weights = softmax(logits)  # [B..., Hq, Lq, Lk]
 
     # Step 5: output. Each query's output is the weights-average of the value rows.
     output = weights @ value  # [B..., Hq, Lq, Ev]
     # A fully-masked row's output is +0.0 by construction, even where value holds NaN or inf
     # (0 * NaN would be NaN): the row attends to nothing, so there is nothing to average.
-    fully_masked = np.all(scaled == -np.inf, axis=-1, keepdims=True)  # [B..., Hq, Lq, 1]
+    fully_masked = np.all(logits == -np.inf, axis=-1, keepdims=True)  # [B..., Hq, Lq, 1]
     output = np.where(fully_masked, 0.0, output)  # [B..., Hq, Lq, Ev]
 
-    return AttentionSteps(scores=scores, scaled=scaled, weights=weights, output=output)
+    return AttentionSteps(scores=scores, logits=logits, weights=weights, output=output)
 
 
 def scaled_dot_product_attention(

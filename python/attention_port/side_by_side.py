@@ -1,9 +1,10 @@
 """docs/side-by-side.md: each attention step in Python and TypeScript next to each other.
 
-The page is generated from the sources (python/attention_port/reference.py and
-typescript/src/attention.ts) by cutting them at their shared step labels ("Step 1: scores", ...),
-so it cannot drift from the code; a test checks the committed page is up to date. Regenerate with
-`attention-port side-by-side`.
+The page is generated from the sources (python/attention_port/reference.py against
+typescript/src/attention.ts, and the grouped-query lines of typescript/src/batching.ts) by cutting
+them at their shared step labels ("Step 1: scores", ...), at the "Grouped-query attention:"
+comment, and at the public functions with their doc comments, so it cannot drift from the code; a
+test checks the committed page is up to date. Regenerate with `attention-port side-by-side`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from .node import REPO_ROOT
 
 PYTHON_SOURCE = REPO_ROOT / "python" / "attention_port" / "reference.py"
 TYPESCRIPT_SOURCE = REPO_ROOT / "typescript" / "src" / "attention.ts"
+BATCHING_SOURCE = REPO_ROOT / "typescript" / "src" / "batching.ts"  # batch dims, heads, GQA
+GQA_LABEL = "Grouped-query attention:"
 OUTPUT = REPO_ROOT / "docs" / "side-by-side.md"
 STEP_COUNT = 5
 
@@ -26,7 +29,8 @@ class SourceLayoutError(Exception):
 
 
 def step_blocks(text: str, comment: str, source: Path) -> dict[int, str]:
-    """The lines of each `<comment> Step N:` block, up to the next step label or `return`."""
+    """The lines of each `<comment> Step N:` block, up to the next step label or the `return` at
+    the label's indentation."""
     lines = text.splitlines()
     label = re.compile(rf"^\s*{re.escape(comment)} Step (\d+):")
     starts = {}
@@ -38,33 +42,80 @@ def step_blocks(text: str, comment: str, source: Path) -> dict[int, str]:
         raise SourceLayoutError(f"{source}: expected step labels 1..{STEP_COUNT}, found {sorted(starts)}")
     blocks = {}
     for step, start in starts.items():
-        end = start + 1
+        indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+        end = start + 1  # up to the next label or the function's own return (not a callback's)
         while (
-            end < len(lines) and not label.match(lines[end]) and not lines[end].strip().startswith("return")
+            end < len(lines) and not label.match(lines[end]) and not lines[end].startswith(f"{indent}return")
         ):
             end += 1
         blocks[step] = textwrap.dedent("\n".join(lines[start:end])).strip("\n")
     return blocks
 
 
-def function_source(text: str, header: str, source: Path) -> str:
-    """A top-level function from its header line to its end (the next line at column 0)."""
+def labelled_block(text: str, comment: str, label: str, source: Path) -> str:
+    """The lines from the comment `<comment> <label>` to the next blank line, dedented."""
     lines = text.splitlines()
     try:
-        start = next(n for n, line in enumerate(lines) if line.startswith(header))
+        start = next(n for n, line in enumerate(lines) if line.strip().startswith(f"{comment} {label}"))
+    except StopIteration:
+        raise SourceLayoutError(f"{source}: no comment starts with {label!r}") from None
+    end = start + 1
+    while end < len(lines) and lines[end].strip():
+        end += 1
+    return textwrap.dedent("\n".join(lines[start:end]))
+
+
+def _header_line(lines: list[str], header: str, source: Path) -> int:
+    try:
+        return next(n for n, line in enumerate(lines) if line.startswith(header))
     except StopIteration:
         raise SourceLayoutError(f"{source}: no line starts with {header!r}") from None
+
+
+def _doc_comment_start(lines: list[str], start: int) -> int:
+    """Where the /** ... */ block right above line `start` begins (start itself if none)."""
+    if start > 0 and lines[start - 1].rstrip().endswith("*/"):
+        begin = start - 1
+        while begin > 0 and not lines[begin].lstrip().startswith("/**"):
+            begin -= 1
+        return begin
+    return start
+
+
+def signature_and_doc(text: str, header: str, source: Path) -> str:
+    """A function's doc comment and signature: Python's def line(s) and docstring; TypeScript's
+    /** */ block and the first signature (an overloaded function's first overload)."""
+    lines = text.splitlines()
+    start = _header_line(lines, header, source)
+    if header.startswith("def "):
+        end = next(n for n in range(start, len(lines)) if lines[n].rstrip().endswith(":"))
+        if lines[end + 1].strip().startswith('"""'):  # the docstring, one line or more
+            end += 1
+            while lines[end].count('"""') % 2 == 1 and '"""' not in lines[end + 1]:
+                end += 1
+            if lines[end].count('"""') % 2 == 1:
+                end += 1  # the closing quotes' line
+        return "\n".join(lines[start : end + 1])
+    end = next(n for n in range(start, len(lines)) if lines[n].rstrip().endswith(("{", ";")))
+    return "\n".join(lines[_doc_comment_start(lines, start) : end + 1])
+
+
+def function_source(text: str, header: str, source: Path) -> str:
+    """A top-level function, with a TypeScript doc comment above it, to its end (the next line at
+    column 0)."""
+    lines = text.splitlines()
+    start = _header_line(lines, header, source)
     end = start + 1
     while end < len(lines) and (not lines[end] or lines[end][0] in " \t)"):
         end += 1
     if end < len(lines) and lines[end].startswith("}"):
         end += 1  # TypeScript's closing brace belongs to the function
-    return "\n".join(lines[start:end]).rstrip()
+    return "\n".join(lines[_doc_comment_start(lines, start) : end]).rstrip()
 
 
-def _pair(python: str, typescript: str) -> str:
+def _pair(python: str, typescript: str, typescript_file: str = "attention.ts") -> str:
     return (
-        "<table>\n<tr><th>Python (reference.py)</th><th>TypeScript (attention.ts)</th></tr>\n<tr>\n"
+        f"<table>\n<tr><th>Python (reference.py)</th><th>TypeScript ({typescript_file})</th></tr>\n<tr>\n"
         f'<td valign="top">\n\n<pre lang="python">\n{html.escape(python)}\n</pre>\n\n</td>\n'
         f'<td valign="top">\n\n<pre lang="typescript">\n{html.escape(typescript)}\n</pre>\n\n</td>\n'
         "</tr>\n</table>\n"
@@ -74,6 +125,7 @@ def _pair(python: str, typescript: str) -> str:
 def render() -> str:
     python_text = PYTHON_SOURCE.read_text(encoding="utf-8")
     typescript_text = TYPESCRIPT_SOURCE.read_text(encoding="utf-8")
+    batching_text = BATCHING_SOURCE.read_text(encoding="utf-8")
     python_steps = step_blocks(python_text, "#", PYTHON_SOURCE)
     typescript_steps = step_blocks(typescript_text, "//", TYPESCRIPT_SOURCE)
     parts = [
@@ -84,6 +136,30 @@ def render() -> str:
         "as loops over `number[][]`. Both run on the same fixtures and agree with the 50-digit\n"
         "oracle to within a few percent of the float64 error budget.\n",
     ]
+    parts.append("\n## The functions\n\n")
+    for python_header, typescript_header in (
+        ("def scaled_dot_product_attention(", "export function scaledDotProductAttention("),
+        ("def attention_steps(", "export function attentionSteps("),
+    ):
+        parts.append(
+            _pair(
+                signature_and_doc(python_text, python_header, PYTHON_SOURCE),
+                signature_and_doc(typescript_text, typescript_header, TYPESCRIPT_SOURCE),
+            )
+        )
+    parts.append("\n## Grouped-query heads\n\n")
+    parts.append(
+        "numpy repeats each key/value head for the query heads that share it; the TypeScript port\n"
+        "reads the shared head in place, in `typescript/src/batching.ts` (used by both TypeScript\n"
+        "ports), one (batch, head) slice at a time, and hands each slice to `attentionHead`.\n\n"
+    )
+    parts.append(
+        _pair(
+            labelled_block(python_text, "#", GQA_LABEL, PYTHON_SOURCE),
+            labelled_block(batching_text, "//", GQA_LABEL, BATCHING_SOURCE),
+            "batching.ts",
+        )
+    )
     for step in range(1, STEP_COUNT + 1):
         title = python_steps[step].splitlines()[0].lstrip("# ").split(".")[0]
         parts.append(f"\n## {title}\n\n")

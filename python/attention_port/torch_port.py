@@ -86,7 +86,7 @@ class AttentionSteps:
     """Every intermediate tensor, for teaching and for finding the step where two ports part."""
 
     scores: torch.Tensor  # [B..., Hq, Lq, Lk]  Step 1: query · keyᵀ
-    scaled: torch.Tensor  # [B..., Hq, Lq, Lk]  Steps 2-3: scaled, softcapped, masked (softmax's input)
+    logits: torch.Tensor  # [B..., Hq, Lq, Lk]  Steps 2-3: scaled, softcapped, masked (softmax's input)
     weights: torch.Tensor  # [B..., Hq, Lq, Lk]  Step 4: softmax over keys; each row sums to 1 or is 0
     output: torch.Tensor  # [B..., Hq, Lq, Ev]  Step 5: weights · value
 
@@ -263,7 +263,7 @@ def _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap
 # The port
 
 
-def softmax(scaled: torch.Tensor) -> torch.Tensor:
+def softmax(logits: torch.Tensor) -> torch.Tensor:
     """Softmax over the last axis, stable, with fully-masked rows giving +0.0.
 
     Why subtract the row max: exp(1000) overflows float64 to inf and inf/inf is NaN, but softmax
@@ -275,12 +275,12 @@ def softmax(scaled: torch.Tensor) -> torch.Tensor:
     its weights (and its output) as zero, and so do we: by construction here, not by relying on
     what torch.softmax happens to do with such a row.
     """
-    if scaled.shape[-1] > 0:
-        row_max = scaled.amax(dim=-1, keepdim=True)  # [..., Lq, 1]  NaN if the row holds NaN
+    if logits.shape[-1] > 0:
+        row_max = logits.amax(dim=-1, keepdim=True)  # [..., Lq, 1]  NaN if the row holds NaN
     else:  # Lk == 0: amax refuses an empty axis; numpy's initial=-inf gives -inf
-        row_max = scaled.new_full((*scaled.shape[:-1], 1), -math.inf)  # [..., Lq, 1]
+        row_max = logits.new_full((*logits.shape[:-1], 1), -math.inf)  # [..., Lq, 1]
     fully_masked = row_max == -math.inf  # [..., Lq, 1]  (also true when Lk == 0)
-    shifted = scaled - torch.where(fully_masked, 0.0, row_max)  # [..., Lq, Lk]  every cell <= 0
+    shifted = logits - torch.where(fully_masked, 0.0, row_max)  # [..., Lq, Lk]  every cell <= 0
     exps = torch.exp(shifted)  # [..., Lq, Lk]  masked cells: exp(-inf) = 0
     sums = exps.sum(dim=-1, keepdim=True)  # [..., Lq, 1]  >= 1 in every row that has a key
     weights = torch.where(fully_masked, 0.0, exps / sums)  # [..., Lq, Lk]  0/0 replaced by +0.0
@@ -318,33 +318,33 @@ def attention_steps(
     # Step 2: scale. A dot product of E terms of unit variance has variance E, so raw scores grow
     # like sqrt(E) and push softmax into saturation (one weight near 1, tiny gradients elsewhere).
     # Multiplying by 1/sqrt(E) brings the spread back to about 1 whatever E is.
-    scaled = scores * scale  # [B..., Hq, Lq, Lk]
+    logits = scores * scale  # [B..., Hq, Lq, Lk]
     if softcap > 0:
         # Softcap squashes the logits smoothly into (-softcap, softcap) before softmax.
-        scaled = softcap * torch.tanh(scaled / softcap)  # [B..., Hq, Lq, Lk]
+        logits = softcap * torch.tanh(logits / softcap)  # [B..., Hq, Lq, Lk]
 
     # Step 3: mask. A disallowed cell becomes -inf, so exp() makes its weight exactly 0.
-    allowed = torch.ones(scaled.shape, dtype=torch.bool, device=scaled.device)  # [B..., Hq, Lq, Lk]
+    allowed = torch.ones(logits.shape, dtype=torch.bool, device=logits.device)  # [B..., Hq, Lq, Lk]
     if is_causal:
         # Query i may look at keys j <= i only (top-left aligned, as torch does for Lq != Lk).
-        allowed &= _causal_allowed(shapes.query_length, shapes.key_length, scaled.device)  # [Lq, Lk]
+        allowed &= _causal_allowed(shapes.query_length, shapes.key_length, logits.device)  # [Lq, Lk]
     if mask is not None and mask.dtype == torch.bool:
         allowed &= mask  # True = may attend; broadcasts numpy-style
     elif mask is not None:
-        scaled = scaled + mask  # a float mask is added; -inf in it masks, a finite value is a bias
-    scaled = torch.where(allowed, scaled, -math.inf)  # [B..., Hq, Lq, Lk]
+        logits = logits + mask  # a float mask is added; -inf in it masks, a finite value is a bias
+    logits = torch.where(allowed, logits, -math.inf)  # [B..., Hq, Lq, Lk]
 
     # Step 4: weights. Softmax over the keys turns each row of logits into a distribution.
-    weights = softmax(scaled)  # [B..., Hq, Lq, Lk]
+    weights = softmax(logits)  # [B..., Hq, Lq, Lk]
 
     # Step 5: output. Each query's output is the weights-average of the value rows.
     output = weights @ value  # [B..., Hq, Lq, Ev]
     # A fully-masked row's output is +0.0 by construction, even where value holds NaN or inf
     # (0 * NaN would be NaN): the row attends to nothing, so there is nothing to average.
-    fully_masked = (scaled == -math.inf).all(dim=-1, keepdim=True)  # [B..., Hq, Lq, 1]
+    fully_masked = (logits == -math.inf).all(dim=-1, keepdim=True)  # [B..., Hq, Lq, 1]
     output = torch.where(fully_masked, 0.0, output)  # [B..., Hq, Lq, Ev]
 
-    return AttentionSteps(scores=scores, scaled=scaled, weights=weights, output=output)
+    return AttentionSteps(scores=scores, logits=logits, weights=weights, output=output)
 
 
 def _causal_allowed(query_length: int, key_length: int, device: torch.device) -> torch.Tensor:
@@ -491,7 +491,7 @@ def sdpa_shares_semantics(
         scale=inputs.scale,
         enable_gqa=enable_gqa,
     )
-    has_empty_rows = bool((steps.scaled == -math.inf).all(dim=-1).any())
+    has_empty_rows = bool((steps.logits == -math.inf).all(dim=-1).any())
     if has_empty_rows:
         return inputs.query.device.type == "cpu" and _torch_version() >= (2, 13)
     return True

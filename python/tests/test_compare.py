@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from conftest import ALL_CASES
 
-from attention_port import compare
+from attention_port import compare, reference
 
 U64 = compare.UNIT_ROUNDOFF["float64"]
 
@@ -69,6 +69,27 @@ def test_judge_names_the_first_divergent_step():
     bad_scores = {**good, "scores": truth.scores * 1.001, "output": truth.output * 1.001}
     verdict = compare.judge(case, "p", "float64", compare.PortAnswer(steps=bad_scores))
     assert not verdict.passed and verdict.first_divergent_step == "scores"
+
+
+def test_a_forgotten_scale_first_diverges_at_logits():
+    # The scores are right and the softmax input is not: the report must blame `logits`, the step
+    # the fixtures store between the two, not `weights`.
+    case = next(c for c in ALL_CASES if c.id == "rank2_square")
+    inputs = case.inputs
+    unscaled = reference.attention_steps(inputs["query"], inputs["key"], inputs["value"], scale=1.0)
+    steps = {name: getattr(unscaled, name) for name in compare.STEPS}
+    verdict = compare.judge(case, "p", "float64", compare.PortAnswer(steps=steps))
+    assert not verdict.passed and verdict.first_divergent_step == "logits"
+
+
+def test_an_infinity_meets_only_the_same_infinity():
+    expected = np.array([-np.inf, 1.0, np.inf])
+    scale = np.array([1.0, 1.0, 1.0])
+    assert compare.check_step("logits", expected.copy(), expected, scale, U64).passed
+    flipped = compare.check_step("logits", np.array([np.inf, 1.0, np.inf]), expected, scale, U64)
+    assert not flipped.passed and flipped.index == (0,)
+    finite = compare.check_step("logits", np.array([-1e308, 1.0, np.inf]), expected, scale, U64)
+    assert not finite.passed and finite.index == (0,)
 
 
 def test_report_line_and_summary():

@@ -32,7 +32,15 @@ def test_case_table_size_and_seeds():
 
 
 def test_adding_a_case_changes_no_other(tmp_path):
-    extra = case_table.Case("extra_case", "An extra case", ("rank2",), 999, (2, 4), (3, 4), (3, 4))
+    extra = case_table.Case(
+        id="extra_case",
+        seed=999,
+        tags=("rank2",),
+        description="An extra case",
+        query=(2, 4),
+        key=(3, 4),
+        value=(3, 4),
+    )
     fixtures.write_fixtures(tmp_path / "f", [extra, *case_table.CASES])
     for name, data in _tree(FIXTURES_DIR).items():
         if name.startswith("cases/"):
@@ -127,11 +135,13 @@ def _set(key_path, value):
 
 CORRUPTIONS = {
     "bad_json": (lambda f: _rewrite_case(f, "rank2_square", lambda t: t[:-20]), "is not valid JSON"),
-    "unknown_version": (
+    "old_version": (  # a folder written before `logits` was stored
         lambda f: (f / "manifest.json").write_text(
-            (f / "manifest.json").read_text().replace('"version": 1', '"version": 7', 1)
+            (f / "manifest.json")
+            .read_text()
+            .replace(f'"version": {fixtures.FORMAT_VERSION}', '"version": 1', 1)
         ),
-        "format version 7 is not supported",
+        "format version 1 is not supported",
     ),
     "missing_field": (
         lambda f: _rewrite_case(f, "rank2_square", _set(["expected", "weights"], KeyError)),

@@ -52,7 +52,7 @@ def _steps(port, query, key, value, mask, options):
         return reference.attention_steps(query, key, value, mask, **options)
     steps = torch_port.attention_steps(query, key, value, mask, **options, dtype=torch.float64)
     return reference.AttentionSteps(
-        *(getattr(steps, n).numpy() for n in ("scores", "scaled", "weights", "output"))
+        *(getattr(steps, n).numpy() for n in ("scores", "logits", "weights", "output"))
     )
 
 
@@ -65,7 +65,7 @@ PORTS = ["numpy", "torch"]
 def test_weight_rows_sum_to_one_or_are_zero(port, inputs):
     steps = _steps(port, *inputs)
     sums = steps.weights.sum(axis=-1)
-    fully_masked = np.all(steps.scaled == -np.inf, axis=-1)
+    fully_masked = np.all(steps.logits == -np.inf, axis=-1)
     np.testing.assert_allclose(sums[~fully_masked], 1.0, rtol=1e-12)
     assert np.all(steps.weights[fully_masked] == 0) and not np.any(np.signbit(steps.weights[fully_masked]))
     assert np.all(steps.output[fully_masked] == 0) and not np.any(np.signbit(steps.output[fully_masked]))
@@ -104,7 +104,7 @@ def test_each_output_lies_within_the_value_range(port, inputs):
     v = np.repeat(value, group, axis=-3) if value.ndim >= 3 else value
     low = v.min(axis=-2, keepdims=True)  # [..., 1, Ev]
     high = v.max(axis=-2, keepdims=True)
-    fully_masked = np.all(steps.scaled == -np.inf, axis=-1)[..., None]
+    fully_masked = np.all(steps.logits == -np.inf, axis=-1)[..., None]
     slack = 1e-12 * (1 + np.abs(v).max())
     inside = (steps.output >= low - slack) & (steps.output <= high + slack)
     assert np.all(inside | fully_masked)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from attention_port import reference, torch_port
 from attention_port.inputs import ERROR_KINDS, AttentionInputError
 
-STEPS = ("scores", "scaled", "weights", "output")
+STEPS = ("scores", "logits", "weights", "output")
 
 # Loose element-wise tolerances for unit tests on O(1) random data; the fixture tests hold the
 # ports to DESIGN.md's error-scaled rule instead.
@@ -196,7 +196,7 @@ def test_fully_masked_rows_are_exactly_positive_zero(mask_kind):
         steps = torch_port.attention_steps(query, key, value, mask, dtype=dtype, device=CPU)
         assert_exact_positive_zero(steps.weights[:, 1])
         assert_exact_positive_zero(steps.output[:, 1])
-        assert bool((steps.scaled[:, 1] == -math.inf).all())
+        assert bool((steps.logits[:, 1] == -math.inf).all())
         assert_steps_match(reference.attention_steps(query, key, value, mask), steps, dtype)
 
 
@@ -561,7 +561,7 @@ def test_cpu_half_precision_on_request(case, q, k, v, kwargs, dtype):
     expected = reference.attention_steps(query, key, value, **kwargs)
     actual = torch_port.attention_steps(query, key, value, **kwargs, device=CPU, dtype=dtype)
     assert_steps_match(expected, actual, dtype)
-    assert_exact_positive_zero(actual.weights[actual.scaled == -math.inf])
+    assert_exact_positive_zero(actual.weights[actual.logits == -math.inf])
 
 
 def test_inputs_are_not_modified_or_shared():

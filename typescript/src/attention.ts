@@ -1,39 +1,33 @@
 /**
- * The readable TypeScript port of scaled dot-product attention.
+ * Scaled dot-product attention in TypeScript, written to be read: plain loops over number[][].
  *
  *     output = softmax(query · keyᵀ · scale [+ mask]) · value
  *
- * Grown from the tutorial's `scaledDotProductAttention(Q, K, V)`: the same reading order (scores,
- * scale, mask, softmax, weighted sum) and the same names (`transpose`, `matMul`, `softmax`),
- * extended to the whole contract of torch.nn.functional.scaled_dot_product_attention. Its twin is
- * python/attention_port/reference.py: the same steps with the same labels, written here as plain
- * loops over number[][] that a JavaScript engineer can follow line by line.
+ * Part 1 (this screen and the next) is the lesson: attention for one head, in the five steps the
+ * Python reference (python/attention_port/reference.py) labels the same way. It grew from the
+ * tutorial chapter "Attention 机制" of the Chinese-language course "Transformer 工程实战", whose
+ * TypeScript version for JavaScript engineers had `transpose`, `matMul`, `softmax` and
+ * `scaledDotProductAttention(Q, K, V)`; they keep its simple signatures here.
+ * Part 2 extends it to the whole contract of torch.nn.functional.scaled_dot_product_attention:
+ * input checks, batch dims, heads and grouped-query heads (see docs/design.md).
  *
- * Dimension letters (DESIGN.md section 2):
- *     B...  leading batch dims (any number, equal across query, key and value)
- *     Hq    query heads             Hkv  key/value heads (Hq == Hkv unless enableGqa)
+ * Dimension letters:
  *     Lq    query length (rows)     Lk   key/value length (the axis softmax runs over)
  *     E     query/key features      Ev   value features
- * Loop indices: b batch, h head, i query row, j key row, t feature.
- * Shapes: query [B..., Hq, Lq, E], key [B..., Hkv, Lk, E], value [B..., Hkv, Lk, Ev]
- *         -> output [B..., Hq, Lq, Ev]. Rank-2 inputs [L, E] are the tutorial's form: no batch, no heads.
- *
- * Layout: `attentionSteps` checks the inputs (inputs.ts) and walks the batch and head dims;
- * `attentionCore` does the five steps on one [Lq, E] query matrix against one [Lk, E] key matrix.
+ *     B...  batch dims, Hq query heads, Hkv key/value heads (Part 2 only)
+ * Loop indices: i query row, j key row, t feature.
  */
 
+import { nest, type Slice, slices } from "./batching.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
   type AttentionSteps,
   checkOptions,
   checkShapes,
-  type FloatArray,
-  indicesOf,
   type MaskArray,
   type MaskInput,
   type NestedArray,
-  product,
   resolveScale,
   type TensorInput,
   toArray,
@@ -43,24 +37,13 @@ import {
 export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
 export { AttentionInputError };
 
-/** One (batch, head) slice of the mask, already broadcast to [Lq, Lk]. */
-export type MaskMatrix =
-  | { readonly dtype: "bool"; readonly cells: readonly (readonly boolean[])[] } // true = may attend
-  | { readonly dtype: "float64"; readonly cells: readonly (readonly number[])[] }; // added to the logits
+// ---- Part 1: attention for one head. ----
 
-/** The five steps on one (batch, head) slice: every tensor [Lq, Lk] except output [Lq, Ev]. */
-export interface CoreSteps {
-  readonly scores: number[][];
-  readonly scaled: number[][];
-  readonly weights: number[][];
-  readonly output: number[][];
-}
+type Matrix = readonly (readonly number[])[];
 
-/** matrix [R, C] -> [C, R]. `columns` gives C when there is no row to read it from. */
-export function transpose(
-  matrix: readonly (readonly number[])[],
-  columns = matrix[0]?.length ?? 0,
-): number[][] {
+/** matrix [R, C] -> [C, R]. */
+export function transpose(matrix: Matrix): number[][] {
+  const columns = matrix[0]?.length ?? 0;
   const result: number[][] = []; // [C, R]
   for (let c = 0; c < columns; c++) {
     result.push(matrix.map((row) => row[c]));
@@ -68,26 +51,18 @@ export function transpose(
   return result;
 }
 
-/** A [R, T] · B [T, C] -> [R, C], the plain triple loop. `columns` gives C when B has no row
- * (T = 0), so that the result still has R rows of C zeros. */
-export function matMul(
-  A: readonly (readonly number[])[],
-  B: readonly (readonly number[])[],
-  columns = B[0]?.length ?? 0,
-): number[][] {
-  const result: number[][] = []; // [R, C]
-  for (const row of A) {
-    const out = new Array<number>(columns);
+/** A [R, T] · B [T, C] -> [R, C], the plain triple loop. */
+export function matMul(A: Matrix, B: Matrix): number[][] {
+  const columns = B[0]?.length ?? 0;
+  return A.map((row) => {
+    const out = new Array<number>(columns).fill(0); // [C]
     for (let c = 0; c < columns; c++) {
-      let sum = 0;
       for (let t = 0; t < row.length; t++) {
-        sum += row[t] * B[t][c];
+        out[c] += row[t] * B[t][c];
       }
-      out[c] = sum;
     }
-    result.push(out);
-  }
-  return result;
+    return out;
+  });
 }
 
 /** Softmax of one row, stable, with a fully-masked row giving +0.0.
@@ -109,14 +84,97 @@ export function softmax(row: readonly number[]): number[] {
     return row.map(() => 0); // [Lk]  every cell masked: nothing to attend to
   }
   const exps = row.map((x) => Math.exp(x - rowMax)); // [Lk]  masked cells: exp(-Infinity) = 0
-  let sum = 0; // >= 1: the max cell contributes exp(0) = 1
-  for (const e of exps) {
-    sum += e;
-  }
+  const sum = exps.reduce((a, e) => a + e, 0); // >= 1: the max cell contributes exp(0) = 1
   return exps.map((e) => e / sum); // [Lk]
 }
 
+/** Options for one head; Part 2 fills them from the user's options. */
+export interface HeadOptions {
+  /** [Lq, Lk]: true = may attend, or a number added to the logit (-Infinity masks). */
+  readonly mask?: readonly (readonly boolean[])[] | Matrix | null;
+  /** Query i may attend to key j only when j <= i. */
+  readonly isCausal?: boolean;
+  /** Multiplies the scores; defaults to 1/sqrt(E). */
+  readonly scale?: number;
+  /** If > 0, logits become softcap * tanh(logits / softcap). */
+  readonly softcap?: number;
+}
+
+/** The five steps for one head: every tensor [Lq, Lk] except output [Lq, Ev]. */
+export interface HeadSteps {
+  readonly scores: number[][];
+  readonly logits: number[][];
+  readonly weights: number[][];
+  readonly output: number[][];
+}
+
+/** Attention for one head: query [Lq, E], key [Lk, E], value [Lk, Ev]. */
+export function attentionHead(
+  query: Matrix,
+  key: Matrix,
+  value: Matrix,
+  options: HeadOptions = {},
+): HeadSteps {
+  const E = query[0]?.length ?? 0;
+  const { mask = null, isCausal = false, scale = 1 / Math.sqrt(E), softcap = 0 } = options;
+
+  // Step 1: scores. How well each query matches each key: a dot product per (query, key) pair.
+  const scores = matMul(query, transpose(key)); // [Lq, E] · [E, Lk] -> [Lq, Lk]
+
+  // Step 2: scale. A dot product of E terms of unit variance has variance E, so raw scores grow
+  // like sqrt(E) and push softmax into saturation (one weight near 1, tiny gradients elsewhere).
+  // Multiplying by 1/sqrt(E) brings the spread back to about 1 whatever E is.
+  let logits = scores.map((row) => row.map((s) => s * scale)); // [Lq, Lk]
+  if (softcap > 0) {
+    // Softcap squashes the logits smoothly into (-softcap, softcap) before softmax.
+    logits = logits.map((row) => row.map((s) => softcap * Math.tanh(s / softcap))); // [Lq, Lk]
+  }
+
+  // Step 3: mask. A disallowed cell becomes -Infinity, so exp() makes its weight exactly 0.
+  logits = logits.map((row, i) =>
+    row.map((logit, j) => {
+      // Query i may look at keys j <= i only (top-left aligned, as torch does for Lq != Lk).
+      const causalAllows = !isCausal || j <= i;
+      const cell = mask === null ? true : mask[i][j];
+      if (cell === false || !causalAllows) {
+        return -Infinity; // never a sentinel like -1e9: that is just a number
+      }
+      // A numeric mask is added: -Infinity in it masks, a finite value is a bias.
+      return typeof cell === "number" ? logit + cell : logit;
+    }),
+  ); // [Lq, Lk]
+
+  // Step 4: weights. Softmax over the keys turns each row of logits into a distribution.
+  const weights = logits.map(softmax); // [Lq, Lk]
+
+  // Step 5: output. Each query's output is the weights-average of the value rows.
+  // A fully-masked row's output is +0.0 by construction, even where value holds NaN or Infinity
+  // (0 * NaN would be NaN): the row attends to nothing, so there is nothing to average.
+  const output = matMul(weights, value).map((row, i) =>
+    logits[i].every((x) => x === -Infinity) ? row.map(() => 0) : row,
+  ); // [Lq, Lk] · [Lk, Ev] -> [Lq, Ev]
+
+  return { scores, logits, weights, output };
+}
+
+// ---- Part 2: the whole contract. Checks, batch dims, heads and grouped-query heads. ----
+//
+// Shapes: query [B..., Hq, Lq, E], key [B..., Hkv, Lk, E], value [B..., Hkv, Lk, Ev]
+//         -> output [B..., Hq, Lq, Ev]. Rank-2 inputs [L, E] are Part 1's form: no batch, no heads.
+
 /** Scaled dot-product attention, returning every step. Options as in torch, in camelCase. */
+export function attentionSteps(
+  query: Matrix,
+  key: Matrix,
+  value: Matrix,
+  options?: AttentionOptions,
+): AttentionSteps<number[][]>;
+export function attentionSteps(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options?: AttentionOptions,
+): AttentionSteps;
 export function attentionSteps(
   query: TensorInput,
   key: TensorInput,
@@ -130,128 +188,38 @@ export function attentionSteps(
   const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
   const mask = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
-  const scaleValue = resolveScale(scale, shapes.features);
+  const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = shapes;
+  const headOptions = { isCausal, softcap, scale: resolveScale(scale, E) };
 
-  const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
-  const { features: E, valueFeatures: Ev, groupSize } = shapes;
-  const batchCount = product(shapes.batch); // B... flattened (1 for no batch dims)
-  const slices: CoreSteps[] = []; // one per (b, h), in row-major order
-  for (let b = 0; b < batchCount; b++) {
-    for (let h = 0; h < Hq; h++) {
-      // Grouped-query attention: each key/value head serves groupSize consecutive query heads, so
-      // query head h reads key/value head floor(h / groupSize) (torch's repeat_interleave).
-      const kvHead = Math.floor(h / groupSize);
-      const queryMatrix = matrixAt(q, (b * Hq + h) * Lq * E, Lq, E); // [Lq, E]
-      const keyMatrix = matrixAt(k, (b * Hkv + kvHead) * Lk * E, Lk, E); // [Lk, E]
-      const valueMatrix = matrixAt(v, (b * Hkv + kvHead) * Lk * Ev, Lk, Ev); // [Lk, Ev]
-      const outer = [...indicesOf(b, shapes.batch), ...(shapes.hasHeads ? [h] : [])]; // [B..., Hq] index
-      const maskMatrix = mask === null ? null : maskMatrixAt(mask, shapes.scoresShape, outer); // [Lq, Lk]
-      slices.push(
-        attentionCore(queryMatrix, keyMatrix, valueMatrix, {
-          mask: maskMatrix,
-          isCausal,
-          scale: scaleValue,
-          softcap,
-          valueFeatures: Ev,
-        }),
-      );
-    }
+  const steps: HeadSteps[] = []; // one per (batch, head), in row-major order
+  for (const at of slices(shapes, mask === null ? null : mask.shape)) {
+    const head = attentionHead(
+      rowsOf(q.data, at.query, Lq, E), // [Lq, E]
+      rowsOf(k.data, at.key, Lk, E), // [Lk, E]
+      rowsOf(v.data, at.value, Lk, Ev), // [Lk, Ev]
+      { ...headOptions, mask: mask === null ? null : maskOf(mask, at, Lq, Lk) }, // mask [Lq, Lk]
+    );
+    // With no key (Lk = 0), value has no row to tell Ev: every row is fully masked, so zeros.
+    const output = Lk === 0 ? head.output.map(() => new Array<number>(Ev).fill(0)) : head.output;
+    steps.push({ ...head, output });
   }
-
-  const outerShape = shapes.scoresShape.slice(0, -2); // [B..., Hq] ([] for rank 2)
+  const gather = (name: keyof HeadSteps) => steps.flatMap((s) => s[name].flat()); // row-major
   return {
-    scores: nest(
-      slices.map((s) => s.scores),
-      outerShape,
-    ),
-    scaled: nest(
-      slices.map((s) => s.scaled),
-      outerShape,
-    ),
-    weights: nest(
-      slices.map((s) => s.weights),
-      outerShape,
-    ),
-    output: nest(
-      slices.map((s) => s.output),
-      outerShape,
-    ),
+    scores: nest(gather("scores"), shapes.scoresShape),
+    logits: nest(gather("logits"), shapes.scoresShape),
+    weights: nest(gather("weights"), shapes.scoresShape),
+    output: nest(gather("output"), shapes.outputShape),
     scoresShape: shapes.scoresShape,
     outputShape: shapes.outputShape,
   };
 }
 
-/** The five steps for one (batch, head): query [Lq, E], key [Lk, E], value [Lk, Ev]. Inputs are
- * assumed checked (attentionSteps does that). `valueFeatures` is Ev, which value cannot tell when
- * it has no rows. */
-export function attentionCore(
-  query: readonly (readonly number[])[],
-  key: readonly (readonly number[])[],
-  value: readonly (readonly number[])[],
-  options: {
-    readonly mask: MaskMatrix | null;
-    readonly isCausal: boolean;
-    readonly scale: number;
-    readonly softcap: number;
-    readonly valueFeatures: number;
-  },
-): CoreSteps {
-  const { mask, isCausal, scale, softcap, valueFeatures: Ev } = options;
-  const Lk = key.length;
-
-  // Step 1: scores. How well each query matches each key: a dot product per (query, key) pair.
-  const scores = matMul(query, transpose(key), Lk); // [Lq, E] · [E, Lk] -> [Lq, Lk]
-
-  // Step 2: scale. A dot product of E terms of unit variance has variance E, so raw scores grow
-  // like sqrt(E) and push softmax into saturation (one weight near 1, tiny gradients elsewhere).
-  // Multiplying by 1/sqrt(E) brings the spread back to about 1 whatever E is.
-  let scaled = scores.map((row) => row.map((s) => s * scale)); // [Lq, Lk]
-  if (softcap > 0) {
-    // Softcap squashes the logits smoothly into (-softcap, softcap) before softmax.
-    scaled = scaled.map((row) => row.map((s) => softcap * Math.tanh(s / softcap))); // [Lq, Lk]
-  }
-
-  // Step 3: mask. A disallowed cell becomes -Infinity, so exp() makes its weight exactly 0.
-  for (let i = 0; i < scaled.length; i++) {
-    for (let j = 0; j < Lk; j++) {
-      let allowed = true;
-      if (isCausal && j > i) {
-        // Query i may look at keys j <= i only (top-left aligned, as torch does for Lq != Lk).
-        allowed = false;
-      }
-      if (mask !== null && mask.dtype === "bool") {
-        allowed &&= mask.cells[i][j]; // true = may attend
-      } else if (mask !== null) {
-        scaled[i][j] += mask.cells[i][j]; // a numeric mask is added; -Infinity in it masks, a finite value is a bias
-      }
-      if (!allowed) {
-        scaled[i][j] = -Infinity; // never a sentinel like -1e9: that is just a number
-      }
-    }
-  } // scaled: [Lq, Lk]
-
-  // Step 4: weights. Softmax over the keys turns each row of logits into a distribution.
-  const weights = scaled.map(softmax); // [Lq, Lk]
-
-  // Step 5: output. Each query's output is the weights-average of the value rows.
-  const output = matMul(weights, value, Ev); // [Lq, Lk] · [Lk, Ev] -> [Lq, Ev]
-  // A fully-masked row's output is +0.0 by construction, even where value holds NaN or Infinity
-  // (0 * NaN would be NaN): the row attends to nothing, so there is nothing to average.
-  for (let i = 0; i < scaled.length; i++) {
-    if (scaled[i].every((s) => s === -Infinity)) {
-      output[i] = new Array<number>(Ev).fill(0); // [Ev]
-    }
-  }
-
-  return { scores, scaled, weights, output };
-}
-
 /** softmax(query · keyᵀ · scale [+ mask]) · value in float64, as
  * torch.nn.functional.scaled_dot_product_attention (without dropout). */
 export function scaledDotProductAttention(
-  query: readonly (readonly number[])[],
-  key: readonly (readonly number[])[],
-  value: readonly (readonly number[])[],
+  query: Matrix,
+  key: Matrix,
+  value: Matrix,
   options?: AttentionOptions,
 ): number[][];
 export function scaledDotProductAttention(
@@ -269,57 +237,22 @@ export function scaledDotProductAttention(
   return attentionSteps(query, key, value, options).output;
 }
 
-// ---- Slicing helpers: from the checked flat tensors to the nested arrays the steps read. ----
-
-/** rows x cols values of a row-major tensor, from `offset`, as number[][]. */
-function matrixAt(tensor: FloatArray, offset: number, rows: number, cols: number): number[][] {
-  const matrix: number[][] = [];
-  for (let r = 0; r < rows; r++) {
-    matrix.push(Array.from(tensor.data.subarray(offset + r * cols, offset + (r + 1) * cols)));
-  }
-  return matrix;
+/** rows x cols numbers of a flat row-major tensor, from `offset`, as number[][]. */
+function rowsOf(data: Float64Array, offset: number, rows: number, cols: number): number[][] {
+  return Array.from({ length: rows }, (_, r) =>
+    Array.from(data.subarray(offset + r * cols, offset + (r + 1) * cols)),
+  );
 }
 
-/** The [Lq, Lk] slice of the mask at `outer` (an index into the scores' [B..., Hq] dims), with
- * numpy broadcasting: the mask is aligned on the right, and a missing dim or a dim of size 1
- * repeats (stride 0). */
-function maskMatrixAt(mask: MaskArray, scoresShape: readonly number[], outer: readonly number[]): MaskMatrix {
-  const rank = scoresShape.length;
-  const offset = rank - mask.shape.length;
-  const strides = new Array<number>(rank).fill(0); // the mask's strides, laid against the scores' dims
-  let stride = 1;
-  for (let d = mask.shape.length - 1; d >= 0; d--) {
-    strides[offset + d] = mask.shape[d] === 1 ? 0 : stride;
-    stride *= mask.shape[d];
-  }
-  let base = 0;
-  outer.forEach((index, d) => {
-    base += index * strides[d];
-  });
-  const [Lq, Lk] = scoresShape.slice(-2);
-  const [strideI, strideJ] = strides.slice(-2);
-  const at = (i: number, j: number) => base + i * strideI + j * strideJ;
+/** The [Lq, Lk] mask of one (batch, head) slice, read through its broadcast strides. */
+function maskOf(mask: MaskArray, at: Slice, Lq: number, Lk: number): HeadOptions["mask"] {
+  const cell = (i: number, j: number) => at.mask + i * at.maskI + j * at.maskJ;
   if (mask.dtype === "bool") {
     const data = mask.data;
-    return { dtype: "bool", cells: grid(Lq, Lk, (i, j) => data[at(i, j)]) };
+    return Array.from({ length: Lq }, (_, i) => Array.from({ length: Lk }, (_, j) => data[cell(i, j)]));
   }
   const data = mask.data;
-  return { dtype: "float64", cells: grid(Lq, Lk, (i, j) => data[at(i, j)]) };
-}
-
-function grid<T>(rows: number, cols: number, cell: (i: number, j: number) => T): T[][] {
-  return Array.from({ length: rows }, (_, i) => Array.from({ length: cols }, (_, j) => cell(i, j)));
-}
-
-/** Matrices in row-major order of the outer dims -> nested arrays of shape [...outer, rows, cols]. */
-function nest(matrices: number[][][], outer: readonly number[]): NestedArray {
-  if (outer.length === 0) {
-    return matrices[0];
-  }
-  const size = product(outer.slice(1));
-  return Array.from({ length: outer[0] }, (_, n) =>
-    nest(matrices.slice(n * size, (n + 1) * size), outer.slice(1)),
-  );
+  return Array.from({ length: Lq }, (_, i) => Array.from({ length: Lk }, (_, j) => data[cell(i, j)]));
 }
 
 // The tutorial's example: `node typescript/src/attention.ts` prints a 3 x 2 result.

@@ -5,7 +5,7 @@
  *
  * The results document (read by python/attention_port/node.py and ports.py):
  *     {"port": "attention", "elapsed_ms": 12.3, "cases": {id: answer}}
- * where an answer is {"scores", "weights", "output"} (each {"shape", "data"}, data flat row-major),
+ * where an answer is {"scores", "logits", "weights", "output"} (each {"shape", "data"}, data flat row-major),
  * {"error": {"kind", "message"}} for an AttentionInputError, or {"crash": "..."} for anything else.
  * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"), and -0.0 keeps its sign.
  * --port attention runs the readable port (attention.ts), --port flash the fast one (flash.ts),
@@ -36,6 +36,7 @@ type PortName = (typeof PORTS)[number];
 
 interface StepsLike {
   readonly scores?: unknown; // absent when a port gives the output only
+  readonly logits?: unknown;
   readonly weights?: unknown;
   readonly output: unknown;
   readonly scoresShape: readonly number[];
@@ -135,8 +136,9 @@ function answer(run: CaseRunner, c: FixtureCase): string {
   try {
     const steps = run(c);
     const parts = [];
-    if (steps.scores !== undefined && steps.weights !== undefined) {
+    if (steps.scores !== undefined && steps.logits !== undefined && steps.weights !== undefined) {
       parts.push(`"scores": ${tensorJson(steps.scoresShape, steps.scores)}`);
+      parts.push(`"logits": ${tensorJson(steps.scoresShape, steps.logits)}`);
       parts.push(`"weights": ${tensorJson(steps.scoresShape, steps.weights)}`);
     }
     parts.push(`"output": ${tensorJson(steps.outputShape, steps.output)}`);

@@ -15,10 +15,10 @@ import { ERROR_KINDS, type ErrorKind } from "./inputs.ts";
 
 export const MANIFEST_FORMAT = "attention-port-fixtures";
 export const CASE_FORMAT = "attention-port-fixture";
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2; // 2: `expected.logits`, the softmax input, stored beside scores
 export const REGENERATE_HINT = "regenerate with `attention-port generate` (or scripts/generate)";
 const INPUT_NAMES = ["query", "key", "value", "attn_mask"] as const;
-const EXPECTED_NAMES = ["scores", "weights", "output", "error_scale"] as const;
+const EXPECTED_NAMES = ["scores", "logits", "weights", "output", "error_scale"] as const;
 const PARAM_NAMES = ["is_causal", "scale", "enable_gqa", "softcap"] as const;
 
 /** The repository's fixtures/ folder (this file is typescript/src/fixtures.ts). */
@@ -60,6 +60,7 @@ export interface FixtureNumbers extends FixtureTensor {
 /** The oracle's values for a valid case, float64. */
 export interface ExpectedValues {
   readonly scores: FixtureNumbers; // [B..., Hq, Lq, Lk]
+  readonly logits: FixtureNumbers; // [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
   readonly weights: FixtureNumbers; // [B..., Hq, Lq, Lk]
   readonly output: FixtureNumbers; // [B..., Hq, Lq, Ev]
   readonly errorScale: FixtureNumbers; // [B..., Hq, Lq, Ev]
@@ -356,6 +357,7 @@ function readCase(folder: string, entry: Record<string, unknown>, display: strin
     params: tsParams,
     expected: {
       scores: expected.scores,
+      logits: expected.logits,
       weights: expected.weights,
       output: expected.output,
       errorScale: expected.error_scale,

@@ -36,9 +36,9 @@
  * (or an infinity) in value reaches every row that is not fully masked (0 * NaN is NaN, even for a
  * key the row cannot see), and a fully-masked row is exactly +0.0.
  *
- * `attentionSteps` also returns scores, scaled and weights [B..., Hq, Lq, Lk]: a diagnostic-only
+ * `attentionSteps` also returns scores, logits and weights [B..., Hq, Lq, Lk]: a diagnostic-only
  * path for teaching and for the fixture harness, which costs the O(Lq x Lk) memory the fast path
- * avoids. It records scores and scaled as the tiles are computed and derives the weights at the
+ * avoids. It records scores and logits as the tiles are computed and derives the weights at the
  * end from each row's final running max and sum. Its output is the fast path's output.
  *
  * Dimension letters (as in attention.ts and DESIGN.md section 2):
@@ -51,6 +51,7 @@
  *         -> output [B..., Hq, Lq, Ev].
  */
 
+import { nest, type Slice, slices } from "./batching.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -117,10 +118,10 @@ export function scaledDotProductAttention(
 ): NestedArray {
   const problem = checkedProblem(query, key, value, options);
   const output = attend(problem, null); // [B..., Hq, Lq, Ev]
-  return nest(output, 0, problem.shapes.outputShape);
+  return nest(output, problem.shapes.outputShape);
 }
 
-/** Every step, as attention.ts returns them. Diagnostic only: scores, scaled and weights are
+/** Every step, as attention.ts returns them. Diagnostic only: scores, logits and weights are
  * [B..., Hq, Lq, Lk], the O(Lq x Lk) memory that scaledDotProductAttention never needs. */
 export function attentionSteps(
   query: TensorInput,
@@ -133,16 +134,16 @@ export function attentionSteps(
   const rowCount = product(scoresShape.slice(0, -1)); // B... x Hq x Lq
   const recording: Recording = {
     scores: new Float64Array(product(scoresShape)), // [B..., Hq, Lq, Lk]
-    scaled: new Float64Array(product(scoresShape)), // [B..., Hq, Lq, Lk]
+    logits: new Float64Array(product(scoresShape)), // [B..., Hq, Lq, Lk]
     rowMax: new Float64Array(rowCount), // [B..., Hq, Lq]  final running max m
     rowSum: new Float64Array(rowCount), // [B..., Hq, Lq]  final running sum l
   };
   const output = attend(problem, recording); // [B..., Hq, Lq, Ev]
 
-  // weights = exp(scaled - m) / l, with the row's final m and l: the softmax the online recurrence
+  // weights = exp(logits - m) / l, with the row's final m and l: the softmax the online recurrence
   // computed implicitly, written out. A fully-masked row (m = -Infinity) has weights +0.0.
   const Lk = problem.shapes.keyLength;
-  const weights = new Float64Array(recording.scaled.length); // [B..., Hq, Lq, Lk]
+  const weights = new Float64Array(recording.logits.length); // [B..., Hq, Lq, Lk]
   for (let row = 0; row < rowCount; row++) {
     const m = recording.rowMax[row];
     if (m === -Infinity) {
@@ -150,14 +151,14 @@ export function attentionSteps(
     }
     const l = recording.rowSum[row];
     for (let j = row * Lk; j < (row + 1) * Lk; j++) {
-      weights[j] = Math.exp(recording.scaled[j] - m) / l;
+      weights[j] = Math.exp(recording.logits[j] - m) / l;
     }
   }
   return {
-    scores: nest(recording.scores, 0, scoresShape),
-    scaled: nest(recording.scaled, 0, scoresShape),
-    weights: nest(weights, 0, scoresShape),
-    output: nest(output, 0, outputShape),
+    scores: nest(recording.scores, scoresShape),
+    logits: nest(recording.logits, scoresShape),
+    weights: nest(weights, scoresShape),
+    output: nest(output, outputShape),
     scoresShape,
     outputShape,
   };
@@ -252,7 +253,7 @@ function flatArray(name: string, tensor: FlatTensor): FloatArray {
 /** Steps kept for attentionSteps (diagnostic only). Offsets follow the scores' row-major order. */
 interface Recording {
   readonly scores: Float64Array; // [B..., Hq, Lq, Lk]  Step 1
-  readonly scaled: Float64Array; // [B..., Hq, Lq, Lk]  Steps 2-3
+  readonly logits: Float64Array; // [B..., Hq, Lq, Lk]  Steps 2-3
   readonly rowMax: Float64Array; // [B..., Hq, Lq]      final m per query row
   readonly rowSum: Float64Array; // [B..., Hq, Lq]      final l per query row
 }
@@ -269,8 +270,7 @@ interface Scratch {
 /** The whole computation; returns the output [B..., Hq, Lq, Ev]. */
 function attend(problem: Problem, recording: Recording | null): Float64Array {
   const { shapes, mask } = problem;
-  const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
-  const { features: E, valueFeatures: Ev, groupSize } = shapes;
+  const Ev = shapes.valueFeatures;
   const output = new Float64Array(product(shapes.outputShape)); // [B..., Hq, Lq, Ev]
   const scratch: Scratch = {
     tile: new Float64Array(QUERY_BLOCK * KEY_TILE), // [Br, Bc]
@@ -279,62 +279,12 @@ function attend(problem: Problem, recording: Recording | null): Float64Array {
     acc: new Float64Array(QUERY_BLOCK * Ev), // [Br, Ev]
     lastNonFinite: new Int32Array(Ev), // [Ev]
   };
-  // The mask's strides laid against the scores' dims [B..., Hq, Lq, Lk]: numpy broadcasting aligns
-  // on the right, and a missing dim or a dim of size 1 has stride 0 (the same cell repeats).
-  const rank = shapes.scoresShape.length;
-  const maskStrides = new Array<number>(rank).fill(0);
-  if (mask !== null) {
-    let stride = 1;
-    for (let d = mask.shape.length - 1; d >= 0; d--) {
-      maskStrides[rank - mask.shape.length + d] = mask.shape[d] === 1 ? 0 : stride;
-      stride *= mask.shape[d];
-    }
-  }
-  const outer = shapes.scoresShape.slice(0, -2); // [B..., Hq] ([] for rank 2)
-  const batchCount = product(shapes.batch);
-  for (let b = 0; b < batchCount; b++) {
-    for (let h = 0; h < Hq; h++) {
-      const slice = b * Hq + h; // row-major index over [B..., Hq]
-      // Grouped-query attention: query head h reads key/value head floor(h / groupSize).
-      const kvSlice = b * Hkv + Math.floor(h / groupSize);
-      let maskBase = 0; // the mask's offset at this (b, h)
-      for (let d = outer.length - 1, rest = slice; d >= 0; d--) {
-        maskBase += (rest % outer[d]) * maskStrides[d];
-        rest = Math.floor(rest / outer[d]);
-      }
-      attendSlice(
-        problem,
-        scratch,
-        recording,
-        {
-          query: slice * Lq * E, // query [Lq, E] starts here
-          key: kvSlice * Lk * E, // key [Lk, E]
-          value: kvSlice * Lk * Ev, // value [Lk, Ev]
-          output: slice * Lq * Ev, // output [Lq, Ev]
-          scores: slice * Lq * Lk, // recording's scores and scaled [Lq, Lk]
-          rows: slice * Lq, // recording's rowMax and rowSum [Lq]
-          mask: maskBase,
-          maskI: maskStrides[rank - 2],
-          maskJ: maskStrides[rank - 1],
-        },
-        output,
-      );
-    }
+  // One (batch, head) slice at a time; batching.ts says where each starts, grouped-query heads
+  // and the mask's broadcast strides included.
+  for (const at of slices(shapes, mask === null ? null : mask.shape)) {
+    attendSlice(problem, scratch, recording, at, output);
   }
   return output;
-}
-
-/** Where one (batch, head) slice starts in each flat array. */
-interface SliceOffsets {
-  readonly query: number;
-  readonly key: number;
-  readonly value: number;
-  readonly output: number;
-  readonly scores: number;
-  readonly rows: number;
-  readonly mask: number;
-  readonly maskI: number; // the mask's stride along Lq (0 when broadcast)
-  readonly maskJ: number; // the mask's stride along Lk (0 when broadcast)
 }
 
 /** One (batch, head): query [Lq, E] against key [Lk, E] and value [Lk, Ev] -> output [Lq, Ev],
@@ -343,7 +293,7 @@ function attendSlice(
   problem: Problem,
   scratch: Scratch,
   recording: Recording | null,
-  at: SliceOffsets,
+  at: Slice,
   output: Float64Array,
 ): void {
   const { query, key, value, isCausal, scale, softcap, mask } = problem;
@@ -374,7 +324,7 @@ function attendSlice(
       // Steps 2-3: scale, softcap, mask: the tile becomes softmax's input (logits).
       logitTile(tile, rows, cols, i0, j0, scale, softcap, isCausal, mask, at);
       if (recording !== null) {
-        copyTile(tile, rows, cols, recording.scaled, at.scores + i0 * Lk + j0, Lk);
+        copyTile(tile, rows, cols, recording.logits, at.scores + i0 * Lk + j0, Lk);
       }
       // Step 4, online: update m, l and acc for the tile; the tile becomes exp(logit - m).
       softmaxTile(tile, rows, cols, rowMax, rowSum, acc, Ev);
@@ -390,8 +340,8 @@ function attendSlice(
       const i = i0 + r;
       const out = at.output + i * Ev; // output row i [Ev]
       if (recording !== null) {
-        recording.rowMax[at.rows + i] = rowMax[r];
-        recording.rowSum[at.rows + i] = rowSum[r];
+        recording.rowMax[at.index * Lq + i] = rowMax[r];
+        recording.rowSum[at.index * Lq + i] = rowSum[r];
       }
       if (rowMax[r] === -Infinity) {
         // Every logit of the row was -Infinity (or Lk = 0): it attends to nothing, and its output
@@ -537,7 +487,7 @@ function logitTile(
   softcap: number,
   isCausal: boolean,
   mask: KernelMask | null,
-  at: SliceOffsets,
+  at: Slice,
 ): void {
   for (let r = 0; r < rows; r++) {
     const i = i0 + r; // query row
@@ -773,7 +723,7 @@ function copyTile(
 function skippedTile(
   problem: Problem,
   recording: Recording,
-  at: SliceOffsets,
+  at: Slice,
   i0: number,
   rows: number,
   keyEnd: number,
@@ -787,19 +737,9 @@ function skippedTile(
         s += query[at.query + i * E + t] * key[at.key + j * E + t];
       }
       recording.scores[at.scores + i * Lk + j] = s;
-      recording.scaled[at.scores + i * Lk + j] = -Infinity;
+      recording.logits[at.scores + i * Lk + j] = -Infinity;
     }
   }
-}
-
-/** A flat row-major array -> nested arrays of `shape` (rank >= 1), as the readable port returns. */
-function nest(data: Float64Array, offset: number, shape: readonly number[]): NestedArray {
-  if (shape.length === 1) {
-    return Array.from(data.subarray(offset, offset + shape[0]));
-  }
-  const size = product(shape.slice(1));
-  const inner = shape.slice(1);
-  return Array.from({ length: shape[0] }, (_, n) => nest(data, offset + n * size, inner)) as NestedArray;
 }
 
 // The tutorial's example, through the fast port: `node typescript/src/flash.ts` prints a 3 x 2 result.

@@ -75,12 +75,13 @@ export interface AttentionOptions {
   readonly softcap?: number;
 }
 
-/** Every intermediate tensor, for teaching and for finding the step where two ports part. */
-export interface AttentionSteps {
-  readonly scores: NestedArray; // [B..., Hq, Lq, Lk]  Step 1: query · keyᵀ
-  readonly scaled: NestedArray; // [B..., Hq, Lq, Lk]  Steps 2-3: scaled, softcapped, masked (softmax's input)
-  readonly weights: NestedArray; // [B..., Hq, Lq, Lk]  Step 4: softmax over keys; each row sums to 1 or is 0
-  readonly output: NestedArray; // [B..., Hq, Lq, Ev]  Step 5: weights · value
+/** Every intermediate tensor, for teaching and for finding the step where two ports part.
+ * `Tensor` is number[][] for rank-2 inputs (an overload of attentionSteps says so). */
+export interface AttentionSteps<Tensor extends NestedArray = NestedArray> {
+  readonly scores: Tensor; // [B..., Hq, Lq, Lk]  Step 1: query · keyᵀ
+  readonly logits: Tensor; // [B..., Hq, Lq, Lk]  Steps 2-3: scaled, softcapped, masked (softmax's input)
+  readonly weights: Tensor; // [B..., Hq, Lq, Lk]  Step 4: softmax over keys; each row sums to 1 or is 0
+  readonly output: Tensor; // [B..., Hq, Lq, Ev]  Step 5: weights · value
   readonly scoresShape: readonly number[]; // [B..., Hq, Lq, Lk] (kept: nested [] cannot say it)
   readonly outputShape: readonly number[]; // [B..., Hq, Lq, Ev]
 }

@@ -66,6 +66,7 @@ import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 
 import { BUILDS, type BuildName, buildIsFresh } from "../wasm/build.ts";
+import { nest, slices } from "./batching.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -123,7 +124,7 @@ export function scaledDotProductAttention(
   options: SimdAttentionOptions = {},
 ): NestedArray {
   const problem = checkedProblem(query, key, value, options);
-  return nest(attend(problem), 0, problem.shapes.outputShape); // [B..., Hq, Lq, Ev]
+  return nest(attend(problem), problem.shapes.outputShape); // [B..., Hq, Lq, Ev]
 }
 
 /** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
@@ -139,10 +140,10 @@ export function attentionSteps(
   const output = attend(problem); // [B..., Hq, Lq, Ev]
   const { scores, logits, weights } = diagnosticSteps(problem);
   return {
-    scores: nest(scores, 0, scoresShape),
-    scaled: nest(logits, 0, scoresShape),
-    weights: nest(weights, 0, scoresShape),
-    output: nest(output, 0, outputShape),
+    scores: nest(scores, scoresShape),
+    logits: nest(logits, scoresShape),
+    weights: nest(weights, scoresShape),
+    output: nest(output, outputShape),
     scoresShape,
     outputShape,
   };
@@ -389,7 +390,7 @@ function reserve(kernel: Kernel, sizes: readonly number[]): number[] {
 function attend(problem: Problem): Float64Array | Float32Array {
   const { shapes, mask, float32 } = problem;
   const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
-  const { features: E, valueFeatures: Ev, groupSize } = shapes;
+  const { features: E, valueFeatures: Ev } = shapes;
   const outputSize = product(shapes.outputShape);
   if (outputSize === 0) {
     return float32 ? new Float32Array(0) : new Float64Array(0); // nothing to compute
@@ -397,17 +398,17 @@ function attend(problem: Problem): Float64Array | Float32Array {
   const kernel = loadKernel(chosenBuild());
   const bytes = float32 ? 4 : 8;
   const batchCount = product(shapes.batch);
-  const slices = batchCount * Hq; // (b, h) pairs, row-major over [B..., Hq]
+  const sliceCount = batchCount * Hq; // (b, h) pairs, row-major over [B..., Hq]
   const kvSlices = batchCount * Hkv;
   const blocks = Math.ceil(Lq / kernel.exports.queryBlock());
-  const items = slices * blocks;
+  const items = sliceCount * blocks;
   const threads = Math.min(problem.workers, items);
   const maskBytes = mask === null ? 0 : mask.bool !== null ? mask.bool.length : mask.float!.length * bytes;
   const stride = kernel.exports.scratchBytes(E, Ev);
   const keyTile = kernel.exports.keyTile();
   const keyTBytes = Math.ceil(Lk / keyTile) * E * keyTile * bytes; // one kv slice's key, tiled
   const [sliceTable, lastNonFinite, query, key, keyT, value, maskAt, output, scratch] = reserve(kernel, [
-    slices * 8, // per slice: kv slice, mask offset (i32, i32)
+    sliceCount * 8, // per slice: kv slice, mask offset (i32, i32)
     kvSlices * Ev * 4, // per kv slice and value column: last key row with NaN or ±inf (i32)
     problem.query.length * bytes, // [B..., Hq, Lq, E]
     problem.key.length * bytes, // [B..., Hkv, Lk, E]
@@ -430,31 +431,15 @@ function attend(problem: Problem): Float64Array | Float32Array {
     maskKind = 2;
   }
 
-  // The mask's strides laid against the scores' dims [B..., Hq, Lq, Lk]: numpy broadcasting aligns
-  // on the right, and a missing dim or a dim of size 1 has stride 0 (the same cell repeats).
-  const rank = shapes.scoresShape.length;
-  const maskStrides = new Array<number>(rank).fill(0);
-  if (mask !== null) {
-    let size = 1;
-    for (let d = mask.shape.length - 1; d >= 0; d--) {
-      maskStrides[rank - mask.shape.length + d] = mask.shape[d] === 1 ? 0 : size;
-      size *= mask.shape[d];
-    }
-  }
-  const outer = shapes.scoresShape.slice(0, -2); // [B..., Hq] ([] for rank 2)
-  const table = new Int32Array(buffer, sliceTable, slices * 2);
-  for (let slice = 0; slice < slices; slice++) {
-    const b = Math.floor(slice / Hq);
-    const h = slice % Hq;
-    // Grouped-query attention: query head h reads key/value head floor(h / groupSize).
-    table[2 * slice] = b * Hkv + Math.floor(h / groupSize);
-    let maskBase = 0; // the mask's offset at this (b, h)
-    for (let d = outer.length - 1, rest = slice; d >= 0; d--) {
-      maskBase += (rest % outer[d]) * maskStrides[d];
-      rest = Math.floor(rest / outer[d]);
-    }
-    table[2 * slice + 1] = maskBase;
-  }
+  // Per (batch, head) slice: the key/value slice it reads (grouped-query heads share one) and
+  // where its mask starts; the mask's strides along Lq and Lk are the same for every slice.
+  const parts = slices(shapes, mask === null ? null : mask.shape);
+  const table = new Int32Array(buffer, sliceTable, parts.length * 2);
+  parts.forEach((part, n) => {
+    table[2 * n] = Lk * E === 0 ? 0 : part.key / (Lk * E); // no keys: no slice to read
+    table[2 * n + 1] = part.mask;
+  });
+  const [maskI, maskJ] = parts.length === 0 ? [0, 0] : [parts[0].maskI, parts[0].maskJ];
   const transpose = float32 ? kernel.exports.transposeKeyF32 : kernel.exports.transposeKeyF64;
   for (let kv = 0; kv < kvSlices; kv++) {
     transpose(key + kv * Lk * E * bytes, Lk, E, keyT + kv * keyTBytes);
@@ -471,7 +456,7 @@ function attend(problem: Problem): Float64Array | Float32Array {
   // The job descriptor (kernel.ts's J_* offsets).
   const job = new DataView(buffer, kernel.job, JOB_BYTES);
   const fields = [blocks, Lq, Lk, E, Ev, query, keyT, value, output, sliceTable, maskKind, maskAt];
-  fields.push(maskStrides[rank - 2], maskStrides[rank - 1], problem.isCausal ? 1 : 0, lastNonFinite);
+  fields.push(maskI, maskJ, problem.isCausal ? 1 : 0, lastNonFinite);
   fields.forEach((x, n) => job.setUint32(4 * n, x, true));
   job.setFloat64(64, problem.scale, true);
   job.setFloat64(72, problem.softcap, true);
@@ -574,46 +559,29 @@ function diagnosticSteps(problem: Problem): {
   weights: Float64Array;
 } {
   const { shapes, mask, query, key, scale, softcap, isCausal } = problem;
-  const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
-  const { features: E, groupSize } = shapes;
+  const { queryLength: Lq, keyLength: Lk, features: E } = shapes;
   const size = product(shapes.scoresShape);
   const scores = new Float64Array(size); // [B..., Hq, Lq, Lk]
   const logits = new Float64Array(size); // [B..., Hq, Lq, Lk]
   const weights = new Float64Array(size); // [B..., Hq, Lq, Lk]
-  const rank = shapes.scoresShape.length;
-  const strides = new Array<number>(rank).fill(0); // the mask's, against the scores' dims
-  if (mask !== null) {
-    let stride = 1;
-    for (let d = mask.shape.length - 1; d >= 0; d--) {
-      strides[rank - mask.shape.length + d] = mask.shape[d] === 1 ? 0 : stride;
-      stride *= mask.shape[d];
-    }
-  }
-  const slices = product(shapes.batch) * Hq;
-  for (let slice = 0; slice < slices; slice++) {
-    const kv = Math.floor(slice / Hq) * Hkv + Math.floor((slice % Hq) / groupSize);
-    let maskBase = 0;
-    for (let d = rank - 3, rest = slice; d >= 0; d--) {
-      maskBase += (rest % shapes.scoresShape[d]) * strides[d];
-      rest = Math.floor(rest / shapes.scoresShape[d]);
-    }
+  for (const at of slices(shapes, mask === null ? null : mask.shape)) {
     for (let i = 0; i < Lq; i++) {
-      const row = (slice * Lq + i) * Lk;
+      const row = at.scores + i * Lk;
       let max = -Infinity;
       for (let j = 0; j < Lk; j++) {
         let s = 0;
         for (let t = 0; t < E; t++) {
-          s += query[(slice * Lq + i) * E + t] * key[(kv * Lk + j) * E + t];
+          s += query[at.query + i * E + t] * key[at.key + j * E + t];
         }
         scores[row + j] = s;
         let x = s * scale;
         if (softcap > 0) {
           x = softcap * Math.tanh(x / softcap);
         }
-        const cell = maskBase + i * strides[rank - 2] + j * strides[rank - 1];
-        if (mask !== null && mask.bool !== null && mask.bool[cell] === 0) {
+        const cell = at.mask + i * at.maskI + j * at.maskJ;
+        if (mask?.bool && mask.bool[cell] === 0) {
           x = -Infinity;
-        } else if (mask !== null && mask.float !== null) {
+        } else if (mask?.float) {
           x += mask.float[cell];
         }
         if (isCausal && j > i) {
@@ -635,25 +603,6 @@ function diagnosticSteps(problem: Problem): {
     }
   }
   return { scores, logits, weights };
-}
-
-/** A flat row-major array -> nested arrays of `shape` (rank >= 1), as the readable port returns.
- * Rows are filled by index into preallocated arrays (no iterator), so large outputs stay cheap. */
-function nest(data: Float64Array | Float32Array, offset: number, shape: readonly number[]): NestedArray {
-  if (shape.length === 1) {
-    const row = new Array<number>(shape[0]);
-    for (let t = 0; t < shape[0]; t++) {
-      row[t] = data[offset + t];
-    }
-    return row;
-  }
-  const size = product(shape.slice(1));
-  const inner = shape.slice(1);
-  const rows = new Array<NestedArray>(shape[0]);
-  for (let n = 0; n < shape[0]; n++) {
-    rows[n] = nest(data, offset + n * size, inner);
-  }
-  return rows as NestedArray;
 }
 
 // The tutorial's example, through the SIMD port: `node typescript/src/simd.ts` prints a 3 x 2 result.

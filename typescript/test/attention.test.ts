@@ -109,8 +109,8 @@ describe("the contract, case by case", () => {
       },
     );
     assert.deepEqual(steps.scores, [[1, 0]]);
-    // scaled = softcap * tanh(scores * scale / softcap): after softcap and mask, softmax's input.
-    assert.deepEqual(steps.scaled, [[Math.tanh(2), 0]]);
+    // logits = softcap * tanh(scores * scale / softcap): after softcap and mask, softmax's input.
+    assert.deepEqual(steps.logits, [[Math.tanh(2), 0]]);
     const w0 = Math.exp(Math.tanh(2)) / (Math.exp(Math.tanh(2)) + 1);
     assert.ok(close((steps.weights as number[][])[0][0], w0, 1e-15));
     assert.ok(close((steps.output as number[][])[0][0], 10 * w0 + 20 * (1 - w0), 1e-13));
@@ -130,18 +130,18 @@ describe("the contract, case by case", () => {
     ];
     const v = [[1], [2]];
     const steps = attentionSteps(q, k, v, { isCausal: true, attnMask: [false, true] });
-    const scaled = steps.scaled as number[][];
+    // number[][] inputs give number[][] steps (an overload): no cast needed under strict tsc.
     // Row 0: causal allows key 0 only, the mask forbids it: fully masked.
-    assert.deepEqual(scaled[0], [-Infinity, -Infinity]);
-    assert.deepEqual(steps.output as number[][], [[0], [2], [2]]);
-    assert.ok(Object.is((steps.output as number[][])[0][0], 0));
+    assert.deepEqual(steps.logits[0], [-Infinity, -Infinity]);
+    assert.deepEqual(steps.output, [[0], [2], [2]]);
+    assert.ok(Object.is(steps.output[0][0], 0) && Object.is(steps.weights[0][0], 0));
   });
 
   test("a float mask is added; -1e30 is a number, -Infinity masks", () => {
     const steps = attentionSteps([[0]], [[0], [0], [0]], [[1], [2], [4]], {
       attnMask: [[-1e30, 0, -Infinity]],
     });
-    assert.deepEqual(steps.scaled, [[-1e30, 0, -Infinity]]);
+    assert.deepEqual(steps.logits, [[-1e30, 0, -Infinity]]);
     assert.deepEqual(steps.output, [[2]]);
     // A row of -1e30 only is still a distribution (uniform), not masked.
     const all = scaledDotProductAttention([[0]], [[0], [0]], [[1], [3]], { attnMask: [-1e30, -1e30] });
@@ -392,13 +392,13 @@ describe("properties", () => {
       fc.property(problems, (p) => {
         const steps = attentionSteps(p.query, p.key, p.value, p.options);
         const count = product(p.outer) * p.lq;
-        const scaled = rows(flatten(steps.scaled), p.lk, count);
+        const logits = rows(flatten(steps.logits), p.lk, count);
         const weights = rows(flatten(steps.weights), p.lk, count);
         const output = rows(flatten(steps.output), p.ev, count);
         assert.equal(flatten(steps.weights).length, count * p.lk);
         assert.equal(flatten(steps.output).length, count * p.ev);
         weights.forEach((row, r) => {
-          if (scaled[r].every((s) => s === -Infinity)) {
+          if (logits[r].every((s) => s === -Infinity)) {
             assert.ok(row.every((w) => Object.is(w, 0)));
             if (p.ev > 0) {
               assert.ok(output[r].every((o) => Object.is(o, 0)));
@@ -409,8 +409,8 @@ describe("properties", () => {
             assert.ok(row.every((w) => w >= 0 && w <= 1));
           }
         });
-        // Masked cells (scaled -Infinity) get weight exactly 0.
-        scaled.flat().forEach((s, n) => s === -Infinity && assert.ok(Object.is(weights.flat()[n], 0)));
+        // Masked cells (logits -Infinity) get weight exactly 0.
+        logits.flat().forEach((s, n) => s === -Infinity && assert.ok(Object.is(weights.flat()[n], 0)));
       }),
       RUNS,
     );

@@ -96,12 +96,12 @@ describe("loadFixtures refuses a bad folder with one line naming the file", () =
     writeFileSync(path, JSON.stringify(document));
   };
 
-  test("an unknown manifest version, with the hint to regenerate", () => {
-    const folder = brokenCopy((f) => editJson(join(f, "manifest.json"), (m) => (m.version = 2)));
+  test("an older manifest version (before logits were stored), with the hint to regenerate", () => {
+    const folder = brokenCopy((f) => editJson(join(f, "manifest.json"), (m) => (m.version = 1)));
     expectFixtureError(
       folder,
       "manifest.json",
-      /format version 2 is not supported .*attention-port generate/,
+      /format version 1 is not supported .*attention-port generate/,
     );
   });
 

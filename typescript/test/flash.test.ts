@@ -236,7 +236,7 @@ function assertAgrees(p: Problem): void {
   assert.deepEqual(actual.scoresShape, expected.scoresShape);
   assert.deepEqual(actual.outputShape, expected.outputShape);
   assert.deepEqual(flatten(actual.scores), flatten(expected.scores));
-  assert.deepEqual(flatten(actual.scaled), flatten(expected.scaled));
+  assert.deepEqual(flatten(actual.logits), flatten(expected.logits));
   const [weights, expectedWeights] = [flatten(actual.weights), flatten(expected.weights)];
   weights.forEach((w, n) =>
     assert.ok(close(w, expectedWeights[n], 1e-13), `weights[${n}]: ${w} vs ${expectedWeights[n]}`),

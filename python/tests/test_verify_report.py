@@ -1,0 +1,86 @@
+"""What `attention-port verify` prints: failures with their case's description and the per-port
+summary by default, every line with -v, budgets past 1e6 % said as such, case selection by id
+and tag, the case list, and a warning when the fixtures no longer match cases.py and the oracle."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from conftest import FIXTURES_DIR
+
+from attention_port import cli, compare
+
+
+def _copy_with_wrong_output(tmp_path: Path, case_id: str, shift: float) -> Path:
+    """A copy of the fixtures whose `case_id` expects every output number shifted by `shift`, with
+    the manifest's sha256 resealed so that the folder still loads."""
+    folder = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES_DIR, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    entry = next(e for e in manifest["cases"] if e["id"] == case_id)
+    path = folder / entry["file"]
+    document = json.loads(path.read_text())
+    rows = document["expected"]["output"]["data"]
+    document["expected"]["output"]["data"] = [[x + shift for x in row] for row in rows]
+    text = json.dumps(document)
+    path.write_text(text)
+    entry["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def _verify(capsys, *args: str) -> tuple[int, str, str]:
+    status = cli.main(["verify", *args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_default_report_is_failures_with_descriptions_then_the_summary(tmp_path, capsys):
+    folder = _copy_with_wrong_output(tmp_path, "rank2_square", 1.0)
+    status, out, err = _verify(capsys, "--ports", "numpy", "--fixtures", str(folder))
+    assert status == 1
+    lines = out.splitlines()
+    assert not any(line.startswith("PASS") for line in lines), "passing cases are quiet by default"
+    (fail,) = [line for line in lines if line.startswith("FAIL")]
+    assert "rank2_square" in fail and "-- Rank 2 self-attention shape, 6 tokens, E = 8" in fail
+    assert "budget > 1e6 %" in fail  # an error of 1.0 against a budget near 1e-15
+    assert (
+        lines[-1]
+        == f"{len(json.loads((folder / 'manifest.json').read_text())['cases']) - 1} passed, 1 failed"
+    )
+    # The edited file no longer matches what cases.py and the oracle give: one warning line.
+    (warning,) = err.strip().splitlines()
+    assert warning.startswith("warning: 1 fixture case(s)") and "rank2_square" in warning
+
+
+def test_verbose_prints_every_case_and_no_warning_for_fresh_fixtures(capsys):
+    status, out, err = _verify(capsys, "--ports", "numpy", "--case", "rank2_square,softcap", "-v")
+    assert status == 0 and err == ""
+    passes = [line for line in out.splitlines() if line.startswith("PASS")]
+    assert [line.split()[2] for line in passes] == ["rank2_square", "softcap"]
+
+
+def test_tag_selects_cases_that_carry_every_tag_given(capsys):
+    status, out, _ = _verify(capsys, "--list", "--tag", "gqa", "--tag", "causal")
+    assert status == 0
+    ids = [line.split()[0] for line in out.splitlines()[:-1]]
+    assert ids == ["gqa_causal_masked", "everything_at_once"]
+    assert all("gqa" in line.split() and "causal" in line.split() for line in out.splitlines()[:-1])
+    assert out.splitlines()[-1] == "2 cases"
+
+
+def test_an_unknown_tag_or_case_is_one_line_and_exit_2(capsys):
+    status, out, err = _verify(capsys, "--tag", "no_such_tag")
+    assert status == 2 and out == "" and err.startswith("error: no case has the tag 'no_such_tag'")
+    status, _, err = _verify(capsys, "--case", "rank2_square,no_such_case")
+    assert status == 2 and len(err.strip().splitlines()) == 1 and "no_such_case" in err
+
+
+def test_budget_formatting():
+    assert compare.format_budget(0.108) == "10.8%"
+    assert compare.format_budget(9999.0) == "999900.0%"
+    assert compare.format_budget(2e4) == "> 1e6 %"
+    assert compare.format_budget(float("inf")) == "> 1e6 %"

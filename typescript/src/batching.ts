@@ -1,0 +1,88 @@
+/**
+ * Batch dims, heads, grouped-query heads and mask broadcasting: the bookkeeping both TypeScript
+ * ports share, so that each port only has to do attention on one (batch, head) slice.
+ *
+ * Every checked tensor is flat and row-major (inputs.ts's toArray), so a (batch, head) slice is a
+ * contiguous block that starts at an offset; this module says where each block starts. The mask
+ * is the exception: it broadcasts numpy-style to the scores [B..., Hq, Lq, Lk], so it is read
+ * through strides, with stride 0 on every dim it repeats along, and never copied to full size.
+ *
+ * Dimension letters: B... batch dims, Hq query heads, Hkv key/value heads, Lq queries, Lk keys,
+ * E query/key features, Ev value features.
+ */
+
+import { type AttentionShapes, type NestedArray, product } from "./inputs.ts";
+
+/** Where one (batch, head) slice starts in each flat row-major tensor. */
+export interface Slice {
+  readonly index: number; // row-major index over the scores' outer dims [B..., Hq]
+  readonly query: number; // query [Lq, E] starts here
+  readonly key: number; // key [Lk, E] (the key/value head this query head reads)
+  readonly value: number; // value [Lk, Ev]
+  readonly output: number; // output [Lq, Ev]
+  readonly scores: number; // any [Lq, Lk] step: scores, logits, weights
+  readonly mask: number; // the mask cell (i = 0, j = 0) of this slice
+  readonly maskI: number; // the mask's stride along Lq (0 when it broadcasts along Lq)
+  readonly maskJ: number; // the mask's stride along Lk (0 when it broadcasts along Lk)
+}
+
+/** The strides to read a mask of `maskShape` as if it had the scores' shape: numpy broadcasting
+ * aligns the shapes on the right, and a missing dim or a dim of size 1 has stride 0 (the same
+ * cell repeats along it). */
+export function broadcastStrides(maskShape: readonly number[], scoresShape: readonly number[]): number[] {
+  const rank = scoresShape.length;
+  const strides = new Array<number>(rank).fill(0); // laid against the scores' dims
+  let stride = 1;
+  for (let d = maskShape.length - 1; d >= 0; d--) {
+    strides[rank - maskShape.length + d] = maskShape[d] === 1 ? 0 : stride;
+    stride *= maskShape[d];
+  }
+  return strides;
+}
+
+/** Every (batch, head) slice, in row-major order of [B..., Hq]. */
+export function slices(shapes: AttentionShapes, maskShape: readonly number[] | null): Slice[] {
+  const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
+  const { features: E, valueFeatures: Ev, groupSize } = shapes;
+  const outer = shapes.scoresShape.slice(0, -2); // [B..., Hq] ([] for rank 2)
+  const strides = maskShape === null ? [] : broadcastStrides(maskShape, shapes.scoresShape);
+  const [maskI = 0, maskJ = 0] = strides.slice(-2);
+  const result: Slice[] = [];
+  const batchCount = product(shapes.batch); // B... flattened (1 for no batch dims)
+  for (let b = 0; b < batchCount; b++) {
+    for (let h = 0; h < Hq; h++) {
+      const index = b * Hq + h;
+      // Grouped-query attention: each key/value head serves groupSize consecutive query heads, so
+      // query head h reads key/value head floor(h / groupSize) (torch's repeat_interleave).
+      const kvIndex = b * Hkv + Math.floor(h / groupSize);
+
+      let mask = 0; // sum over the outer dims of (index along that dim) x (mask stride)
+      for (let d = outer.length - 1, rest = index; d >= 0 && strides.length > 0; d--) {
+        mask += (rest % outer[d]) * strides[d];
+        rest = Math.floor(rest / outer[d]);
+      }
+      result.push({
+        index,
+        query: index * Lq * E,
+        key: kvIndex * Lk * E,
+        value: kvIndex * Lk * Ev,
+        output: index * Lq * Ev,
+        scores: index * Lq * Lk,
+        mask,
+        maskI,
+        maskJ,
+      });
+    }
+  }
+  return result;
+}
+
+/** Nested arrays of `shape` (rank >= 1) from flat row-major numbers, read from `offset`. */
+export function nest(data: ArrayLike<number>, shape: readonly number[], offset = 0): NestedArray {
+  if (shape.length === 1) {
+    return Array.from({ length: shape[0] }, (_, n) => data[offset + n]);
+  }
+  const inner = shape.slice(1);
+  const size = product(inner);
+  return Array.from({ length: shape[0] }, (_, n) => nest(data, inner, offset + n * size)) as NestedArray;
+}
