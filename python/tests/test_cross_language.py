@@ -1,6 +1,6 @@
-"""The TypeScript ports (readable, flash and SIMD in float64 and float32), run through the harness (one Node process for every
-case), held to the same rule as the Python ports, compared with torch directly, and caught when
-they are broken."""
+"""The TypeScript ports (readable, flash, and SIMD in float64 and float32), run through the harness
+(one Node process for every case), held to the same rule as the Python ports, compared with torch
+directly, and caught when they are broken."""
 
 from __future__ import annotations
 

@@ -140,6 +140,49 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
   }
 }
 
+/** Step 4 for one row of a tile, online (see simd.ts): m, l and acc follow the largest logit so
+ * far; the row's logits (log2 units) become p = 2^(x - m). `tileMax` is the row's largest logit
+ * in this tile (NaN if any is NaN: then the row is NaN). */
+// @ts-ignore: decorator
+@inline function softmaxRow<T>(
+  row: usize,
+  colsPad: i32,
+  tileMax: T,
+  r: i32,
+  rowMax: usize,
+  rowSum: usize,
+  acc: usize,
+  evPad: i32,
+): void {
+  const S = <usize>sizeof<T>();
+  const L = 16 / <i32>sizeof<T>();
+  const mOld = load<T>(rowMax + <usize>r * S);
+  const mNew = <T>max<T>(mOld, tileMax);
+  // While every logit is -inf, shift by 0: exp2(-inf - 0) = 0 (and not -inf - -inf = NaN).
+  const shift = mNew == <T>-Infinity ? <T>0 : mNew;
+  const vshift = v128.splat<T>(shift);
+  let vsum = v128.splat<T>(<T>0);
+  for (let c = 0; c < colsPad; c += L) {
+    const p = exp2v<T>(v128.sub<T>(v128.load(row + <usize>c * S), vshift));
+    v128.store(row + <usize>c * S, p);
+    vsum = v128.add<T>(vsum, p);
+  }
+  const tileSum = laneSum<T>(vsum);
+  if (mNew != mOld) {
+    // The max grew (or is NaN): what was summed relative to mOld is rescaled by 2^(mOld - mNew).
+    const alpha = v128.extract_lane<T>(exp2v<T>(v128.splat<T>(mOld - shift)), 0);
+    store<T>(rowSum + <usize>r * S, load<T>(rowSum + <usize>r * S) * alpha + tileSum);
+    const valpha = v128.splat<T>(alpha);
+    const a = acc + <usize>(r * evPad) * S;
+    for (let t = 0; t < evPad; t += L) {
+      v128.store(a + <usize>t * S, v128.mul<T>(v128.load(a + <usize>t * S), valpha));
+    }
+    store<T>(rowMax + <usize>r * S, mNew);
+  } else {
+    store<T>(rowSum + <usize>r * S, load<T>(rowSum + <usize>r * S) + tileSum);
+  }
+}
+
 // ---- One work item. ----
 
 /** One query block of one (batch, head) slice: output rows i0 .. i0 + rows - 1. */
@@ -246,6 +289,24 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
       const i = i0 + min(r, rows - 1); // query row (extra rows repeat the last one)
       const row = tile + <usize>(r * BC) * S;
       // Steps 2-3: scale, softcap, mask, then log2 units (x · log2(e)) so that exp is exp2.
+      if (simpleLogits && maskKind == 0 && !causal) {
+        // Nothing masks: scale and take the tile's max in one pass (padding is masked below).
+        let vmax = negInf;
+        const full = cols & ~(L - 1); // whole vectors of real keys
+        for (let c = 0; c < full; c += L) {
+          const x = v128.mul<T>(v128.load(row + <usize>c * S), scaleLog2);
+          v128.store(row + <usize>c * S, x);
+          vmax = v128.max<T>(vmax, x);
+        }
+        for (let c = full; c < colsPad; c++) {
+          store<T>(row + <usize>c * S, c < cols ? load<T>(row + <usize>c * S) * <T>(scale * LOG2E) : <T>-Infinity);
+        }
+        for (let c = full; c < colsPad; c += L) {
+          vmax = v128.max<T>(vmax, v128.load(row + <usize>c * S));
+        }
+        softmaxRow<T>(row, colsPad, laneMax<T>(vmax), r, rowMax, rowSum, acc, evPad);
+        continue;
+      }
       if (simpleLogits) {
         for (let c = 0; c < colsPad; c += L) {
           v128.store(row + <usize>c * S, v128.mul<T>(v128.load(row + <usize>c * S), scaleLog2));
@@ -279,36 +340,11 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
         store<T>(row + <usize>c * S, <T>-Infinity);
       }
 
-      // Step 4, online softmax (see simd.ts): m, l and acc follow the largest logit so far.
       let vmax = negInf;
       for (let c = 0; c < colsPad; c += L) {
         vmax = v128.max<T>(vmax, v128.load(row + <usize>c * S)); // NaN propagates: NaN row
       }
-      const mOld = load<T>(rowMax + <usize>r * S);
-      const mNew = <T>max<T>(mOld, laneMax<T>(vmax));
-      // While every logit is -inf, shift by 0: exp2(-inf - 0) = 0 (and not -inf - -inf = NaN).
-      const shift = mNew == <T>-Infinity ? <T>0 : mNew;
-      const vshift = v128.splat<T>(shift);
-      let vsum = zero;
-      for (let c = 0; c < colsPad; c += L) {
-        const p = exp2v<T>(v128.sub<T>(v128.load(row + <usize>c * S), vshift));
-        v128.store(row + <usize>c * S, p);
-        vsum = v128.add<T>(vsum, p);
-      }
-      const tileSum = laneSum<T>(vsum);
-      if (mNew != mOld) {
-        // The max grew (or is NaN): what was summed relative to mOld is rescaled by 2^(mOld - mNew).
-        const alpha = v128.extract_lane<T>(exp2v<T>(v128.splat<T>(mOld - shift)), 0);
-        store<T>(rowSum + <usize>r * S, load<T>(rowSum + <usize>r * S) * alpha + tileSum);
-        const valpha = v128.splat<T>(alpha);
-        const a = acc + <usize>(r * evPad) * S;
-        for (let t = 0; t < evPad; t += L) {
-          v128.store(a + <usize>t * S, v128.mul<T>(v128.load(a + <usize>t * S), valpha));
-        }
-        store<T>(rowMax + <usize>r * S, mNew);
-      } else {
-        store<T>(rowSum + <usize>r * S, load<T>(rowSum + <usize>r * S) + tileSum);
-      }
+      softmaxRow<T>(row, colsPad, laneMax<T>(vmax), r, rowMax, rowSum, acc, evPad);
     }
 
     // Step 5, online: acc[r] += sum over c of p[r][c] · value row (j0 + c). Register blocking:
