@@ -55,24 +55,18 @@ import { nest, type Slice, slices } from "./batching.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
-  type AttentionShapes,
   type AttentionSteps,
-  checkFlatMask,
-  checkFlatTensor,
-  checkOptions,
-  checkShapes,
+  type CheckedInputs,
+  checkFlatInputs,
+  checkInputs,
   type FlatAttentionOptions,
   type FlatMask,
   type FlatTensor,
-  type FloatArray,
   type KernelMask,
   type MaskInput,
   type NestedArray,
   product,
-  resolveScale,
   type TensorInput,
-  toArray,
-  toMaskArray,
 } from "./inputs.ts";
 
 export type {
@@ -116,7 +110,7 @@ export function scaledDotProductAttention(
   value: TensorInput,
   options: AttentionOptions = {},
 ): NestedArray {
-  const problem = checkedProblem(query, key, value, options);
+  const problem = checkInputs(query, key, value, options);
   const output = attend(problem, null); // [B..., Hq, Lq, Ev]
   return nest(output, problem.shapes.outputShape);
 }
@@ -129,7 +123,7 @@ export function attentionSteps(
   value: TensorInput,
   options: AttentionOptions = {},
 ): AttentionSteps {
-  const problem = checkedProblem(query, key, value, options);
+  const problem = checkInputs(query, key, value, options);
   const { scoresShape, outputShape } = problem.shapes;
   const rowCount = product(scoresShape.slice(0, -1)); // B... x Hq x Lq
   const recording: Recording = {
@@ -172,81 +166,25 @@ export function scaledDotProductAttentionFlat(
   value: FlatTensor,
   options: FlatAttentionOptions = {},
 ): FlatTensor {
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
-  checkOptions(isCausal, scale, enableGqa, softcap);
-  const q = flatArray("query", query); // [B..., Hq, Lq, E]
-  const k = flatArray("key", key); // [B..., Hkv, Lk, E]
-  const v = flatArray("value", value); // [B..., Hkv, Lk, Ev]
-  const mask = attnMask === null ? null : checkFlatMask(attnMask); // broadcasts to the scores
-  const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
-  const output = attend(
-    {
-      query: q.data,
-      key: k.data,
-      value: v.data,
-      mask,
-      shapes,
-      isCausal,
-      softcap,
-      scale: resolveScale(scale, shapes.features),
-    },
-    null,
-  ); // [B..., Hq, Lq, Ev]
+  const checked = checkFlatInputs(query, key, value, options);
+  // A Float32Array is widened once to doubles, natively, so the kernels stay monomorphic.
+  const widen = (x: Float64Array | Float32Array) => (x instanceof Float64Array ? x : new Float64Array(x));
+  const { shapes } = checked;
+  const problem = {
+    ...checked,
+    query: widen(checked.query),
+    key: widen(checked.key),
+    value: widen(checked.value),
+  };
+  const output = attend(problem, null); // [B..., Hq, Lq, Ev]
   const data = query.data instanceof Float32Array ? new Float32Array(output) : output; // rounded once
   return { shape: shapes.outputShape, data };
 }
 
-// ---- Checking: inputs.ts's functions, in the readable port's order. ----
+// ---- Checking: inputs.ts's checkInputs and checkFlatInputs, in the readable port's order. ----
 
-/** Everything the kernels need, checked. */
-interface Problem {
-  readonly query: Float64Array; // [B..., Hq, Lq, E]
-  readonly key: Float64Array; // [B..., Hkv, Lk, E]
-  readonly value: Float64Array; // [B..., Hkv, Lk, Ev]
-  readonly mask: KernelMask | null; // broadcasts to [B..., Hq, Lq, Lk]
-  readonly shapes: AttentionShapes;
-  readonly isCausal: boolean;
-  readonly scale: number;
-  readonly softcap: number;
-}
-
-function checkedProblem(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options: AttentionOptions,
-): Problem {
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
-  checkOptions(isCausal, scale, enableGqa, softcap);
-  const q = toArray("query", query); // [B..., Hq, Lq, E]
-  const k = toArray("key", key); // [B..., Hkv, Lk, E]
-  const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
-  const checked = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
-  const shapes = checkShapes(q.shape, k.shape, v.shape, checked === null ? null : checked.shape, enableGqa);
-  let mask: KernelMask | null = null;
-  if (checked !== null && checked.dtype === "bool") {
-    mask = { shape: checked.shape, bool: Uint8Array.from(checked.data, Number), float: null }; // 1 = may attend
-  } else if (checked !== null) {
-    mask = { shape: checked.shape, bool: null, float: checked.data };
-  }
-  return {
-    query: q.data,
-    key: k.data,
-    value: v.data,
-    mask,
-    shapes,
-    isCausal,
-    softcap,
-    scale: resolveScale(scale, shapes.features),
-  };
-}
-
-/** query, key or value in flat form (inputs.ts's checkFlatTensor). A Float32Array is widened
- * once to doubles, natively, so the kernels stay monomorphic (Float64Array only). */
-function flatArray(name: string, tensor: FlatTensor): FloatArray {
-  const { shape, data } = checkFlatTensor(name, tensor);
-  return { shape, data: data instanceof Float64Array ? data : new Float64Array(data) };
-}
+/** Everything the kernels need, checked (float64 tensors only). */
+type Problem = CheckedInputs;
 
 // ---- The driver: batch and heads, one slice at a time. ----
 

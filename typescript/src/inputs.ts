@@ -183,15 +183,7 @@ function path(indices: readonly number[]): string {
  * A ragged array throws kind "ragged" naming the first element (depth first) that disagrees.
  */
 export function inferShape(name: string, data: unknown): number[] {
-  const shape: number[] = [];
-  let node = data;
-  while (isArray(node)) {
-    shape.push(node.length);
-    if (node.length === 0) {
-      break;
-    }
-    node = node[0];
-  }
+  const shape = firstShape(data);
   const shapeText = formatShape(shape);
 
   function walk(node: unknown, depth: number, indices: number[]): void {
@@ -681,4 +673,61 @@ export function resolveScale(scale: number | null | undefined, features: number)
     return scale;
   }
   return 1.0 / Math.sqrt(features);
+}
+
+/** Every input of a fast port, checked in the readable port's order and in the form its kernels
+ * read: flat row-major tensors, the mask as a KernelMask (read in place through strides), the
+ * scale resolved. `Data` is Float64Array for the nested entry, either float type for the flat one. */
+export interface CheckedInputs<Data extends Float64Array | Float32Array = Float64Array> {
+  readonly query: Data; // [B..., Hq, Lq, E]
+  readonly key: Data; // [B..., Hkv, Lk, E]
+  readonly value: Data; // [B..., Hkv, Lk, Ev]
+  readonly mask: KernelMask | null; // broadcasts to [B..., Hq, Lq, Lk]
+  readonly shapes: AttentionShapes;
+  readonly isCausal: boolean;
+  readonly scale: number;
+  readonly softcap: number;
+}
+
+/** The nested (or shaped) entry's inputs, checked: toArray, toMaskArray, then the shapes. */
+export function checkInputs(
+  query: unknown,
+  key: unknown,
+  value: unknown,
+  options: AttentionOptions,
+): CheckedInputs {
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
+  checkOptions(isCausal, scale, enableGqa, softcap);
+  const q = toArray("query", query); // [B..., Hq, Lq, E]
+  const k = toArray("key", key); // [B..., Hkv, Lk, E]
+  const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
+  const checked = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
+  const shapes = checkShapes(q.shape, k.shape, v.shape, checked === null ? null : checked.shape, enableGqa);
+  let mask: KernelMask | null = null;
+  if (checked !== null && checked.dtype === "bool") {
+    mask = { shape: checked.shape, bool: Uint8Array.from(checked.data, Number), float: null }; // 1 = may attend
+  } else if (checked !== null) {
+    mask = { shape: checked.shape, bool: null, float: checked.data };
+  }
+  const resolved = resolveScale(scale, shapes.features);
+  return { query: q.data, key: k.data, value: v.data, mask, shapes, isCausal, softcap, scale: resolved };
+}
+
+/** The flat entry's inputs, checked: checkFlatTensor, checkFlatMask, then the shapes. Nothing is
+ * copied; the tensors keep their float type. */
+export function checkFlatInputs(
+  query: unknown,
+  key: unknown,
+  value: unknown,
+  options: FlatAttentionOptions,
+): CheckedInputs<Float64Array | Float32Array> {
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
+  checkOptions(isCausal, scale, enableGqa, softcap);
+  const q = checkFlatTensor("query", query); // [B..., Hq, Lq, E]
+  const k = checkFlatTensor("key", key); // [B..., Hkv, Lk, E]
+  const v = checkFlatTensor("value", value); // [B..., Hkv, Lk, Ev]
+  const mask = attnMask === null ? null : checkFlatMask(attnMask); // broadcasts to the scores
+  const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
+  const resolved = resolveScale(scale, shapes.features);
+  return { query: q.data, key: k.data, value: v.data, mask, shapes, isCausal, softcap, scale: resolved };
 }

@@ -70,23 +70,17 @@ import { nest, slices } from "./batching.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
-  type AttentionShapes,
   type AttentionSteps,
-  checkFlatMask,
-  checkFlatTensor,
-  checkOptions,
-  checkShapes,
+  type CheckedInputs,
+  checkFlatInputs,
+  checkInputs,
   type FlatAttentionOptions,
   type FlatMask,
   type FlatTensor,
-  type KernelMask,
   type MaskInput,
   type NestedArray,
   product,
-  resolveScale,
   type TensorInput,
-  toArray,
-  toMaskArray,
 } from "./inputs.ts";
 import { CONTROL, CONTROL_BYTES, claimItems, type ItemRunner, type WorkerStart } from "./simd-worker.ts";
 
@@ -158,26 +152,11 @@ export function scaledDotProductAttentionFlat(
   value: FlatTensor,
   options: SimdFlatAttentionOptions = {},
 ): FlatTensor {
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
-  checkOptions(isCausal, scale, enableGqa, softcap);
+  const checked = checkFlatInputs(query, key, value, options);
   const workers = checkWorkers(options.workers);
-  const q = checkFlatTensor("query", query); // [B..., Hq, Lq, E]
-  const k = checkFlatTensor("key", key); // [B..., Hkv, Lk, E]
-  const v = checkFlatTensor("value", value); // [B..., Hkv, Lk, Ev]
-  const mask = attnMask === null ? null : checkFlatMask(attnMask); // broadcasts to the scores
-  const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
-  const data = attend({
-    query: q.data,
-    key: k.data,
-    value: v.data,
-    mask,
-    shapes,
-    isCausal,
-    softcap,
-    scale: resolveScale(scale, shapes.features),
-    float32: q.data instanceof Float32Array,
-    workers,
-  });
+  const float32 = checked.query instanceof Float32Array;
+  const data = attend({ ...checked, float32, workers });
+  const shapes = checked.shapes;
   return { shape: shapes.outputShape, data };
 }
 
@@ -221,16 +200,8 @@ export function kernelExp(x: Float32Array | Float64Array): Float32Array | Float6
 
 // ---- Checking: inputs.ts's functions, in the readable port's order. ----
 
-/** Everything the kernel needs, checked. */
-interface Problem {
-  readonly query: Float64Array | Float32Array; // [B..., Hq, Lq, E]
-  readonly key: Float64Array | Float32Array; // [B..., Hkv, Lk, E]
-  readonly value: Float64Array | Float32Array; // [B..., Hkv, Lk, Ev]
-  readonly mask: KernelMask | null; // broadcasts to [B..., Hq, Lq, Lk]
-  readonly shapes: AttentionShapes;
-  readonly isCausal: boolean;
-  readonly scale: number;
-  readonly softcap: number;
+/** Everything the kernel needs, checked (inputs.ts), and how to run it. */
+interface Problem extends CheckedInputs<Float64Array | Float32Array> {
   readonly float32: boolean; // compute in float32 (else float64)
   readonly workers: number;
 }
@@ -254,32 +225,8 @@ function checkedProblem(
   value: TensorInput,
   options: SimdAttentionOptions,
 ): Problem {
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = options;
-  checkOptions(isCausal, scale, enableGqa, softcap);
-  const workers = checkWorkers(options.workers);
-  const q = toArray("query", query); // [B..., Hq, Lq, E]
-  const k = toArray("key", key); // [B..., Hkv, Lk, E]
-  const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
-  const checked = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
-  const shapes = checkShapes(q.shape, k.shape, v.shape, checked === null ? null : checked.shape, enableGqa);
-  let mask: KernelMask | null = null;
-  if (checked !== null && checked.dtype === "bool") {
-    mask = { shape: checked.shape, bool: Uint8Array.from(checked.data, Number), float: null }; // 1 = may attend
-  } else if (checked !== null) {
-    mask = { shape: checked.shape, bool: null, float: checked.data };
-  }
-  return {
-    query: q.data,
-    key: k.data,
-    value: v.data,
-    mask,
-    shapes,
-    isCausal,
-    softcap,
-    scale: resolveScale(scale, shapes.features),
-    float32: false,
-    workers,
-  };
+  const checked = checkInputs(query, key, value, options);
+  return { ...checked, float32: false, workers: checkWorkers(options.workers) };
 }
 
 // ---- The kernel: loading, memory, jobs. ----
