@@ -55,8 +55,9 @@
  * float64 loop in this file, the readable port's algorithm, because the kernel never holds them in
  * natural units (it keeps log2-unit logits, one tile at a time).
  *
- * Memory: the kernel's memory holds copies of query, key, value, the mask as given (not
- * broadcast) and the output, plus O(32 x 64 + 32 x Ev) scratch per thread: linear in the inputs.
+ * Memory: the kernel's memory holds copies of query, value, the key's transposed tiles, the mask as
+ * given (not broadcast) and the output (which reuses the room of the key as given), plus
+ * O(64 x 64 + 64 x Ev) scratch per thread: linear in the inputs.
  * A WebAssembly memory only grows, so after a large call the process keeps that much reserved.
  *
  * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features.
@@ -354,17 +355,19 @@ function attend(problem: Problem): Float64Array | Float32Array {
   const stride = kernel.exports.scratchBytes(E, Ev);
   const keyTile = kernel.exports.keyTile();
   const keyTBytes = Math.ceil(Lk / keyTile) * E * keyTile * bytes; // one kv slice's key, tiled
-  const [sliceTable, lastNonFinite, query, key, keyT, value, maskAt, output, scratch] = reserve(kernel, [
+  // The key as given is only read to make its transposed tiles, before any output is written: it
+  // shares one region with the output, so memory holds one of them at a time.
+  const [sliceTable, lastNonFinite, query, keyT, value, maskAt, scratch, output] = reserve(kernel, [
     sliceCount * 8, // per slice: kv slice, mask offset (i32, i32)
     kvSlices * Ev * 4, // per kv slice and value column: last key row with NaN or ±inf (i32)
     problem.query.length * bytes, // [B..., Hq, Lq, E]
-    problem.key.length * bytes, // [B..., Hkv, Lk, E]
     kvSlices * keyTBytes, // [B..., Hkv, ceil(Lk / Bc), E, Bc]: key tiles, each transposed
     problem.value.length * bytes, // [B..., Hkv, Lk, Ev]
     maskBytes, // the mask as given, broadcast by strides
-    outputSize * bytes, // [B..., Hq, Lq, Ev]
     stride * threads, // one scratch slot per thread
+    Math.max(outputSize, problem.key.length) * bytes, // key [B..., Hkv, Lk, E], then output [B..., Hq, Lq, Ev]
   ]);
+  const key = output;
   const buffer = kernel.memory.buffer as SharedArrayBuffer; // shared: worker threads see it too
   floats(float32, buffer, query, problem.query.length).set(problem.query); // rounded to float32 if so
   floats(float32, buffer, key, problem.key.length).set(problem.key);
