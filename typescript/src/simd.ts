@@ -13,11 +13,12 @@
  *  1. Lanes. 128-bit SIMD: one instruction does 4 float32 (f32x4) or 2 float64 (f64x2) operations.
  *     Float32Array inputs of the flat entry are computed in float32 (flash.ts widens them to
  *     doubles, since plain JavaScript computes in doubles anyway): twice the lanes, half the bytes.
- *  2. Layout. Each key tile (64 keys) is transposed into a small contiguous block [E, 64] before use,
- *     so a vector load reads the same feature of 4 (or 2) consecutive keys and a score vector is
- *     4 (or 2) keys of one query row; the block stays in the L1 cache for the 32 query rows of a
- *     work item. (Transposing the whole key matrix once, with a stride of Lk between features, was
- *     measured slower: a large power-of-two stride makes the rows collide in the cache.)
+ *  2. Layout. Once per call, each tile of 64 keys is transposed into its own small contiguous block
+ *     [E, 64], so a vector load reads the same feature of 4 (or 2) consecutive keys and a score
+ *     vector is 4 (or 2) keys of one query row; a block stays in cache while the 64 query rows of a
+ *     work item read it. (A key matrix transposed whole, [E, Lk] with a stride of Lk, was measured
+ *     slower: a large power-of-two stride makes the rows collide in the cache; transposing each
+ *     tile again for every query block cost about 12% of a pass.)
  *  3. Register blocking, as flash.ts but in vectors: scores 4 query rows x 2 vectors of keys (8
  *     independent sums), weights · value 2 rows x 4 vectors of value features (8 sums kept in
  *     registers across the whole tile, so acc is loaded and stored once per tile, not per key).
@@ -37,7 +38,7 @@
  *     the inner loops). Where relaxed SIMD does not validate (WebAssembly.validate on the build
  *     says so), a second build of the same source multiplies and adds separately; both builds
  *     pass the same tests. `kernelBuild()` says which one runs.
- *  6. Threads. `workers: N` splits the work items, (batch, head, block of 32 query rows), between
+ *  6. Threads. `workers: N` splits the work items, (batch, head, block of 64 query rows), between
  *     the calling thread and N - 1 worker_threads over one shared WebAssembly memory (see
  *     simd-worker.ts). Every item is computed by the same code on the same data whichever thread
  *     takes it, so the output is bit for bit the same for every N.
