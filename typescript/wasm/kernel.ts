@@ -60,19 +60,25 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
 }
 
 /** 2^x per lane, for x <= 0, -Infinity or NaN (the only arguments the softmax makes: a logit minus
- * the running max). x = k + f with k = nearest integer, |f| <= 1/2; 2^f is its Taylor polynomial
- * in f·ln 2 (degree 7 for f32, 13 for f64: truncation error below 2^-27 and 2^-58 relative), and
- * 2^k is two powers of two built in the exponent bits, 2^(k >> 1) · 2^(k - (k >> 1)), each a
- * normal number, so that results in the subnormal range round as one multiplication rounds them
- * (as Math.exp's do) instead of being flushed to zero. x is first raised to -150 (f32) or -1075
- * (f64), where 2^x is half the smallest subnormal and rounds to 0.0: -Infinity gives exactly 0.0.
- * NaN stays NaN (max and the polynomial propagate it). */
+ * the running max). x = k + f with k the nearest integer and |f| <= 1/2; 2^f is its Taylor
+ * polynomial in f·ln 2 (degree 7 for f32, 13 for f64: truncation error below 2^-27 and 2^-58
+ * relative), and 2^k is written into exponent bits.
+ *
+ * The rounding trick: adding M = 1.5 · 2^23 (f32) or 1.5 · 2^52 (f64) rounds x to the integer k
+ * and leaves k in the low bits of the sum, so k as a float is (x + M) - M and k as an integer is
+ * the sum's bit pattern; (those bits + bias + K) << mantissa width is then the float 2^(k + K).
+ * K = 32 (f32) or 64 (f64) keeps that power of two a normal number for every k down to the clamp;
+ * the last multiplication by 2^-K rounds once, so results in the subnormal range come out as one
+ * rounding gives them (as Math.exp's do) instead of being flushed to zero. x is first raised to
+ * -150 (f32) or -1075 (f64), where 2^x is half the smallest subnormal and rounds to 0.0:
+ * -Infinity gives exactly 0.0. NaN stays NaN (max, the sums and the polynomial propagate it). */
 // @ts-ignore: decorator
 @inline function exp2v<T>(x: v128): v128 {
   if (sizeof<T>() == 4) {
-    x = f32x4.max(x, f32x4.splat(-150.0));
-    const k = f32x4.nearest(x);
-    const f = f32x4.sub(x, k);
+    x = f32x4.pmax(x, f32x4.splat(-150.0)); // x < -150 ? -150 : x, so NaN stays NaN
+    const magic = f32x4.splat(12582912.0); // 1.5 * 2^23
+    const sum = f32x4.add(x, magic);
+    const f = f32x4.sub(x, f32x4.sub(sum, magic)); // x - k, in [-1/2, 1/2]
     let p = f32x4.splat(<f32>1.5252733804059841e-5);
     p = madd<f32>(p, f, f32x4.splat(<f32>1.540353039338161e-4));
     p = madd<f32>(p, f, f32x4.splat(<f32>1.3333558146428443e-3));
@@ -81,17 +87,13 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
     p = madd<f32>(p, f, f32x4.splat(<f32>2.4022650695910072e-1));
     p = madd<f32>(p, f, f32x4.splat(<f32>6.931471805599453e-1));
     p = madd<f32>(p, f, f32x4.splat(<f32>1.0));
-    const ki = i32x4.trunc_sat_f32x4_s(k);
-    const k1 = i32x4.shr_s(ki, 1);
-    const k2 = i32x4.sub(ki, k1);
-    const bias = i32x4.splat(127);
-    const two1 = i32x4.shl(i32x4.add(k1, bias), 23); // 2^k1 as f32 bits
-    const two2 = i32x4.shl(i32x4.add(k2, bias), 23); // 2^k2
-    return f32x4.mul(f32x4.mul(p, two1), two2);
+    const two = i32x4.shl(i32x4.add(sum, i32x4.splat(127 + 32)), 23); // 2^(k + 32)
+    return f32x4.mul(f32x4.mul(p, two), f32x4.splat(<f32>2.3283064365386963e-10)); // · 2^-32
   } else {
-    x = f64x2.max(x, f64x2.splat(-1075.0));
-    const k = f64x2.nearest(x);
-    const f = f64x2.sub(x, k);
+    x = f64x2.pmax(x, f64x2.splat(-1075.0)); // x < -1075 ? -1075 : x, so NaN stays NaN
+    const magic = f64x2.splat(6755399441055744.0); // 1.5 * 2^52
+    const sum = f64x2.add(x, magic);
+    const f = f64x2.sub(x, f64x2.sub(sum, magic)); // x - k, in [-1/2, 1/2]
     let p = f64x2.splat(1.3691488853904128e-12);
     p = madd<f64>(p, f, f64x2.splat(2.5678435993488206e-11));
     p = madd<f64>(p, f, f64x2.splat(4.4455382718708116e-10));
@@ -106,13 +108,8 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
     p = madd<f64>(p, f, f64x2.splat(2.4022650695910072e-1));
     p = madd<f64>(p, f, f64x2.splat(6.931471805599453e-1));
     p = madd<f64>(p, f, f64x2.splat(1.0));
-    const ki = i32x4.trunc_sat_f64x2_s_zero(k);
-    const k1 = i32x4.shr_s(ki, 1);
-    const k2 = i32x4.sub(ki, k1);
-    const bias = i32x4.splat(1023);
-    const two1 = i64x2.shl(i64x2.extend_low_i32x4_s(i32x4.add(k1, bias)), 52); // 2^k1 as f64 bits
-    const two2 = i64x2.shl(i64x2.extend_low_i32x4_s(i32x4.add(k2, bias)), 52); // 2^k2
-    return f64x2.mul(f64x2.mul(p, two1), two2);
+    const two = i64x2.shl(i64x2.add(sum, i64x2.splat(1023 + 64)), 52); // 2^(k + 64)
+    return f64x2.mul(f64x2.mul(p, two), f64x2.splat(5.421010862427522e-20)); // · 2^-64
   }
 }
 
@@ -142,7 +139,9 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
 
 /** Step 4 for one row of a tile, online (see simd.ts): m, l and acc follow the largest logit so
  * far; the row's logits (log2 units) become p = 2^(x - m). `tileMax` is the row's largest logit
- * in this tile (NaN if any is NaN: then the row is NaN). */
+ * in this tile, taken with pmax (one instruction; wasm's NaN-propagating max is several), so it
+ * may miss a NaN logit: that logit's p = 2^(NaN - m) is NaN all the same, and makes l and every
+ * acc lane of its row NaN, as the readable port's NaN row. */
 // @ts-ignore: decorator
 @inline function softmaxRow<T>(
   row: usize,
@@ -296,13 +295,13 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
         for (let c = 0; c < full; c += L) {
           const x = v128.mul<T>(v128.load(row + <usize>c * S), scaleLog2);
           v128.store(row + <usize>c * S, x);
-          vmax = v128.max<T>(vmax, x);
+          vmax = v128.pmax<T>(x, vmax);
         }
         for (let c = full; c < colsPad; c++) {
           store<T>(row + <usize>c * S, c < cols ? load<T>(row + <usize>c * S) * <T>(scale * LOG2E) : <T>-Infinity);
         }
         for (let c = full; c < colsPad; c += L) {
-          vmax = v128.max<T>(vmax, v128.load(row + <usize>c * S));
+          vmax = v128.pmax<T>(v128.load(row + <usize>c * S), vmax);
         }
         softmaxRow<T>(row, colsPad, laneMax<T>(vmax), r, rowMax, rowSum, acc, evPad);
         continue;
@@ -342,7 +341,7 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
 
       let vmax = negInf;
       for (let c = 0; c < colsPad; c += L) {
-        vmax = v128.max<T>(vmax, v128.load(row + <usize>c * S)); // NaN propagates: NaN row
+        vmax = v128.pmax<T>(v128.load(row + <usize>c * S), vmax);
       }
       softmaxRow<T>(row, colsPad, laneMax<T>(vmax), r, rowMax, rowSum, acc, evPad);
     }
@@ -416,15 +415,15 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
     const out = output + <usize>(i0 + r) * <usize>Ev * S;
     const a = acc + <usize>(r * evPad) * S;
     const m = load<T>(rowMax + <usize>r * S);
-    if (m == <T>-Infinity) {
+    const l = load<T>(rowSum + <usize>r * S);
+    if (m == <T>-Infinity && l == <T>0) {
       // Every logit was -inf (or Lk = 0): the row attends to nothing; +0.0 by the contract, even
-      // where value holds NaN.
+      // where value holds NaN. (m = -inf with l = NaN is a NaN logit among -inf ones: a NaN row.)
       for (let t = 0; t < Ev; t++) {
         store<T>(out + <usize>t * S, <T>0);
       }
       continue;
     }
-    const l = load<T>(rowSum + <usize>r * S);
     for (let t = 0; t < Ev; t++) {
       // `+ 0` turns -0.0 (an underflowed negative acc) into +0.0, as a sum that starts at +0.0 gives.
       let y = load<T>(a + <usize>t * S) / l + <T>0;
