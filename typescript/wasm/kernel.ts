@@ -59,6 +59,53 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
   }
 }
 
+// exp2v's constants, in memory: a vector constant written inline is rebuilt from its bits at every
+// use inside the loop (several instructions each), while a splat load from memory is one.
+const EXP2_F32: usize = memory.data<f32>([
+  -150.0, // 0: lowest argument (2^-150 rounds to 0)
+  12582912.0, // 1: 1.5 * 2^23, the rounding constant
+  1.5252733804059841e-5, // 2..9: ln2^n / n!, n = 7 down to 0
+  1.540353039338161e-4,
+  1.3333558146428443e-3,
+  9.618129107628477e-3,
+  5.550410866482158e-2,
+  2.4022650695910072e-1,
+  6.931471805599453e-1,
+  1.0,
+  2.3283064365386963e-10, // 10: 2^-32
+]);
+const EXP2_F64: usize = memory.data<f64>([
+  -1075.0, // 0: lowest argument (2^-1075 rounds to 0)
+  6755399441055744.0, // 1: 1.5 * 2^52, the rounding constant
+  1.3691488853904128e-12, // 2..15: ln2^n / n!, n = 13 down to 0
+  2.5678435993488206e-11,
+  4.4455382718708116e-10,
+  7.054911620801123e-9,
+  1.01780860092397e-7,
+  1.321548679014431e-6,
+  1.5252733804059841e-5,
+  1.540353039338161e-4,
+  1.3333558146428443e-3,
+  9.618129107628477e-3,
+  5.550410866482158e-2,
+  2.4022650695910072e-1,
+  6.931471805599453e-1,
+  1.0,
+  5.421010862427522e-20, // 16: 2^-64
+]);
+const EXP2_BIAS_F32: usize = memory.data<i32>([127 + 32]); // exponent bias + 32
+const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 64
+
+/** Constant n of exp2v's table for lane type T, splat to every lane. */
+// @ts-ignore: decorator
+@inline function k<T>(n: i32): v128 {
+  if (sizeof<T>() == 4) {
+    return v128.load_splat<f32>(EXP2_F32 + (<usize>n << 2));
+  } else {
+    return v128.load_splat<f64>(EXP2_F64 + (<usize>n << 3));
+  }
+}
+
 /** 2^x per lane, for x <= 0, -Infinity or NaN (the only arguments the softmax makes: a logit minus
  * the running max). x = k + f with k the nearest integer and |f| <= 1/2; 2^f is its Taylor
  * polynomial in f·ln 2 (degree 7 for f32, 13 for f64: truncation error below 2^-27 and 2^-58
@@ -71,46 +118,36 @@ export function scratchBytes(E: i32, Ev: i32): i32 {
  * the last multiplication by 2^-K rounds once, so results in the subnormal range come out as one
  * rounding gives them (as Math.exp's do) instead of being flushed to zero. x is first raised to
  * -150 (f32) or -1075 (f64), where 2^x is half the smallest subnormal and rounds to 0.0:
- * -Infinity gives exactly 0.0. NaN stays NaN (max, the sums and the polynomial propagate it). */
+ * -Infinity gives exactly 0.0. NaN stays NaN (pmax keeps its first argument when the comparison
+ * fails, and the sums and the polynomial propagate it). */
 // @ts-ignore: decorator
 @inline function exp2v<T>(x: v128): v128 {
-  if (sizeof<T>() == 4) {
-    x = f32x4.pmax(x, f32x4.splat(-150.0)); // x < -150 ? -150 : x, so NaN stays NaN
-    const magic = f32x4.splat(12582912.0); // 1.5 * 2^23
-    const sum = f32x4.add(x, magic);
-    const f = f32x4.sub(x, f32x4.sub(sum, magic)); // x - k, in [-1/2, 1/2]
-    let p = f32x4.splat(<f32>1.5252733804059841e-5);
-    p = madd<f32>(p, f, f32x4.splat(<f32>1.540353039338161e-4));
-    p = madd<f32>(p, f, f32x4.splat(<f32>1.3333558146428443e-3));
-    p = madd<f32>(p, f, f32x4.splat(<f32>9.618129107628477e-3));
-    p = madd<f32>(p, f, f32x4.splat(<f32>5.550410866482158e-2));
-    p = madd<f32>(p, f, f32x4.splat(<f32>2.4022650695910072e-1));
-    p = madd<f32>(p, f, f32x4.splat(<f32>6.931471805599453e-1));
-    p = madd<f32>(p, f, f32x4.splat(<f32>1.0));
-    const two = i32x4.shl(i32x4.add(sum, i32x4.splat(127 + 32)), 23); // 2^(k + 32)
-    return f32x4.mul(f32x4.mul(p, two), f32x4.splat(<f32>2.3283064365386963e-10)); // · 2^-32
-  } else {
-    x = f64x2.pmax(x, f64x2.splat(-1075.0)); // x < -1075 ? -1075 : x, so NaN stays NaN
-    const magic = f64x2.splat(6755399441055744.0); // 1.5 * 2^52
-    const sum = f64x2.add(x, magic);
-    const f = f64x2.sub(x, f64x2.sub(sum, magic)); // x - k, in [-1/2, 1/2]
-    let p = f64x2.splat(1.3691488853904128e-12);
-    p = madd<f64>(p, f, f64x2.splat(2.5678435993488206e-11));
-    p = madd<f64>(p, f, f64x2.splat(4.4455382718708116e-10));
-    p = madd<f64>(p, f, f64x2.splat(7.054911620801123e-9));
-    p = madd<f64>(p, f, f64x2.splat(1.01780860092397e-7));
-    p = madd<f64>(p, f, f64x2.splat(1.321548679014431e-6));
-    p = madd<f64>(p, f, f64x2.splat(1.5252733804059841e-5));
-    p = madd<f64>(p, f, f64x2.splat(1.540353039338161e-4));
-    p = madd<f64>(p, f, f64x2.splat(1.3333558146428443e-3));
-    p = madd<f64>(p, f, f64x2.splat(9.618129107628477e-3));
-    p = madd<f64>(p, f, f64x2.splat(5.550410866482158e-2));
-    p = madd<f64>(p, f, f64x2.splat(2.4022650695910072e-1));
-    p = madd<f64>(p, f, f64x2.splat(6.931471805599453e-1));
-    p = madd<f64>(p, f, f64x2.splat(1.0));
-    const two = i64x2.shl(i64x2.add(sum, i64x2.splat(1023 + 64)), 52); // 2^(k + 64)
-    return f64x2.mul(f64x2.mul(p, two), f64x2.splat(5.421010862427522e-20)); // · 2^-64
+  x = v128.pmax<T>(x, k<T>(0)); // x < lowest ? lowest : x
+  const sum = v128.add<T>(x, k<T>(1));
+  const f = v128.sub<T>(x, v128.sub<T>(sum, k<T>(1))); // x - k, in [-1/2, 1/2]
+  // Horner, from the highest degree down (written out: a loop here would not be unrolled).
+  let p = madd<T>(k<T>(2), f, k<T>(3));
+  p = madd<T>(p, f, k<T>(4));
+  p = madd<T>(p, f, k<T>(5));
+  p = madd<T>(p, f, k<T>(6));
+  p = madd<T>(p, f, k<T>(7));
+  p = madd<T>(p, f, k<T>(8));
+  p = madd<T>(p, f, k<T>(9)); // f32: degree 7 done
+  if (sizeof<T>() == 8) {
+    p = madd<T>(p, f, k<T>(10));
+    p = madd<T>(p, f, k<T>(11));
+    p = madd<T>(p, f, k<T>(12));
+    p = madd<T>(p, f, k<T>(13));
+    p = madd<T>(p, f, k<T>(14));
+    p = madd<T>(p, f, k<T>(15)); // f64: degree 13 done
   }
+  let two: v128;
+  if (sizeof<T>() == 4) {
+    two = i32x4.shl(i32x4.add(sum, v128.load32_splat(EXP2_BIAS_F32)), 23); // 2^(k + 32)
+  } else {
+    two = i64x2.shl(i64x2.add(sum, v128.load64_splat(EXP2_BIAS_F64)), 52); // 2^(k + 64)
+  }
+  return v128.mul<T>(v128.mul<T>(p, two), k<T>(sizeof<T>() == 4 ? 10 : 16)); // · 2^-K
 }
 
 /** The largest lane (NaN if any lane is NaN: wasm's max propagates NaN). */
