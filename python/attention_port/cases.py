@@ -12,6 +12,14 @@ Each case draws from `numpy.random.Generator(PCG64(seed))` with its own seed, in
 key, value, attn_mask, so adding or editing one case never changes another. Drawn numbers keep
 three significant digits, so the files stay short and readable; the oracle takes them exactly as
 the float64 values they are.
+
+Every row names its fields (id, seed, tags, description, inputs, options, error). Its tags say what
+it exercises, from the list in TAGS below (a test keeps the two in step); `verify --tag` picks cases
+by them. An invalid case is tagged `error` and its error kind.
+
+Three tables: VALID_CASES and INVALID_CASES are written as fixtures (CASES), and every port is held
+to them; ARRAY_CASES hold inputs JSON cannot carry (a numpy dtype, a zero dim before others), and
+only the Python ports are held to them.
 """
 
 from __future__ import annotations
@@ -149,6 +157,45 @@ class Case:
             "softcap": self.softcap,
         }
 
+
+TAGS = {
+    # the shape of the problem
+    "tutorial": "the tutorial's own examples",
+    "rank2": "[L, E] inputs: no batch, no heads",
+    "rank3": "[H, L, E] inputs",
+    "rank4": "[B, H, L, E] inputs",
+    "rank5": "two batch dims",
+    "batch": "leading batch dims that matter to the case",
+    "heads": "several heads; on an invalid case, the error kind `heads`",
+    "cross": "Lq != Lk (cross-attention)",
+    "ev": "a value feature size Ev != E",
+    "gqa": "enable_gqa: query heads share key/value heads",
+    "mqa": "one key/value head for every query head",
+    "long": "lengths past flash.ts's tiles",
+    "empty": "a zero-size dim (no batch, head, query or key)",
+    "edge": "lengths of one",
+    # options and masks
+    "scale": "a scale other than 1/sqrt(E)",
+    "softcap": "softcap > 0",
+    "causal": "is_causal",
+    "mask": "an attn_mask; on an invalid case, the error kind `mask`",
+    "bool_mask": "a boolean mask (true = may attend)",
+    "float_mask": "a float mask added to the logits",
+    "broadcast": "a mask of fewer dims or size-1 dims, broadcast to the scores",
+    "fully_masked": "a row with every key masked: weights and output +0.0",
+    # numbers
+    "stability": "logits whose exp() overflows or that are tiny: softmax must subtract the max",
+    "nan": "NaN in an input, and where it must reach",
+    # invalid inputs: `error` and the error kind
+    "error": "an invalid case: every port must raise this kind and message",
+    "ragged": "the error kind `ragged`",
+    "type": "the error kind `type`",
+    "rank": "the error kind `rank`",
+    "shape": "the error kind `shape`",
+    "value": "the error kind `value`",
+    "order": "two faults at once: which one is reported first",
+    "arrays": "inputs only numpy can hold (ARRAY_CASES, never a fixture)",
+}
 
 TUTORIAL_QUERY = [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0]]
 TUTORIAL_VALUE = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
@@ -312,6 +359,48 @@ VALID_CASES = [
          description="70 queries over 75 keys, causal with a padding mask",
          query=(1, 70, 16), key=(1, 75, 16), value=(1, 75, 8),
          attn_mask=np.arange(75) < 71, is_causal=True),
+    Case(id="empty_heads", seed=201, tags=("rank4", "heads", "empty"),
+         description="H = 0: no head at all, an empty output [B, 0, Lq, Ev]",
+         query=(1, 0, 3, 4), key=(1, 0, 5, 4), value=(1, 0, 5, 3)),
+    Case(id="empty_batch_causal", seed=202, tags=("rank4", "batch", "causal", "empty"),
+         description="B = 0 with causal: an empty output [0, H, Lq, Ev]",
+         query=(0, 2, 3, 4), key=(0, 2, 5, 4), value=(0, 2, 5, 3),
+         is_causal=True),
+    Case(id="gqa_empty_query_heads", seed=203, tags=("rank3", "gqa", "empty"),
+         description="enable_gqa with 0 query heads over 2 key/value heads (0 is a multiple of 2)",
+         query=(0, 3, 4), key=(2, 5, 4), value=(2, 5, 3),
+         enable_gqa=True),
+    Case(id="length_one", seed=204, tags=("rank2", "edge"),
+         description="Lq = Lk = E = Ev = 1: the output copies the single value",
+         query=(1, 1), key=(1, 1), value=(1, 1)),
+    Case(id="bool_mask_full_shape", seed=205, tags=("rank4", "mask", "bool_mask"),
+         description="Boolean mask with the scores' full shape [B, H, Lq, Lk]",
+         query=(2, 2, 4, 4), key=(2, 2, 5, 4), value=(2, 2, 5, 3),
+         attn_mask=bool_mask((2, 2, 4, 5))),
+    Case(id="bool_mask_rows", seed=206, tags=("rank4", "mask", "bool_mask", "broadcast", "fully_masked"),
+         description="Boolean mask [Lq, 1] broadcast over the keys: row 2 blocked, the others open",
+         query=(2, 2, 4, 4), key=(2, 2, 5, 4), value=(2, 2, 5, 3),
+         attn_mask=bool_mask((4, 1), 1.0, blocked_rows=(2,))),
+    Case(id="bool_mask_per_batch", seed=207, tags=("rank4", "mask", "bool_mask", "broadcast"),
+         description="Boolean mask [B, 1, Lq, Lk]: one mask per batch, shared by the heads",
+         query=(3, 2, 4, 4), key=(3, 2, 5, 4), value=(3, 2, 5, 3),
+         attn_mask=bool_mask((3, 1, 4, 5))),
+    Case(id="float_mask_per_head", seed=208, tags=("rank4", "mask", "float_mask", "broadcast"),
+         description="Float mask [H, 1, Lk]: key biases per head, shared by the batch and the queries",
+         query=(2, 3, 4, 4), key=(2, 3, 5, 4), value=(2, 3, 5, 3),
+         attn_mask=float_mask((3, 1, 5), neg_inf=0.0)),
+    Case(id="causal_float_mask_rows", seed=209, tags=("rank2", "causal", "mask", "float_mask", "broadcast", "cross"),
+         description="Causal with a float mask [Lq, 1], one bias per query row, over more keys than queries",
+         query=(5, 4), key=(7, 4), value=(7, 3),
+         attn_mask=float_mask((5, 1), neg_inf=0.0), is_causal=True),
+    Case(id="softcap_scale", seed=210, tags=("rank3", "softcap", "scale"),
+         description="Softcap 1.5 after a scale of 2",
+         query=(2, 4, 8), key=(2, 5, 8), value=(2, 5, 3),
+         scale=2.0, softcap=1.5),
+    Case(id="large_scale", seed=211, tags=("rank2", "scale", "stability"),
+         description="scale = 300: logits in the hundreds, weights nearly one-hot",
+         query=(3, 4), key=(5, 4), value=(5, 2),
+         scale=300.0),
 ]
 
 INVALID_CASES = [
@@ -441,6 +530,67 @@ INVALID_CASES = [
          query=(2, 4), key=(3, 4), value=(3, 4),
          enable_gqa=1,
          error=("value", "enable_gqa must be a boolean, got 1")),
+    Case(id="error_options_before_shapes", seed=301, tags=("error", "value", "order"),
+         description="A bad option and mismatched shapes: the option is reported first",
+         query=(2, 4, 8), key=(2, 5, 6), value=(2, 5, 6),
+         is_causal=1,
+         error=("value", "is_causal must be a boolean, got 1")),
+    Case(id="error_enable_gqa_string", seed=302, tags=("error", "value"),
+         description="enable_gqa given as a string",
+         query=(4, 8), key=(5, 8), value=(5, 8),
+         enable_gqa="yes",
+         error=("value", "enable_gqa must be a boolean, got a string")),
+    Case(id="error_scale_string", seed=303, tags=("error", "value"),
+         description="scale given as the string \"1\"",
+         query=(4, 8), key=(5, 8), value=(5, 8),
+         scale="1",
+         error=("value", "scale must be a finite number, got a string")),
+    Case(id="error_softcap_infinite", seed=304, tags=("error", "value"),
+         description="softcap = Infinity",
+         query=(4, 8), key=(5, 8), value=(5, 8),
+         softcap=float("inf"),
+         error=("value", "softcap must be a finite number >= 0, got Infinity")),
+    Case(id="error_query_before_key", seed=305, tags=("error", "ragged", "order"),
+         description="A ragged query and a key holding a string: query is reported first",
+         query=[[1.0, 2.0], [3.0]], key=[["x", 1.0]], value=(5, 2),
+         error=("ragged", "query is ragged: query[1] has length 1, expected 2 (shape from the first elements: [2, 2])")),
+    Case(id="error_query_boolean", seed=306, tags=("error", "type"),
+         description="A boolean inside query",
+         query=[[True, 1.0]], key=(2, 2), value=(2, 2),
+         error=("type", "query[0][0] is a boolean, expected a number")),
+    Case(id="error_mask_before_shapes", seed=307, tags=("error", "type", "order"),
+         description="A rank-1 key and a mask holding a string: the mask's type is reported first",
+         query=(2, 2), key=[1.0, 2.0, 3.0], value=(2, 2),
+         attn_mask=[["x"]],
+         error=("type", "attn_mask[0][0] is a string, expected a boolean or a number")),
+    Case(id="error_query_scalar", seed=308, tags=("error", "rank"),
+         description="A query that is a single number",
+         query=1.0, key=(5, 4), value=(5, 4),
+         error=("rank", "query must have at least 2 dimensions ([L, E]), got shape []")),
+]
+
+# Inputs that nested JSON lists cannot carry (a numpy dtype; a zero dim before others, which
+# [] loses): the Python ports are held to these, and they are never written as fixtures.
+ARRAY_CASES = [
+    Case(id="error_gqa_zero_kv_heads", seed=404, tags=("error", "heads", "arrays"),
+         description="enable_gqa with 3 query heads over 0 key/value heads, arrays of shape [0, 5, 8]",
+         query=(3, 3, 8), key=(0, 5, 8), value=(0, 5, 8),
+         enable_gqa=True,
+         error=("heads", "with enable_gqa, query heads (3) must be a multiple of key/value heads (0)"
+                         " (query [3, 3, 8], key [0, 5, 8])")),
+    Case(id="error_key_bool_array", seed=401, tags=("error", "type", "arrays"),
+         description="key as a numpy array of booleans",
+         query=(2, 2), key=np.ones((2, 2), dtype=bool), value=(2, 2),
+         error=("type", "key has dtype bool, expected real numbers")),
+    Case(id="error_query_complex_array", seed=402, tags=("error", "type", "arrays"),
+         description="query as a numpy array of complex numbers",
+         query=np.ones((2, 2), dtype=complex), key=(2, 2), value=(2, 2),
+         error=("type", "query has dtype complex128, expected real numbers")),
+    Case(id="error_mask_string_array", seed=403, tags=("error", "type", "arrays"),
+         description="attn_mask as a numpy array of strings",
+         query=(2, 2), key=(2, 2), value=(2, 2),
+         attn_mask=np.array(["a", "b"]),
+         error=("type", "attn_mask has dtype <U1, expected booleans or real numbers")),
 ]
 # fmt: on
 

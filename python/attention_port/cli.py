@@ -9,24 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from . import bench, compare, fixtures
+from . import bench, compare, fixtures, generate, ports
 from .cases import CASES
-from .node import DEFAULT_TIMEOUT, REPO_ROOT, NodeError
+from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
-ALL_PORTS = (
-    "numpy",
-    "torch",
-    "torch-sdpa",
-    "typescript",
-    "typescript-flash",
-    "typescript-simd",
-    "typescript-simd-float32",
-)
+ALL_PORTS = tuple(ports.PORTS)
 
 
 class UsageError(Exception):
@@ -45,72 +36,23 @@ def _error(message: str) -> int:
 def command_generate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.check:
-        return _check_fresh(out)
+        stale = generate.stale_files(out)
+        if stale:
+            print(
+                f"fixtures in {out} are stale ({len(stale)} differences, e.g. {stale[0]});"
+                " run `attention-port generate`"
+            )
+            return 1
+        print(f"fixtures in {out} are fresh")
+        return 0
     started = time.perf_counter()
-    count = fixtures.write_fixtures(out)
+    count = generate.write_fixtures(out)
     print(f"wrote {count} cases to {out} in {time.perf_counter() - started:.1f} s")
     return 0
 
 
-def _check_fresh(folder: Path) -> int:
-    """Regenerate into a temporary folder and compare byte for byte with `folder`."""
-    with tempfile.TemporaryDirectory() as scratch:
-        fresh = Path(scratch) / "fixtures"
-        fixtures.write_fixtures(fresh)
-        want, have = _file_bytes(fresh), _file_bytes(folder)
-    stale = [f"{name} differs" for name in sorted(want.keys() & have.keys()) if want[name] != have[name]]
-    stale += [f"{name} is missing" for name in sorted(want.keys() - have.keys())]
-    stale += [f"{name} should not be there" for name in sorted(have.keys() - want.keys())]
-    if stale:
-        print(
-            f"fixtures in {folder} are stale ({len(stale)} differences, e.g. {stale[0]});"
-            " run `attention-port generate`"
-        )
-        return 1
-    print(f"fixtures in {folder} are fresh")
-    return 0
-
-
-def _file_bytes(folder: Path) -> dict[str, bytes]:
-    """Every file under `folder`, by its path relative to it."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-
-
 # ---------------------------------------------------------------------------------------------
 # verify
-
-
-def _torch_device(requested: str | None) -> str:
-    from .torch_port import default_device
-
-    return requested or str(default_device())
-
-
-def _torch_dtypes(device: str, requested: list[str] | None) -> list[str]:
-    """float64 and float32, plus float16 and bfloat16 on CUDA: what the device supports."""
-    if requested:
-        return requested
-    from .torch_port import supported_dtypes
-
-    return [str(dtype).removeprefix("torch.") for dtype in supported_dtypes(device)]
-
-
-def build_ports(
-    names: list[str], fixtures_dir: Path, device: str | None, dtypes: list[str] | None, node_timeout: float
-):
-    from . import ports
-
-    built = []
-    for name in names:
-        if name == "numpy":
-            built.append(ports.numpy_port())
-        elif name in ("torch", "torch-sdpa"):
-            chosen = _torch_device(device)
-            make = ports.torch_port if name == "torch" else ports.torch_sdpa_port
-            built += [make(chosen, dtype) for dtype in _torch_dtypes(chosen, dtypes)]
-        else:
-            built.append(ports.typescript_port(fixtures_dir, name, node_timeout))
-    return built
 
 
 def _selected_cases(args: argparse.Namespace) -> list:
@@ -141,7 +83,7 @@ def _warn_if_stale(folder: Path, cases: list) -> None:
     stale = [
         case.id
         for case in cases
-        if case.id in table and case.path.read_text(encoding="utf-8") != fixtures.render_case(table[case.id])
+        if case.id in table and case.path.read_text(encoding="utf-8") != generate.render_case(table[case.id])
     ]
     if stale:
         print(
@@ -167,19 +109,20 @@ def command_verify(args: argparse.Namespace) -> int:
 
     verdicts: list[compare.CaseVerdict] = []
     broken: list[str] = []  # ports that could not run at all, one line each
-    answers_by_port = {}
+    runs: dict[str, tuple[ports.Port, ports.PortRun]] = {}  # by port name
     timings = {}
-    for port in build_ports(names, Path(args.fixtures), args.device, dtypes, args.node_timeout):
+    options = ports.PortOptions(Path(args.fixtures), args.device, dtypes, args.node_timeout)
+    for port in ports.build_ports(names, options):
         started = time.perf_counter()
         try:
-            answers = port.run(cases)
+            run = port.run(cases)
         except NodeError as error:
             broken.append(f"FAIL  {port.name}: {error}")
             continue
         timings[port.name] = time.perf_counter() - started
-        answers_by_port[port.name] = (port, answers)
-        verdicts += [compare.judge(by_id[i], port.name, port.dtype, a) for i, a in answers.items()]
-    verdicts += _cross_checks(answers_by_port, by_id)
+        runs[port.name] = (port, run)
+        verdicts += [compare.judge(by_id[i], port.name, port.dtype, a) for i, a in run.answers.items()]
+    verdicts += _cross_checks(list(runs.values()), by_id)
 
     order = {case.id: n for n, case in enumerate(cases)}
     verdicts.sort(key=lambda v: order[v.case_id])
@@ -189,8 +132,8 @@ def command_verify(args: argparse.Namespace) -> int:
         report = {
             "fixtures": str(args.fixtures),
             "ports": {
-                name: {"dtype": port.dtype, "seconds": timings[name], **port.notes}
-                for name, (port, _) in answers_by_port.items()
+                name: {"dtype": port.dtype, "seconds": timings[name], **run.notes}
+                for name, (port, run) in runs.items()
             },
             "broken": broken,
             "results": [v.to_json() for v in verdicts],
@@ -213,39 +156,32 @@ def command_verify(args: argparse.Namespace) -> int:
         for line in broken:
             print(line)
         print()
-        _print_port_summary(verdicts, {name: port for name, (port, _) in answers_by_port.items()}, timings)
+        _print_port_summary(verdicts, {name: run.notes for name, (_, run) in runs.items()}, timings)
         print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
 
-def _cross_checks(answers_by_port: dict, by_id: dict) -> list[compare.CaseVerdict]:
-    """TypeScript against torch directly, as well as each against the truth."""
+def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> list[compare.CaseVerdict]:
+    """TypeScript against torch float64 directly, as well as each against the truth."""
+    reference = next(((p, r) for p, r in runs if p.kind == "torch" and p.dtype == "float64"), None)
+    if reference is None:
+        return []
+    torch_port, torch_run = reference
     verdicts = []
-    reference_name = next(
-        (
-            n
-            for n in answers_by_port
-            if n.startswith("torch-") and n.endswith("-float64") and not n.startswith("torch-sdpa")
-        ),
-        None,
-    )
-    if reference_name is None:
-        return verdicts
-    torch_port, torch_answers = answers_by_port[reference_name]
-    for name, (port, answers) in answers_by_port.items():
-        if not name.startswith("typescript"):
+    for port, run in runs:
+        if port.kind not in TYPESCRIPT_PORTS:
             continue
-        pair = f"{name}~{reference_name}"
-        for case_id, answer in answers.items():
+        pair = f"{port.name}~{torch_port.name}"
+        for case_id, answer in run.answers.items():
             verdict = compare.judge_pair(
-                by_id[case_id], pair, port.dtype, answer, torch_answers[case_id], torch_port.dtype
+                by_id[case_id], pair, port.dtype, answer, torch_run.answers[case_id], torch_port.dtype
             )
             verdicts.append(verdict)
     return verdicts
 
 
 def _print_port_summary(
-    verdicts: list[compare.CaseVerdict], ports_by_name: dict, timings: dict[str, float]
+    verdicts: list[compare.CaseVerdict], notes: dict[str, dict[str, float]], timings: dict[str, float]
 ) -> None:
     print(f"{'port':<36} cases  failed  max budget used")
     for name in dict.fromkeys(v.port for v in verdicts):
@@ -254,8 +190,8 @@ def _print_port_summary(
         worst = max(budgets, default=0.0)
         shown = compare.format_budget(worst)
         seconds = f"  ({timings[name]:.2f} s" if name in timings else ""
-        if name in ports_by_name and "node_ms" in ports_by_name[name].notes:
-            seconds += f", {ports_by_name[name].notes['node_ms']:.0f} ms inside Node"
+        if "node_ms" in notes.get(name, {}):
+            seconds += f", {notes[name]['node_ms']:.0f} ms inside Node"
         seconds += ")" if seconds else ""
         print(f"{name:<36} {len(mine):>5}  {sum(not v.passed for v in mine):>6}  {shown:>15}{seconds}")
 
@@ -275,6 +211,18 @@ def command_side_by_side(args: argparse.Namespace) -> int:
     side_by_side.write()
     print(f"wrote {side_by_side.OUTPUT}")
     return 0
+
+
+def command_explore(args: argparse.Namespace) -> int:
+    from . import explore
+
+    return explore.command_explore(args)
+
+
+def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
+    from . import sqrt_dk
+
+    return sqrt_dk.command_plot_sqrt_dk(args)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -338,6 +286,22 @@ def make_parser() -> argparse.ArgumentParser:
     pages.set_defaults(handler=command_side_by_side)
 
     bench.add_parser(commands)
+
+    explore = commands.add_parser(
+        "explore", help="the attention explorer in the browser (serve it, or --build one HTML file)"
+    )
+    explore.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    explore.add_argument(
+        "--build", nargs="?", const="", metavar="DIR",
+        help="write DIR/index.html instead of serving (default DIR: docs/explorer)",
+    )  # fmt: skip
+    explore.add_argument("--fixtures", default=None, help="fixture folder (default: fixtures/)")
+    explore.set_defaults(handler=command_explore)
+
+    plot_sqrt_dk = commands.add_parser("plot-sqrt-dk", help="plot why attention divides by sqrt(d_k)")
+    plot_sqrt_dk.add_argument("--out", default=None, help="PNG file (default: docs/sqrt-dk.png)")
+    plot_sqrt_dk.add_argument("--seed", type=int, default=0, help="input seed (default: 0)")
+    plot_sqrt_dk.set_defaults(handler=command_plot_sqrt_dk)
 
     return parser
 

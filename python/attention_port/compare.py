@@ -25,6 +25,7 @@ import numpy as np
 
 from .fixtures import FixtureCase
 from .inputs import check_shapes, resolve_scale
+from .ports import PortAnswer
 
 K = 16
 UNIT_ROUNDOFF = {
@@ -34,15 +35,6 @@ UNIT_ROUNDOFF = {
     "bfloat16": 2.0**-8,
 }
 STEPS = ("scores", "logits", "weights", "output")
-
-
-@dataclass(frozen=True)
-class PortAnswer:
-    """What one port gave for one case: its steps, the error it raised, or how it broke."""
-
-    steps: dict[str, np.ndarray] | None = None  # scores, logits, weights, output (as float64)
-    error: tuple[str, str] | None = None  # (kind, message) of an AttentionInputError
-    crash: str | None = None  # anything else: an unexpected exception, a missing result
 
 
 @dataclass(frozen=True)
@@ -287,8 +279,3 @@ def format_verdict(verdict: CaseVerdict) -> str:
     if verdict.problem:
         line += f"  [{verdict.problem}]"
     return line
-
-
-def summary_line(verdicts: list[CaseVerdict]) -> str:
-    passed = sum(v.passed for v in verdicts)
-    return f"{passed} passed, {len(verdicts) - passed} failed"

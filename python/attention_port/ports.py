@@ -1,17 +1,19 @@
 """Run each port on the fixture cases and collect its answers for compare.py to judge.
 
-A port here is a name, the dtype it computes in and a function from cases to answers. The ports
-themselves (reference.py, torch_port.py, the TypeScript files) know nothing of fixtures.
+PORTS is the table of ports `verify --ports` can name; each entry builds one Port per dtype it
+runs in. A Port is a report name, the row of PORTS it came from, the dtype it computes in and a
+function from cases to a PortRun (the answers, and notes such as the time spent inside Node). The
+ports themselves (reference.py, torch_port.py, the TypeScript files) know nothing of fixtures.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from .compare import PortAnswer
 from .fixtures import FixtureCase, decode_numbers
 from .inputs import AttentionInputError
 from .node import DEFAULT_TIMEOUT, TYPESCRIPT_DTYPES, TYPESCRIPT_PORTS, NodeError, run_typescript
@@ -20,11 +22,28 @@ STEP_NAMES = ("scores", "logits", "weights", "output")
 
 
 @dataclass(frozen=True)
+class PortAnswer:
+    """What one port gave for one case: its steps, the error it raised, or how it broke."""
+
+    steps: dict[str, np.ndarray] | None = None  # scores, logits, weights, output (as float64)
+    error: tuple[str, str] | None = None  # (kind, message) of an AttentionInputError
+    crash: str | None = None  # anything else: an unexpected exception, a missing result
+
+
+@dataclass(frozen=True)
+class PortRun:
+    """One port's answers on a list of cases, by case id, and what else the run measured."""
+
+    answers: dict[str, PortAnswer]
+    notes: dict[str, float] = field(default_factory=dict)  # e.g. node_ms: the time inside Node
+
+
+@dataclass(frozen=True)
 class Port:
     name: str  # as the report prints it, e.g. "torch-cpu-float32"
+    kind: str  # its row in PORTS, e.g. "torch"
     dtype: str  # the dtype it computes in, for the unit roundoff
-    run: Callable[[list[FixtureCase]], dict[str, PortAnswer]]
-    notes: dict[str, float] = field(default_factory=dict)  # filled by run, e.g. Node's own time
+    run: Callable[[list[FixtureCase]], PortRun]
 
 
 def _answer(compute: Callable[..., dict[str, np.ndarray]], case: FixtureCase) -> PortAnswer:
@@ -46,10 +65,10 @@ def numpy_port() -> Port:
         steps = reference.attention_steps(*args, **kwargs)
         return {name: getattr(steps, name) for name in STEP_NAMES}
 
-    def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
-        return {case.id: _answer(compute, case) for case in cases}
+    def run(cases: list[FixtureCase]) -> PortRun:
+        return PortRun({case.id: _answer(compute, case) for case in cases})
 
-    return Port("numpy", "float64", run)
+    return Port("numpy", "numpy", "float64", run)
 
 
 def torch_port(device: str, dtype: str) -> Port:
@@ -63,11 +82,11 @@ def torch_port(device: str, dtype: str) -> Port:
         steps = port.attention_steps(*args, **kwargs, device=device, dtype=torch_dtype)
         return {name: getattr(steps, name).detach().to("cpu", torch.float64).numpy() for name in STEP_NAMES}
 
-    def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
+    def run(cases: list[FixtureCase]) -> PortRun:
         with port.tf32_disabled():
-            return {case.id: _answer(compute, case) for case in cases}
+            return PortRun({case.id: _answer(compute, case) for case in cases})
 
-    return Port(f"torch-{device}-{dtype}", dtype, run)
+    return Port(f"torch-{device}-{dtype}", "torch", dtype, run)
 
 
 def torch_sdpa_port(device: str, dtype: str) -> Port:
@@ -89,11 +108,11 @@ def torch_sdpa_port(device: str, dtype: str) -> Port:
         arguments = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
         return port.sdpa_shares_semantics(*arguments, **case.params, device=device, dtype=torch_dtype)
 
-    def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
+    def run(cases: list[FixtureCase]) -> PortRun:
         with port.tf32_disabled():
-            return {case.id: _answer(compute, case) for case in cases if shares_semantics(case)}
+            return PortRun({case.id: _answer(compute, case) for case in cases if shares_semantics(case)})
 
-    return Port(f"torch-sdpa-{device}-{dtype}", dtype, run)
+    return Port(f"torch-sdpa-{device}-{dtype}", "torch-sdpa", dtype, run)
 
 
 def _decode_tensor(entry: object) -> np.ndarray:
@@ -128,17 +147,54 @@ def decode_typescript_answer(entry: object) -> PortAnswer:
 def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEFAULT_TIMEOUT) -> Port:
     module = TYPESCRIPT_PORTS[name]
 
-    def run(cases: list[FixtureCase]) -> dict[str, PortAnswer]:
+    def run(cases: list[FixtureCase]) -> PortRun:
         document = run_typescript(fixtures_dir, module, [case.id for case in cases], timeout)
-        if isinstance(document.get("elapsed_ms"), (int, float)):
-            port.notes["node_ms"] = float(document["elapsed_ms"])  # inside Node, all cases
+        elapsed = document.get("elapsed_ms")
+        notes = {"node_ms": float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
         results = document["cases"]
         answers = {}
         for case in cases:
             if case.id not in results:
                 raise NodeError(f"the TypeScript port ({module}) wrote no result for case {case.id!r}")
             answers[case.id] = decode_typescript_answer(results[case.id])
-        return answers
+        return PortRun(answers, notes)
 
-    port = Port(name, TYPESCRIPT_DTYPES.get(name, "float64"), run)
-    return port
+    return Port(name, name, TYPESCRIPT_DTYPES.get(name, "float64"), run)
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+
+
+@dataclass(frozen=True)
+class PortOptions:
+    """What `verify` says about how to run the ports."""
+
+    fixtures_dir: Path
+    device: str | None = None  # torch device; default: cuda, then mps, then cpu
+    dtypes: list[str] | None = None  # torch dtypes; default: what the device supports
+    node_timeout: float = DEFAULT_TIMEOUT
+
+
+def _torch_runs(options: PortOptions) -> list[tuple[str, str]]:
+    """(device, dtype) pairs: float64 and float32, plus float16 and bfloat16 on CUDA."""
+    from .torch_port import default_device, supported_dtypes
+
+    device = options.device or str(default_device())
+    dtypes = options.dtypes or [str(d).removeprefix("torch.") for d in supported_dtypes(device)]
+    return [(device, dtype) for dtype in dtypes]
+
+
+PORTS: dict[str, Callable[[PortOptions], list[Port]]] = {
+    "numpy": lambda options: [numpy_port()],
+    "torch": lambda options: [torch_port(*run) for run in _torch_runs(options)],
+    "torch-sdpa": lambda options: [torch_sdpa_port(*run) for run in _torch_runs(options)],
+    **{
+        name: lambda options, name=name: [typescript_port(options.fixtures_dir, name, options.node_timeout)]
+        for name in TYPESCRIPT_PORTS
+    },
+}
+
+
+def build_ports(names: list[str], options: PortOptions) -> list[Port]:
+    return [port for name in names for port in PORTS[name](options)]

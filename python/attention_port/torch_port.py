@@ -8,7 +8,7 @@ the same labels, order and names as reference.py (the numpy float64 port), so th
 side by side. torch's own kernel is not used by the port: `torch_sdpa` below calls
 torch.nn.functional.scaled_dot_product_attention only to cross-check the production kernel.
 
-Dimension letters (DESIGN.md section 2):
+Dimension letters (docs/design.md):
     B...  leading batch dims (any number, equal across query, key and value)
     Hq    query heads             Hkv  key/value heads (Hq == Hkv unless enable_gqa)
     Lq    query length (rows)     Lk   key/value length (the axis softmax runs over)
@@ -198,7 +198,9 @@ def _resolve_device(device: torch.device | str | None, tensors: list[object]) ->
     return default_device()
 
 
-def _resolve_dtype(dtype: torch.dtype | None, device: torch.device, tensors: list[object]) -> torch.dtype:
+def resolve_dtype(dtype: torch.dtype | None, device: torch.device, tensors: list[object]) -> torch.dtype:
+    """The dtype the port computes in: `dtype` if given, else the promotion of the inputs' dtypes
+    (anything but a floating-point tensor counts as float64), float32 on mps (no float64 there)."""
     if dtype is not None:
         if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
@@ -245,7 +247,7 @@ def _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap
     scale = resolve_scale(scale, shapes.features)
 
     device = _resolve_device(device, [query, key, value])
-    dtype = _resolve_dtype(dtype, device, [query, key, value])
+    dtype = resolve_dtype(dtype, device, [query, key, value])
     if mask is not None:
         is_bool = mask.dtype == torch.bool if isinstance(mask, torch.Tensor) else mask.dtype == bool
         mask = _on_device(mask, device, torch.bool if is_bool else dtype)

@@ -22,13 +22,13 @@ FLOAT32_PORTS = ["typescript-simd-float32"]
 
 
 @functools.cache
-def typescript_answers(name: str) -> dict[str, compare.PortAnswer]:
-    return ports.typescript_port(FIXTURES_DIR, name).run(ALL_CASES)
+def typescript_answers(name: str) -> dict[str, ports.PortAnswer]:
+    return ports.typescript_port(FIXTURES_DIR, name).run(ALL_CASES).answers
 
 
 @functools.cache
-def torch_answers() -> dict[str, compare.PortAnswer]:
-    return ports.torch_port("cpu", "float64").run(ALL_CASES)
+def torch_answers() -> dict[str, ports.PortAnswer]:
+    return ports.torch_port("cpu", "float64").run(ALL_CASES).answers
 
 
 @pytest.mark.parametrize("case", case_params(VALID_CASES))

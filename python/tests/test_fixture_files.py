@@ -1,16 +1,20 @@
-"""The fixture folder: fresh, regenerated atomically, and refused clearly when damaged."""
+"""The fixture folder: fresh, regenerated atomically, checked against its schema, and refused
+clearly when damaged."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ALL_CASES, FIXTURES_DIR
+from conftest import FIXTURES_DIR
 
 from attention_port import cases as case_table
-from attention_port import cli, fixtures, oracle
+from attention_port import cli, fixtures, generate, oracle
+from attention_port.inputs import ERROR_KINDS
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -18,7 +22,7 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 def test_committed_fixtures_are_fresh(tmp_path):
-    fixtures.write_fixtures(tmp_path / "fixtures")
+    generate.write_fixtures(tmp_path / "fixtures")
     assert _tree(tmp_path / "fixtures") == _tree(FIXTURES_DIR), "run `attention-port generate` and commit"
 
 
@@ -28,7 +32,12 @@ def test_case_table_size_and_seeds():
     assert len(valid) >= 30 and len(invalid) >= 15
     assert len({c.seed for c in case_table.CASES}) == len(case_table.CASES), "each case has its own seed"
     assert len({c.id for c in case_table.CASES}) == len(case_table.CASES)
-    assert {c.error[0] for c in invalid} == set(fixtures.ERROR_KINDS)
+    assert {c.error[0] for c in invalid} == set(ERROR_KINDS)
+
+
+def test_every_tag_is_documented_and_used():
+    used = {tag for case in case_table.CASES + case_table.ARRAY_CASES for tag in case.tags}
+    assert used == set(case_table.TAGS), "tags and cases.TAGS differ"
 
 
 def test_adding_a_case_changes_no_other(tmp_path):
@@ -41,7 +50,7 @@ def test_adding_a_case_changes_no_other(tmp_path):
         key=(3, 4),
         value=(3, 4),
     )
-    fixtures.write_fixtures(tmp_path / "f", [extra, *case_table.CASES])
+    generate.write_fixtures(tmp_path / "f", [extra, *case_table.CASES])
     for name, data in _tree(FIXTURES_DIR).items():
         if name.startswith("cases/"):
             assert (tmp_path / "f" / name).read_bytes() == data, name
@@ -74,15 +83,41 @@ def test_interrupted_generate_leaves_old_fixtures_whole(tmp_path, monkeypatch):
 
     monkeypatch.setattr(oracle, "attention", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        fixtures.write_fixtures(target)
+        generate.write_fixtures(target)
     assert _tree(target) == before
     assert [p.name for p in tmp_path.iterdir()] == ["fixtures"], "no temporary folder left behind"
 
 
+def test_the_swap_never_leaves_the_folder_missing(tmp_path, monkeypatch):
+    """The new folder replaces the old in one exchange: nothing ever renames the folder away."""
+    target = _copy(tmp_path)
+    (target / "cases" / "stale_case.json").write_text("{}")  # the new folder must not keep it
+    real_rename, real_exchange = generate.os.rename, generate._exchange
+    seen = []
+
+    def rename(source, destination):
+        assert Path(source) != target, "the fixture folder was renamed away"
+        real_rename(source, destination)
+
+    def exchange(first, second):
+        seen.append((target / "manifest.json").is_file())
+        swapped = real_exchange(first, second)
+        seen.append((target / "manifest.json").is_file())
+        return swapped
+
+    monkeypatch.setattr(generate.os, "rename", rename)
+    monkeypatch.setattr(generate, "_exchange", exchange)
+    generate.write_fixtures(target)
+    assert seen == [True, True]
+    assert _tree(target) == _tree(FIXTURES_DIR)
+    assert [p.name for p in tmp_path.iterdir()] == ["fixtures"], "the old folder is removed"
+
+
 def test_failed_swap_puts_the_old_folder_back(tmp_path, monkeypatch):
+    """Where the system cannot exchange two folders, two renames, undone when the second fails."""
     target = _copy(tmp_path)
     before = _tree(target)
-    real_rename = fixtures.os.rename
+    real_rename = generate.os.rename
     failed = []
 
     def rename(source, destination):
@@ -92,17 +127,30 @@ def test_failed_swap_puts_the_old_folder_back(tmp_path, monkeypatch):
             raise OSError("disk full")
         real_rename(source, destination)
 
-    monkeypatch.setattr(fixtures.os, "rename", rename)
+    monkeypatch.setattr(generate, "_exchange", lambda first, second: False)
+    monkeypatch.setattr(generate.os, "rename", rename)
     with pytest.raises(OSError):
-        fixtures.write_fixtures(target)
-    assert _tree(target) == before
+        generate.write_fixtures(target)
+    assert failed and _tree(target) == before
     assert [p.name for p in tmp_path.iterdir()] == ["fixtures"]
+
+
+def test_generate_removes_staging_folders_left_by_a_killed_run(tmp_path):
+    target = _copy(tmp_path)
+    dead = tmp_path / ".fixtures.new-999999999-abc"  # no such process
+    unnamed = tmp_path / ".fixtures.new-xyz"  # an older generate's name
+    alive = tmp_path / f".fixtures.new-{os.getppid()}-abc"  # another generate at work
+    for folder in (dead, unnamed, alive):
+        (folder / "cases").mkdir(parents=True)
+        (folder / "manifest.json").write_text("{}")
+    generate.write_fixtures(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["fixtures", alive.name])
 
 
 def test_generate_refuses_a_folder_that_is_not_fixtures(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(fixtures.FixtureError, match="refusing to replace"):
-        fixtures.write_fixtures(tmp_path)
+        generate.write_fixtures(tmp_path)
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
@@ -114,7 +162,7 @@ def _rewrite_case(folder: Path, case_id: str, edit) -> None:
     path = folder / entry["file"]
     text = edit(path.read_text())
     path.write_text(text)
-    entry["sha256"] = fixtures._sha256(text.encode())
+    entry["sha256"] = fixtures.sha256(text.encode())
     manifest_path.write_text(json.dumps(manifest))
 
 
@@ -164,6 +212,36 @@ CORRUPTIONS = {
         "leaves the fixture folder",
     ),
     "missing_file": (lambda f: (f / "cases" / "rank2_square.json").unlink(), "missing"),
+    "directory_for_case": (
+        lambda f: ((f / "cases" / "rank2_square.json").unlink(), (f / "cases" / "rank2_square.json").mkdir()),
+        "cannot be read (Is a directory)",
+    ),
+    "bare_nan": (  # json.dumps writes NaN bare; the TypeScript reader would refuse it too
+        lambda f: _rewrite_case(f, "rank2_square", _set(["inputs", "query", "data", 0, 0], float("nan"))),
+        "holds a bare NaN",
+    ),
+    "unexpected_field": (
+        lambda f: _rewrite_case(f, "rank2_square", _set(["expected", "extra"], [1.0])),
+        "unexpected field 'expected.extra'",
+    ),
+    "expected_and_error": (
+        lambda f: _rewrite_case(f, "rank2_square", _set(["expected_error"], {"kind": "type", "message": ""})),
+        "needs exactly one of 'expected' and 'expected_error'",
+    ),
+    "wrong_type": (
+        lambda f: _rewrite_case(f, "rank2_square", _set(["params", "is_causal"], "yes")),
+        "field 'params.is_causal' has the wrong type",
+    ),
+    "unknown_error_kind": (
+        lambda f: _rewrite_case(f, "error_query_rank1", _set(["expected_error", "kind"], "oops")),
+        "field 'expected_error.kind' is \"oops\"",
+    ),
+    "manifest_entry_without_sha256": (
+        lambda f: (f / "manifest.json").write_text(
+            (f / "manifest.json").read_text().replace('"sha256"', '"sha"', 1)
+        ),
+        "missing field 'cases[0].sha256'",
+    ),
 }
 
 
@@ -173,7 +251,7 @@ def test_corrupt_fixtures_give_one_clear_line(tmp_path, capsys, corruption):
     target = _copy(tmp_path)
     damage(target)
     before = _tree(target)
-    with pytest.raises(fixtures.FixtureError, match=expected):
+    with pytest.raises(fixtures.FixtureError, match=re.escape(expected)):
         fixtures.load_fixtures(target)
     status = cli.main(["verify", "--ports", "numpy", "--fixtures", str(target)])
     captured = capsys.readouterr()
@@ -192,7 +270,6 @@ def test_generate_check_reports_stale_fixtures(tmp_path, capsys):
     assert "stale" in capsys.readouterr().out
 
 
-def test_loader_round_trips_every_case():
-    assert [c.id for c in ALL_CASES] == [c.id for c in case_table.CASES]
-    for case in ALL_CASES:
-        assert case.path.is_file()
+def test_the_schema_lists_the_shared_error_kinds():
+    schema = json.loads((fixtures.SCHEMA_DIR / fixtures.SCHEMA_FILES[fixtures.MANIFEST_FORMAT]).read_text())
+    assert tuple(schema["$defs"]["error_kind"]["enum"]) == ERROR_KINDS

@@ -12,6 +12,7 @@ import {
   transpose,
 } from "../src/attention.ts";
 import type { ShapedMask, ShapedTensor } from "../src/inputs.ts";
+import { attentionProblems, type Problem } from "./generate.ts";
 import { broadcast, close, flatten, product, strides } from "./helpers.ts";
 
 describe("the tutorial's example", () => {
@@ -296,88 +297,7 @@ describe("the contract, case by case", () => {
 
 // ---- Property tests on random shapes, masks and options. ----
 
-interface Problem {
-  query: ShapedTensor;
-  key: ShapedTensor;
-  value: ShapedTensor;
-  options: AttentionOptions & { attnMask?: ShapedMask };
-  hq: number;
-  hkv: number;
-  lq: number;
-  lk: number;
-  ev: number;
-  outer: number[]; // [B..., Hq] or [] for rank 2
-}
-
-const number = fc.double({ min: -4, max: 4, noNaN: true });
-const vector = (n: number) => fc.array(number, { minLength: n, maxLength: n });
-/** A size from 1 to max, and now and then 0 (empty tensors must work too). */
-const size = (max: number) =>
-  fc.oneof({ arbitrary: fc.constant(0), weight: 1 }, { arbitrary: fc.integer({ min: 1, max }), weight: 8 });
-
-/** A random valid problem: rank 2 to 5, GQA groups, optional broadcast mask, causal, scale, softcap. */
-const problems = fc
-  .record({
-    rank2: fc.boolean(),
-    batch: fc.array(size(2), { maxLength: 2 }),
-    hkv: fc.integer({ min: 1, max: 2 }),
-    group: fc.integer({ min: 1, max: 3 }),
-    lq: size(4),
-    lk: size(5),
-    e: fc.integer({ min: 1, max: 4 }),
-    ev: size(3),
-    isCausal: fc.boolean(),
-    scale: fc.option(fc.double({ min: -2, max: 2, noNaN: true }), { nil: undefined }),
-    softcap: fc.oneof(fc.constant(0), fc.double({ min: 0.25, max: 5, noNaN: true })),
-    maskKind: fc.constantFrom("none", "bool", "float"),
-    maskRank: fc.integer({ min: 1, max: 5 }),
-    maskOnes: fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }), // which mask dims are 1
-  })
-  .chain((c) => {
-    const [hq, hkv] = c.rank2 ? [1, 1] : [c.hkv * c.group, c.hkv];
-    const batch = c.rank2 ? [] : c.batch;
-    const heads = (h: number) => (c.rank2 ? [] : [h]);
-    const qShape = [...batch, ...heads(hq), c.lq, c.e];
-    const kShape = [...batch, ...heads(hkv), c.lk, c.e];
-    const vShape = [...batch, ...heads(hkv), c.lk, c.ev];
-    const scoresShape = [...batch, ...heads(hq), c.lq, c.lk];
-    const maskRank = Math.min(c.maskRank, scoresShape.length);
-    const maskShape = scoresShape.slice(-maskRank).map((n, d) => (c.maskOnes[d] ? 1 : n));
-    const maskCell =
-      c.maskKind === "bool"
-        ? fc.boolean()
-        : fc.oneof(fc.double({ min: -3, max: 3, noNaN: true }), fc.constant(-Infinity));
-    return fc
-      .record({
-        q: vector(product(qShape)),
-        k: vector(product(kShape)),
-        v: vector(product(vShape)),
-        m: fc.array(maskCell as fc.Arbitrary<number | boolean>, {
-          minLength: product(maskShape),
-          maxLength: product(maskShape),
-        }),
-      })
-      .map(
-        ({ q, k, v, m }): Problem => ({
-          query: { shape: qShape, data: q },
-          key: { shape: kShape, data: k },
-          value: { shape: vShape, data: v },
-          options: {
-            isCausal: c.isCausal,
-            scale: c.scale,
-            softcap: c.softcap,
-            enableGqa: hq !== hkv || c.group > 1,
-            ...(c.maskKind === "none" ? {} : { attnMask: { shape: maskShape, data: m } }),
-          },
-          hq,
-          hkv,
-          lq: c.lq,
-          lk: c.lk,
-          ev: c.ev,
-          outer: scoresShape.slice(0, -2),
-        }),
-      );
-  });
+const problems = attentionProblems();
 
 /** The `count` rows of a flat [..., rows, cols] tensor (count is needed when cols is 0). */
 function rows(data: readonly number[], cols: number, count: number): number[][] {

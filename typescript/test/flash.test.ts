@@ -10,7 +10,6 @@ import * as readable from "../src/attention.ts";
 import { type FixtureTensor, loadFixtures } from "../src/fixtures.ts";
 import {
   AttentionInputError,
-  type AttentionOptions,
   attentionSteps,
   type FlatMask,
   type FlatTensor,
@@ -20,15 +19,8 @@ import {
   scaledDotProductAttentionFlat,
 } from "../src/flash.ts";
 import { type ShapedMask, type ShapedTensor, toArray, toMaskArray } from "../src/inputs.ts";
-import {
-  assertFixtureError,
-  assertMatchesFixture,
-  broadcast,
-  close,
-  flatten,
-  product,
-  runCase,
-} from "./helpers.ts";
+import { attentionProblems, generator, type Problem } from "./generate.ts";
+import { assertFixtureError, broadcast, close, flatten, product, runCase } from "./helpers.ts";
 
 const cases = loadFixtures();
 
@@ -57,18 +49,15 @@ function flatMaskOf(m: ShapedMask, storage: "f64" | "f32" = "f64"): FlatMask {
 /** A fixture tensor (valid case) as a shaped tensor. */
 const shaped = (t: FixtureTensor) => ({ shape: t.shape, data: t.data }) as ShapedTensor & ShapedMask;
 
-describe("flash.ts on every fixture, under the readable port's rule", () => {
-  test("the fixture folder holds valid and invalid cases", () => {
-    assert.ok(cases.filter((c) => c.expected !== null).length >= 40);
-    assert.ok(cases.filter((c) => c.expectedError !== null).length >= 20);
-  });
-
+// flash.ts's attentionSteps on every fixture, under compare.py's rule, is checked by
+// python/tests/test_cross_language.py; here, its other two entry points against it.
+describe("flash.ts's entry points on every fixture", () => {
   for (const c of cases) {
     if (c.expected !== null) {
       const expected = c.expected;
       test(`${c.id}: ${c.description}`, () => {
         const steps = runCase(attentionSteps, c);
-        assertMatchesFixture(steps, expected);
+        assert.deepEqual(steps.outputShape, expected.output.shape);
         // The fast path gives the diagnostic path's output, bit for bit, through both entry points.
         assert.deepEqual(flatten(runCase(scaledDotProductAttention, c)), flatten(steps.output));
         const input = c.inputs as Record<string, FixtureTensor | null>;
@@ -91,7 +80,6 @@ describe("flash.ts on every fixture, under the readable port's rule", () => {
     } else {
       const error = c.expectedError!;
       test(`${c.id}: ${c.description}`, () => {
-        assertFixtureError(() => runCase(attentionSteps, c), error);
         assertFixtureError(() => runCase(scaledDotProductAttention, c), error);
         // Where the inputs are rectangular, the flat entry point throws the same error.
         const flat = flatFixtureInputs(c.inputs);
@@ -137,13 +125,6 @@ function flatFixtureInputs(
 
 // ---- Agreement with the readable port on random problems. ----
 
-interface Problem {
-  query: ShapedTensor;
-  key: ShapedTensor;
-  value: ShapedTensor;
-  options: AttentionOptions & { attnMask?: ShapedMask };
-}
-
 /** Lengths that land on and around the tile and block edges, and small ones (0 included). */
 const EDGES = [KEY_TILE - 1, KEY_TILE, KEY_TILE + 1, 2 * KEY_TILE + 1, QUERY_BLOCK - 1, QUERY_BLOCK + 1];
 const length = fc.oneof(
@@ -151,86 +132,11 @@ const length = fc.oneof(
   { arbitrary: fc.constantFrom(...EDGES), weight: 3 },
 );
 
-/** Deterministic numbers from a seed (fast for big tensors; fast-check shrinks the seed). */
-function generator(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 2 ** 32; // [0, 1)
-  };
-}
-
-/** A random valid problem: rank 2 to 5, GQA, a broadcast mask (bool or float, sometimes blocking
- * whole key tiles for some rows), causal, scale, softcap, logits from small to large. */
-const problems = fc
-  .record({
-    rank2: fc.boolean(),
-    batch: fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 2 }),
-    hkv: fc.integer({ min: 1, max: 2 }),
-    group: fc.integer({ min: 1, max: 3 }),
-    lq: length,
-    lk: length,
-    e: fc.integer({ min: 1, max: 9 }),
-    ev: fc.integer({ min: 0, max: 5 }),
-    isCausal: fc.boolean(),
-    scale: fc.option(fc.double({ min: -2, max: 2, noNaN: true }), { nil: undefined }),
-    softcap: fc.oneof(fc.constant(0), fc.double({ min: 0.25, max: 5, noNaN: true })),
-    maskKind: fc.constantFrom("none", "bool", "float"),
-    maskRank: fc.integer({ min: 1, max: 5 }),
-    maskOnes: fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }), // which mask dims are 1
-    masked: fc.constantFrom(0, 0.2, 0.6, 1), // share of masked cells
-    blockTiles: fc.boolean(), // some rows: one whole key tile masked
-    spread: fc.constantFrom(1, 4, 40), // query/key magnitude: 40 gives logits in the thousands
-    seed: fc.integer(),
-  })
-  .map((c): Problem => {
-    const random = generator(c.seed);
-    const big = c.lq * c.lk > 64; // keep the readable port's work small on big lengths
-    const [hq, hkv] = c.rank2 ? [1, 1] : big ? [c.group, 1] : [c.hkv * c.group, c.hkv];
-    const batch = c.rank2 || big ? [] : c.batch;
-    const heads = (h: number) => (c.rank2 ? [] : [h]);
-    const qShape = [...batch, ...heads(hq), c.lq, c.e];
-    const kShape = [...batch, ...heads(hkv), c.lk, c.e];
-    const vShape = [...batch, ...heads(hkv), c.lk, c.ev];
-    const scoresShape = [...batch, ...heads(hq), c.lq, c.lk];
-    const numbers = (shape: number[], spread: number) =>
-      Array.from({ length: product(shape) }, () => (2 * random() - 1) * spread);
-    const maskRank = Math.min(c.maskRank, scoresShape.length);
-    const maskShape = scoresShape.slice(-maskRank).map((n, d) => (c.maskOnes[d] ? 1 : n));
-    const cells: (number | boolean)[] = Array.from({ length: product(maskShape) }, () => {
-      const masked = random() < c.masked;
-      return c.maskKind === "bool" ? !masked : masked ? -Infinity : 6 * random() - 3;
-    });
-    if (c.blockTiles && maskShape.length >= 2 && maskShape.at(-1)! > 1 && maskShape.at(-2)! > 1) {
-      // Row i of every (b, h) has key tile (i mod 3) fully masked when i is odd: rows masked in some
-      // tiles only, so the running max starts at -Infinity or stays put across whole tiles.
-      const [rows, cols] = maskShape.slice(-2);
-      for (let n = 0; n < cells.length; n++) {
-        const [i, j] = [Math.floor(n / cols) % rows, n % cols];
-        if (i % 2 === 1 && Math.floor(j / KEY_TILE) === i % 3) {
-          cells[n] = c.maskKind === "bool" ? false : -Infinity;
-        }
-      }
-    }
-    return {
-      query: { shape: qShape, data: numbers(qShape, c.spread) },
-      key: { shape: kShape, data: numbers(kShape, c.spread) },
-      value: { shape: vShape, data: numbers(vShape, 4) },
-      options: {
-        isCausal: c.isCausal,
-        scale: c.scale,
-        softcap: c.softcap,
-        enableGqa: hq !== hkv,
-        ...(c.maskKind === "none" ? {} : { attnMask: { shape: maskShape, data: cells } }),
-      },
-    };
-  });
+const problems = attentionProblems({ length, keyTile: KEY_TILE });
 
 /** flash.ts against attention.ts on one problem: scores and logits bitwise, weights and output
  * within a tight tolerance, NaN in the same places, fully-masked rows +0.0 in both. */
-function assertAgrees(p: Problem): void {
+function assertAgrees(p: Pick<Problem, "query" | "key" | "value" | "options">): void {
   const expected = readable.attentionSteps(p.query, p.key, p.value, p.options);
   const actual = attentionSteps(p.query, p.key, p.value, p.options);
   assert.deepEqual(actual.scoresShape, expected.scoresShape);

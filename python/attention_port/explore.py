@@ -1,0 +1,55 @@
+"""`attention-port explore`: the attention explorer in the browser.
+
+The page lives in typescript/explorer/ (index.html, main.ts, model.ts) and runs the real
+typescript/src/attention.ts, bundled for the browser by esbuild; typescript/explorer/build.ts
+builds and serves it. This module only finds the project's Node and hands over:
+
+    attention-port explore                   serve on 127.0.0.1 (a free port), print the URL, Ctrl-C stops
+    attention-port explore --port 8000       the same on a chosen port
+    attention-port explore --build [DIR]     write DIR/index.html (default docs/explorer/): one file
+                                             that works opened from disk, offline
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from .node import REPO_ROOT, find_node
+
+EXPLORER_BUILD = REPO_ROOT / "typescript" / "explorer" / "build.ts"
+DEFAULT_BUILD_DIR = REPO_ROOT / "docs" / "explorer"
+
+
+def explorer_command(build: Path | None = None, port: int = 0, fixtures: Path | None = None) -> list[str]:
+    """The Node command line that builds (build=DIR) or serves (build=None) the page."""
+    command = [str(find_node()), str(EXPLORER_BUILD)]
+    command += ["build", "--out", str(build)] if build is not None else ["serve", "--port", str(port)]
+    if fixtures is not None:
+        command += ["--fixtures", str(fixtures)]
+    return command
+
+
+def command_explore(args: argparse.Namespace) -> int:
+    # --build with no DIR gives "": the default folder. Paths are the caller's, resolved here.
+    build = None if args.build is None else (Path(args.build).resolve() if args.build else DEFAULT_BUILD_DIR)
+    fixtures = None if args.fixtures is None else Path(args.fixtures).resolve()
+    if not (REPO_ROOT / "node_modules" / "esbuild").is_dir():
+        print("error: esbuild is not installed (run scripts/setup, or npm ci)", file=sys.stderr)
+        return 2
+    process = subprocess.Popen(explorer_command(build, args.port, fixtures), cwd=REPO_ROOT)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        # From a terminal, Ctrl-C reaches Node too (the same process group); pass it on anyway for
+        # the case where only this process was interrupted. Node closes the server and says so.
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            process.wait()
+        return 0

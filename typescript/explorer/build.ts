@@ -1,0 +1,261 @@
+/**
+ * Build or serve the attention explorer: one self-contained HTML page.
+ *
+ *     node typescript/explorer/build.ts build [--out docs/explorer] [--all-cases]
+ *     node typescript/explorer/build.ts serve [--port N]
+ *
+ * The page is index.html with two scripts written into it: the fixture cases (read by
+ * typescript/src/fixtures.ts, the only TypeScript code that knows the fixture format) and main.ts
+ * bundled by esbuild with the real typescript/src/attention.ts, so the page runs exactly the port
+ * that `attention-port verify` checks. Nothing is fetched at run time: the built file works opened
+ * from disk, offline.
+ *
+ * `build` bundles the fixture cases whose data is small (see CASE_BYTES_LIMIT) to keep the file
+ * light; `serve` rebuilds the page on every load with every case, so a reload shows the current
+ * fixtures/ and the current attention.ts. The server listens on 127.0.0.1 only (a free port unless
+ * --port is given), prints its URL and stops on Ctrl-C.
+ */
+
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+import { build } from "esbuild";
+
+import {
+  DEFAULT_FIXTURES,
+  type FixtureCase,
+  type FixtureTensor,
+  loadFixtures,
+  portTensor,
+} from "../src/fixtures.ts";
+import type { ExplorerCase, FlatTensor } from "./model.ts";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+export const DEFAULT_OUT = resolve(HERE, "..", "..", "docs", "explorer");
+/** `build` leaves out the cases whose embedded data is larger than this (the long-sequence cases,
+ * a few hundred KB each); `serve` and --all-cases keep every case. */
+export const CASE_BYTES_LIMIT = 48_000;
+
+const USAGE =
+  "usage: node typescript/explorer/build.ts build [--out DIR] [--all-cases] [--fixtures DIR]\n" +
+  "       node typescript/explorer/build.ts serve [--port N] [--fixtures DIR]";
+
+/** A value as JavaScript source: numbers in shortest round-trip form with NaN, ±Infinity and -0
+ * kept (JSON has none of them), so the page reads the fixtures' numbers exactly. */
+export function jsLiteral(value: unknown): string {
+  if (typeof value === "number") {
+    return Object.is(value, -0) ? "-0" : String(value);
+  }
+  if (Array.isArray(value)) {
+    return `[${value.map(jsLiteral).join(",")}]`;
+  }
+  if (typeof value === "object" && value !== null) {
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}:${jsLiteral(v)}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+function flatTensor(tensor: FixtureTensor): FlatTensor {
+  return { shape: tensor.shape, data: tensor.data as number[] };
+}
+
+/** A fixture case in the form the page takes: inputs as the port takes them, expected values flat. */
+export function explorerCase(fixture: FixtureCase): ExplorerCase {
+  const inputs = fixture.inputs;
+  const valid = fixture.expected !== null;
+  const asPort = (x: unknown) => (valid && x !== null ? portTensor(x as FixtureTensor) : x);
+  return {
+    id: fixture.id,
+    description: fixture.description,
+    tags: fixture.tags,
+    inputs: {
+      query: asPort(inputs.query),
+      key: asPort(inputs.key),
+      value: asPort(inputs.value),
+      attnMask: asPort(inputs.attnMask),
+    },
+    params: fixture.params,
+    expected:
+      fixture.expected === null
+        ? null
+        : {
+            weights: flatTensor(fixture.expected.weights),
+            output: flatTensor(fixture.expected.output),
+            errorScale: flatTensor(fixture.expected.errorScale),
+          },
+    expectedError: fixture.expectedError,
+  };
+}
+
+/** main.ts and everything it imports (attention.ts, inputs.ts, model.ts) as one browser script,
+ * with the source files that went into it (from esbuild's metafile, repository-relative). */
+export async function bundle(): Promise<{ code: string; inputs: string[] }> {
+  const result = await build({
+    absWorkingDir: resolve(HERE, "..", ".."),
+    entryPoints: [join(HERE, "main.ts")],
+    bundle: true,
+    write: false,
+    format: "iife",
+    platform: "browser",
+    target: "es2022",
+    charset: "utf8",
+    legalComments: "none",
+    logLevel: "silent",
+    metafile: true,
+  });
+  return { code: result.outputFiles[0].text, inputs: Object.keys(result.metafile.inputs).sort() };
+}
+
+/** Inside an inline <script>, "</script" would end the script early. */
+function scriptSafe(source: string): string {
+  return source.replace(/<\/(script)/gi, "<\\/$1");
+}
+
+export interface PageOptions {
+  readonly fixtures?: string;
+  readonly allCases?: boolean;
+}
+
+/** The whole page as one HTML string, and the ids of the cases left out of it. */
+export async function buildPage(
+  options: PageOptions = {},
+): Promise<{ html: string; cases: string[]; left: string[] }> {
+  const fixtures = loadFixtures(options.fixtures ?? DEFAULT_FIXTURES);
+  const kept: string[] = [];
+  const left: string[] = [];
+  const literals: string[] = [];
+  for (const fixture of fixtures) {
+    const literal = jsLiteral(explorerCase(fixture));
+    if (!options.allCases && literal.length > CASE_BYTES_LIMIT) {
+      left.push(fixture.id);
+      continue;
+    }
+    kept.push(fixture.id);
+    literals.push(literal);
+  }
+  const template = readFileSync(join(HERE, "index.html"), "utf8");
+  const casesScript = `window.EXPLORER_CASES = [\n${literals.join(",\n")}\n];`;
+  const { code: script } = await bundle();
+  // Function replacers: a `$` in the script must not be read as a replacement pattern.
+  const html = template
+    .replace("/*EXPLORER_CASES*/", () => scriptSafe(casesScript))
+    .replace("/*EXPLORER_SCRIPT*/", () => scriptSafe(script));
+  return { html, cases: kept, left };
+}
+
+/** Write DIR/index.html atomically (a temporary file, then a rename). */
+export async function writePage(out: string, options: PageOptions = {}): Promise<string> {
+  const { html, cases, left } = await buildPage(options);
+  mkdirSync(out, { recursive: true });
+  const target = join(out, "index.html");
+  const temporary = join(out, `.index.html.tmp-${process.pid}`);
+  writeFileSync(temporary, html);
+  renameSync(temporary, target);
+  const size = Buffer.byteLength(html);
+  const leftOut =
+    left.length === 0 ? "" : `; left out as too large: ${left.join(", ")} (served mode has them)`;
+  return `wrote ${target} (${(size / 1024).toFixed(0)} KiB, ${cases.length} fixture cases${leftOut})`;
+}
+
+/** Serve the page on 127.0.0.1 until Ctrl-C; resolves with the URL once listening. */
+export function serve(port: number, options: PageOptions = {}): Promise<string> {
+  const server = createServer((request, response) => {
+    const path = new URL(request.url ?? "/", "http://localhost").pathname;
+    if (request.method !== "GET" || (path !== "/" && path !== "/index.html")) {
+      response.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found\n");
+      return;
+    }
+    buildPage({ ...options, allCases: true }).then(
+      ({ html }) => {
+        response
+          .writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" })
+          .end(html);
+      },
+      (error: unknown) => {
+        response
+          .writeHead(500, { "content-type": "text/plain; charset=utf-8" })
+          .end(`the explorer page could not be built: ${(error as Error).message}\n`);
+      },
+    );
+  });
+  const stop = () => {
+    server.close();
+    server.closeAllConnections();
+    console.log("explorer stopped");
+    process.exit(0);
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+  return new Promise((done, fail) => {
+    server.once("error", fail);
+    server.listen(port, "127.0.0.1", () => {
+      done(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    });
+  });
+}
+
+async function main(argv: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parseCommand>;
+  try {
+    parsed = parseCommand(argv);
+  } catch (error) {
+    console.error(`error: ${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const { command, values } = parsed;
+  const options = { fixtures: values.fixtures, allCases: values["all-cases"] };
+  try {
+    if (command === "build") {
+      console.log(await writePage(resolve(values.out ?? DEFAULT_OUT), options));
+      return 0;
+    }
+    const port = Number(values.port ?? "0");
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      console.error(`error: --port must be a whole number from 0 to 65535, got ${values.port}\n${USAGE}`);
+      return 2;
+    }
+    await buildPage(options); // fail now, not on the first page load, if the page cannot be built
+    const url = await serve(port, options);
+    console.log(`attention explorer at ${url} (Ctrl-C stops it)`);
+    return -1; // keep running
+  } catch (error) {
+    console.error(`error: ${(error as Error).message}`);
+    return 2;
+  }
+}
+
+function parseCommand(argv: string[]) {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      out: { type: "string" },
+      port: { type: "string" },
+      fixtures: { type: "string" },
+      "all-cases": { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const command = positionals[0];
+  if (positionals.length !== 1 || (command !== "build" && command !== "serve")) {
+    throw new Error("expected one command: build or serve");
+  }
+  return { command, values };
+}
+
+if (import.meta.main) {
+  const code = await main(process.argv.slice(2));
+  if (code >= 0) {
+    process.exit(code);
+  }
+}

@@ -1,0 +1,508 @@
+/**
+ * The attention explorer's logic, without the page: everything here is plain data in, plain data
+ * out, so Node's test runner can check it and the page (main.ts) only draws.
+ *
+ * The attention itself is never computed here: the page calls typescript/src/attention.ts, the
+ * readable port that `attention-port verify` holds to the fixtures. This file holds what the page
+ * needs around it: reading what a reader types, the presets, slicing one (batch, head) out of the
+ * steps, the colour map, the tolerance rule for a fixture case, and the √d_k experiment.
+ */
+
+import { attentionSteps, type NestedArray } from "../src/attention.ts";
+import type { FixtureCase } from "../src/fixtures.ts"; // a type only: nothing of fixtures.ts is bundled
+
+// ---- Reading and writing tensors as text ----------------------------------------------------------
+
+// JSON has no NaN or infinities; a reader may type them as bare words, as JavaScript prints them.
+const SPECIAL_WORDS: Readonly<Record<string, number>> = {
+  NaN: NaN,
+  Infinity: Infinity,
+  "-Infinity": -Infinity,
+};
+
+/** What the reader typed into an input box: a value for the port, or why it is not JSON. */
+export type ParsedText =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly message: string };
+
+/** JSON, plus the bare words NaN, Infinity and -Infinity. An empty box is null (no tensor). The
+ * value is handed to the port as it is, so a ragged array or a string reaches the port's own
+ * checks and the reader sees the port's own AttentionInputError. */
+export function parseTensorText(text: string): ParsedText {
+  if (text.trim() === "") {
+    return { ok: true, value: null };
+  }
+  // Quote the bare words outside strings (a string never holds a double quote here but as `\"`).
+  const quoted = text.replace(/"(?:[^"\\]|\\.)*"|-?Infinity|NaN/g, (match) =>
+    match.startsWith('"') ? match : `"${match}"`,
+  );
+  let value: unknown;
+  try {
+    value = JSON.parse(quoted);
+  } catch (error) {
+    return { ok: false, message: `not JSON: ${(error as Error).message}` };
+  }
+  return { ok: true, value: decodeWords(value) };
+}
+
+function decodeWords(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    return value.map(decodeWords);
+  }
+  if (typeof value === "string" && Object.hasOwn(SPECIAL_WORDS, value)) {
+    return SPECIAL_WORDS[value];
+  }
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, decodeWords(v)]));
+  }
+  return value;
+}
+
+/** A number the way the text boxes write it: shortest round trip, -0 kept, NaN and ±Infinity bare. */
+export function numberText(x: unknown): string {
+  if (typeof x !== "number") {
+    return JSON.stringify(x) ?? "null";
+  }
+  return Object.is(x, -0) ? "-0" : String(x);
+}
+
+/** A tensor as text, one innermost row per line, so a [3, 4] matrix reads as a matrix. */
+export function formatTensorText(value: unknown, indent = ""): string {
+  if (!Array.isArray(value)) {
+    if (typeof value === "object" && value !== null) {
+      // A shaped tensor { shape, data }: the only way to write a tensor with a zero dim.
+      const entries = Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${formatTensorText(v)}`);
+      return `{${entries.join(", ")}}`;
+    }
+    return numberText(value);
+  }
+  if (value.every((x) => !Array.isArray(x))) {
+    return `[${value.map((x) => formatTensorText(x)).join(", ")}]`;
+  }
+  const inner = `${indent} `;
+  return `[${value.map((x) => formatTensorText(x, inner)).join(`,\n${inner}`)}]`;
+}
+
+/** The argument an AttentionInputError message is about: its first word when that names an input
+ * box (query, key, value, attnMask), else "options" (scale, softcap, isCausal, enableGqa). */
+export function errorTarget(message: string): "query" | "key" | "value" | "attnMask" | "options" {
+  const first = /^[A-Za-z]+/.exec(message)?.[0] ?? "";
+  if (first === "query" || first === "key" || first === "value" || first === "attnMask") {
+    return first;
+  }
+  return "options";
+}
+
+// ---- Presets ----------------------------------------------------------------------------------------
+
+/** The tutorial's first example: 3 tokens, d_k = 4, V = [[1,2],[3,4],[5,6]]. */
+export function tutorialInputs(): { query: number[][]; key: number[][]; value: number[][] } {
+  const rows = [
+    [1, 0, 1, 0],
+    [0, 1, 0, 1],
+    [1, 1, 0, 0],
+  ];
+  return {
+    query: rows.map((r) => [...r]),
+    key: rows.map((r) => [...r]),
+    value: [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ],
+  };
+}
+
+/** A small seeded generator (mulberry32): the same seed gives the same inputs in every browser. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Standard normal draws (Box-Muller) from a uniform generator. */
+export function normalDraws(uniform: () => number): () => number {
+  return () => {
+    const u = 1 - uniform(); // (0, 1]: log(0) would be -Infinity
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * uniform());
+  };
+}
+
+export interface RandomSizes {
+  readonly lq: number;
+  readonly lk: number;
+  readonly e: number;
+  readonly ev: number;
+  readonly hq: number; // query heads; 1 gives the tutorial's rank-2 form
+  readonly hkv: number; // key/value heads; Hq must be a multiple of it (grouped-query attention)
+  readonly seed: number;
+}
+
+export const RANDOM_LIMIT = 64;
+
+/** Seeded standard-normal query [Hq, Lq, E], key [Hkv, Lk, E], value [Hkv, Lk, Ev], kept to three
+ * significant digits as the fixtures are (rank 2 when there is one head of each). */
+export function randomInputs(sizes: RandomSizes): { query: unknown; key: unknown; value: unknown } {
+  const normal = normalDraws(seededRandom(sizes.seed));
+  const matrix = (rows: number, cols: number) =>
+    Array.from({ length: rows }, () => Array.from({ length: cols }, () => Number(normal().toPrecision(3))));
+  const heads = (count: number, rows: number, cols: number) =>
+    Array.from({ length: count }, () => matrix(rows, cols));
+  if (sizes.hq === 1 && sizes.hkv === 1) {
+    return {
+      query: matrix(sizes.lq, sizes.e),
+      key: matrix(sizes.lk, sizes.e),
+      value: matrix(sizes.lk, sizes.ev),
+    };
+  }
+  return {
+    query: heads(sizes.hq, sizes.lq, sizes.e), // [Hq, Lq, E]
+    key: heads(sizes.hkv, sizes.lk, sizes.e), // [Hkv, Lk, E]
+    value: heads(sizes.hkv, sizes.lk, sizes.ev), // [Hkv, Lk, Ev]
+  };
+}
+
+// ---- Slicing the steps for one (batch, head) ---------------------------------------------------
+
+/** Every index into the outer dims [B..., Hq] of the scores, in row-major order ([[]] for rank 2). */
+export function outerIndices(outerShape: readonly number[]): number[][] {
+  let result: number[][] = [[]];
+  for (const size of outerShape) {
+    result = result.flatMap((prefix) => Array.from({ length: size }, (_, n) => [...prefix, n]));
+  }
+  return result;
+}
+
+/** The [rows, cols] matrix at `outer` of a nested step tensor. */
+export function sliceAt(tensor: NestedArray, outer: readonly number[]): number[][] {
+  let node: NestedArray = tensor;
+  for (const index of outer) {
+    node = node[index] as NestedArray;
+  }
+  return node as number[][];
+}
+
+/** Flat row-major values of nested arrays. */
+export function flatten(x: unknown): number[] {
+  return Array.isArray(x) ? x.flatMap((y) => flatten(y)) : [x as number];
+}
+
+// ---- Numbers on screen ------------------------------------------------------------------------------
+
+/** A short form for a heatmap cell: 3 significant digits, -∞ for a masked logit. */
+export function shortNumber(x: number): string {
+  if (Number.isNaN(x)) {
+    return "NaN";
+  }
+  if (x === Infinity) {
+    return "∞";
+  }
+  if (x === -Infinity) {
+    return "−∞";
+  }
+  if (x === 0) {
+    return Object.is(x, -0) ? "-0" : "0";
+  }
+  const magnitude = Math.abs(x);
+  if (magnitude >= 1e4 || magnitude < 1e-3) {
+    return x.toExponential(1);
+  }
+  return String(Number(x.toPrecision(3)));
+}
+
+// Viridis (matplotlib's perceptually uniform map, readable with the common colour-vision
+// deficiencies and in greyscale), as ten evenly spaced stops.
+const VIRIDIS = [
+  [0x44, 0x01, 0x54],
+  [0x48, 0x28, 0x78],
+  [0x3e, 0x49, 0x89],
+  [0x31, 0x68, 0x8e],
+  [0x26, 0x82, 0x8e],
+  [0x1f, 0x9e, 0x89],
+  [0x35, 0xb7, 0x79],
+  [0x6e, 0xce, 0x58],
+  [0xb5, 0xde, 0x2b],
+  [0xfd, 0xe7, 0x25],
+] as const;
+
+/** Viridis at t in [0, 1], as an rgb() colour and whether dark text reads on it. */
+export function viridis(t: number): { readonly colour: string; readonly darkText: boolean } {
+  const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (VIRIDIS.length - 1);
+  const low = Math.floor(x);
+  const high = Math.min(low + 1, VIRIDIS.length - 1);
+  const f = x - low;
+  const [r, g, b] = [0, 1, 2].map((c) => Math.round(VIRIDIS[low][c] * (1 - f) + VIRIDIS[high][c] * f));
+  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  return { colour: `rgb(${r}, ${g}, ${b})`, darkText: luminance > 140 };
+}
+
+/** The finite range of a matrix, for its colour scale ([0, 0] when nothing is finite). */
+export function finiteRange(matrix: readonly (readonly number[])[]): [number, number] {
+  let low = Infinity;
+  let high = -Infinity;
+  for (const row of matrix) {
+    for (const x of row) {
+      if (Number.isFinite(x)) {
+        low = Math.min(low, x);
+        high = Math.max(high, x);
+      }
+    }
+  }
+  return low > high ? [0, 0] : [low, high];
+}
+
+// ---- The arithmetic behind one cell -----------------------------------------------------------------
+
+/** A number inside a product, in parentheses when negative: (-0.4)×(-1.2), not -0.4×-1.2. */
+function factor(x: number): string {
+  return x < 0 ? `(${shortNumber(x)})` : shortNumber(x);
+}
+
+export interface WeightCellInputs {
+  readonly queryRow: readonly number[]; // [E]
+  readonly keyRow: readonly number[]; // [E]
+  readonly score: number; // the port's scores[i][j]
+  readonly scale: number;
+  readonly softcap: number;
+  readonly logitsRow: readonly number[]; // the port's logits row i [Lk]
+  readonly weight: number; // the port's weights[i][j]
+  readonly i: number;
+  readonly j: number;
+  readonly isCausal: boolean;
+  readonly maskCell: boolean | number | null; // this cell of the mask, broadcast; null: no mask
+}
+
+/** The lines of arithmetic that lead from query row i and key row j to weights[i][j], with the
+ * actual numbers. The intermediate values come from the port's steps; the exp and the sum are
+ * redone here only to show them. */
+export function weightArithmetic(cell: WeightCellInputs): string[] {
+  const { queryRow, keyRow, score, scale, softcap, logitsRow, weight, i, j } = cell;
+  const n = (x: number) => shortNumber(x);
+  const terms = queryRow.map((q, t) => `${factor(q)}×${factor(keyRow[t])}`);
+  const shownTerms = terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms;
+  const lines = [`q${i}·k${j} = ${shownTerms.join(" + ") || "0 (no features)"} = ${n(score)}`];
+  let logit = score * scale;
+  lines.push(`× scale ${n(scale)} = ${n(logit)}`);
+  if (softcap > 0) {
+    logit = softcap * Math.tanh(logit / softcap);
+    lines.push(`softcap: ${n(softcap)}·tanh(x/${n(softcap)}) = ${n(logit)}`);
+  }
+  let allowed = true;
+  if (cell.isCausal && j > i) {
+    allowed = false;
+    lines.push(`causal: key ${j} > query ${i} → −∞`);
+  }
+  if (typeof cell.maskCell === "boolean") {
+    allowed &&= cell.maskCell;
+    lines.push(cell.maskCell ? "mask: true (may attend)" : "mask: false → −∞");
+  } else if (typeof cell.maskCell === "number") {
+    lines.push(`+ mask ${n(cell.maskCell)} = ${n(logit + cell.maskCell)}`);
+  }
+  const x = logitsRow[j];
+  lines.push(`logit = ${allowed ? n(x) : "−∞"}`);
+  let rowMax = -Infinity;
+  for (const v of logitsRow) {
+    rowMax = Math.max(rowMax, v);
+  }
+  if (rowMax === -Infinity) {
+    lines.push("every key of this row is masked: weight 0 (nothing to attend to)");
+    return lines;
+  }
+  let sum = 0;
+  for (const v of logitsRow) {
+    sum += Math.exp(v - rowMax);
+  }
+  const e = Math.exp(x - rowMax);
+  lines.push(`exp(x − row max) = exp(${n(x)} − ${n(rowMax)}) = ${n(e)}`);
+  lines.push(`÷ row sum ${n(sum)} = ${n(e / sum)}`);
+  lines.push(`weight (attention.ts) = ${numberText(weight)}`);
+  return lines;
+}
+
+/** The arithmetic of output[i][c]: the weights of row i times column c of value. */
+export function outputArithmetic(
+  weightsRow: readonly number[],
+  valueColumn: readonly number[],
+  output: number,
+  i: number,
+  c: number,
+): string[] {
+  const terms = weightsRow.map((w, j) => `${factor(w)}×${factor(valueColumn[j])}`);
+  const shown = terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms;
+  return [
+    `out[${i}][${c}] = Σ_j w${i}j · v[j][${c}]`,
+    `= ${shown.join(" + ") || "0"}`,
+    `= ${numberText(output)}`,
+  ];
+}
+
+// ---- The tolerance rule, for a fixture case ---------------------------------------------------------
+
+/** The rule's constant K and float64's unit roundoff u: |x - expected| <= K * u * error_scale. */
+export const K = 16;
+export const UNIT_ROUNDOFF_FLOAT64 = 2 ** -53;
+
+export interface BudgetCheck {
+  readonly passed: boolean;
+  readonly used: number; // largest |actual - expected| / (K u error_scale); 1 is the whole budget
+  readonly maxAbsError: number;
+  readonly index: number; // flat index where the budget was used most (-1 when empty)
+  readonly problem: string | null;
+}
+
+/** The output held to the project's tolerance rule, element-wise, on flat row-major arrays.
+ *
+ * The twin of check_step in python/attention_port/compare.py, the one place that decides whether a
+ * port passed (a test holds this function to it on every fixture): NaN must meet NaN; where the
+ * budget is 0 (error_scale 0: a fully-masked row) the value must be exact and a zero must be +0.0. */
+export function checkOutput(
+  actual: readonly number[],
+  expected: readonly number[],
+  errorScale: readonly number[],
+  unitRoundoff = UNIT_ROUNDOFF_FLOAT64,
+): BudgetCheck {
+  if (actual.length !== expected.length) {
+    return { passed: false, used: Infinity, maxAbsError: Infinity, index: -1, problem: "shapes differ" };
+  }
+  if (expected.length === 0) {
+    return { passed: true, used: 0, maxAbsError: 0, index: -1, problem: null };
+  }
+  for (let n = 0; n < expected.length; n++) {
+    if (Number.isNaN(actual[n]) !== Number.isNaN(expected[n])) {
+      const what = Number.isNaN(actual[n])
+        ? "NaN where a number was expected"
+        : "a number where NaN was expected";
+      return {
+        passed: false,
+        used: Infinity,
+        maxAbsError: Infinity,
+        index: n,
+        problem: `element ${n} is ${what}`,
+      };
+    }
+  }
+  let most = -Infinity;
+  let index = 0;
+  let maxAbsError = 0;
+  let wrongSign = -1;
+  for (let n = 0; n < expected.length; n++) {
+    const expectedNan = Number.isNaN(expected[n]);
+    const budget = K * unitRoundoff * (expectedNan ? 0 : errorScale[n]);
+    const error = expectedNan ? 0 : Math.abs(actual[n] - expected[n]);
+    const exact = budget === 0;
+    let used = exact ? (error > 0 ? Infinity : 0) : error / budget;
+    if (exact && expected[n] === 0 && signBit(actual[n]) !== signBit(expected[n])) {
+      used = Infinity;
+      wrongSign = wrongSign < 0 ? n : wrongSign;
+    }
+    if (Number.isNaN(used)) {
+      used = Infinity; // Infinity - Infinity and the like
+    }
+    if (used > most) {
+      most = used;
+      index = n;
+    }
+    // numpy's max propagates NaN; so does Math.max.
+    maxAbsError = Math.max(maxAbsError, error);
+  }
+  if (wrongSign >= 0) {
+    return {
+      passed: false,
+      used: most,
+      maxAbsError,
+      index: wrongSign,
+      problem: `element ${wrongSign} is -0.0 where +0.0 is required`,
+    };
+  }
+  return { passed: most <= 1, used: most, maxAbsError, index, problem: null };
+}
+
+/** numpy's signbit for the numbers JavaScript can tell apart: true for negatives and -0. */
+function signBit(x: number): boolean {
+  return x < 0 || Object.is(x, -0);
+}
+
+// ---- The √d_k experiment ----------------------------------------------------------------------------
+
+export interface SqrtDkPoint {
+  readonly dk: number;
+  readonly scoreSpread: number; // standard deviation of the raw scores q·k (about √d_k)
+  readonly scaledSpread: number; // the same after × 1/√d_k (about 1)
+  readonly maxWeight: { readonly scaled: number; readonly unscaled: number }; // mean over rows
+  readonly entropy: { readonly scaled: number; readonly unscaled: number }; // mean over rows, nats
+  readonly jacobian: { readonly scaled: number; readonly unscaled: number }; // mean ‖diag(p) − ppᵀ‖_F
+}
+
+export const SQRT_DK_ROWS = 32; // queries and keys drawn for each d_k
+
+/** For random unit-variance query and key [n, d_k], the softmax of the raw scores (scale 1) and of
+ * the scaled ones (1/√d_k), both computed by attention.ts, summarised per row. */
+export function sqrtDkPoint(dk: number, seed = 7, rows = SQRT_DK_ROWS): SqrtDkPoint {
+  const normal = normalDraws(seededRandom(seed * 7919 + dk));
+  const draw = () => Array.from({ length: rows }, () => Array.from({ length: dk }, normal)); // [n, d_k]
+  const query = draw();
+  const key = draw();
+  const value = Array.from({ length: rows }, () => [0]); // [n, 1]: only the weights are read
+  const raw = attentionSteps(query, key, value, { scale: 1 });
+  const scaled = attentionSteps(query, key, value); // scale 1/√d_k, the default
+  const spread = (m: NestedArray) => {
+    const xs = flatten(m);
+    const mean = xs.reduce((a, x) => a + x, 0) / xs.length;
+    return Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / xs.length);
+  };
+  const perRow = (weights: NestedArray, f: (p: readonly number[]) => number) => {
+    const matrix = weights as number[][];
+    return matrix.reduce((a, p) => a + f(p), 0) / matrix.length;
+  };
+  const maxOf = (p: readonly number[]) => Math.max(...p);
+  const entropyOf = (p: readonly number[]) => -p.reduce((a, x) => (x > 0 ? a + x * Math.log(x) : a), 0);
+  return {
+    dk,
+    scoreSpread: spread(raw.scores),
+    scaledSpread: spread(scaled.logits),
+    maxWeight: { scaled: perRow(scaled.weights, maxOf), unscaled: perRow(raw.weights, maxOf) },
+    entropy: { scaled: perRow(scaled.weights, entropyOf), unscaled: perRow(raw.weights, entropyOf) },
+    jacobian: { scaled: perRow(scaled.weights, jacobianSize), unscaled: perRow(raw.weights, jacobianSize) },
+  };
+}
+
+/** ‖diag(p) − ppᵀ‖_F: the size of softmax's Jacobian at p. It is largest for a uniform p and goes
+ * to 0 as p approaches one-hot, which is why a saturated softmax passes almost no gradient back. */
+export function jacobianSize(p: readonly number[]): number {
+  let sum = 0;
+  for (let a = 0; a < p.length; a++) {
+    for (let b = 0; b < p.length; b++) {
+      const entry = (a === b ? p[a] : 0) - p[a] * p[b];
+      sum += entry * entry;
+    }
+  }
+  return Math.sqrt(sum);
+}
+
+/** d_k = 1, 2, 4, …, 1024: the points of the experiment's curves. */
+export const SQRT_DK_GRID = Array.from({ length: 11 }, (_, n) => 2 ** n);
+
+// ---- Fixture cases, as the page receives them -------------------------------------------------------
+
+/** A flat row-major tensor with its shape. */
+export interface FlatTensor {
+  readonly shape: readonly number[];
+  readonly data: readonly number[];
+}
+
+/** One fixture case, as build.ts embeds it in the page (read by typescript/src/fixtures.ts, so the
+ * page never parses the fixture format itself). Inputs are in the form the port takes; of the
+ * oracle's values (50-digit decimal, rounded once to float64) the page carries what it shows. */
+export interface ExplorerCase
+  extends Pick<FixtureCase, "id" | "description" | "tags" | "inputs" | "params" | "expectedError"> {
+  readonly expected: {
+    readonly weights: FlatTensor;
+    readonly output: FlatTensor;
+    readonly errorScale: FlatTensor;
+  } | null; // null for an invalid case
+}

@@ -1,0 +1,224 @@
+// The explorer's logic (typescript/explorer/model.ts) and its build (build.ts), without a browser.
+// The page itself is tested in Chromium by python/tests/test_explorer_browser.py; the tolerance
+// rule's twin is held to compare.py on every fixture by python/tests/test_explorer.py.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { buildPage, bundle, explorerCase, jsLiteral } from "../explorer/build.ts";
+import {
+  checkOutput,
+  errorTarget,
+  formatTensorText,
+  jacobianSize,
+  K,
+  outerIndices,
+  parseTensorText,
+  randomInputs,
+  shortNumber,
+  sliceAt,
+  sqrtDkPoint,
+  tutorialInputs,
+  UNIT_ROUNDOFF_FLOAT64,
+  viridis,
+  weightArithmetic,
+} from "../explorer/model.ts";
+import { attentionSteps, scaledDotProductAttention } from "../src/attention.ts";
+import { loadFixtures } from "../src/fixtures.ts";
+
+describe("reading what a reader types", () => {
+  test("JSON with the bare words NaN, Infinity and -Infinity", () => {
+    const parsed = parseTensorText("[[1, -Infinity], [NaN, Infinity]]");
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.value, [
+      [1, -Infinity],
+      [NaN, Infinity],
+    ]);
+  });
+
+  test("an empty box is no tensor; a string stays a string for the port to refuse", () => {
+    assert.deepEqual(parseTensorText("  "), { ok: true, value: null });
+    assert.deepEqual(parseTensorText('[["1", "NaN x"]]'), { ok: true, value: [["1", "NaN x"]] });
+  });
+
+  test("text that is not JSON says so", () => {
+    const parsed = parseTensorText("[[1, 2]");
+    assert.equal(parsed.ok, false);
+    assert.match((parsed as { message: string }).message, /^not JSON/);
+  });
+
+  test("written text reads back to the same numbers, -0 and non-finite ones included", () => {
+    const tensor = [
+      [
+        [0.1, -0, 5e-324],
+        [NaN, -Infinity, 1e300],
+      ],
+    ];
+    const parsed = parseTensorText(formatTensorText(tensor));
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.value, tensor);
+    assert.ok(Object.is((parsed.value as number[][][])[0][0][1], -0));
+  });
+
+  test("an error message goes next to the input it names", () => {
+    assert.equal(
+      errorTarget("key has feature size 6 but query has 8 (query [2, 4, 8], key [2, 5, 6])"),
+      "key",
+    );
+    assert.equal(errorTarget("attnMask of shape [2, 2] does not broadcast"), "attnMask");
+    assert.equal(errorTarget("scale must be a finite number, got NaN"), "options");
+  });
+});
+
+describe("presets and slices", () => {
+  test("the tutorial example gives the tutorial's output through the port", () => {
+    const { query, key, value } = tutorialInputs();
+    const output = scaledDotProductAttention(query, key, value);
+    // softmax([2, 0, 1] / 2) · V, worked by hand: weights e^1, e^0, e^0.5 over their sum.
+    const [a, b, c] = [Math.E, 1, Math.exp(0.5)];
+    const s = a + b + c;
+    assert.ok(Math.abs(output[0][0] - (a * 1 + b * 3 + c * 5) / s) < 1e-14);
+  });
+
+  test("seeded random inputs repeat for a seed and have the asked shapes", () => {
+    const sizes = { lq: 5, lk: 7, e: 3, ev: 2, hq: 4, hkv: 2, seed: 9 };
+    const first = randomInputs(sizes);
+    assert.deepEqual(randomInputs(sizes), first);
+    assert.notDeepEqual(randomInputs({ ...sizes, seed: 10 }), first);
+    const steps = attentionSteps(
+      first.query as number[][][],
+      first.key as number[][][],
+      first.value as number[][][],
+      {
+        enableGqa: true,
+      },
+    );
+    assert.deepEqual(steps.outputShape, [4, 5, 2]);
+    const flat = (first.query as number[][][]).flat(2);
+    assert.ok(flat.every((x) => Number(x.toPrecision(3)) === x));
+  });
+
+  test("outer indices walk [B..., Hq] in row-major order; sliceAt picks one matrix", () => {
+    assert.deepEqual(outerIndices([]), [[]]);
+    assert.deepEqual(outerIndices([2, 2]), [
+      [0, 0],
+      [0, 1],
+      [1, 0],
+      [1, 1],
+    ]);
+    const tensor = [
+      [[[1]], [[2]]],
+      [[[3]], [[4]]],
+    ];
+    assert.deepEqual(sliceAt(tensor, [1, 0]), [[3]]);
+  });
+
+  test("short numbers and the colour map", () => {
+    assert.equal(shortNumber(-Infinity), "−∞");
+    assert.equal(shortNumber(0.506480391055654), "0.506");
+    assert.equal(shortNumber(-0), "-0");
+    assert.equal(viridis(0).colour, "rgb(68, 1, 84)");
+    assert.equal(viridis(1).colour, "rgb(253, 231, 37)");
+    assert.equal(viridis(0).darkText, false);
+    assert.equal(viridis(1).darkText, true);
+  });
+
+  test("a weight cell's arithmetic uses the port's numbers", () => {
+    const { query, key, value } = tutorialInputs();
+    const steps = attentionSteps(query, key, value);
+    const lines = weightArithmetic({
+      queryRow: query[0],
+      keyRow: key[2],
+      score: (steps.scores as number[][])[0][2],
+      scale: 0.5,
+      softcap: 0,
+      logitsRow: (steps.weights as number[][])[0].map((_, j) => (steps.scores as number[][])[0][j] * 0.5),
+      weight: (steps.weights as number[][])[0][2],
+      i: 0,
+      j: 2,
+      isCausal: false,
+      maskCell: null,
+    });
+    assert.equal(lines[0], "q0·k2 = 1×1 + 0×1 + 1×0 + 0×0 = 1");
+    assert.equal(lines[1], "× scale 0.5 = 0.5");
+    assert.ok(lines.some((l) => l.startsWith("÷ row sum") && l.endsWith("= 0.307")));
+  });
+});
+
+describe("the tolerance rule's twin", () => {
+  const unit = K * UNIT_ROUNDOFF_FLOAT64;
+
+  test("an error inside the budget passes with its share; one outside fails", () => {
+    const inside = checkOutput([1 + 0.5 * 2 * unit], [1], [2]);
+    assert.equal(inside.passed, true);
+    assert.ok(Math.abs(inside.used - 0.5) < 1e-12);
+    assert.equal(checkOutput([1 + 1.5 * 2 * unit], [1], [2]).passed, false);
+  });
+
+  test("NaN must meet NaN, and an exact cell must be +0.0", () => {
+    assert.equal(checkOutput([NaN], [NaN], [NaN]).passed, true);
+    assert.equal(checkOutput([NaN], [1], [1]).passed, false);
+    assert.equal(checkOutput([1], [NaN], [1]).passed, false);
+    assert.equal(checkOutput([0], [0], [0]).passed, true);
+    const negative = checkOutput([-0], [0], [0]);
+    assert.equal(negative.passed, false);
+    assert.match(negative.problem ?? "", /-0\.0 where \+0\.0/);
+  });
+});
+
+describe("the √d_k experiment", () => {
+  test("raw scores spread like √d_k, scaled ones like 1; unscaled softmax saturates", () => {
+    const small = sqrtDkPoint(1);
+    const large = sqrtDkPoint(1024);
+    // Theory, not the code: q·k of d_k unit-variance products has standard deviation √d_k.
+    assert.ok(Math.abs(large.scoreSpread / 32 - 1) < 0.15, `spread ${large.scoreSpread}`);
+    assert.ok(Math.abs(large.scaledSpread - 1) < 0.15, `scaled spread ${large.scaledSpread}`);
+    assert.ok(large.maxWeight.unscaled > 0.9 && small.maxWeight.unscaled < 0.5);
+    assert.ok(large.maxWeight.scaled < 0.3);
+    assert.ok(large.jacobian.unscaled < large.jacobian.scaled);
+  });
+
+  test("the Jacobian size: 0 for one-hot, worked by hand for uniform", () => {
+    assert.equal(jacobianSize([1, 0, 0]), 0);
+    // Uniform p = 1/n: diagonal entries 1/n - 1/n², off-diagonal -1/n² (n² - n of them).
+    const n = 4;
+    const expected = Math.sqrt(n * (1 / n - 1 / n ** 2) ** 2 + (n * n - n) / n ** 4);
+    assert.ok(Math.abs(jacobianSize([0.25, 0.25, 0.25, 0.25]) - expected) < 1e-15);
+  });
+});
+
+describe("the page build", () => {
+  test("numbers are written as JavaScript that reads back exactly", () => {
+    const values = [0.1, -0, 5e-324, NaN, -Infinity, 1.7976931348623157e308, "a</script>"];
+    const back = new Function(`return ${jsLiteral(values)}`)() as unknown[];
+    assert.deepEqual(back, values);
+    assert.ok(Object.is(back[1], -0));
+  });
+
+  test("the bundle is made from the real attention.ts, not a copy", async () => {
+    const { inputs, code } = await bundle();
+    assert.ok(inputs.includes("typescript/src/attention.ts"), inputs.join(", "));
+    assert.ok(
+      inputs.every((path) => path.startsWith("typescript/src/") || path.startsWith("typescript/explorer/")),
+    );
+    assert.match(code, /function attentionSteps\(/);
+  });
+
+  test("the built page holds everything it needs and no address to fetch", async () => {
+    const { html, cases, left } = await buildPage();
+    assert.ok(cases.includes("tutorial_seq3_dk4"));
+    assert.equal(cases.length + left.length, loadFixtures().length);
+    assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
+    assert.ok(Buffer.byteLength(html) < 1_000_000, `${Buffer.byteLength(html)} bytes`);
+  });
+
+  test("a fixture case reaches the page with the port's input form and the oracle's values", () => {
+    const [fixture] = loadFixtures(undefined, ["tutorial_seq3_dk4"]);
+    const page = explorerCase(fixture);
+    assert.deepEqual(page.inputs.value, [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]);
+    assert.deepEqual(page.expected?.output.data, fixture.expected?.output.data);
+  });
+});
