@@ -124,7 +124,8 @@ export function scaledDotProductAttention(
   options: SimdAttentionOptions = {},
 ): NestedArray {
   const problem = checkedProblem(query, key, value, options);
-  return nest(attend(problem), problem.shapes.outputShape); // [B..., Hq, Lq, Ev]
+  // nest copies the numbers out at once, so it may read the kernel's memory in place.
+  return nest(attend(problem, false), problem.shapes.outputShape); // [B..., Hq, Lq, Ev]
 }
 
 /** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
@@ -339,8 +340,9 @@ function reserve(kernel: Kernel, sizes: readonly number[]): number[] {
 }
 
 /** The whole computation on one shared memory; returns the output [B..., Hq, Lq, Ev] in the
- * problem's dtype. */
-function attend(problem: Problem): Float64Array | Float32Array {
+ * problem's dtype: a copy, or with copy = false a view of the kernel's memory that the next call
+ * overwrites. */
+function attend(problem: Problem, copy = true): Float64Array | Float32Array {
   const { shapes, mask, float32 } = problem;
   const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
   const { features: E, valueFeatures: Ev } = shapes;
@@ -417,7 +419,8 @@ function attend(problem: Problem): Float64Array | Float32Array {
   job.setFloat64(72, problem.softcap, true);
 
   runItems(kernel, bytes, items, scratch, stride, threads);
-  return floats(float32, buffer, output, outputSize).slice(); // copied out: the memory is reused
+  const result = floats(float32, buffer, output, outputSize);
+  return copy ? result.slice() : result; // a view is only good until the next call reuses the memory
 }
 
 /** A float32 or float64 view of `length` numbers at byte `offset` of the kernel's memory. */
