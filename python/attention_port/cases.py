@@ -108,6 +108,18 @@ def large_negative_bias(rng: Generator) -> np.ndarray:
     return bias
 
 
+def with_values(shape: tuple, *cells: tuple) -> Callable[[Generator], np.ndarray]:
+    """Standard normal numbers with the given (index, value) cells written over them."""
+
+    def draw(rng: Generator) -> np.ndarray:
+        x = _three_digits(rng.standard_normal(shape))
+        for index, value in cells:
+            x[index] = value
+        return x
+
+    return draw
+
+
 def large_logit_keys(rng: Generator) -> np.ndarray:
     """Six keys close to one shared direction, so that the scaled scores are all near +-1e3 (exp
     overflows float64 past 709) yet differ by about one: without the max subtraction softmax gives
@@ -186,6 +198,7 @@ TAGS = {
     # numbers
     "stability": "logits whose exp() overflows or that are tiny: softmax must subtract the max",
     "nan": "NaN in an input, and where it must reach",
+    "inf": "+inf or -inf in an input, and where it must reach",
     # invalid inputs: `error` and the error kind
     "error": "an invalid case: every port must raise this kind and message",
     "ragged": "the error kind `ragged`",
@@ -359,6 +372,64 @@ VALID_CASES = [
          description="70 queries over 75 keys, causal with a padding mask",
          query=(1, 70, 16), key=(1, 75, 16), value=(1, 75, 8),
          attn_mask=np.arange(75) < 71, is_causal=True),
+    Case(id="rank2_wide_features", seed=45, tags=("rank2",),
+         description="Rank 2, 5 tokens, E = 32: the scale 1/sqrt(32) shrinks scores of spread about 6",
+         query=(5, 32), key=(5, 32), value=(5, 32)),
+    Case(id="large_logits_both_signs", seed=46, tags=("rank2", "stability"),
+         description="Scaled scores near -1e3 (exp underflows to 0, and 0 / 0 is NaN) and near +1e3 (exp overflows)",
+         query=[[20.0, 0.0, 0.0, 0.0], [-20.0, 0.0, 0.0, 0.0], [20.0, 3.0, 0.0, 0.0]],
+         key=[[-100.0, 1.0, 0.0, 0.0], [-100.2, 0.0, 1.0, 0.0], [-99.9, 0.0, 0.0, 1.0], [-100.5, 0.0, 0.0, 0.0]],
+         value=(4, 3)),
+    Case(id="large_logits_far_apart", seed=47, tags=("rank2", "stability"),
+         description="d_k = 1 and scores 1000, 500, 0, -40 apart: almost all weight on one key, no NaN",
+         query=[[40.0], [30.0], [-35.0]], key=[[25.0], [12.5], [0.0], [-1.0]], value=(4, 3)),
+    Case(id="bool_mask_rank2", seed=48, tags=("rank2", "mask", "bool_mask"),
+         description="Boolean mask [Lq, Lk] on rank-2 inputs: true = may attend",
+         query=(5, 8), key=(5, 8), value=(5, 4),
+         attn_mask=np.array([[True, False, True, True, False], [False, True, True, False, True],
+                             [True, True, False, False, False], [False, False, True, True, True],
+                             [True, False, False, True, True]])),
+    Case(id="bool_mask_one_key_each", seed=49, tags=("rank2", "mask", "bool_mask"),
+         description="Each query may attend to exactly one key, so its output is that key's value row",
+         query=(4, 8), key=(4, 8), value=(4, 3),
+         attn_mask=np.array([[False, False, True, False], [True, False, False, False],
+                             [False, False, False, True], [False, True, False, False]])),
+    Case(id="bool_mask_mostly_open", seed=50, tags=("rank2", "mask", "bool_mask"),
+         description="Boolean mask blocking one key per query",
+         query=(4, 8), key=(4, 8), value=(4, 8),
+         attn_mask=~np.eye(4, dtype=bool)),
+    Case(id="float_mask_biases", seed=51, tags=("rank2", "mask", "float_mask"),
+         description="Float mask of finite biases (no -inf): added to the logits, not a yes/no",
+         query=(5, 8), key=(5, 8), value=(5, 8),
+         attn_mask=float_mask((5, 5), neg_inf=0.0, spread=2.0)),
+    Case(id="fully_masked_rows_float", seed=52, tags=("rank2", "mask", "float_mask", "fully_masked"),
+         description="Rows 1 and 3 of a float mask are all -inf: those output rows are +0.0",
+         query=(4, 8), key=(5, 8), value=(5, 8),
+         attn_mask=float_mask((4, 5), 0.0, blocked_rows=(1, 3))),
+    Case(id="fully_masked_first_row_bool", seed=53, tags=("rank2", "mask", "bool_mask", "fully_masked"),
+         description="Row 0 of a boolean mask is all false: output row 0 is +0.0",
+         query=(3, 8), key=(4, 8), value=(4, 8),
+         attn_mask=np.array([[False, False, False, False], [True, False, True, True], [True, True, False, True]])),
+    Case(id="causal_rank2", seed=54, tags=("rank2", "causal"),
+         description="Causal self-attention on rank-2 inputs: query i sees keys 0..i",
+         query=(6, 8), key=(6, 8), value=(6, 8),
+         is_causal=True),
+    Case(id="causal_rank2_with_bool_mask", seed=55, tags=("rank2", "causal", "mask", "bool_mask"),
+         description="Causal and a boolean mask together: a key must be allowed by both",
+         query=(5, 8), key=(5, 8), value=(5, 8),
+         attn_mask=np.array([[True, True, False, True, True], [True, False, True, True, False],
+                             [True, True, True, False, True], [True, True, False, True, True],
+                             [True, False, True, True, True]]), is_causal=True),
+    Case(id="gqa_6q_3kv", seed=56, tags=("rank3", "gqa"),
+         description="Grouped-query attention: 6 query heads share 3 key/value heads, two each",
+         query=(6, 3, 8), key=(3, 4, 8), value=(3, 4, 8),
+         enable_gqa=True),
+    Case(id="empty_queries_rank2", seed=57, tags=("rank2", "empty"),
+         description="Lq = 0 on rank-2 inputs: the output is empty, [0, Ev]",
+         query=(0, 4), key=(3, 4), value=(3, 2)),
+    Case(id="inf_in_value", seed=58, tags=("rank2", "inf"),
+         description="+inf in value column 2 and -inf in column 0: those output columns are +inf and -inf",
+         query=(3, 4), key=(4, 4), value=with_values((4, 3), ((1, 2), np.inf), ((3, 0), -np.inf))),
     Case(id="empty_heads", seed=201, tags=("rank4", "heads", "empty"),
          description="H = 0: no head at all, an empty output [B, 0, Lq, Ev]",
          query=(1, 0, 3, 4), key=(1, 0, 5, 4), value=(1, 0, 5, 3)),
@@ -595,3 +666,38 @@ ARRAY_CASES = [
 # fmt: on
 
 CASES = VALID_CASES + INVALID_CASES
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of `attention-port check`: the feature a learner adds, and the tags that need it."""
+
+    name: str
+    tags: tuple[str, ...]
+
+
+# The levels of `attention-port check`, easiest first. A case belongs to the last level that any of
+# its tags names (it needs every feature its tags name, so it waits until the learner has them all);
+# a case whose tags name no level (only "rank2", say) is plain rank-2 attention, level 2.
+LEVELS = (
+    Level("the tutorial example", ("tutorial",)),
+    Level("plain rank-2", ()),
+    Level("numerical stability (large logits)", ("stability",)),
+    Level("boolean masks", ("bool_mask",)),
+    Level("float masks and -inf", ("float_mask",)),
+    Level("fully-masked rows", ("fully_masked",)),
+    Level("causal", ("causal",)),
+    Level("batch and heads", ("rank3", "rank4", "rank5", "heads", "batch", "broadcast")),
+    Level("cross-attention (Lq != Lk, Ev != E)", ("cross", "ev")),
+    Level("grouped-query heads", ("gqa", "mqa")),
+    Level("scale and softcap", ("scale", "softcap")),
+    Level("invalid input", ("error",)),
+    Level("edge cases (empty dims, NaN and +-inf)", ("empty", "nan", "inf")),
+)
+PLAIN_LEVEL = 2  # the level of a case whose tags name no level
+
+
+def level_of(tags) -> int:
+    """The level (1-based) a case with these tags belongs to."""
+    named = [n for n, level in enumerate(LEVELS, start=1) if set(level.tags) & set(tags)]
+    return max(named, default=PLAIN_LEVEL)

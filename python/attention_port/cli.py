@@ -1,4 +1,4 @@
-"""`attention-port generate | verify`: the project's commands.
+"""`attention-port generate | verify | check`: the project's commands.
 
 Exit codes: 0 all good; 1 a port failed a case (or fixtures are stale, with generate --check);
 2 the job could not run (a bad fixture folder, Node missing or broken, a bad argument).
@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import bench, compare, fixtures, generate, ports
+from . import compare, fixtures, generate, ports
 from .cases import CASES
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError
 
@@ -213,6 +213,12 @@ def command_side_by_side(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_check(args: argparse.Namespace) -> int:
+    from . import check
+
+    return check.check(Path(args.path), Path(args.fixtures), timeout=args.timeout, run_all=args.all)
+
+
 def command_explore(args: argparse.Namespace) -> int:
     from . import explore
 
@@ -285,7 +291,20 @@ def make_parser() -> argparse.ArgumentParser:
     pages.add_argument("--check", action="store_true", help="only check that the page is up to date")
     pages.set_defaults(handler=command_side_by_side)
 
-    bench.add_parser(commands)
+    mine = commands.add_parser("check", help="check your own attention implementation, level by level")
+    mine.add_argument("path", help="a .ts/.mts/.js/.mjs module or a .py file (see docs/learn.md)")
+    mine.add_argument("--all", action="store_true", help="run every level, not only up to the first failure")
+    mine.add_argument("--timeout", type=float, default=10.0, help="seconds one case may take (default: 10)")
+    mine.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
+    mine.set_defaults(handler=command_check)
+
+    # Listed here for --help; `bench` parses its own options (bench/run.py), imported only when it runs.
+    commands.add_parser(
+        "bench",
+        add_help=False,
+        help="time every port and the onnxruntime peers side by side (each in its own process);"
+        " `attention-port bench --help` for its options",
+    )
 
     explore = commands.add_parser(
         "explore", help="the attention explorer in the browser (serve it, or --build one HTML file)"
@@ -307,6 +326,11 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        from .bench.run import main as bench_main
+
+        return bench_main(argv[1:])
     args = make_parser().parse_args(argv)
     try:
         return args.handler(args)

@@ -70,6 +70,18 @@ def node_version(node: Path) -> tuple[int, int, int]:
     return tuple(int(x) for x in match.groups())  # type: ignore[return-value]
 
 
+def checked_node() -> Path:
+    """find_node(), refused with a NodeError when it is older than MINIMUM_NODE."""
+    node = find_node()
+    version = node_version(node)
+    if version[:2] < MINIMUM_NODE:
+        raise NodeError(
+            f"{node} is Node {'.'.join(map(str, version))}; the TypeScript ports need >= 22.18"
+            " (they run .ts files directly)"
+        )
+    return node
+
+
 def run_typescript(
     fixtures_dir: Path | str,
     module: str = "attention",
@@ -81,13 +93,7 @@ def run_typescript(
     The document is {"port": module, "elapsed_ms": ..., "cases": {id: answer}} where an answer is
     {"scores": {"shape", "data"}, "weights": ..., "output": ...}, {"error": {"kind", "message"}}
     or {"crash": "..."}; numbers as in the fixtures ("NaN", "Infinity", "-Infinity")."""
-    node = find_node()
-    version = node_version(node)
-    if version[:2] < MINIMUM_NODE:
-        raise NodeError(
-            f"{node} is Node {'.'.join(map(str, version))}; the TypeScript ports need >= 22.18"
-            " (they run .ts files directly)"
-        )
+    node = checked_node()
     if not TYPESCRIPT_CLI.is_file():
         raise NodeError(f"{TYPESCRIPT_CLI} is missing; run from a checkout of the repository")
     scratch = Path(tempfile.mkdtemp(prefix="attention-port-ts-"))

@@ -115,7 +115,8 @@ def torch_sdpa_port(device: str, dtype: str) -> Port:
     return Port(f"torch-sdpa-{device}-{dtype}", "torch-sdpa", dtype, run)
 
 
-def _decode_tensor(entry: object) -> np.ndarray:
+def decode_tensor(entry: object) -> np.ndarray:
+    """A {"shape", "data"} tensor as the TypeScript CLI writes it (data flat, row-major)."""
     if not isinstance(entry, dict) or "shape" not in entry or "data" not in entry:
         raise ValueError("a step is not a {shape, data} object")
     shape = entry["shape"]
@@ -139,7 +140,7 @@ def decode_typescript_answer(entry: object) -> PortAnswer:
     if "crash" in entry:
         return PortAnswer(crash=str(entry["crash"]))
     try:
-        return PortAnswer(steps={name: _decode_tensor(entry[name]) for name in STEP_NAMES if name in entry})
+        return PortAnswer(steps={name: decode_tensor(entry[name]) for name in STEP_NAMES if name in entry})
     except (ValueError, TypeError) as error:
         return PortAnswer(crash=f"malformed result: {error}")
 

@@ -392,8 +392,16 @@ export function checkOutput(
   let wrongSign = -1;
   for (let n = 0; n < expected.length; n++) {
     const expectedNan = Number.isNaN(expected[n]);
-    const budget = K * unitRoundoff * (expectedNan ? 0 : errorScale[n]);
-    const error = expectedNan ? 0 : Math.abs(actual[n] - expected[n]);
+    // An infinity is met only by the same infinity (Infinity - Infinity is NaN, not an error of 0).
+    const infinite = Math.abs(expected[n]) === Infinity || Math.abs(actual[n]) === Infinity;
+    const budget = K * unitRoundoff * (expectedNan || infinite ? 0 : errorScale[n]);
+    const error = infinite
+      ? actual[n] === expected[n]
+        ? 0
+        : Infinity
+      : expectedNan
+        ? 0
+        : Math.abs(actual[n] - expected[n]);
     const exact = budget === 0;
     let used = exact ? (error > 0 ? Infinity : 0) : error / budget;
     if (exact && expected[n] === 0 && signBit(actual[n]) !== signBit(expected[n])) {

@@ -55,11 +55,13 @@ export function transpose(matrix: Matrix): number[][] {
 export function matMul(A: Matrix, B: Matrix): number[][] {
   const columns = B[0]?.length ?? 0;
   return A.map((row) => {
-    const out = new Array<number>(columns).fill(0); // [C]
+    const out = new Array<number>(columns); // [C]
     for (let c = 0; c < columns; c++) {
+      let sum = 0;
       for (let t = 0; t < row.length; t++) {
-        out[c] += row[t] * B[t][c];
+        sum += row[t] * B[t][c];
       }
+      out[c] = sum;
     }
     return out;
   });
@@ -131,18 +133,18 @@ export function attentionHead(
   }
 
   // Step 3: mask. A disallowed cell becomes -Infinity, so exp() makes its weight exactly 0.
-  logits = logits.map((row, i) =>
-    row.map((logit, j) => {
+  for (let i = 0; i < logits.length; i++) {
+    for (let j = 0; j < logits[i].length; j++) {
       // Query i may look at keys j <= i only (top-left aligned, as torch does for Lq != Lk).
       const causalAllows = !isCausal || j <= i;
       const cell = mask === null ? true : mask[i][j];
       if (cell === false || !causalAllows) {
-        return -Infinity; // never a sentinel like -1e9: that is just a number
+        logits[i][j] = -Infinity; // never a sentinel like -1e9: that is just a number
+      } else if (typeof cell === "number") {
+        logits[i][j] += cell; // a numeric mask is added: -Infinity in it masks, a finite value is a bias
       }
-      // A numeric mask is added: -Infinity in it masks, a finite value is a bias.
-      return typeof cell === "number" ? logit + cell : logit;
-    }),
-  ); // [Lq, Lk]
+    }
+  } // logits: [Lq, Lk]
 
   // Step 4: weights. Softmax over the keys turns each row of logits into a distribution.
   const weights = logits.map(softmax); // [Lq, Lk]
@@ -203,12 +205,17 @@ export function attentionSteps(
     const output = Lk === 0 ? head.output.map(() => new Array<number>(Ev).fill(0)) : head.output;
     steps.push({ ...head, output });
   }
-  const gather = (name: keyof HeadSteps) => steps.flatMap((s) => s[name].flat()); // row-major
+  const outer = shapes.scoresShape.slice(0, -2); // [B..., Hq] ([] for rank 2: the one head's steps)
+  const gather = (name: keyof HeadSteps) =>
+    nest(
+      steps.map((s) => s[name]),
+      outer,
+    ) as NestedArray;
   return {
-    scores: nest(gather("scores"), shapes.scoresShape),
-    logits: nest(gather("logits"), shapes.scoresShape),
-    weights: nest(gather("weights"), shapes.scoresShape),
-    output: nest(gather("output"), shapes.outputShape),
+    scores: gather("scores"),
+    logits: gather("logits"),
+    weights: gather("weights"),
+    output: gather("output"),
     scoresShape: shapes.scoresShape,
     outputShape: shapes.outputShape,
   };

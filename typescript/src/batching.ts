@@ -11,7 +11,7 @@
  * E query/key features, Ev value features.
  */
 
-import { type AttentionShapes, type NestedArray, product } from "./inputs.ts";
+import { type AttentionShapes, product } from "./inputs.ts";
 
 /** Where one (batch, head) slice starts in each flat row-major tensor. */
 export interface Slice {
@@ -77,6 +77,7 @@ export function slices(shapes: AttentionShapes, maskShape: readonly number[] | n
   return result;
 }
 
+<<<<<<< HEAD
 /** Nested arrays of `shape` (rank >= 1) from flat row-major numbers, read from `offset`. Plain
  * loops that push: V8 keeps these arrays packed and fast to build, where Array.from with a
  * callback costs a call per number (about 10x slower for a 1024 x 64 output). */
@@ -95,4 +96,29 @@ export function nest(data: ArrayLike<number>, shape: readonly number[], offset =
     nested.push(nest(data, inner, offset + n * size));
   }
   return nested;
+=======
+/** Nested arrays of `shape` from items in row-major order, read from `offset`: flat numbers with
+ * the tensor's whole shape (flash.ts), or one [Lq, Lk] matrix per (batch, head) with the outer
+ * shape [B..., Hq] (attention.ts; an empty shape gives the one matrix as it is, uncopied). */
+export function nest<T>(items: ArrayLike<T>, shape: readonly number[], offset = 0): T | NestedOf<T> {
+  if (shape.length === 0) {
+    return items[offset];
+  }
+  const result: (T | NestedOf<T>)[] = [];
+  if (shape.length === 1) {
+    for (let n = 0; n < shape[0]; n++) {
+      result.push(items[offset + n]); // a loop, not Array.from with a callback: several times faster
+    }
+    return result;
+  }
+  const inner = shape.slice(1);
+  const size = product(inner);
+  for (let n = 0; n < shape[0]; n++) {
+    result.push(nest(items, inner, offset + n * size));
+  }
+  return result;
+>>>>>>> main
 }
+
+/** Arrays of T nested to any depth. */
+export type NestedOf<T> = (T | NestedOf<T>)[];

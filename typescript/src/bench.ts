@@ -1,78 +1,61 @@
 /**
- * The Node worker of `attention-port bench`: times one TypeScript port in a process of its own.
+ * The Node worker of `attention-port bench`: times one port in a process of its own.
  *
  *     node typescript/src/bench.ts PLAN.json
  *
- * python/attention_port/bench.py (the parent) draws the inputs once, writes them as raw
+ * python/attention_port/bench/run.py (the parent) draws the inputs once, writes them as raw
  * little-endian float64 files and starts one worker per port. Its twin for the Python ports is
- * python/attention_port/bench_worker.py: the same plan, the same timing loop, the same result
- * document (see there for every field). The ports here:
- *     typescript        attention.ts, the readable port: nested number[][] in and out (float64 only)
- *     typescript-flash  flash.ts through its flat entry point scaledDotProductAttentionFlat, with
- *                       {shape, data} tensors: Float64Array for float64, Float32Array for float32
+ * python/attention_port/bench/worker.py: the same plan, the same timing loop, the same result
+ * document (see there for every field). PORTS below is this side of run.py's port table:
+ *     typescript               attention.ts, the readable port: number[][] in and out (float64)
+ *     typescript-flash         flash.ts's flat entry, {shape, data} tensors: Float64Array for
+ *                              float64, Float32Array for float32
+ *     typescript-flash-nested  flash.ts through number[][], as a caller with nested arrays has it
+ *     onnxruntime-node         the peers, running run.py's ONNX graph (plan.models) from the
+ *     onnxruntime-web          bench-only packages in plan.peers; Web is its WebAssembly backend
  *
  * Modes: "time" (warm-up, timed runs, output written for the parent to check), "memory" (exactly one
- * pass, then the peak RSS) and "idle" (import the port, then the peak RSS: the baseline).
- * Exit codes: 0 the result document is written (a cell that threw is recorded in it); 3 the port is
- * not available (flash.ts not written yet), said in the document's "unavailable"; 1 anything else.
+ * pass, then the peak RSS) and "idle" (load the port, then the peak RSS: the baseline).
+ * Exit codes: 0 the result document is written (a cell that threw is recorded in it); 1 anything else.
  */
 
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { endianness } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { scaledDotProductAttention as readableAttention } from "./attention.ts";
+import {
+  type FlatTensor,
+  scaledDotProductAttention as flashAttention,
+  scaledDotProductAttentionFlat,
+} from "./flash.ts";
 
 type Dtype = "float64" | "float32";
-type Mode = "time" | "memory" | "idle";
 
 interface Cell {
   readonly n: number;
+  readonly d: number;
   readonly dtype: Dtype;
   readonly causal: boolean;
 }
 
 interface Plan {
-  readonly mode: Mode;
+  readonly mode: "time" | "memory" | "idle";
   readonly port: string;
   readonly inputs: string;
-  readonly d: number;
   readonly cells: readonly Cell[];
   readonly min_runs: number;
   readonly max_runs: number;
   readonly budget_s: number;
   readonly warmup_s: number;
+  readonly threads: number;
   readonly outputs: string;
+  readonly models: string;
+  readonly peers: string;
   readonly result: string;
   readonly corrupt?: boolean;
 }
-
-interface CellRecord {
-  n: number;
-  dtype: Dtype;
-  causal: boolean;
-  warmup_runs?: number;
-  runs_ms?: number[];
-  median_ms?: number;
-  output?: string;
-  error?: string;
-}
-
-/** flash.ts's flat tensors: row-major data with its shape beside it. */
-interface FlatTensor {
-  readonly shape: readonly number[];
-  readonly data: Float64Array | Float32Array;
-}
-type FlatAttention = (
-  query: FlatTensor,
-  key: FlatTensor,
-  value: FlatTensor,
-  options: { isCausal?: boolean },
-) => FlatTensor;
-type NestedAttention = (
-  query: readonly (readonly number[])[],
-  key: readonly (readonly number[])[],
-  value: readonly (readonly number[])[],
-  options: { isCausal?: boolean },
-) => number[][];
 
 /** One cell made ready: `run` is the timed call, `flatten` turns its output into float64 [n, d]. */
 interface Prepared {
@@ -81,83 +64,72 @@ interface Prepared {
 }
 
 interface Port {
-  readonly prepare: (
-    query: Float64Array,
-    key: Float64Array,
-    value: Float64Array,
-    cell: Cell,
-    d: number,
-  ) => Prepared;
+  readonly prepare: (query: Float64Array, key: Float64Array, value: Float64Array, cell: Cell) => Prepared;
+  readonly versions?: Record<string, string>;
 }
 
-/** The port cannot run here at all (not an error in the port): exit code 3. */
-class Unavailable extends Error {}
+type NestedAttention = (
+  query: number[][],
+  key: number[][],
+  value: number[][],
+  options: { isCausal: boolean },
+) => number[][];
+/** A promise too: a port that hands the work to worker threads answers asynchronously. */
+type FlatAttention = (
+  query: FlatTensor,
+  key: FlatTensor,
+  value: FlatTensor,
+  options: { isCausal: boolean },
+) => FlatTensor | Promise<FlatTensor>;
 
-const TYPESCRIPT_PORTS = ["typescript", "typescript-flash"];
+const PORTS: Record<string, (plan: Plan) => Port | Promise<Port>> = {
+  typescript: () => nestedPort(readableAttention),
+  "typescript-flash": () => flatPort(scaledDotProductAttentionFlat),
+  "typescript-flash-nested": () => nestedPort(flashAttention),
+  "onnxruntime-node": (plan) => onnxPort(plan, "onnxruntime-node"),
+  "onnxruntime-web": (plan) => onnxPort(plan, "onnxruntime-web"),
+};
 
-/** [n, d] row-major -> number[][] (the readable port's form). */
-function nested(data: Float64Array, n: number, d: number): number[][] {
-  const rows: number[][] = [];
-  for (let i = 0; i < n; i++) {
-    rows.push(Array.from(data.subarray(i * d, (i + 1) * d)));
+function checkShape(shape: readonly number[], cell: Cell): void {
+  if (shape.length !== 2 || shape[0] !== cell.n || shape[1] !== cell.d) {
+    throw new Error(`output has shape [${shape.join(", ")}], expected [${cell.n}, ${cell.d}]`);
   }
-  return rows;
 }
 
-function checkShape(shape: readonly number[], n: number, d: number): void {
-  if (shape.length !== 2 || shape[0] !== n || shape[1] !== d) {
-    throw new Error(`output has shape [${shape.join(", ")}], expected [${n}, ${d}]`);
-  }
-}
-
-async function loadReadable(): Promise<Port> {
-  const { scaledDotProductAttention } = await import("./attention.ts");
-  const attention = scaledDotProductAttention as NestedAttention;
+/** A port that takes and gives number[][] (float64 only). */
+function nestedPort(attention: NestedAttention): Port {
   return {
-    prepare(query, key, value, cell, d) {
+    prepare(query, key, value, cell) {
       if (cell.dtype !== "float64") {
-        throw new Error(`the readable port computes in float64 (number[][]) only, not ${cell.dtype}`);
+        throw new Error(`number[][] holds float64 only, not ${cell.dtype}`);
       }
-      const [Q, K, V] = [query, key, value].map((x) => nested(x, cell.n, d)); // [n, d] each
+      const [Q, K, V] = [query, key, value].map((x) =>
+        Array.from({ length: cell.n }, (_, i) => Array.from(x.subarray(i * cell.d, (i + 1) * cell.d))),
+      ); // [n, d] each
       return {
         run: () => attention(Q, K, V, { isCausal: cell.causal }),
         flatten(output) {
           const rows = output as number[][];
-          checkShape([rows.length, rows[0]?.length ?? 0], cell.n, d);
-          const flat = new Float64Array(cell.n * d);
-          rows.forEach((row, i) => flat.set(row, i * d));
-          return flat;
+          checkShape([rows.length, rows[0]?.length ?? 0], cell);
+          return Float64Array.from(rows.flat());
         },
       };
     },
   };
 }
 
-async function loadFlash(): Promise<Port> {
-  const specifier = "./flash.ts"; // a variable, so that typechecking does not need the file to exist
-  let module: { scaledDotProductAttentionFlat?: unknown };
-  try {
-    module = (await import(specifier)) as { scaledDotProductAttentionFlat?: unknown };
-  } catch (error) {
-    if (!existsSync(new URL(specifier, import.meta.url))) {
-      throw new Unavailable("typescript/src/flash.ts does not exist yet (the fast port is being written)");
-    }
-    throw error; // the file is there but does not load: a real failure
-  }
-  if (typeof module.scaledDotProductAttentionFlat !== "function") {
-    throw new Error("typescript/src/flash.ts does not export scaledDotProductAttentionFlat");
-  }
-  const attention = module.scaledDotProductAttentionFlat as FlatAttention;
+/** A port with flash.ts's flat entry: {shape, data}, Float32Array storage for float32. */
+function flatPort(attention: FlatAttention): Port {
   return {
-    prepare(query, key, value, cell, d) {
+    prepare(query, key, value, cell) {
       const storage = (x: Float64Array) => (cell.dtype === "float32" ? Float32Array.from(x) : x);
-      const shape = [cell.n, d];
+      const shape = [cell.n, cell.d];
       const [Q, K, V] = [query, key, value].map((x): FlatTensor => ({ shape, data: storage(x) }));
       return {
         run: () => attention(Q, K, V, { isCausal: cell.causal }),
         flatten(output) {
           const tensor = output as FlatTensor;
-          checkShape(tensor.shape, cell.n, d);
+          checkShape(tensor.shape, cell);
           return Float64Array.from(tensor.data);
         },
       };
@@ -165,29 +137,89 @@ async function loadFlash(): Promise<Port> {
   };
 }
 
-async function loadPort(name: string): Promise<Port> {
-  if (name === "typescript") {
-    return loadReadable();
+/** What the bench uses of onnxruntime's JavaScript API (the same in -node and -web). The packages
+ * are bench-only, installed by scripts/bench beside this project, so their types are not here. */
+interface OrtTensor {
+  readonly dims: readonly number[];
+  readonly data: Float64Array | Float32Array;
+}
+interface OrtSession {
+  run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>>;
+}
+interface Ort {
+  readonly Tensor: new (type: Dtype, data: Float64Array | Float32Array, dims: number[]) => OrtTensor;
+  readonly InferenceSession: { create(path: string, options: object): Promise<OrtSession> };
+  readonly env: { wasm: { numThreads: number } };
+}
+
+/** peers.model_name: the graph file for one cell. */
+function modelName(cell: Cell): string {
+  return `attention-d${cell.d}-${cell.dtype}-${cell.causal ? "causal" : "full"}.onnx`;
+}
+
+/** An onnxruntime package from plan.peers running the graph in plan.models, one thread by default. */
+async function onnxPort(plan: Plan, name: "onnxruntime-node" | "onnxruntime-web"): Promise<Port> {
+  const require = createRequire(join(plan.peers, "package.json"));
+  const ort = (await import(pathToFileURL(require.resolve(name)).href)) as Ort;
+  const web = name === "onnxruntime-web";
+  if (web) {
+    ort.env.wasm.numThreads = plan.threads; // a WebAssembly worker pool only when > 1
   }
-  if (name === "typescript-flash") {
-    return loadFlash();
+  const options = {
+    executionProviders: [web ? "wasm" : "cpu"],
+    intraOpNumThreads: plan.threads,
+    interOpNumThreads: 1,
+  };
+  const sessions = new Map<string, OrtSession>();
+  for (const cell of plan.cells) {
+    // Idle mode too: a session (the WebAssembly module, its heap) is the runtime's resting cost.
+    const file = modelName(cell);
+    if (!sessions.has(file)) {
+      sessions.set(file, await ort.InferenceSession.create(join(plan.models, file), options));
+    }
   }
-  throw new Error(`unknown TypeScript port '${name}'; choose from ${TYPESCRIPT_PORTS.join(", ")}`);
+  const version = JSON.parse(readFileSync(join(plan.peers, "node_modules", name, "package.json"), "utf8"));
+  return {
+    versions: { [name]: version.version },
+    prepare(query, key, value, cell) {
+      const session = sessions.get(modelName(cell))!;
+      const tensor = (x: Float64Array) =>
+        new ort.Tensor(cell.dtype, cell.dtype === "float32" ? Float32Array.from(x) : x, [cell.n, cell.d]);
+      const scale = new ort.Tensor(
+        cell.dtype,
+        new (cell.dtype === "float32" ? Float32Array : Float64Array)([1 / Math.sqrt(cell.d)]),
+        [],
+      );
+      const feeds = { query: tensor(query), key: tensor(key), value: tensor(value), scale };
+      return {
+        run: () => session.run(feeds),
+        flatten(output) {
+          const tensor = (output as Record<string, OrtTensor>).output;
+          checkShape(tensor.dims, cell);
+          return Float64Array.from(tensor.data);
+        },
+      };
+    },
+  };
 }
 
 /** Warm up, then time runs: at least minRuns; past that, more only while the timed runs have
- * taken less than budgetS in all, up to maxRuns (bench_worker.time_cell, line for line). */
-export function timeCell(
+ * taken less than budgetS in all, up to maxRuns (worker.time_cell, line for line). A port whose
+ * call returns a promise (onnxruntime) is awaited inside the timed span. */
+export async function timeCell(
   run: () => unknown,
   minRuns: number,
   maxRuns: number,
   budgetS: number,
   warmupS: number,
-): { output: unknown; warmupRuns: number; timesMs: number[] } {
+): Promise<{ output: unknown; warmupRuns: number; timesMs: number[] }> {
   const started = performance.now();
   let warmupRuns = 0;
   for (;;) {
-    run();
+    const result = run();
+    if (result instanceof Promise) {
+      await result;
+    }
     warmupRuns += 1;
     if (warmupRuns >= 20 || performance.now() - started >= warmupS * 1e3) {
       break;
@@ -199,6 +231,9 @@ export function timeCell(
   while (timesMs.length < minRuns || (timesMs.length < maxRuns && spentMs < budgetS * 1e3)) {
     const start = performance.now();
     output = run();
+    if (output instanceof Promise) {
+      output = await output;
+    }
     const elapsed = performance.now() - start;
     timesMs.push(elapsed);
     spentMs += elapsed;
@@ -212,23 +247,20 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
-/** A raw little-endian float64 file of n*d numbers. */
-function readInput(folder: string, n: number, d: number, which: string): Float64Array {
-  const path = join(folder, `n${n}-${which}.f64`);
+/** A raw little-endian float64 file of n*d numbers (worker.input_path names it). */
+function readInput(folder: string, cell: Cell, which: string): Float64Array {
+  const path = join(folder, `n${cell.n}-d${cell.d}-${which}.f64`);
   const bytes = readFileSync(path);
-  if (bytes.byteLength !== n * d * 8) {
-    throw new Error(`${path} holds ${bytes.byteLength} bytes, expected n*d*8 = ${n}*${d}*8`);
+  const count = cell.n * cell.d;
+  if (bytes.byteLength !== count * 8) {
+    throw new Error(`${path} holds ${bytes.byteLength} bytes, expected n*d*8 = ${cell.n}*${cell.d}*8`);
   }
   if (bytes.byteOffset % 8 === 0) {
-    return new Float64Array(bytes.buffer, bytes.byteOffset, n * d); // no copy
+    return new Float64Array(bytes.buffer, bytes.byteOffset, count); // no copy
   }
-  const copy = new Float64Array(n * d);
+  const copy = new Float64Array(count);
   new Uint8Array(copy.buffer).set(bytes);
   return copy;
-}
-
-export function outputName(port: string, n: number, dtype: Dtype, causal: boolean): string {
-  return `${port}-${dtype}-${causal ? "causal" : "full"}-n${n}.f64`;
 }
 
 /** VmHWM from /proc/self/status (KiB), or null where there is no /proc. */
@@ -242,36 +274,44 @@ function vmHwmKib(): number | null {
 }
 
 async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
-  const port = await loadPort(plan.port);
-  const cells: CellRecord[] = [];
+  const load = PORTS[plan.port];
+  if (load === undefined) {
+    throw new Error(`unknown Node port '${plan.port}'; choose from ${Object.keys(PORTS).join(", ")}`);
+  }
+  const port = await load(plan);
+  const cells: Record<string, unknown>[] = [];
   for (const cell of plan.mode === "idle" ? [] : plan.cells) {
-    const record: CellRecord = { n: cell.n, dtype: cell.dtype, causal: cell.causal };
-    const label = `${plan.port} ${cell.dtype} n=${cell.n} causal=${cell.causal ? "on" : "off"}`;
+    const record: Record<string, unknown> = { ...cell };
+    const label = `${plan.port} ${cell.dtype} n=${cell.n} d=${cell.d} causal=${cell.causal ? "on" : "off"}`;
     try {
-      const [query, key, value] = ["query", "key", "value"].map((w) =>
-        readInput(plan.inputs, cell.n, plan.d, w),
-      );
-      const prepared = port.prepare(query, key, value, cell, plan.d);
+      const [query, key, value] = ["query", "key", "value"].map((w) => readInput(plan.inputs, cell, w));
+      const prepared = port.prepare(query, key, value, cell);
       if (plan.mode === "memory") {
-        prepared.run(); // exactly one pass: the peak is read at exit
+        await prepared.run(); // exactly one pass: the peak is read at exit
         record.runs_ms = [];
       } else {
-        const timed = timeCell(prepared.run, plan.min_runs, plan.max_runs, plan.budget_s, plan.warmup_s);
+        const timed = await timeCell(
+          prepared.run,
+          plan.min_runs,
+          plan.max_runs,
+          plan.budget_s,
+          plan.warmup_s,
+        );
         const out64 = prepared.flatten(timed.output);
         if (plan.corrupt === true) {
           out64[out64.length - 1] += 0.01; // test hook: a wrong answer the parent must catch
         }
-        const path = join(plan.outputs, outputName(plan.port, cell.n, cell.dtype, cell.causal));
+        const name = `${plan.port}-${cell.dtype}-${cell.causal ? "causal" : "full"}-n${cell.n}-d${cell.d}.f64`;
+        const path = join(plan.outputs, name);
         writeFileSync(path, new Uint8Array(out64.buffer, out64.byteOffset, out64.byteLength));
+        const medianMs = median(timed.timesMs);
         Object.assign(record, {
           warmup_runs: timed.warmupRuns,
           runs_ms: timed.timesMs,
-          median_ms: median(timed.timesMs),
+          median_ms: medianMs,
           output: path,
         });
-        console.error(
-          `${label}: median ${record.median_ms?.toFixed(3)} ms over ${timed.timesMs.length} runs`,
-        );
+        console.error(`${label}: median ${medianMs.toFixed(3)} ms over ${timed.timesMs.length} runs`);
       }
     } catch (error) {
       record.error = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
@@ -282,43 +322,36 @@ async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
   return {
     port: plan.port,
     mode: plan.mode,
-    versions: { node: process.versions.node, v8: process.versions.v8 },
+    versions: { node: process.versions.node, v8: process.versions.v8, ...port.versions },
     cells,
     vm_hwm_kib: vmHwmKib(),
     ru_maxrss_kib: process.resourceUsage().maxRSS, // KiB; only a fallback: it starts at the parent's peak (fork + exec)
   };
 }
 
-async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[]): Promise<number> {
   if (argv.length !== 1) {
     console.error("usage: node typescript/src/bench.ts PLAN.json");
     return 1;
   }
-  const plan = JSON.parse(readFileSync(argv[0], "utf8")) as Plan;
   if (endianness() !== "LE") {
-    console.error(
-      "attention-port bench (typescript): the raw input files are little-endian; this machine is not",
-    );
+    console.error("attention-port bench (node): the raw input files are little-endian; this machine is not");
     return 1;
   }
+  const plan = JSON.parse(readFileSync(argv[0], "utf8")) as Plan;
   try {
     const result = await runPlan(plan);
-    writeFileSync(plan.result, `${JSON.stringify(result, null, 1)}\n`);
+    writeFileSync(`${plan.result}.tmp`, `${JSON.stringify(result, null, 1)}\n`);
+    renameSync(`${plan.result}.tmp`, plan.result);
     return 0;
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const unavailable = error instanceof Unavailable;
-    writeFileSync(
-      plan.result,
-      `${JSON.stringify({ port: plan.port, mode: plan.mode, [unavailable ? "unavailable" : "error"]: message })}\n`,
+    console.error(
+      `attention-port bench (node): ${plan.port}: ${error instanceof Error ? error.message : error}`,
     );
-    console.error(`attention-port bench (typescript): ${plan.port}: ${message}`);
-    return unavailable ? 3 : 1;
+    return 1;
   }
 }
 
 if (import.meta.main) {
   process.exitCode = await main(process.argv.slice(2));
 }
-
-export { main };

@@ -123,11 +123,13 @@ export function numberJson(x: number): string {
   return Object.is(x, -0) ? "-0.0" : JSON.stringify(x);
 }
 
-function flat(x: unknown): number[] {
+/** The leaves of nested arrays, row-major. */
+export function flat(x: unknown): number[] {
   return Array.isArray(x) ? x.flatMap(flat) : [x as number];
 }
 
-function tensorJson(shape: readonly number[], nested: unknown): string {
+/** A tensor as the results document writes it: {"shape", "data"}, data flat row-major. */
+export function tensorJson(shape: readonly number[], nested: unknown): string {
   return `{"shape": ${JSON.stringify(shape)}, "data": [${flat(nested).map(numberJson).join(", ")}]}`;
 }
 

@@ -112,7 +112,7 @@ export function scaledDotProductAttention(
 ): NestedArray {
   const problem = checkInputs(query, key, value, options);
   const output = attend(problem, null); // [B..., Hq, Lq, Ev]
-  return nest(output, problem.shapes.outputShape);
+  return nest(output, problem.shapes.outputShape) as NestedArray;
 }
 
 /** Every step, as attention.ts returns them. Diagnostic only: scores, logits and weights are
@@ -149,10 +149,10 @@ export function attentionSteps(
     }
   }
   return {
-    scores: nest(recording.scores, scoresShape),
-    logits: nest(recording.logits, scoresShape),
-    weights: nest(weights, scoresShape),
-    output: nest(output, outputShape),
+    scores: nest(recording.scores, scoresShape) as NestedArray,
+    logits: nest(recording.logits, scoresShape) as NestedArray,
+    weights: nest(weights, scoresShape) as NestedArray,
+    output: nest(output, outputShape) as NestedArray,
     scoresShape,
     outputShape,
   };

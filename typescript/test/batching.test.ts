@@ -42,4 +42,15 @@ describe("batching", () => {
     assert.deepEqual(nest([], [3, 0]), [[], [], []]);
     assert.deepEqual(nest([], [0, 4]), []);
   });
+
+  test("nest: one matrix per (batch, head) under the outer shape; no outer dims gives it uncopied", () => {
+    const a = [[1], [2]];
+    const b = [[3], [4]];
+    assert.deepEqual(nest([a, b], [2]), [a, b]);
+    assert.equal(nest([a], []), a);
+    assert.deepEqual(nest([a, b, a, b], [2, 2]), [
+      [a, b],
+      [a, b],
+    ]);
+  });
 });

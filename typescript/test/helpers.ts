@@ -69,7 +69,7 @@ export function close(a: number, b: number, tolerance: number): boolean {
 
 // ---- Fixtures: one rule for every TypeScript port. ----
 
-const K = 16; // DESIGN.md section 5
+const K = 16; // docs/design.md section 5
 const UNIT_ROUNDOFF = 2 ** -53; // float64
 
 /** A port's attentionSteps or scaledDotProductAttention, as attention.ts and flash.ts export them. */
@@ -104,8 +104,9 @@ export function runCase<T>(port: PortFunction<T>, c: FixtureCase): T {
   return port(input(c.inputs.query), input(c.inputs.key), input(c.inputs.value), options);
 }
 
-/** |actual - expected| <= K u error_scale element-wise; NaN meets NaN; a zero budget means exact
- * equality, and a zero there must be +0.0. Returns the first violation in words, or null. */
+/** |actual - expected| <= K u error_scale element-wise; NaN meets NaN, an infinity the same
+ * infinity; a zero budget means exact equality, and a zero there must be +0.0. Returns the first
+ * violation in words, or null. */
 export function outputProblem(
   actual: readonly number[],
   expected: readonly number[],
@@ -119,7 +120,8 @@ export function outputProblem(
       }
       continue;
     }
-    const budget = K * UNIT_ROUNDOFF * errorScale[n];
+    // An infinity is met only by the same infinity (Infinity - Infinity is NaN, not an error of 0).
+    const budget = !Number.isFinite(a) || !Number.isFinite(e) ? 0 : K * UNIT_ROUNDOFF * errorScale[n];
     if (budget === 0 ? !Object.is(a, e) : !(Math.abs(a - e) <= budget)) {
       return `output[${n}] is ${Object.is(a, -0) ? "-0" : a}, expected ${e} (budget ${budget})`;
     }

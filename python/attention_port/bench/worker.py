@@ -1,10 +1,10 @@
 """The Python worker of `attention-port bench`: times one Python port in a process of its own.
 
-    python -m attention_port.bench_worker PLAN.json
+    python -m attention_port.bench.worker PLAN.json
 
-bench.py (the parent) draws the inputs once, writes them as raw little-endian float64 files and
+run.py (the parent) draws the inputs once, writes them as raw little-endian float64 files and
 starts one worker per port, so that no port pays for another's imports, caches or heap. Its twin
-for the TypeScript ports is typescript/src/bench.ts: the same plan, the same timing loop, the same
+for the Node ports is typescript/src/bench.ts: the same plan, the same timing loop, the same
 result document.
 
 The plan (JSON, written by the parent):
@@ -12,9 +12,8 @@ The plan (JSON, written by the parent):
                "memory": one pass of the single cell, nothing written but the peak RSS;
                "idle": import what the port imports, then only report the peak RSS.
     port       numpy | torch-sdpa | torch-math
-    inputs     folder with n{n}-query.f64, n{n}-key.f64, n{n}-value.f64 ([n, d] row-major)
-    d          features per row
-    cells      [{"n", "dtype": "float64" | "float32", "causal": bool}, ...]
+    inputs     folder with n{n}-d{d}-query.f64, -key.f64, -value.f64 ([n, d] row-major)
+    cells      [{"n", "d", "dtype": "float64" | "float32", "causal": bool}, ...]
     min_runs, max_runs, budget_s, warmup_s   the timing loop (see time_cell)
     threads    torch.set_num_threads; the parent also sets OMP/OPENBLAS/MKL_NUM_THREADS
     outputs    folder for the outputs, raw little-endian float64 [n, d]
@@ -22,15 +21,18 @@ The plan (JSON, written by the parent):
     corrupt    test hook: add 0.01 to the last output element after timing, so that the test can see
                the parent refuse a wrong answer
 
-The result document: {"port", "mode", "versions", "threads", "cells": [{"n", "dtype", "causal",
-"warmup_runs", "runs_ms", "median_ms", "output"} or {..., "error"}], "vm_hwm_kib", "ru_maxrss_kib"}.
-A cell that raises is recorded with its error and the others still run; the parent marks it FAILED.
-Progress goes to stderr, one line per cell.
+The result document: {"port", "mode", "versions", "threads", "cells": [{"n", "d", "dtype",
+"causal", "warmup_runs", "runs_ms", "median_ms", "output", "backend"} or {..., "error"}],
+"vm_hwm_kib", "ru_maxrss_kib"}. "backend" is the kernel torch ran (torch-sdpa only). A cell that
+raises is recorded with its error and the others still run; the parent marks it FAILED. Progress
+goes to stderr, one line per cell.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import resource
 import statistics
 import sys
@@ -58,7 +60,7 @@ class Port:
 def load_port(name: str, threads: int) -> Port:
     """Import what the port needs (and nothing else: idle mode measures exactly these imports)."""
     if name == "numpy":
-        from . import reference
+        from .. import reference
 
         def prepare(array: np.ndarray, dtype: str) -> np.ndarray:
             if dtype != "float64":
@@ -78,7 +80,9 @@ def load_port(name: str, threads: int) -> Port:
         dtypes = {"float64": torch.float64, "float32": torch.float32}
 
         def prepare(array: np.ndarray, dtype: str) -> torch.Tensor:
-            return torch.from_numpy(array).to(dtypes[dtype]).contiguous()
+            # [1, 1, n, d]: batch and head dims, as a model holds them. With 2-D [n, d] inputs torch's
+            # dispatcher takes its math backend; 4-D inputs reach the fused kernel.
+            return torch.from_numpy(array).to(dtypes[dtype]).contiguous()[None, None]
 
         if name == "torch-sdpa":
             import torch.nn.functional as F
@@ -86,7 +90,7 @@ def load_port(name: str, threads: int) -> Port:
             def run(q, k, v, causal):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         else:
-            from . import torch_port
+            from .. import torch_port
 
             def run(q, k, v, causal):
                 return torch_port.scaled_dot_product_attention(
@@ -96,10 +100,24 @@ def load_port(name: str, threads: int) -> Port:
         return Port(
             prepare=prepare,
             run=run,
-            to_float64=lambda out: out.detach().to(torch.float64).numpy(),
+            to_float64=lambda out: out.detach().to(torch.float64).numpy()[0, 0],
             versions={"numpy": np.__version__, "torch": torch.__version__},
         )
     raise ValueError(f"unknown Python port {name!r}; choose from {', '.join(PYTHON_PORTS)}")
+
+
+def sdpa_backend(run: Callable[[], object]) -> str:
+    """The kernel torch's scaled_dot_product_attention ran for one call, as the profiler saw it:
+    the aten op it dispatched to (e.g. _scaled_dot_product_flash_attention_for_cpu, or
+    _scaled_dot_product_attention_math for the explicit maths)."""
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # above its highest level: no start/stop lines
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        run()
+    names = [event.name for event in profiler.events()]
+    kernel = next((n for n in names if re.fullmatch(r"aten::_scaled_dot_product_\w+", n)), None)
+    return kernel.removeprefix("aten::") if kernel else "unknown (" + ", ".join(names[:3]) + ")"
 
 
 def time_cell(
@@ -131,16 +149,16 @@ def time_cell(
     return output, warmup_runs, times_ms
 
 
+def input_path(folder: Path, n: int, d: int, which: str) -> Path:
+    return folder / f"n{n}-d{d}-{which}.f64"
+
+
 def read_input(folder: Path, n: int, d: int, which: str) -> np.ndarray:
-    path = folder / f"n{n}-{which}.f64"
+    path = input_path(folder, n, d, which)
     array = np.fromfile(path, dtype="<f8")
     if array.size != n * d:
         raise ValueError(f"{path} holds {array.size} numbers, expected n*d = {n}*{d}")
     return array.reshape(n, d).astype(np.float64, copy=False)  # native byte order
-
-
-def output_name(port: str, n: int, dtype: str, causal: bool) -> str:
-    return f"{port}-{dtype}-{'causal' if causal else 'full'}-n{n}.f64"
 
 
 def peak_rss_kib() -> tuple[int | None, int]:
@@ -166,11 +184,11 @@ def run_plan(plan: dict) -> dict:
         import torch
 
         result["threads"] = torch.get_num_threads()
-    inputs, outputs, d = Path(plan["inputs"]), Path(plan.get("outputs", ".")), int(plan["d"])
+    inputs, outputs = Path(plan["inputs"]), Path(plan.get("outputs", "."))
     for cell in plan["cells"] if plan["mode"] != "idle" else []:
-        n, dtype, causal = int(cell["n"]), cell["dtype"], bool(cell["causal"])
-        record: dict = {"n": n, "dtype": dtype, "causal": causal}
-        label = f"{plan['port']} {dtype} n={n} causal={'on' if causal else 'off'}"
+        n, d, dtype, causal = int(cell["n"]), int(cell["d"]), cell["dtype"], bool(cell["causal"])
+        record: dict = {"n": n, "d": d, "dtype": dtype, "causal": causal}
+        label = f"{plan['port']} {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
         try:
             q, k, v = (port.prepare(read_input(inputs, n, d, w), dtype) for w in ("query", "key", "value"))
             if plan["mode"] == "memory":
@@ -185,11 +203,14 @@ def run_plan(plan: dict) -> dict:
                 out64 = np.ascontiguousarray(port.to_float64(out), dtype="<f8")
                 if plan.get("corrupt"):
                     out64.reshape(-1)[-1] += 0.01  # test hook: a wrong answer the parent must catch
-                path = outputs / output_name(plan["port"], n, dtype, causal)
+                path = outputs / f"{plan['port']}-{dtype}-{'causal' if causal else 'full'}-n{n}-d{d}.f64"
                 out64.tofile(path)
                 record.update(warmup_runs=warmup_runs, runs_ms=times_ms,
                               median_ms=statistics.median(times_ms), output=str(path))  # fmt: skip
-                print(f"{label}: median {record['median_ms']:.3f} ms over {len(times_ms)} runs",
+                if plan["port"] == "torch-sdpa":  # an untimed pass under the profiler
+                    record["backend"] = sdpa_backend(lambda q=q, k=k, v=v, c=causal: port.run(q, k, v, c))
+                print(f"{label}: median {record['median_ms']:.3f} ms over {len(times_ms)} runs"
+                      + (f", kernel {record['backend']}" if "backend" in record else ""),
                       file=sys.stderr, flush=True)  # fmt: skip
         except Exception as error:  # recorded: the parent marks the cell FAILED and goes on
             record["error"] = f"{type(error).__name__}: {error}"
@@ -203,11 +224,13 @@ def run_plan(plan: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m attention_port.bench_worker PLAN.json", file=sys.stderr)
+        print("usage: python -m attention_port.bench.worker PLAN.json", file=sys.stderr)
         return 2
     plan = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     result = run_plan(plan)
-    Path(plan["result"]).write_text(json.dumps(result, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    scratch = Path(plan["result"] + ".tmp")
+    scratch.write_text(json.dumps(result, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    scratch.replace(plan["result"])  # the parent never reads half a document
     return 0
 
 

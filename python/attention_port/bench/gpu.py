@@ -1,8 +1,8 @@
 """`scripts/gpu-bench`: torch's fused scaled_dot_product_attention against torch_port's explicit
 math on a CUDA GPU, written to docs/gpu-bench.md.
 
-    python -m attention_port.gpu_bench                 # the default run, under 5 minutes on one GPU
-    python -m attention_port.gpu_bench --device cpu --sizes 128 --heads 2   # smoke mode, no GPU
+    python -m attention_port.bench.gpu                 # the default run, under 5 minutes on one GPU
+    python -m attention_port.bench.gpu --device cpu --sizes 128 --heads 2   # smoke mode, no GPU
 
 For every n in --sizes (default up to 16384), head size d in --head-dims (64, 128) and dtype in
 --dtypes (float32 with TF32 off, bfloat16, float16), on batch 1 x --heads heads (16), the two
@@ -14,9 +14,10 @@ implementations run on the same inputs:
 Reported per implementation: median ms (CUDA events, after a warm-up; at least --repeats runs,
 more while a cell's runs total under --cell-budget s), TFLOP/s counting 4·H·n²·d flops per pass
 (causal passes counted the same) and the peak GPU memory of one pass above its inputs
-(torch.cuda.max_memory_allocated). Every output is checked on head 0 against a float64 computation
-on the same (rounded) inputs with DESIGN.md's rule, |x - expected| <= K·u·(1 + S_i)·(weights·|value|),
-and the column says how much of that budget it used; a cell over budget is FAILED (exit 1).
+(torch.cuda.max_memory_allocated), and the kernel the fused call dispatched to, as torch's
+profiler saw it. Every output is checked on head 0 against a float64 computation on the same
+(rounded) inputs with compare.py's rule (check.py, as the CPU bench does), and the column says how
+much of that budget it used; a cell over budget is FAILED (exit 1).
 
 The run stops starting new cells after --budget seconds (default 240; the largest sizes come
 last), so the whole job stays under 5 minutes. Without a CUDA GPU (and --device cuda, the default)
@@ -37,8 +38,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import compare, torch_port
-from .node import REPO_ROOT
+from .. import compare, torch_port
+from ..node import REPO_ROOT
+from .check import Expected, check_output
+from .run import integers, names
+from .worker import sdpa_backend
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
 DTYPES = {
@@ -61,6 +65,7 @@ class Timing:
     tflops: float | None = None
     peak_mib: float | None = None  # above the inputs; None on the CPU
     budget_used: float | None = None  # of the check's error budget, head 0 (1.0 = all of it)
+    kernel: str | None = None  # the aten op the fused call ran
     status: str = "ok"  # ok | FAILED | skipped
     note: str | None = None
 
@@ -76,15 +81,18 @@ class Row:
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m attention_port.gpu_bench",
+        prog="python -m attention_port.bench.gpu",
         description="Time torch's fused scaled_dot_product_attention against torch_port's explicit"
         " math on a CUDA GPU and write a markdown report.",
     )
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu (smoke mode)")
-    parser.add_argument("--sizes", default="1024,2048,4096,8192,16384", help="sequence lengths n")
+    parser.add_argument("--sizes", type=integers, default=[1024, 2048, 4096, 8192, 16384],
+                        help="sequence lengths n (default: 1024,2048,4096,8192,16384)")  # fmt: skip
     parser.add_argument("--heads", type=int, default=16, help="heads, batch 1 (default: 16)")
-    parser.add_argument("--head-dims", default="64,128", help="features per head d (default: 64,128)")
-    parser.add_argument("--dtypes", default=None,
+    parser.add_argument(
+        "--head-dims", type=integers, default=[64, 128], help="features per head d (default: 64,128)"
+    )
+    parser.add_argument("--dtypes", type=lambda t: names(t, tuple(DTYPES), "dtype"), default=None,
                         help="default: float32,bfloat16,float16 on cuda, float32 on cpu")  # fmt: skip
     parser.add_argument("--causal", choices=("off", "on", "both"), default="off")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per cell, at least (default: 5)")
@@ -96,16 +104,6 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="markdown report (default: %(default)s)")
     return parser
-
-
-def _ints(text: str, name: str) -> list[int]:
-    try:
-        values = sorted({int(x) for x in text.split(",") if x.strip()})
-    except ValueError:
-        raise SystemExit(f"gpu-bench: {name} takes comma-separated integers, not {text!r}") from None
-    if not values or values[0] < 1:
-        raise SystemExit(f"gpu-bench: {name} must be positive integers, not {text!r}")
-    return values
 
 
 def _sync(device: torch.device) -> None:
@@ -150,26 +148,16 @@ def peak_above_inputs_mib(fn, device: torch.device) -> float | None:
     return peak / MIB
 
 
-def reference_head0(query, key, value, causal: bool, dtype_name: str):
-    """Head 0 in float64 on the same (rounded) inputs: the expected output [n, d] and the error
-    budget K·u·(1 + S_i)·(weights·|value|) of a port computing in dtype_name (DESIGN.md section 5)."""
+def reference_head0(query, key, value, causal: bool) -> Expected:
+    """Head 0 in float64 on the same (rounded) inputs, on the device: the expected output [n, d]
+    and its error_scale [n, d], as numpy arrays for check.check_output."""
     q, k, v = (x[0, 0].to(torch.float64) for x in (query, key, value))  # [n, d]
     steps = torch_port.attention_steps(q, k, v, is_causal=causal, device=q.device, dtype=torch.float64)
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    s_i = scale * (q.abs() @ k.abs().T).amax(dim=-1, keepdim=True)  # [n, 1]
-    error_scale = (1.0 + s_i) * (steps.weights @ v.abs())  # [n, d]
-    budget = compare.K * compare.UNIT_ROUNDOFF[dtype_name] * error_scale
-    return steps.output, budget
+    error_scale = compare.float64_error_scale(q, k, v, steps.weights, 1.0 / math.sqrt(q.shape[-1]))
+    return Expected(steps.output.cpu().numpy(), error_scale.cpu().numpy())
 
 
-def budget_used(output: torch.Tensor, expected: torch.Tensor, budget: torch.Tensor) -> float:
-    got = output[0, 0].to(torch.float64)
-    if not torch.isfinite(got).all():
-        return math.inf
-    return float(((got - expected).abs() / budget.clamp_min(torch.finfo(torch.float64).tiny)).max())
-
-
-def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected, budget) -> Timing:
+def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected: Expected) -> Timing:
     timing = Timing()
     try:
         fn()  # first call: kernel selection and library workspaces, kept out of the peak
@@ -178,7 +166,10 @@ def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected, budg
         output, times = time_call(
             fn, device, args.repeats, max(args.repeats, args.max_repeats), args.cell_budget
         )
-        timing.budget_used = budget_used(output, expected, budget)
+        got = output[0, 0].to(torch.float64).cpu().numpy()  # [n, d]
+        timing.budget_used, problem = check_output(got, expected, row.dtype)
+        if impl == "fused":
+            timing.kernel = sdpa_backend(fn)
         del output
     except torch.cuda.OutOfMemoryError:
         timing.status, timing.note = "skipped", "out of GPU memory"
@@ -188,9 +179,8 @@ def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected, budg
         timing.status, timing.note = "FAILED", (str(error).splitlines() or ["RuntimeError"])[0][:120]
         return timing
     timing.runs = len(times)
-    if timing.budget_used > 1.0:
-        timing.status = "FAILED"
-        timing.note = f"error uses {100 * timing.budget_used:.0f}% of its budget"
+    if problem is not None:
+        timing.status, timing.note = "FAILED", problem
         return timing
     timing.median_ms = statistics.median(times)
     timing.tflops = flops / (timing.median_ms * 1e-3) / 1e12
@@ -210,12 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    sizes, head_dims = _ints(args.sizes, "--sizes"), _ints(args.head_dims, "--head-dims")
-    default_dtypes = "float32,bfloat16,float16" if device.type == "cuda" else "float32"
-    dtypes = [x.strip() for x in (args.dtypes or default_dtypes).split(",") if x.strip()]
-    if bad := [x for x in dtypes if x not in DTYPES]:
-        print(f"gpu-bench: unknown dtype {bad[0]!r}; choose from {', '.join(DTYPES)}", file=sys.stderr)
-        return 2
+    sizes, head_dims = args.sizes, args.head_dims
+    dtypes = args.dtypes or (["float32", "bfloat16", "float16"] if device.type == "cuda" else ["float32"])
     if device.type != "cuda" and (half := [x for x in dtypes if x in HALF]):
         print(f"gpu-bench: torch_port computes {half[0]} on CUDA only", file=sys.stderr)
         return 2
@@ -249,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
                     torch.cuda.empty_cache()
     report = format_report(rows, device, args, time.perf_counter() - started)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report, encoding="utf-8")
+    scratch = out.with_name(f".{out.name}.tmp")
+    scratch.write_text(report, encoding="utf-8")
+    scratch.replace(out)
     print(report)
     failed = sum(t.status == "FAILED" for row in rows for t in row.impls.values())
     print(f"gpu-bench: wrote {out}" + (f"; {failed} FAILED" if failed else ""), file=sys.stderr)
@@ -260,7 +248,7 @@ def _measure(row: Row, query, key, value, dtype, device, args) -> dict[str, Timi
     heads, n, d = query.shape[1], row.n, row.d
     flops = 4.0 * heads * n * n * d
     try:
-        expected, budget = reference_head0(query, key, value, row.causal, row.dtype)
+        expected = reference_head0(query, key, value, row.causal)
     except torch.cuda.OutOfMemoryError:
         torch.cuda.empty_cache()
         return {
@@ -272,7 +260,7 @@ def _measure(row: Row, query, key, value, dtype, device, args) -> dict[str, Timi
     def fused():
         return F.scaled_dot_product_attention(query, key, value, is_causal=row.causal)
 
-    impls["fused"] = run_cell(row, "fused", fused, device, args, flops, expected, budget)
+    impls["fused"] = run_cell(row, "fused", fused, device, args, flops, expected)
 
     def math_port():
         return torch_port.scaled_dot_product_attention(
@@ -289,7 +277,7 @@ def _measure(row: Row, query, key, value, dtype, device, args) -> dict[str, Timi
                 status="skipped", note=f"needs ~{need / 2**30:.0f} GiB, {free / 2**30:.0f} GiB free"
             )
             return impls
-    impls["math"] = run_cell(row, "math", math_port, device, args, flops, expected, budget)
+    impls["math"] = run_cell(row, "math", math_port, device, args, flops, expected)
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return impls
@@ -314,8 +302,8 @@ def format_report(rows: list[Row], device: torch.device, args, seconds: float) -
         " float32 with TF32 off.",
         "",
         "| dtype | d | n | causal | fused ms | fused TFLOP/s | fused peak MiB | math ms | math TFLOP/s"
-        " | math peak MiB | fused speed-up | check (fused / math) |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        " | math peak MiB | fused speed-up | check (fused / math) | fused kernel |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in rows:
         fused, math_ = row.impls.get("fused", Timing()), row.impls.get("math", Timing())
@@ -329,6 +317,7 @@ def format_report(rows: list[Row], device: torch.device, args, seconds: float) -
         ok = fused.status == math_.status == "ok"
         cells.append(f"{math_.median_ms / fused.median_ms:.1f}x" if ok else "")
         cells.append(" / ".join(_check_text(t) for t in (fused, math_)))
+        cells.append(fused.kernel or "")
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -338,8 +327,9 @@ def format_report(rows: list[Row], device: torch.device, args, seconds: float) -
         "- TFLOP/s counts 4·H·n²·d flops per pass, causal passes too (they need about half).",
         "- peak MiB: torch.cuda.max_memory_allocated during one pass, above the inputs (output included).",
         "- fused speed-up: math ms / fused ms.",
-        "- check: the share of DESIGN.md's error budget K·u·(1 + S_i)·(weights·|value|) that head 0's"
+        "- check: the share of compare.py's error budget, 16·(u + u_float64)·error_scale, that head 0's"
         " output uses against float64 on the same rounded inputs; over 100% is FAILED.",
+        "- fused kernel: the aten op scaled_dot_product_attention dispatched to, seen by torch's profiler.",
         "- skipped math cells: the explicit steps hold about six [1, H, n, n] matrices at once; a size"
         " that would not fit in free GPU memory is not attempted.",
         "",

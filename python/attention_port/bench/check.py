@@ -1,0 +1,160 @@
+"""Is a timed output right, and were the targets met?
+
+Every output is held to compare.py's rule against numpy float64 on the same float64 inputs:
+|output - numpy| <= K * (u_port + u_float64) * error_scale, element-wise, with error_scale as the
+oracle defines it (compare.float64_error_scale) and the two unit roundoffs summed because numpy is
+itself a port with a budget of its own (as compare.judge_pair holds two ports to each other). A
+cell over budget is FAILED and its time is never reported.
+
+The targets are goals for the fast ports, printed as met or not met (never the exit status). Each
+is one line of TARGETS built from a few kinds of measurement, so a new port's goals are a few
+lines more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import compare, reference
+
+
+@dataclass
+class Expected:
+    """The numpy float64 reference for one (n, d, causal)."""
+
+    output: np.ndarray  # [n, d]
+    error_scale: np.ndarray  # [n, d]  the oracle's yardstick, from float64 weights
+
+
+def expected_output(query: np.ndarray, key: np.ndarray, value: np.ndarray, causal: bool) -> Expected:
+    steps = reference.attention_steps(query, key, value, is_causal=causal)
+    scale = 1.0 / np.sqrt(query.shape[-1])
+    return Expected(steps.output, compare.float64_error_scale(query, key, value, steps.weights, scale))
+
+
+def check_output(got: np.ndarray, expected: Expected, dtype: str) -> tuple[float | None, str | None]:
+    """(budget used, None) when the output keeps to compare.py's rule, else (budget used, problem)."""
+    if got.size != expected.output.size:
+        return None, f"output has {got.size} numbers, expected {expected.output.size}"
+    unit_roundoff = compare.UNIT_ROUNDOFF[dtype] + compare.UNIT_ROUNDOFF["float64"]
+    step = compare.check_step(
+        "output", got.reshape(expected.output.shape), expected.output, expected.error_scale, unit_roundoff
+    )
+    if step.passed:
+        return step.budget_used, None
+    used = "all" if not np.isfinite(step.budget_used) else f"{100 * step.budget_used:.0f}%"
+    return step.budget_used, (
+        f"wrong output: {used} of the error budget"
+        f" (output{list(step.index or [])} = {step.actual!r}, numpy float64 gives {step.expected!r})"
+        + (f"; {step.problem}" if step.problem else "")
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Targets
+
+
+class NotMeasured(Exception):
+    """A target's cell was not measured in this run (its port or size was not asked for)."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one run measured, looked up by what a target needs."""
+
+    results: list  # run.CellResult
+    memory: list  # run.MemoryResult
+
+    def cell(self, port: str, dtype: str, n: int, causal: bool = False, d: int = 64):
+        for r in self.results:
+            if (r.port, r.dtype, r.n, r.d, r.causal) == (port, dtype, n, d, causal) and r.status == "ok":
+                return r
+        raise NotMeasured(f"{port} {dtype} n={n} d={d}{' causal' if causal else ''}")
+
+    def memory_at(self, port: str, n: int):
+        for m in self.memory:
+            if (m.port, m.n) == (port, n) and m.status == "ok":
+                return m
+        raise NotMeasured(f"{port} memory pass at n={n}")
+
+
+Check = Callable[[Measured], tuple[bool, str]]  # (met, what was measured); may raise NotMeasured
+
+
+def rate_at_least(port: str, dtype: str, gflops: float, n: int = 1024) -> tuple[str, Check]:
+    def check(m: Measured) -> tuple[bool, str]:
+        cell = m.cell(port, dtype, n)
+        return cell.gflops >= gflops, f"{cell.gflops:.2f} GFLOP/s"
+
+    return f"{port} {dtype} >= {gflops:g} GFLOP/s at n={n}", check
+
+
+def faster_than(port: str, other: str, dtype: str, times: float, n: int = 1024) -> tuple[str, Check]:
+    def check(m: Measured) -> tuple[bool, str]:
+        fast, slow = m.cell(port, dtype, n), m.cell(other, dtype, n)
+        speedup = slow.median_ms / fast.median_ms
+        return speedup >= times, f"{speedup:.2f}x ({fast.median_ms:.1f} ms vs {slow.median_ms:.1f} ms)"
+
+    return f"{port} {dtype} >= {times:g}x {other} at n={n}", check
+
+
+def causal_speedup(port: str, times: float, n: int = 4096) -> tuple[str, Check]:
+    def check(m: Measured) -> tuple[bool, str]:
+        full, causal = m.cell(port, "float64", n), m.cell(port, "float64", n, causal=True)
+        speedup = full.median_ms / causal.median_ms
+        return (
+            speedup >= times,
+            f"{speedup:.2f}x ({causal.median_ms:.1f} ms causal vs {full.median_ms:.1f} ms)",
+        )
+
+    return f"{port} float64 causal >= {times:g}x faster than not causal at n={n}", check
+
+
+def memory_within(port: str, mib: float, n: int) -> tuple[str, Check]:
+    def check(m: Measured) -> tuple[bool, str]:
+        row = m.memory_at(port, n)
+        return row.above_idle_mib <= mib, (
+            f"{row.above_idle_mib:.1f} MiB above idle"
+            f" ({row.peak_mib:.1f} MiB peak, idle {row.idle_mib:.1f} MiB)"
+        )
+
+    return f"{port} one float64 pass at n={n} within {mib:g} MiB of an idle process", check
+
+
+def close_rate(port: str, other: str, within: float, what: str, n: int = 1024, d: int = 64,
+               other_n: int = 1024, other_d: int = 64) -> tuple[str, Check]:  # fmt: skip
+    """port's float64 rate at (n, d) within `within` (a fraction) of other's at (other_n, other_d)."""
+
+    def check(m: Measured) -> tuple[bool, str]:
+        cell, base = m.cell(port, "float64", n, d=d), m.cell(other, "float64", other_n, d=other_d)
+        ratio = cell.gflops / base.gflops
+        return ratio >= 1 - within, f"{ratio:.0%} ({cell.gflops:.2f} vs {base.gflops:.2f} GFLOP/s)"
+
+    return f"{what}: float64 within {within:.0%} of {other if other != port else 'the aligned rate'}", check
+
+
+FLASH = "typescript-flash"
+TARGETS: list[tuple[str, Check]] = [
+    faster_than(FLASH, "typescript", "float64", 3.5),
+    rate_at_least(FLASH, "float64", 3.5),
+    memory_within(FLASH, 32, n=4096),
+    causal_speedup(FLASH, 1.7),
+    memory_within(FLASH, 64, n=16384),
+    close_rate(f"{FLASH}-nested", FLASH, 0.10, "flash.ts's nested-array entry at n=1024"),
+    close_rate(FLASH, FLASH, 0.25, f"{FLASH} at n=1000, E = Ev = 80", n=1000, d=80),
+]
+
+
+def check_targets(measured: Measured, targets: list[tuple[str, Check]] = TARGETS) -> list[dict]:
+    report = []
+    for name, check in targets:
+        try:
+            met, detail = check(measured)
+        except NotMeasured as missing:
+            report.append({"name": name, "status": "n/a", "detail": f"not measured: {missing}"})
+            continue
+        report.append({"name": name, "status": "met" if met else "not met", "detail": detail})
+    return report

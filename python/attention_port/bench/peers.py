@@ -1,0 +1,98 @@
+"""The attention graph the onnxruntime peers run, built with the `onnx` package.
+
+The bench's peers are what a JavaScript engineer would pick instead of this project's ports:
+onnxruntime-node (native CPU provider) and onnxruntime-web (its WebAssembly backend, in Node).
+Both run the same ONNX graph, single-head self-attention on [n, d] inputs with n and d left
+symbolic, so one file per (d, dtype, causal) serves every n:
+
+    scores  = MatMul(query, Transpose(key))                      [n, n]
+    logits  = Mul(scores, scale)                                 [n, n]    scale = 1/sqrt(d), an input
+    logits  = Add(logits, Trilu(ConstantOfShape(-inf), k=1))     [n, n]    causal only
+    weights = Softmax(logits, axis=-1)                           [n, n]
+    output  = MatMul(weights, value)                             [n, d]
+
+scale is an input, not a constant: onnxruntime's optimizer folds a constant scale into the float32
+`alpha` of a FusedMatMul, and a float64 graph then loses about 7 digits wherever 1/sqrt(d) is not
+exact in float32 (d = 80: the bench's check catches it). bench.ts feeds it with every run.
+
+The standard Attention operator (opset 23) would say the same in one node, but onnxruntime's CPU
+provider computes it in float32 only, and the peers are measured in float64 too.
+
+The bench-only packages (`onnx` from PyPI; onnxruntime-node and onnxruntime-web from npm, pinned in
+typescript/bench-peers/package-lock.json) are installed by `scripts/bench` on first use, not by
+the README's set-up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..node import REPO_ROOT
+
+PEERS_FOLDER = REPO_ROOT / "typescript" / "bench-peers"
+OPSET = 21  # Trilu, ConstantOfShape and Softmax over the last axis in every onnxruntime >= 1.18
+ONNX_DTYPES = ("float64", "float32")
+
+
+def peers_missing() -> str | None:
+    """Why the peers cannot run here, or None when everything they need is installed."""
+    missing = [
+        name for name in ("onnxruntime-node", "onnxruntime-web")
+        if not (PEERS_FOLDER / "node_modules" / name / "package.json").is_file()
+    ]  # fmt: skip
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        missing.append("onnx (Python)")
+    if missing:
+        return f"{', '.join(missing)} not installed (scripts/bench installs the bench-only peers)"
+    return None
+
+
+def model_name(d: int, dtype: str, causal: bool) -> str:
+    return f"attention-d{d}-{dtype}-{'causal' if causal else 'full'}.onnx"  # bench.ts spells it too
+
+
+def write_models(folder: Path, features: list[int]) -> None:
+    """One model file in `folder` for every d in `features`, dtype and causal setting."""
+    import onnx
+
+    for d in features:
+        for dtype in ONNX_DTYPES:
+            for causal in (False, True):
+                model = attention_model(dtype, causal)
+                onnx.checker.check_model(model, full_check=True)
+                onnx.save(model, folder / model_name(d, dtype, causal))
+
+
+def attention_model(dtype: str, causal: bool):
+    """The graph above for one dtype (float64 or float32) and causal setting."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    element = {"float64": TensorProto.DOUBLE, "float32": TensorProto.FLOAT}[dtype]
+    inputs = [helper.make_tensor_value_info(name, element, ["n", "d"]) for name in ("query", "key", "value")]
+    inputs.append(helper.make_tensor_value_info("scale", element, []))
+    output = helper.make_tensor_value_info("output", element, ["n", "d"])
+    nodes = [
+        helper.make_node("Transpose", ["key"], ["key_t"], perm=[1, 0]),  # [d, n]
+        helper.make_node("MatMul", ["query", "key_t"], ["scores"]),  # [n, n]
+        helper.make_node("Mul", ["scores", "scale"], ["logits"]),  # [n, n]
+    ]
+    if causal:
+        # -inf strictly above the diagonal, 0 on and below it: query i sees keys j <= i.
+        minus_inf = numpy_helper.from_array(np.array([-np.inf], dtype=dtype))
+        constants = [numpy_helper.from_array(np.array(1, dtype=np.int64), "one")]
+        nodes += [
+            helper.make_node("Shape", ["logits"], ["logits_shape"]),
+            helper.make_node("ConstantOfShape", ["logits_shape"], ["minus_inf"], value=minus_inf),  # [n, n]
+            helper.make_node("Trilu", ["minus_inf", "one"], ["causal_bias"], upper=1),  # [n, n]
+            helper.make_node("Add", ["logits", "causal_bias"], ["masked_logits"]),  # [n, n]
+        ]
+    nodes += [
+        helper.make_node("Softmax", ["masked_logits" if causal else "logits"], ["weights"], axis=-1),
+        helper.make_node("MatMul", ["weights", "value"], ["output"]),  # [n, d]
+    ]
+    graph = helper.make_graph(nodes, "attention", inputs, [output], constants if causal else [])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)

@@ -1,0 +1,272 @@
+"""The bench's report: bench.md (also printed), bench.json (everything, with the machine) and
+bench.png (GFLOP/s against n; needs matplotlib, the `bench` extra), each written to a temporary
+file and renamed into place."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from ..node import node_version
+
+
+def describe_machine(node: Path | None) -> dict:
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = None
+    memory_kib = _proc_field("/proc/meminfo", "MemTotal")
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "cpu": _proc_field("/proc/cpuinfo", "model name") or platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "memory_gib": None if memory_kib is None else round(int(memory_kib.split()[0]) / 1024**2, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": torch_version,
+        "node": None if node is None else ".".join(map(str, node_version(node))),
+        "load_average_start": load_average(),  # 1-minute; other work on the machine skews the times
+    }
+
+
+def load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # pragma: no cover - not Unix
+        return None
+
+
+def _proc_field(path: str, name: str) -> str | None:
+    """The value of the first `name: value` line of a /proc file, or None (no such file or line)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.split(":")[0].strip() == name), None)
+
+
+def write_report(out: Path, machine, settings, results, memory, targets, skipped, failed: int,
+                 seconds: float, plot: bool, ports: dict[str, str]) -> list[Path]:  # fmt: skip
+    """Write bench.json, bench.md and (unless plot is False) bench.png; print the markdown. `ports`:
+    every port's name and what it is, in the port table's order."""
+    order = {p: i for i, p in enumerate(ports)}
+    results = sorted(results, key=lambda r: (r.causal, r.d, r.n, order[r.port], r.dtype != "float64"))
+    plot_note = "not written (--no-plot)" if not plot else write_plot(results, out / "bench.png", settings)
+    document = {
+        "format": "attention-port-bench",
+        "version": 2,
+        "date": machine["date"],
+        "machine": machine,
+        "settings": settings,
+        "ports": {name: what for name, what in ports.items() if name in settings["ports"]},
+        "results": [asdict(r) for r in results],
+        "memory": [asdict(m) for m in memory],
+        "targets": targets,
+        "skipped": skipped,
+        "failed": failed,
+        "plot": None if plot_note else str(out / "bench.png"),
+        "seconds": round(seconds, 1),
+    }
+    markdown = format_markdown(document, results, plot_note, order)
+    _write_atomic(out / "bench.json", json.dumps(document, indent=1, allow_nan=False) + "\n")
+    _write_atomic(out / "bench.md", markdown)
+    print(markdown)
+    return [out / "bench.md", out / "bench.json"] + ([] if plot_note else [out / "bench.png"])
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    scratch = path.with_name(f".{path.name}.tmp")
+    scratch.write_text(text, encoding="utf-8")
+    scratch.replace(path)
+
+
+def _load_note(machine: dict, threads: int) -> list[str]:
+    start, end = machine.get("load_average_start"), machine.get("load_average_end")
+    if start is None or end is None:
+        return []
+    note = f"Load average (1 min): {start:.2f} at the start, {end:.2f} at the end"
+    # The workers run one at a time, so the bench itself adds about `threads` to the load.
+    if max(start, end) > threads + 0.5:
+        note += "; other work was running on this machine, so the times are noisy (pessimistic)"
+    return [note + "."]
+
+
+def _ms(x: float) -> str:
+    return f"{x:.1f}" if x >= 10 else f"{x:.2f}" if x >= 1 else f"{x:.3f}"
+
+
+def _versions(machine: dict) -> str:
+    found = {name: v for port in machine.get("versions", {}).values() for name, v in port.items()}
+    return ", ".join(
+        f"{name} {found[name]}" for name in ("onnxruntime-node", "onnxruntime-web") if name in found
+    )
+
+
+def format_markdown(report: dict, results: list, plot_note: str | None, order: dict) -> str:
+    m, s = report["machine"], report["settings"]
+    peers = _versions(m)
+    lines = [
+        "# attention-port bench",
+        "",
+        f"{m['date']}; {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['memory_gib']} GiB;"
+        f" Python {m['python']}, numpy {m['numpy']}, torch {m['torch']}, Node {m['node']}"
+        + (f", {peers}" if peers else "")
+        + ".",
+        f"Single-head self-attention, query/key/value [n, {s['d']}]"
+        + (f" and [{s['odd_shape'][0]}, {s['odd_shape'][1]}]" if s["odd_shape"] else "")
+        + f", seed {s['seed']};"
+        f" {s['threads']} thread(s) per worker; each port in its own process.",
+        "Ports: " + "; ".join(f"{name} ({what})" for name, what in report["ports"].items()) + ".",
+        *_load_note(m, s["threads"]),
+        "",
+        "## Time",
+        "",
+        "| port | dtype | causal | n | d | median ms | runs | GFLOP/s | x numpy | check | kernel |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in results:
+        head = f"| {r.port} | {r.dtype} | {'yes' if r.causal else 'no'} | {r.n} | {r.d} |"
+        if r.status != "ok":
+            lines.append(f"{head} FAILED | | | | {_cell_text(r.problem)} | {r.backend or ''} |")
+            continue
+        ratio = "" if r.vs_numpy is None else f"{r.vs_numpy:.2f}" + ("†" if r.dtype != "float64" else "")
+        lines.append(
+            f"{head} {_ms(r.median_ms)} | {len(r.runs_ms)} | {r.gflops:.2f} | {ratio} |"
+            f" ok ({100 * r.budget_used:.1f}%) | {r.backend or ''} |"
+        )
+    lines += [
+        "",
+        f"- median ms: median of the timed runs after a warm-up; at least {s['repeats']} runs, more (up to"
+        f" {s['max_repeats']}) while a cell's runs total under {s['cell_budget_s']:g} s, so slow cells have"
+        f" exactly {s['repeats']}.",
+        "- GFLOP/s counts 4·n²·d flops per pass, for causal passes too (they do about half the work),"
+        " so a causal speed-up shows as a higher rate.",
+        "- x numpy: numpy float64's median / this median at the same n, d and causal (above 1: faster than"
+        " numpy). † numpy has no float32, so float32 rows are compared with numpy float64.",
+        "- check: the share of compare.py's error budget the output used against numpy float64,"
+        " |output - numpy| <= 16·(u + u_float64)·error_scale; over 100% is FAILED and shows no time.",
+        "- kernel: the aten op torch's scaled_dot_product_attention dispatched to, seen by torch's profiler.",
+    ]
+    if s["typescript_max_n"] < max(s["sizes"]) and "typescript" in s["ports"]:
+        lines.append(f"- The readable typescript port is timed up to n={s['typescript_max_n']} only"
+                     " (it holds the n x n matrices in nested arrays and is slow).")  # fmt: skip
+    lines += _gflops_pivot(results, order)
+    if report["memory"]:
+        lines += [
+            "",
+            "## Peak memory (fresh process, one pass, float64, not causal)",
+            "",
+            "| port | n | peak RSS MiB | idle MiB | above idle MiB | note |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
+        for row in report["memory"]:
+            head = f"| {row['port']} | {row['n']} |"
+            if row["status"] == "ok":
+                lines.append(
+                    f"{head} {row['peak_mib']:.1f} | {row['idle_mib']:.1f} | {row['above_idle_mib']:.1f} | |"
+                )
+            else:
+                text = "not run" if row["status"] == "not run" else "FAILED"
+                lines.append(f"{head} {text} | | | {_cell_text(row['note'])} |")
+        lines += [
+            "",
+            "- peak RSS: the pass's process at exit (VmHWM); idle: a process of the same kind that imported"
+            " the same modules and did nothing else (Python ports: Python with the port's imports;"
+            " Node ports: Node with bench.ts and the port's module).",
+        ]
+    lines += ["", "## Targets", ""]
+    lines += [f"- {t['status']}: {t['name']}: {t['detail']}" for t in report["targets"]]
+    if report["skipped"]:
+        lines += ["", "## Skipped", ""]
+        lines += [f"- {port}: {why}" for port, why in report["skipped"].items()]
+    lines += ["", f"Plot: {plot_note or 'bench.png'}. All numbers: bench.json.", ""]
+    return "\n".join(lines)
+
+
+def _gflops_pivot(results: list, order: dict) -> list[str]:
+    """GFLOP/s with one column per shape: n for the main d, NxD for any other."""
+    main_d = max((r.d for r in results), key=lambda d: sum(r.d == d for r in results), default=0)
+    columns = sorted({(r.d != main_d, r.n, r.d) for r in results})
+    names = [f"n={n}" if d == main_d else f"{n}x{d}" for _, n, d in columns]
+    rows: dict[tuple, dict[tuple, str]] = {}
+    for r in results:
+        key = (r.causal, order[r.port], r.port, r.dtype != "float64", r.dtype)
+        rows.setdefault(key, {})[(r.d != main_d, r.n, r.d)] = (
+            f"{r.gflops:.2f}" if r.status == "ok" else "FAILED"
+        )
+    lines = [
+        "",
+        "### GFLOP/s at a glance",
+        "",
+        "| port | dtype | causal | " + " | ".join(names) + " |",
+        "|---|---|---|" + "---:|" * len(names),
+    ]
+    for key in sorted(rows):
+        causal, _, port, _, dtype = key
+        cells = " | ".join(rows[key].get(column, "") for column in columns)
+        lines.append(f"| {port} | {dtype} | {'yes' if causal else 'no'} | {cells} |")
+    return lines
+
+
+def _cell_text(text: str | None) -> str:
+    return (text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def write_plot(results: list, path: Path, settings: dict) -> str | None:
+    """GFLOP/s against n (log-log), one line per port and dtype, one panel per causal setting, at
+    the main d only. Returns None when written, else why not."""
+    try:
+        import matplotlib
+    except ImportError:
+        return "not written: matplotlib is not installed (pip install -e '.[bench]')"
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in results if r.status == "ok" and r.d == settings["d"]]
+    if not ok:
+        return "not written: no cell to plot"
+    panels = sorted({r.causal for r in ok})
+    figure, axes = plt.subplots(
+        1, len(panels), figsize=(6.5 * len(panels) + 2.5, 4.8), squeeze=False, sharey=True
+    )
+    ports = list(dict.fromkeys(r.port for r in ok))
+    colors = {port: plt.get_cmap("tab10")(i % 10) for i, port in enumerate(ports)}
+    for axis, causal in zip(axes[0], panels, strict=True):
+        for port in ports:
+            for dtype in ("float64", "float32"):
+                series = sorted(
+                    (r.n, r.gflops) for r in ok if (r.port, r.dtype, r.causal) == (port, dtype, causal)
+                )
+                if series:
+                    xs, ys = zip(*series, strict=True)
+                    axis.plot(xs, ys, marker="o", color=colors[port], label=f"{port} {dtype}",
+                              linestyle="-" if dtype == "float64" else "--")  # fmt: skip
+        sizes = sorted({r.n for r in ok})
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xticks(sizes, [str(n) for n in sizes])
+        axis.set_xlabel("n (query = key = value rows)")
+        axis.set_title("causal (flops counted as if full)" if causal else "not causal")
+        axis.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel(f"GFLOP/s (4·n²·{settings['d']} flops per pass)")
+    axes[0][-1].legend(
+        fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1)
+    )  # beside the lines, not on them
+    figure.suptitle(
+        f"attention-port bench: single-head self-attention, {settings['threads']} thread(s) per port"
+    )
+    figure.tight_layout()
+    scratch = path.with_name(f".{path.name}.tmp.png")
+    figure.savefig(scratch, dpi=120)
+    plt.close(figure)
+    scratch.replace(path)
+    return None

@@ -1,0 +1,491 @@
+"""`attention-port bench`: the command, the port table and the worker processes.
+
+What is measured: single-head self-attention, query, key and value [n, d] (three different random
+arrays), d = 64 by default, for every n in --sizes, causal and not, in float64 and float32 where
+the port has them, plus one odd shape (--odd-shape, n = 1000 with d = 80: tails that fill no tile),
+for every port in PORTS below.
+
+How: the parent (this module) draws the inputs once per (n, d) with numpy's
+Generator(PCG64([seed, n, d])) (standard normal), writes them as raw little-endian float64 files to
+a temporary folder, and starts one worker process per port (worker.py for the Python ports,
+typescript/src/bench.ts under Node for the others), one after the other, never two at once. A
+worker times every cell of its port: a warm-up, then at least --repeats timed runs; a fast cell
+keeps going while its timed runs total under --cell-budget seconds (at most --max-repeats runs).
+The median is reported. One thread by default (--threads): the parent sets OMP_NUM_THREADS and
+friends in the worker's environment, the Python worker calls torch.set_num_threads and the
+onnxruntime sessions get as many intra-op threads.
+
+Correctness: each worker writes every output; check.py holds it to compare.py's rule against numpy
+float64 before its time is kept. A wrong output is FAILED, shows no time, and the command exits 1.
+
+Memory: for each port one more fresh process does exactly one pass at --memory-n (float64, not
+causal) and reports its peak resident set (VmHWM), beside an idle process of the same kind that
+imported the same modules; ports whose memory is linear in n do one more pass at
+--linear-memory-n. A pass that does not finish within --memory-timeout is "not run".
+
+Exit codes: 0 every cell checked out; 1 a cell FAILED (wrong output or a crash); 2 the job could not
+run (a bad argument, Node missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..node import MINIMUM_NODE, REPO_ROOT, NodeError, find_node, node_version
+from . import check, peers, report
+from .worker import input_path
+
+BENCH_TS = REPO_ROOT / "typescript" / "src" / "bench.ts"
+DEFAULT_OUT = REPO_ROOT / "bench-results"
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder that holds attention_port/
+DTYPES = ("float64", "float32")
+BOTH = DTYPES
+
+
+@dataclass(frozen=True)
+class BenchPort:
+    """One row of the port table. typescript/src/bench.ts has the Node side of each "node" row."""
+
+    name: str
+    worker: str  # "python" (worker.py) or "node" (typescript/src/bench.ts)
+    dtypes: tuple[str, ...]
+    what: str  # the file or package, for the tables
+    linear_memory: bool = False  # memory O(n): one more memory pass at --linear-memory-n
+    slow: bool = False  # timed up to --typescript-max-n only
+    peer: bool = False  # a bench-only package: skipped with a note where it is not installed
+
+
+PORTS = (
+    BenchPort("numpy", "python", ("float64",), "reference.py"),
+    BenchPort("torch-sdpa", "python", BOTH, "torch's own kernel, [1, 1, n, d]", linear_memory=True),
+    BenchPort("torch-math", "python", BOTH, "torch_port.py"),
+    BenchPort("typescript", "node", ("float64",), "attention.ts, number[][]", slow=True),
+    BenchPort("typescript-flash", "node", BOTH, "flash.ts, flat typed arrays", linear_memory=True),
+    BenchPort("typescript-flash-nested", "node", ("float64",), "flash.ts, number[][] in and out"),
+    BenchPort("onnxruntime-node", "node", BOTH, "CPU provider, peers.py's graph", peer=True),
+    BenchPort("onnxruntime-web", "node", BOTH, "WebAssembly backend in Node, peers.py's graph", peer=True),
+)
+PORT_NAMES = tuple(p.name for p in PORTS)
+
+
+class BenchError(Exception):
+    """The bench could not run at all (exit 2); the message is one line."""
+
+
+@dataclass
+class CellResult:
+    """One (port, dtype, causal, n, d): its timing and whether its output checked out."""
+
+    port: str
+    dtype: str
+    causal: bool
+    n: int
+    d: int
+    status: str = "FAILED"  # "ok" or "FAILED"
+    median_ms: float | None = None
+    runs_ms: list[float] = field(default_factory=list)
+    warmup_runs: int | None = None
+    gflops: float | None = None  # 4 n² d / median, causal counted the same
+    vs_numpy: float | None = None  # numpy float64 median / this median (same n, d and causal)
+    budget_used: float | None = None  # of compare.py's error budget against numpy float64 (1.0 = all)
+    backend: str | None = None  # the kernel torch ran (torch-sdpa)
+    problem: str | None = None  # why it FAILED, in words
+
+
+@dataclass
+class MemoryResult:
+    port: str
+    status: str  # "ok", "not run", "FAILED"
+    n: int
+    peak_mib: float | None = None  # the pass's process: VmHWM (ru_maxrss where there is no /proc)
+    idle_mib: float | None = None  # an idle process that imported the same modules
+    above_idle_mib: float | None = None
+    note: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Workers
+
+
+@dataclass
+class Finished:
+    returncode: int | None  # None: killed after the time-out
+    tail: list[str]  # the last lines it printed
+
+
+def run_process(command: list[str], env: dict[str, str], timeout: float, echo: bool) -> Finished:
+    """Run a worker, echoing its progress lines to stderr; kill it after `timeout` seconds.
+
+    Its peak memory is what the worker itself reads from /proc/self/status (VmHWM), not the
+    ru_maxrss that os.wait4 or getrusage give: Linux carries a process's maxrss across fork and
+    exec, so a child's ru_maxrss starts at the parent's own peak (here the parent has just held
+    the n x n reference matrices) and would hide a small worker's real peak."""
+    process = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env=env, text=True, errors="replace",
+    )  # fmt: skip
+    tail: deque[str] = deque(maxlen=40)
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            tail.append(line.rstrip("\n"))
+            if echo:
+                print(f"    {line.rstrip()}", file=sys.stderr, flush=True)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        returncode = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        returncode = None
+    reader.join(timeout=10)
+    return Finished(returncode, list(tail))
+
+
+class Workers:
+    """Starts the worker for a port with a plan and reads its result document."""
+
+    def __init__(self, scratch: Path, settings: argparse.Namespace, node: Path | None):
+        self.scratch = scratch
+        self.settings = settings
+        self.node = node
+        self.env = dict(os.environ)
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
+            self.env[name] = str(settings.threads)
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")])
+        )
+        self.count = 0
+        self.versions: dict[str, dict] = {}
+
+    def run(self, port: BenchPort, mode: str, cells: list[dict], timeout: float, corrupt: bool = False):
+        """(result document or None, Finished, a one-line problem or None)."""
+        self.count += 1
+        s = self.settings
+        plan_path = self.scratch / f"plan-{self.count}.json"
+        result_path = self.scratch / f"result-{self.count}.json"
+        plan = {
+            "mode": mode, "port": port.name, "inputs": str(self.scratch / "inputs"), "cells": cells,
+            "min_runs": s.repeats, "max_runs": max(s.repeats, s.max_repeats), "budget_s": s.cell_budget,
+            "warmup_s": s.warmup, "threads": s.threads, "outputs": str(self.scratch / "outputs"),
+            "models": str(self.scratch / "models"), "peers": str(peers.PEERS_FOLDER),
+            "result": str(result_path), "corrupt": corrupt,
+        }  # fmt: skip
+        plan_path.write_text(json.dumps(plan, indent=1), encoding="utf-8")
+        if port.worker == "python":
+            command = [sys.executable, "-m", "attention_port.bench.worker", str(plan_path)]
+        else:
+            command = [str(self.node), str(BENCH_TS), str(plan_path)]
+        finished = run_process(command, self.env, timeout, echo=mode == "time")
+        document = None
+        if result_path.is_file():
+            try:
+                document = json.loads(result_path.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as error:
+                return None, finished, f"the worker wrote malformed JSON: {error}"
+            self.versions.setdefault(port.name, document.get("versions") or {})
+        if finished.returncode is None:
+            return document, finished, f"did not finish within {timeout:g} s"
+        if finished.returncode != 0 or document is None:
+            last = next((line for line in reversed(finished.tail) if line.strip()), "no output")
+            return document, finished, f"the worker exited with code {finished.returncode}: {last.strip()}"
+        return document, finished, None
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+
+
+def integers(text: str) -> list[int]:
+    """An argparse type: comma-separated positive integers, sorted, each once."""
+    try:
+        values = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        values = []
+    if not values or values[0] < 1:
+        raise argparse.ArgumentTypeError(f"takes comma-separated positive integers, not {text!r}")
+    return values
+
+
+def names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    """Comma-separated names from `allowed`, each once (the type of --ports and --dtypes)."""
+    chosen = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    unknown = [p for p in chosen if p not in allowed]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown {what} {unknown[0] if unknown else text!r};"
+                                         f" choose from {', '.join(allowed)}")  # fmt: skip
+    return chosen
+
+
+def _positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, not {text}")
+        return value
+
+    return parse
+
+
+def _shape(text: str) -> tuple[int, int] | None:
+    if text == "none":
+        return None
+    try:
+        n, d = (int(part) for part in text.split("x"))
+    except ValueError:
+        n = d = 0
+    if n < 1 or d < 1:
+        raise argparse.ArgumentTypeError(f"takes NxD with N, D >= 1 (e.g. 1000x80) or none, not {text!r}")
+    return n, d
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attention-port bench",
+        description="Time numpy, torch, the TypeScript ports and the onnxruntime peers on the same inputs,"
+        " check every output against numpy float64 with compare.py's rule, and write bench.md, bench.json"
+        " and bench.png.",
+    )
+    add = parser.add_argument
+    add("--sizes", type=integers, default=[64, 256, 1024, 2048, 4096],
+        help="sequence lengths n (default: 64,256,1024,2048,4096)")  # fmt: skip
+    add("--d", type=_positive(int), default=64, help="features per row (default: 64)")
+    add("--odd-shape", type=_shape, default=(1000, 80),
+        help="one more shape NxD, not causal, that fills no tile (default: 1000x80; none: skip)")  # fmt: skip
+    add("--ports", type=lambda t: names(t, PORT_NAMES, "port"), default=list(PORT_NAMES),
+        help=f"comma-separated, from: {', '.join(PORT_NAMES)} (default: all)")  # fmt: skip
+    add("--dtypes", type=lambda t: names(t, DTYPES, "dtype"), default=list(DTYPES),
+        help="float64,float32 (default: both, where the port has them)")  # fmt: skip
+    add("--causal", choices=("both", "on", "off"), default="both", help="causal masking (default: both)")
+    add("--repeats", type=_positive(int), default=5,
+        help="timed runs per cell, at least (default: 5); the median is reported")  # fmt: skip
+    add("--max-repeats", type=_positive(int), default=30, help="timed runs per cell, at most (default: 30)")
+    add("--cell-budget", type=float, default=0.5, metavar="SECONDS",
+        help="past --repeats, keep timing a cell only while its runs total less than this"
+        " (default: 0.5): fast cells get more runs, slow ones fewer")  # fmt: skip
+    add("--warmup", type=float, default=0.25, metavar="SECONDS",
+        help="warm-up: one run, more while under this (default: 0.25)")  # fmt: skip
+    add("--threads", type=_positive(int), default=1, help="threads per worker (default: 1)")
+    add("--seed", type=int, default=0, help="input seed (default: 0)")
+    add("--typescript-max-n", type=_positive(int), default=2048,
+        help="largest n timed for the readable TypeScript port (default: 2048)")  # fmt: skip
+    add("--memory-n", type=int, default=4096,
+        help="n of every port's peak-memory pass (default: 4096; 0: no memory pass)")  # fmt: skip
+    add("--linear-memory-n", type=int, default=16384,
+        help="n of one more pass for ports with memory linear in n (default: 16384; 0: none)")  # fmt: skip
+    add("--memory-timeout", type=_positive(float), default=120.0, metavar="SECONDS",
+        help="time allowed for one memory pass (default: 120); else 'not run'")  # fmt: skip
+    add("--worker-timeout", type=_positive(float), default=900.0, metavar="SECONDS",
+        help="time allowed for one port's timing process (default: 900)")  # fmt: skip
+    add("--out", default=str(DEFAULT_OUT), help="output folder (default: %(default)s)")
+    add("--no-plot", action="store_true", help="do not write bench.png")
+    # Test hook: the named port's worker adds 0.01 to one output element, which must be caught.
+    add("--corrupt-port", default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def _log(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        return _bench(args)
+    except (BenchError, NodeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def plan_cells(port: BenchPort, args: argparse.Namespace) -> list[dict]:
+    causal_values = {"both": [False, True], "on": [True], "off": [False]}[args.causal]
+    dtypes = [dtype for dtype in port.dtypes if dtype in args.dtypes]
+    cells = [
+        {"n": n, "d": args.d, "dtype": dtype, "causal": causal}
+        for causal in causal_values
+        for n in args.sizes
+        for dtype in dtypes
+        if not (port.slow and n > args.typescript_max_n)
+    ]
+    if args.odd_shape:
+        n, d = args.odd_shape
+        cells += [{"n": n, "d": d, "dtype": dtype, "causal": False} for dtype in dtypes]
+    return cells
+
+
+def _bench(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ports = [p for p in PORTS if p.name in args.ports]
+    skipped: dict[str, str] = {}
+    if any(p.peer for p in ports) and (why := peers.peers_missing()):
+        skipped.update({p.name: why for p in ports if p.peer})
+        ports = [p for p in ports if not p.peer]
+    node = None
+    if any(p.worker == "node" for p in ports):
+        node = find_node()
+        version = node_version(node)
+        if version[:2] < MINIMUM_NODE:
+            raise BenchError(f"{node} is Node {'.'.join(map(str, version))}; the bench needs >= 22.18")
+    machine = report.describe_machine(node)
+    cells_by_port = {port.name: plan_cells(port, args) for port in ports}
+    memory_cells = {
+        port.name: [n for n in (args.memory_n, args.linear_memory_n if port.linear_memory else 0) if n > 0]
+        for port in ports
+    }
+    shapes = {(c["n"], c["d"]) for cells in cells_by_port.values() for c in cells}
+    shapes |= {(n, args.d) for sizes in memory_cells.values() for n in sizes}
+
+    results: list[CellResult] = []
+    memory: list[MemoryResult] = []
+    with tempfile.TemporaryDirectory(prefix="attention-port-bench-") as scratch_name:
+        scratch = Path(scratch_name)
+        for folder in ("inputs", "outputs", "models"):
+            (scratch / folder).mkdir()
+        _log(f"drawing inputs [n, d] for (n, d) in {sorted(shapes)}")
+        drawn = {shape: draw_inputs(scratch / "inputs", *shape, args.seed) for shape in sorted(shapes)}
+        _log("numpy float64 reference outputs, for the checks")
+        keys = {(c["n"], c["d"], c["causal"]) for cells in cells_by_port.values() for c in cells}
+        expected = {(n, d, causal): check.expected_output(*drawn[(n, d)], causal) for n, d, causal in keys}
+        if any(p.peer for p in ports):
+            peers.write_models(scratch / "models", sorted({d for _, d in shapes}))
+        workers = Workers(scratch, args, node)
+        for index, port in enumerate(ports, 1):
+            cells = cells_by_port[port.name]
+            if not cells:
+                skipped[port.name] = "no cell to run with these --sizes/--dtypes"
+                continue
+            _log(f"[{index}/{len(ports)}] {port.name}: {len(cells)} cells in a process of its own")
+            document, _, problem = workers.run(
+                port, "time", cells, args.worker_timeout, corrupt=port.name == args.corrupt_port
+            )
+            results += judge_cells(port.name, cells, document, problem, expected)
+        for port in ports:
+            if port.name not in skipped:
+                memory += measure_memory(workers, port, memory_cells[port.name], args)
+
+    machine["load_average_end"] = report.load_average()
+    machine["versions"] = workers.versions
+    add_ratios(results)
+    targets = check.check_targets(check.Measured(results, memory))
+    failed = [r for r in results if r.status != "ok"] + [m for m in memory if m.status == "FAILED"]
+    settings = {
+        "sizes": args.sizes, "d": args.d, "odd_shape": args.odd_shape, "ports": args.ports,
+        "dtypes": args.dtypes, "causal": args.causal, "repeats": args.repeats,
+        "max_repeats": args.max_repeats, "cell_budget_s": args.cell_budget, "warmup_s": args.warmup,
+        "threads": args.threads, "seed": args.seed, "typescript_max_n": args.typescript_max_n,
+        "memory_n": args.memory_n, "linear_memory_n": args.linear_memory_n,
+        "flops_per_pass": "4*n*n*d (causal counted the same)",
+    }  # fmt: skip
+    written = report.write_report(
+        out, machine, settings, results, memory, targets, skipped, len(failed),
+        seconds=time.perf_counter() - started, plot=not args.no_plot, ports={p.name: p.what for p in PORTS},
+    )  # fmt: skip
+    _log(f"wrote {', '.join(str(p) for p in written)}")
+    if failed:
+        _log(f"{len(failed)} FAILED (see the tables)")
+        return 1
+    return 0
+
+
+def draw_inputs(folder: Path, n: int, d: int, seed: int) -> tuple[np.ndarray, ...]:
+    """query, key, value [n, d], standard normal from Generator(PCG64([seed, n, d])), so the inputs
+    at one shape do not depend on which other shapes were asked for; written to `folder` as raw
+    little-endian float64, row-major."""
+    rng = np.random.Generator(np.random.PCG64([seed, n, d]))
+    arrays = tuple(rng.standard_normal((n, d)) for _ in range(3))
+    for which, array in zip(("query", "key", "value"), arrays, strict=True):
+        array.astype("<f8").tofile(input_path(folder, n, d, which))
+    return arrays
+
+
+def judge_cells(port: str, cells: list[dict], document, problem, expected) -> list[CellResult]:
+    """Each cell's timing, kept only when its output checks out against numpy float64."""
+    by_key = {(r["n"], r["d"], r["dtype"], r["causal"]): r for r in (document or {}).get("cells", [])}
+    results = []
+    for cell in cells:
+        n, d, dtype, causal = cell["n"], cell["d"], cell["dtype"], cell["causal"]
+        result = CellResult(port=port, dtype=dtype, causal=causal, n=n, d=d)
+        results.append(result)
+        record = by_key.get((n, d, dtype, causal))
+        if record is None:
+            result.problem = problem or "the worker gave no result for this cell"
+            continue
+        if record.get("error"):
+            result.problem = record["error"]
+            continue
+        try:
+            got = np.fromfile(record["output"], dtype="<f8")
+        except (OSError, KeyError) as error:
+            result.problem = f"no output file: {error}"
+            continue
+        result.budget_used, result.problem = check.check_output(got, expected[(n, d, causal)], dtype)
+        result.backend = record.get("backend")
+        if result.problem is None:
+            result.status = "ok"
+            result.runs_ms = record["runs_ms"]
+            result.warmup_runs = record.get("warmup_runs")
+            result.median_ms = float(np.median(result.runs_ms))
+            result.gflops = 4.0 * n * n * d / (result.median_ms * 1e6)
+    return results
+
+
+def add_ratios(results: list[CellResult]) -> None:
+    """vs_numpy: numpy float64's median over this median, at the same n, d and causal (numpy has
+    float64 only, so float32 rows are compared with numpy float64)."""
+    numpy_ms = {(r.n, r.d, r.causal): r.median_ms for r in results if r.port == "numpy" and r.status == "ok"}
+    for r in results:
+        base = numpy_ms.get((r.n, r.d, r.causal))
+        if r.status == "ok" and base:
+            r.vs_numpy = base / r.median_ms
+
+
+def measure_memory(workers: Workers, port: BenchPort, sizes: list[int], args) -> list[MemoryResult]:
+    """One fresh process per size doing one float64 pass, beside one idle process of the same kind."""
+    if not sizes:
+        return []
+    _log(f"memory: {port.name}, an idle process and one pass at n in {sizes} (float64, not causal)")
+    cells = [{"n": n, "d": args.d, "dtype": "float64", "causal": False} for n in sizes]
+    # The idle process loads what the port loads for these cells (onnxruntime: a session) and stops.
+    idle, _, idle_problem = workers.run(port, "idle", cells[:1], args.memory_timeout)
+    rows = []
+    for n, cell in zip(sizes, cells, strict=True):
+        row = MemoryResult(port=port.name, status="FAILED", n=n)
+        rows.append(row)
+        if idle_problem:
+            row.note = f"idle process: {idle_problem}"
+            continue
+        document, finished, problem = workers.run(port, "memory", [cell], args.memory_timeout)
+        cell_error = ((document or {}).get("cells") or [{}])[0].get("error")
+        if finished.returncode is None:  # timed out: the readable port at large n
+            row.status, row.note = "not run", f"did not finish within {args.memory_timeout:g} s"
+            continue
+        if problem or cell_error:
+            row.note = problem or cell_error
+            continue
+        row.peak_mib, row.idle_mib = _peak_mib(document), _peak_mib(idle)
+        if not document.get("vm_hwm_kib"):
+            row.note = "ru_maxrss (no /proc/self/status): may include the parent's peak"
+        row.above_idle_mib = row.peak_mib - row.idle_mib
+        row.status = "ok"
+    return rows
+
+
+def _peak_mib(document: dict) -> float:
+    return (document.get("vm_hwm_kib") or document["ru_maxrss_kib"]) / 1024.0

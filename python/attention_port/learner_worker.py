@@ -1,0 +1,236 @@
+"""Run a learner's Python attention file on fixture cases, one case at a time.
+
+The Python twin of typescript/src/check.ts, with the same protocol (described there), started by
+learner.py as `python -m attention_port.learner_worker --module PATH --answers-fd N [--fixtures DIR]`.
+The learner's code runs in this process, never in the harness.
+
+The file defines `scaled_dot_product_attention(query, key, value, ...)` and may define
+`attention_steps` (called instead when present: it returns an object or a dict with scores, logits,
+weights and output). `ACCEPTS_SHAPED_TENSORS = True` in the file asks for a tensor with a zero-size
+dimension as a numpy array (nested lists cannot say [2, 0, 8]: it is written [[], []]).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .fixtures import FixtureCase, load_fixtures
+from .generate import encode_numbers
+from .inputs import AttentionInputError, describe_value, infer_shape
+
+STEP_NAMES = ("scores", "logits", "weights", "output")
+OPTION_NAMES = ("attn_mask", "is_causal", "scale", "enable_gqa", "softcap")
+POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def options_set(case: FixtureCase) -> dict[str, object]:
+    """The options a case sets (those not at their default), by their Python names. A learner is
+    given only these, so its own defaults apply to the rest (check.ts does the same)."""
+    params = case.params
+    chosen = {
+        "attn_mask": case.inputs["attn_mask"],
+        "is_causal": params["is_causal"],
+        "scale": params["scale"],
+        "enable_gqa": params["enable_gqa"],
+        "softcap": params["softcap"],
+    }
+    softcap = chosen["softcap"]
+    at_default = {
+        "attn_mask": chosen["attn_mask"] is None,
+        "is_causal": chosen["is_causal"] is False,
+        "scale": chosen["scale"] is None,
+        "enable_gqa": chosen["enable_gqa"] is False,
+        "softcap": isinstance(softcap, (int, float)) and not isinstance(softcap, bool) and softcap == 0,
+    }
+    return {name: value for name, value in chosen.items() if not at_default[name]}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def load_module(path: Path):
+    """Import the learner's file. A file inside a package (a folder with __init__.py) is imported
+    as part of it, so its relative imports work; any other file sees the files beside it."""
+    path = path.resolve()
+    package_root = path.parent
+    while (package_root / "__init__.py").is_file():
+        package_root = package_root.parent
+    if package_root != path.parent:
+        sys.path.insert(0, str(package_root))
+        dotted = ".".join(path.relative_to(package_root).with_suffix("").parts)
+        return importlib.import_module(dotted)
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location("learner_attention", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def describe_load_error(path: Path, error: BaseException) -> str:
+    if isinstance(error, SyntaxError) and Path(error.filename or "").resolve() == path.resolve():
+        return f"syntax error in {path} (line {error.lineno}): {error.msg}"
+    return f"{path} threw while loading: {type(error).__name__}: {_one_line(error)}"
+
+
+class Learner:
+    """The learner's function and what its signature says it accepts."""
+
+    def __init__(self, module, path: Path):
+        name = "attention_steps" if callable(getattr(module, "attention_steps", None)) else None
+        name = name or "scaled_dot_product_attention"
+        function = getattr(module, name, None)
+        if not callable(function):
+            defined = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
+            has = f"it defines {', '.join(defined)}" if defined else "it defines no function"
+            raise LookupError(f"{path} defines no function named scaled_dot_product_attention ({has})")
+        self.function, self.name = function, name
+        self.shaped = getattr(module, "ACCEPTS_SHAPED_TENSORS", False) is True
+        try:
+            parameters = list(inspect.signature(function).parameters.values())
+        except (TypeError, ValueError):  # a builtin without a signature: assume the whole API
+            parameters = None
+        if parameters is None or any(p.kind == p.VAR_KEYWORD for p in parameters):
+            self.option_names = set(OPTION_NAMES)
+            self.mask_positional = parameters is None or len(parameters) > 3
+        else:
+            positional = [p for p in parameters if p.kind in POSITIONAL]
+            self.mask_positional = len(positional) >= 4 or any(p.kind == p.VAR_POSITIONAL for p in parameters)
+            named = {p.name for p in parameters if p.kind != p.POSITIONAL_ONLY} & set(OPTION_NAMES)
+            self.option_names = named | ({"attn_mask"} if self.mask_positional else set())
+        self.takes_options = bool(self.option_names)
+
+    def hello(self) -> dict:
+        return {
+            "function": self.name,
+            "takesOptions": self.takes_options,
+            "optionNames": sorted(self.option_names),
+            "shaped": self.shaped,
+        }
+
+    def call(self, case: FixtureCase, with_options: bool, shaped: bool):
+        def given(x):
+            if case.expected is None or x is None:
+                return x  # an invalid case's inputs, as written
+            if shaped and 0 in x.shape:
+                return x.copy()
+            return x.tolist()
+
+        inputs = case.inputs
+        args = [given(inputs["query"]), given(inputs["key"]), given(inputs["value"])]
+        kwargs = {}
+        if with_options:
+            for name, value in options_set(case).items():
+                if name == "attn_mask" and self.mask_positional:
+                    args.append(given(value))
+                else:
+                    kwargs[name] = given(value) if name == "attn_mask" else value
+        return self.function(*args, **kwargs)
+
+
+def returned_tensor(name: str, value) -> dict | str:
+    """{"shape", "data"} for nested numbers (or an array), else a one-line reason."""
+    if isinstance(value, np.ndarray) or (hasattr(value, "tolist") and not isinstance(value, (list, tuple))):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        return f"{name} is {_what(value)}, expected nested lists of numbers"
+    try:
+        shape = infer_shape(name, value)
+    except AttentionInputError as error:
+        return _one_line(error)
+
+    def walk(node, where: str) -> str | None:
+        if isinstance(node, (list, tuple)):
+            for i, child in enumerate(node):
+                found = walk(child, f"{where}[{i}]")
+                if found:
+                    return found
+            return None
+        if isinstance(node, (int, float, np.integer, np.floating)) and not isinstance(node, (bool, np.bool_)):
+            return None
+        return f"{where} is {_what(node)}, expected a number"
+
+    problem = walk(value, name)
+    if problem:
+        return problem
+    flat = np.array(value, dtype=np.float64).reshape(-1).tolist()
+    return {"shape": list(shape), "data": encode_numbers(flat)}
+
+
+def _what(x) -> str:
+    return "None" if x is None else describe_value(x)
+
+
+def answer(learner: Learner, case: FixtureCase, with_options: bool, shaped: bool) -> dict:
+    try:
+        returned = learner.call(case, with_options, shaped)
+    except Exception as error:
+        kind = getattr(error, "kind", None)
+        return {
+            "id": case.id,
+            "threw": {
+                "name": type(error).__name__,
+                "message": _one_line(error),
+                "kind": kind if isinstance(kind, str) else None,
+            },
+        }
+    if learner.name == "attention_steps":
+        if isinstance(returned, dict):
+            steps = {k: returned[k] for k in STEP_NAMES if k in returned}
+        else:
+            steps = {k: getattr(returned, k) for k in STEP_NAMES if hasattr(returned, k)}
+        if "output" not in steps:
+            return {"id": case.id, "bad": f"attention_steps returned {_what(returned)} without an output"}
+    else:
+        steps = {"output": returned}
+    written = {}
+    for name, value in steps.items():
+        tensor = returned_tensor(name, value)
+        if isinstance(tensor, str):
+            return {"id": case.id, "bad": tensor}
+        written[name] = tensor
+    return {"id": case.id, "steps": written}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="attention_port.learner_worker")
+    parser.add_argument("--module", required=True)
+    parser.add_argument("--answers-fd", type=int, required=True)
+    parser.add_argument("--fixtures", required=True)
+    args = parser.parse_args(argv)
+
+    def send(message: dict) -> None:
+        os.write(args.answers_fd, (json.dumps(message, allow_nan=False) + "\n").encode())
+
+    path = Path(args.module)
+    try:
+        module = load_module(path)
+        learner = Learner(module, path)
+    except LookupError as error:
+        send({"fatal": str(error)})
+        return 0
+    except BaseException as error:  # a syntax error, or anything its top level raised
+        send({"fatal": describe_load_error(path, error)})
+        return 0
+    send({"hello": learner.hello()})
+    by_id: dict[str, FixtureCase] = {}  # every case, read once at the first request
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        by_id = by_id or {case.id: case for case in load_fixtures(args.fixtures)}
+        send(answer(learner, by_id[request["id"]], request["options"], request["shaped"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""Known wrong ways to write attention, computed with numpy, so `attention-port check` can name them.
+
+When a learner's output fails a case and matches one of these variants on that case (and the
+variant differs from the truth there), check says "looks like <the mistake>". Each variant is the
+right algorithm with exactly one thing done wrong, so that a match points at one fix. None of this
+is a port: the expected values always come from the fixtures, and reference.py stays correct.
+
+Each variant takes the case's inputs and options (query, key, value, attn_mask, is_causal, scale,
+enable_gqa, softcap, as numpy arrays and Python values) and returns the output it would give, or
+None where the mistake makes no difference (no mask to invert, no grouped heads to tile).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _stable_softmax(logits: np.ndarray) -> np.ndarray:
+    """The right softmax over the keys: subtract the row max; a fully-masked row gives 0."""
+    row_max = np.max(logits, axis=-1, keepdims=True, initial=-np.inf)  # [..., Lq, 1]
+    empty = row_max == -np.inf
+    exps = np.exp(logits - np.where(empty, 0.0, row_max))  # [..., Lq, Lk]
+    sums = exps.sum(axis=-1, keepdims=True)
+    return np.where(empty, 0.0, exps / np.where(empty, 1.0, sums))
+
+
+def _top_left(query_length: int, key_length: int) -> np.ndarray:
+    """The right causal mask: query i sees keys j <= i."""
+    return np.tri(query_length, key_length, dtype=bool)  # [Lq, Lk]
+
+
+def _consecutive(query_heads: int, kv_heads: int) -> np.ndarray:
+    """The right grouping: query head h reads key/value head h // (Hq / Hkv)."""
+    return np.arange(query_heads) // (query_heads // kv_heads)  # [Hq]
+
+
+@np.errstate(all="ignore")
+def _attention(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    *,
+    is_causal=False,
+    scale=None,
+    enable_gqa=False,
+    softcap=0.0,
+    scale_of: Callable[[int, float | None], float] = lambda e, s: 1 / math.sqrt(e) if s is None else s,
+    blocked: float = -np.inf,
+    softmax: Callable[[np.ndarray], np.ndarray] = _stable_softmax,
+    causal: Callable[[int, int], np.ndarray] = _top_left,
+    kv_heads_of: Callable[[int, int], np.ndarray] = _consecutive,
+    mask_allows: Callable[[np.ndarray], np.ndarray] = lambda m: m,
+    zero_empty_rows: bool = True,
+) -> np.ndarray:
+    """Attention with each step swappable, so a variant changes exactly one."""
+    query, key, value = (np.asarray(x, dtype=np.float64) for x in (query, key, value))
+    if enable_gqa and query.ndim >= 3 and query.shape[-3] != key.shape[-3]:
+        heads = kv_heads_of(query.shape[-3], key.shape[-3])  # [Hq]
+        key, value = np.take(key, heads, axis=-3), np.take(value, heads, axis=-3)
+    logits = (query @ np.swapaxes(key, -1, -2)) * scale_of(query.shape[-1], scale)  # [..., Lq, Lk]
+    if softcap > 0:
+        logits = softcap * np.tanh(logits / softcap)
+    allowed = np.ones(logits.shape, dtype=bool)
+    if is_causal:
+        allowed &= causal(logits.shape[-2], logits.shape[-1])
+    if attn_mask is not None:
+        mask = np.asarray(attn_mask)
+        if mask.dtype == bool:
+            allowed &= mask_allows(mask)
+        else:
+            logits = logits + mask
+    logits = np.where(allowed, logits, blocked)
+    output = softmax(logits) @ value  # [..., Lq, Ev]
+    if zero_empty_rows:
+        output = np.where(np.all(logits == -np.inf, axis=-1, keepdims=True), 0.0, output)
+    return output
+
+
+# ---- The variants: one mistake each. ----
+
+
+def scale_forgotten(query, key, value, attn_mask=None, **options):
+    """The scores go into softmax unscaled. A dot product of E unit-variance terms has spread
+    sqrt(E), so unscaled scores saturate softmax (one weight near 1, the rest near 0) as E grows."""
+    return _attention(query, key, value, attn_mask, **options, scale_of=lambda e, s: 1.0)
+
+
+def scaled_by_dk(query, key, value, attn_mask=None, **options):
+    """The scores are divided by d_k instead of sqrt(d_k). The spread of a dot product grows like
+    sqrt(d_k), so dividing by d_k over-shrinks it and the weights come out too flat."""
+    if options.get("scale") is not None:
+        return None
+    return _attention(query, key, value, attn_mask, **options, scale_of=lambda e, s: 1 / e)
+
+
+def scale_option_ignored(query, key, value, attn_mask=None, **options):
+    """A given `scale` is ignored and 1/sqrt(E) used anyway. The option replaces the default."""
+    if options.get("scale") is None:
+        return None
+    return _attention(query, key, value, attn_mask, **options, scale_of=lambda e, s: 1 / math.sqrt(e))
+
+
+def softmax_without_max(query, key, value, attn_mask=None, **options):
+    """Softmax as exp(x) / sum(exp(x)), without subtracting the row max first. exp overflows to
+    inf past 709 (inf / inf is NaN) and underflows to 0 below -745 (0 / 0 is NaN); the shift changes
+    nothing mathematically, so the stable form is always right."""
+
+    def naive(logits):
+        exps = np.exp(logits)
+        return exps / exps.sum(axis=-1, keepdims=True)
+
+    return _attention(query, key, value, attn_mask, **options, softmax=naive)
+
+
+def finite_sentinel(query, key, value, attn_mask=None, **options):
+    """Masked cells set to a large finite number such as -1e9 instead of -inf. A finite number is
+    only a large bias: in a row where every key is masked the cells tie, and softmax spreads the
+    weight evenly instead of giving the row nothing to attend to (weights and output 0)."""
+    if attn_mask is None and not options.get("is_causal"):
+        return None
+    return _attention(query, key, value, attn_mask, **options, blocked=-1e9)
+
+
+def softmax_wrong_axis(query, key, value, attn_mask=None, **options):
+    """Softmax over the queries (each column sums to 1) instead of over the keys (each row). Each
+    query's weights must be a distribution over the keys it looks at."""
+
+    def by_column(logits):
+        return np.swapaxes(_stable_softmax(np.swapaxes(logits, -1, -2)), -1, -2)
+
+    return _attention(query, key, value, attn_mask, **options, softmax=by_column)
+
+
+def fully_masked_nan(query, key, value, attn_mask=None, **options):
+    """A fully-masked row left to the textbook softmax: its max is -inf, and -inf - (-inf) is NaN.
+    Such a row attends to nothing, so its weights and output are defined as 0 (as in torch)."""
+
+    def textbook(logits):
+        exps = np.exp(logits - np.max(logits, axis=-1, keepdims=True))
+        return exps / exps.sum(axis=-1, keepdims=True)
+
+    return _attention(query, key, value, attn_mask, **options, softmax=textbook, zero_empty_rows=False)
+
+
+def mask_inverted(query, key, value, attn_mask=None, **options):
+    """A boolean mask read backwards (true = blocked). As in torch, true means 'may attend'."""
+    if attn_mask is None or np.asarray(attn_mask).dtype != bool:
+        return None
+    return _attention(query, key, value, attn_mask, **options, mask_allows=lambda m: ~m)
+
+
+def causal_bottom_right(query, key, value, attn_mask=None, **options):
+    """The causal mask aligned bottom-right (query i sees keys j <= i + Lk - Lq). The contract, as
+    torch's is_causal, aligns it top-left: query i sees keys j <= i, also when Lq != Lk."""
+    if not options.get("is_causal"):
+        return None
+
+    def bottom_right(query_length, key_length):
+        return np.tri(query_length, key_length, key_length - query_length, dtype=bool)
+
+    return _attention(query, key, value, attn_mask, **options, causal=bottom_right)
+
+
+def gqa_tiled(query, key, value, attn_mask=None, **options):
+    """Grouped heads tiled (query head h reads key/value head h % Hkv) instead of consecutive
+    (h // (Hq / Hkv), as torch's repeat_interleave): heads 0 and 1 share key/value head 0."""
+    if not options.get("enable_gqa"):
+        return None
+    return _attention(
+        query, key, value, attn_mask, **options, kv_heads_of=lambda hq, hkv: np.arange(hq) % hkv
+    )
+
+
+@dataclass(frozen=True)
+class Mistake:
+    name: str  # a short name, for tests and docs
+    says: str  # what check prints after "looks like"; {E} and {sqrt_E} are the case's d_k and its root
+    variant: Callable[..., np.ndarray | None]
+
+    def explain(self, features: int) -> str:
+        """What check prints after "looks like", for a case with d_k = features."""
+        return self.says.format(E=features, sqrt_E=f"{math.sqrt(features):.3g}")
+
+
+MISTAKES = (
+    Mistake(
+        "softmax_without_max",
+        "softmax without subtracting the row max: exp(1000) overflows to Infinity, and"
+        " Infinity / Infinity is NaN (exp(-1000) underflows to 0, and 0 / 0 is NaN)",
+        softmax_without_max,
+    ),
+    Mistake(
+        "scale_forgotten",
+        "the scale was forgotten: multiply the scores by 1/sqrt(d_k) = 1/sqrt({E}) before softmax",
+        scale_forgotten,
+    ),
+    Mistake(
+        "scaled_by_dk",
+        "the scores were divided by d_k = {E} instead of sqrt(d_k) = {sqrt_E}",
+        scaled_by_dk,
+    ),
+    Mistake(
+        "scale_option_ignored",
+        "the scale option was ignored: a given scale replaces 1/sqrt(d_k)",
+        scale_option_ignored,
+    ),
+    Mistake(
+        "softmax_wrong_axis",
+        "softmax over the wrong axis: each row of weights (one query, all keys) must sum to 1,"
+        " not each column",
+        softmax_wrong_axis,
+    ),
+    Mistake(
+        "finite_sentinel",
+        "masked cells were set to a finite number such as -1e9 instead of -Infinity: in a row where"
+        " every key is masked they tie, and softmax spreads the weight evenly instead of giving 0",
+        finite_sentinel,
+    ),
+    Mistake(
+        "fully_masked_nan",
+        "a fully-masked row gives NaN: its max is -Infinity, and -Infinity - (-Infinity) is NaN;"
+        " a row with nothing to attend to must give weights and output of 0",
+        fully_masked_nan,
+    ),
+    Mistake(
+        "mask_inverted",
+        "the boolean mask was read backwards: true means 'may attend', false means 'blocked'",
+        mask_inverted,
+    ),
+    Mistake(
+        "causal_bottom_right",
+        "the causal mask was aligned bottom-right: query i sees keys j <= i (top-left, as torch),"
+        " also when there are more keys than queries",
+        causal_bottom_right,
+    ),
+    Mistake(
+        "gqa_tiled",
+        "grouped heads were tiled (query head h reads key/value head h % Hkv); they are"
+        " consecutive: query head h reads head floor(h / (Hq / Hkv)), as torch's repeat_interleave",
+        gqa_tiled,
+    ),
+)
+
+
+def same_values(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal shapes, NaN where the other has NaN, the same infinities, and finite values equal to
+    about 1e-9 of their size: close enough to say two results came from the same computation."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return False
+    if (np.isnan(a) != np.isnan(b)).any():
+        return False
+    infinite = np.isinf(a) | np.isinf(b)
+    if (a[infinite] != b[infinite]).any():
+        return False
+    finite = ~(np.isnan(a) | infinite)
+    if not finite.any():
+        return True
+    size = max(1.0, float(np.max(np.abs(b[finite]))))
+    return bool(np.allclose(a[finite], b[finite], rtol=1e-7, atol=1e-9 * size))
+
+
+def identify(inputs: dict, params: dict, expected: np.ndarray, output: np.ndarray) -> Mistake | None:
+    """The known mistake `output` matches, among those that differ from the truth on this case."""
+    arguments = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
+    for mistake in MISTAKES:
+        try:
+            wrong = mistake.variant(*arguments, **params)
+        except (ValueError, IndexError, ZeroDivisionError, TypeError):
+            continue
+        if wrong is not None and not same_values(wrong, expected) and same_values(output, wrong):
+            return mistake
+    return None

@@ -1,0 +1,100 @@
+// A learner's attention in plain loops over nested arrays, with one mistake switched on by name,
+// for the tests of `attention-port check`: each mistake file exports makeAttention("<mistake>").
+// Written independently of the project's ports and of mistakes.py, as a learner would write it.
+
+function shapeOf(x) {
+  const shape = [];
+  while (Array.isArray(x)) {
+    shape.push(x.length);
+    x = x[0];
+  }
+  return shape;
+}
+
+function softmaxRow(row, mistake) {
+  if (mistake === "softmax_without_max") {
+    const exps = row.map((x) => Math.exp(x));
+    const sum = exps.reduce((a, b) => a + b, 0);
+    return exps.map((e) => e / sum);
+  }
+  const max = Math.max(...row);
+  if (max === -Infinity && mistake !== "fully_masked_nan") {
+    return row.map(() => 0);
+  }
+  const exps = row.map((x) => Math.exp(x - max));
+  const sum = exps.reduce((a, b) => a + b, 0);
+  return exps.map((e) => e / sum);
+}
+
+function attend2d(q, k, v, maskCell, options, mistake) {
+  const E = q[0].length;
+  const Lq = q.length;
+  const Lk = k.length;
+  let scale = options.scale ?? 1 / Math.sqrt(E);
+  if (mistake === "scale_forgotten") scale = 1;
+  if (mistake === "scaled_by_dk" && options.scale == null) scale = 1 / E;
+  if (mistake === "scale_option_ignored") scale = 1 / Math.sqrt(E);
+  const blocked = mistake === "finite_sentinel" ? -1e9 : -Infinity;
+  const logits = [];
+  for (let i = 0; i < Lq; i++) {
+    const row = [];
+    for (let j = 0; j < Lk; j++) {
+      let s = 0;
+      for (let t = 0; t < E; t++) s += q[i][t] * k[j][t];
+      s *= scale;
+      if (options.softcap > 0) s = options.softcap * Math.tanh(s / options.softcap);
+      let allowed = true;
+      if (options.isCausal) {
+        const limit = mistake === "causal_bottom_right" ? i + Lk - Lq : i;
+        if (j > limit) allowed = false;
+      }
+      if (maskCell !== null) {
+        const m = maskCell(i, j);
+        if (typeof m === "boolean") {
+          if (mistake === "mask_inverted" ? m : !m) allowed = false;
+        } else {
+          s += m;
+        }
+      }
+      row.push(allowed ? s : blocked);
+    }
+    logits.push(row);
+  }
+  let weights;
+  if (mistake === "softmax_wrong_axis") {
+    const columns = Array.from({ length: Lk }, (_, j) => softmaxRow(logits.map((r) => r[j]), mistake));
+    weights = logits.map((_, i) => columns.map((c) => c[i]));
+  } else {
+    weights = logits.map((row) => softmaxRow(row, mistake));
+  }
+  const Ev = v[0].length;
+  return weights.map((w) => Array.from({ length: Ev }, (_, c) => w.reduce((sum, x, j) => sum + x * v[j][c], 0)));
+}
+
+export function makeAttention(mistake = null) {
+  return function scaledDotProductAttention(query, key, value, options = {}) {
+    const rank = shapeOf(query).length;
+    const mask = options.attnMask ?? null;
+    const maskShape = mask === null ? [] : shapeOf(mask);
+    function maskFor(path) {
+      if (mask === null) return null;
+      let node = mask;
+      const mr = maskShape.length;
+      for (let d = 0; d < mr - 2; d++) {
+        node = node[maskShape[d] === 1 ? 0 : path[rank - mr + d]];
+      }
+      if (mr === 1) return (_i, j) => node[j];
+      return (i, j) => node[maskShape[mr - 2] === 1 ? 0 : i][maskShape[mr - 1] === 1 ? 0 : j];
+    }
+    function walk(q, k, v, path) {
+      if (path.length === rank - 2) return attend2d(q, k, v, maskFor(path), options, mistake);
+      if (path.length === rank - 3 && options.enableGqa && q.length !== k.length) {
+        const group = q.length / k.length;
+        const kv = (h) => (mistake === "gqa_tiled" ? h % k.length : Math.floor(h / group));
+        return q.map((qh, h) => walk(qh, k[kv(h)], v[kv(h)], [...path, h]));
+      }
+      return q.map((qn, n) => walk(qn, k[n], v[n], [...path, n]));
+    }
+    return walk(query, key, value, []);
+  };
+}

@@ -1,0 +1,2 @@
+// A learner file that throws while it loads.
+throw new Error("broken at the top level");

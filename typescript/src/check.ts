@@ -1,0 +1,328 @@
+/**
+ * Run a learner's own attention module on fixture cases, one case at a time, for `attention-port check`.
+ *
+ *     node typescript/src/check.ts --module PATH --answers-fd N [--fixtures DIR]
+ *
+ * Started by python/attention_port/learner.py, which judges the answers (with compare.py) and explains
+ * them. This process only loads the learner's module, calls it and writes down what it returned: the
+ * learner's code runs here and not in the harness, so an endless loop, a crash or a syntax error costs
+ * this process only, and the harness starts a fresh one for the next case.
+ *
+ * The module exports `scaledDotProductAttention(query, key, value, options?)` and may export
+ * `attentionSteps` (called instead when present, so that every step can be compared). It may also
+ * export `acceptsShapedTensors = true` to be given a tensor with a zero-size dimension as
+ * `{shape, data}` (nested arrays cannot say [2, 0, 8]: it is written [[], []]).
+ *
+ * Protocol. Answers go to file descriptor N, one JSON line each, so that what the learner prints on
+ * stdout cannot be mistaken for one. First {"hello": {"function", "takesOptions", "shaped"}} or
+ * {"fatal": "one line"}. Then for each request line on stdin, {"id", "options", "shaped"} (options:
+ * call with the case's options object; shaped: give zero-size tensors as {shape, data}), one of
+ *     {"id", "steps": {name: {"shape", "data"}}}   output, and scores/logits/weights when returned
+ *     {"id", "threw": {"name", "message", "kind"}}  the function threw (kind: an AttentionInputError's)
+ *     {"id", "bad": "one line"}                     it returned something that is not nested numbers
+ * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"; -0.0 keeps its sign).
+ */
+
+import { spawnSync } from "node:child_process";
+import { writeSync } from "node:fs";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+
+import { flat, tensorJson } from "./cli.ts";
+import {
+  DEFAULT_FIXTURES,
+  type FixtureCase,
+  type FixtureTensor,
+  loadFixtures,
+  portTensor,
+} from "./fixtures.ts";
+import { AttentionInputError, describeValue, inferShape, isShaped } from "./inputs.ts";
+
+const STEP_NAMES = ["scores", "logits", "weights", "output"] as const;
+
+type Learner = (...args: unknown[]) => unknown;
+
+interface Loaded {
+  readonly run: Learner;
+  readonly name: string;
+  readonly takesOptions: boolean;
+  readonly shaped: boolean;
+}
+
+/** How many parameters a function declares. `function.length` stops at the first parameter with a
+ * default value (`options = {}` is not counted), so the parameter list in its source is counted too;
+ * a rest parameter (`...args`) counts as many. */
+export function declaredParameterCount(fn: (...args: never[]) => unknown): number {
+  const source = Function.prototype.toString.call(fn);
+  const arrow = /^(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>/.exec(source);
+  if (arrow !== null) {
+    return Math.max(fn.length, 1);
+  }
+  const open = source.indexOf("(");
+  if (open < 0) {
+    return fn.length;
+  }
+  const parameters: string[] = [];
+  let depth = 0;
+  let quote: string | null = null;
+  let current = "";
+  for (let n = open + 1; n < source.length; n++) {
+    const c = source[n];
+    if (quote !== null) {
+      current += c;
+      if (c === "\\") {
+        n++;
+      } else if (c === quote) {
+        quote = null;
+      }
+      continue;
+    }
+    if (c === '"' || c === "'" || c === "`") {
+      quote = c;
+    } else if (c === "(" || c === "[" || c === "{") {
+      depth++;
+    } else if (c === ")" || c === "]" || c === "}") {
+      if (depth === 0) {
+        break; // the end of the parameter list
+      }
+      depth--;
+    } else if (c === "," && depth === 0) {
+      parameters.push(current.trim());
+      current = "";
+      continue;
+    }
+    current += c;
+  }
+  parameters.push(current.trim());
+  const declared = parameters.filter((p) => p !== "");
+  if (declared.some((p) => p.startsWith("..."))) {
+    return Number.POSITIVE_INFINITY;
+  }
+  return Math.max(fn.length, declared.length);
+}
+
+/** The first line of `node --check PATH`, which names the line of a syntax error ("PATH:3"); an
+ * error from import() does not say where in the file it is. */
+function syntaxErrorLocation(path: string): string | null {
+  const checked = spawnSync(process.execPath, ["--check", path], { encoding: "utf8", timeout: 10_000 });
+  const first = (checked.stderr ?? "").split("\n")[0]?.trim() ?? "";
+  const match = /:(\d+)$/.exec(first);
+  return match === null ? null : `line ${match[1]}`;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, " ").trim();
+}
+
+async function loadLearner(path: string): Promise<Loaded> {
+  let module: Record<string, unknown>;
+  try {
+    module = (await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>;
+  } catch (error) {
+    const e = error as Error & { code?: string };
+    if (e instanceof SyntaxError || e?.code === "ERR_INVALID_TYPESCRIPT_SYNTAX") {
+      // TypeScript's stripper puts "PATH:LINE" first in the stack; JavaScript's needs `node --check`.
+      const stackLine = /:(\d+)\s*$/m.exec(String(e.stack ?? "").split("\n")[0] ?? "");
+      const where = stackLine !== null ? `line ${stackLine[1]}` : syntaxErrorLocation(path);
+      throw new Error(`syntax error in ${path}${where === null ? "" : ` (${where})`}: ${oneLine(e.message)}`);
+    }
+    const what = e instanceof Error ? `${e.name}: ${oneLine(e.message)}` : String(error);
+    throw new Error(`${path} threw while loading: ${what}`);
+  }
+  // A CommonJS module's exports arrive as `default`.
+  const hasFunction = (x: unknown): boolean =>
+    typeof x === "object" &&
+    x !== null &&
+    (typeof (x as Record<string, unknown>).scaledDotProductAttention === "function" ||
+      typeof (x as Record<string, unknown>).attentionSteps === "function");
+  const scope =
+    !hasFunction(module) && hasFunction(module.default)
+      ? (module.default as Record<string, unknown>)
+      : module;
+  const name = typeof scope.attentionSteps === "function" ? "attentionSteps" : "scaledDotProductAttention";
+  const run = scope[name];
+  if (typeof run !== "function") {
+    const names = Object.keys(scope).filter((k) => k !== "default");
+    const has = names.length === 0 ? "it exports nothing" : `it exports ${names.join(", ")}`;
+    throw new Error(`${path} has no export named scaledDotProductAttention (${has})`);
+  }
+  return {
+    run: run as Learner,
+    name,
+    takesOptions: declaredParameterCount(run as Learner) >= 4,
+    shaped: scope.acceptsShapedTensors === true,
+  };
+}
+
+/** A fixture tensor as nested arrays, keeping zero-size dims as far as nesting can ([2, 0, 8] is
+ * [[], []]), or as {shape, data} where the learner accepts that. */
+function givenTensor(tensor: FixtureTensor, shaped: boolean): unknown {
+  if (shaped || !tensor.shape.includes(0)) {
+    return portTensor(tensor);
+  }
+  const build = (dims: readonly number[]): unknown =>
+    dims[0] === 0 ? [] : Array.from({ length: dims[0] }, () => build(dims.slice(1)));
+  return build(tensor.shape);
+}
+
+/** Typed arrays (Float64Array rows, say) as plain arrays, at any depth. */
+function plain(x: unknown): unknown {
+  if (ArrayBuffer.isView(x) && !(x instanceof DataView)) {
+    return Array.from(x as unknown as ArrayLike<number>);
+  }
+  return Array.isArray(x) ? x.map(plain) : x;
+}
+
+/** One returned tensor as {"shape", "data"} JSON, or a one-line reason it is not nested numbers. */
+function returnedTensor(name: string, value: unknown): { json: string } | { bad: string } {
+  if (isShaped(value) && Array.isArray(value.shape)) {
+    const data = plain(value.data);
+    if (!Array.isArray(data)) {
+      return { bad: `${name}.data is ${describeValue(value.data)}, expected an array of numbers` };
+    }
+    const shape = value.shape as number[];
+    const bad = data.findIndex((x) => typeof x !== "number");
+    if (bad >= 0) {
+      return { bad: `${name}.data[${bad}] is ${what(data[bad])}, expected a number` };
+    }
+    return { json: tensorJson(shape, data) };
+  }
+  const nested = plain(value);
+  if (!Array.isArray(nested)) {
+    return { bad: `${name} is ${what(value)}, expected nested arrays of numbers` };
+  }
+  let shape: number[];
+  try {
+    shape = inferShape(name, nested);
+  } catch (error) {
+    return { bad: oneLine((error as Error).message) };
+  }
+  const walk = (node: unknown, path: string): string | null => {
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const found = walk(node[i], `${path}[${i}]`);
+        if (found !== null) {
+          return found;
+        }
+      }
+      return null;
+    }
+    return typeof node === "number" ? null : `${path} is ${what(node)}, expected a number`;
+  };
+  const problem = walk(nested, name);
+  return problem === null ? { json: tensorJson(shape, flat(nested)) } : { bad: problem };
+}
+
+function what(x: unknown): string {
+  return x === undefined ? "undefined" : describeValue(x);
+}
+
+/** The options object of a case: only the options it sets, so a learner's defaults apply to the rest. */
+function caseOptions(c: FixtureCase, shaped: boolean): Record<string, unknown> {
+  const options: Record<string, unknown> = {};
+  const mask = c.inputs.attnMask;
+  if (mask !== null) {
+    options.attnMask = c.expected === null ? mask : givenTensor(mask as FixtureTensor, shaped);
+  }
+  const { isCausal, scale, enableGqa, softcap } = c.params;
+  if (isCausal !== false) {
+    options.isCausal = isCausal;
+  }
+  if (scale !== null) {
+    options.scale = scale;
+  }
+  if (enableGqa !== false) {
+    options.enableGqa = enableGqa;
+  }
+  if (softcap !== 0) {
+    options.softcap = softcap;
+  }
+  return options;
+}
+
+/** One case's answer line. */
+function answer(learner: Loaded, c: FixtureCase, withOptions: boolean, shaped: boolean): string {
+  const id = JSON.stringify(c.id);
+  const input = (x: unknown) => (c.expected === null ? x : givenTensor(x as FixtureTensor, shaped));
+  const args = [input(c.inputs.query), input(c.inputs.key), input(c.inputs.value)];
+  if (withOptions) {
+    args.push(caseOptions(c, shaped));
+  }
+  let returned: unknown;
+  try {
+    returned = learner.run(...args);
+  } catch (error) {
+    const e = error as { name?: unknown; message?: unknown; kind?: unknown };
+    const threw = {
+      name: error instanceof Error ? error.name : typeof error,
+      message: error instanceof Error ? oneLine(String(e.message)) : oneLine(String(error)),
+      kind: error instanceof AttentionInputError || typeof e?.kind === "string" ? e.kind : null,
+    };
+    return `{"id": ${id}, "threw": ${JSON.stringify(threw)}}`;
+  }
+  const steps: Record<string, unknown> =
+    learner.name === "attentionSteps"
+      ? ((returned ?? {}) as Record<string, unknown>)
+      : { output: returned === undefined ? undefined : returned };
+  if (learner.name === "attentionSteps" && (typeof returned !== "object" || returned === null)) {
+    return `{"id": ${id}, "bad": ${JSON.stringify(`attentionSteps returned ${what(returned)}, expected an object with scores, logits, weights and output`)}}`;
+  }
+  const parts: string[] = [];
+  for (const name of STEP_NAMES) {
+    if (!(name in steps) && name !== "output") {
+      continue;
+    }
+    const tensor = returnedTensor(name, steps[name]);
+    if ("bad" in tensor) {
+      return `{"id": ${id}, "bad": ${JSON.stringify(tensor.bad)}}`;
+    }
+    parts.push(`${JSON.stringify(name)}: ${tensor.json}`);
+  }
+  return `{"id": ${id}, "steps": {${parts.join(", ")}}}`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      module: { type: "string" },
+      "answers-fd": { type: "string" },
+      fixtures: { type: "string", default: DEFAULT_FIXTURES },
+    },
+    strict: true,
+  });
+  const fd = Number(values["answers-fd"]);
+  if (values.module === undefined || !Number.isInteger(fd)) {
+    console.error("usage: node typescript/src/check.ts --module PATH --answers-fd N [--fixtures DIR]");
+    return 2;
+  }
+  const send = (line: string) => writeSync(fd, `${line}\n`);
+  let learner: Loaded;
+  try {
+    learner = await loadLearner(values.module);
+  } catch (error) {
+    send(JSON.stringify({ fatal: (error as Error).message }));
+    return 0;
+  }
+  send(
+    JSON.stringify({
+      hello: { function: learner.name, takesOptions: learner.takesOptions, shaped: learner.shaped },
+    }),
+  );
+  let byId: Map<string, FixtureCase> | null = null; // every case, read once at the first request
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (line.trim() === "") {
+      continue;
+    }
+    const request = JSON.parse(line) as { id: string; options: boolean; shaped: boolean };
+    byId ??= new Map(loadFixtures(values.fixtures).map((c) => [c.id, c]));
+    send(answer(learner, byId.get(request.id)!, request.options, request.shaped));
+  }
+  return 0;
+}
+
+if (import.meta.main) {
+  process.exitCode = await main(process.argv.slice(2));
+}
