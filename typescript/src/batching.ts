@@ -77,26 +77,6 @@ export function slices(shapes: AttentionShapes, maskShape: readonly number[] | n
   return result;
 }
 
-<<<<<<< HEAD
-/** Nested arrays of `shape` (rank >= 1) from flat row-major numbers, read from `offset`. Plain
- * loops that push: V8 keeps these arrays packed and fast to build, where Array.from with a
- * callback costs a call per number (about 10x slower for a 1024 x 64 output). */
-export function nest(data: ArrayLike<number>, shape: readonly number[], offset = 0): NestedArray {
-  const rows: number[] = [];
-  if (shape.length === 1) {
-    for (let n = 0; n < shape[0]; n++) {
-      rows.push(data[offset + n]);
-    }
-    return rows;
-  }
-  const inner = shape.slice(1);
-  const size = product(inner);
-  const nested: NestedArray[] = [];
-  for (let n = 0; n < shape[0]; n++) {
-    nested.push(nest(data, inner, offset + n * size));
-  }
-  return nested;
-=======
 /** Nested arrays of `shape` from items in row-major order, read from `offset`: flat numbers with
  * the tensor's whole shape (flash.ts), or one [Lq, Lk] matrix per (batch, head) with the outer
  * shape [B..., Hq] (attention.ts; an empty shape gives the one matrix as it is, uncopied). */
@@ -117,7 +97,6 @@ export function nest<T>(items: ArrayLike<T>, shape: readonly number[], offset = 
     result.push(nest(items, inner, offset + n * size));
   }
   return result;
->>>>>>> main
 }
 
 /** Arrays of T nested to any depth. */

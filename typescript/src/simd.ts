@@ -125,7 +125,7 @@ export function scaledDotProductAttention(
 ): NestedArray {
   const problem = checkedProblem(query, key, value, options);
   // nest copies the numbers out at once, so it may read the kernel's memory in place.
-  return nest(attend(problem, false), problem.shapes.outputShape); // [B..., Hq, Lq, Ev]
+  return nest(attend(problem, false), problem.shapes.outputShape) as NestedArray; // [B..., Hq, Lq, Ev]
 }
 
 /** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
@@ -141,10 +141,10 @@ export function attentionSteps(
   const output = attend(problem); // [B..., Hq, Lq, Ev]
   const { scores, logits, weights } = diagnosticSteps(problem);
   return {
-    scores: nest(scores, scoresShape),
-    logits: nest(logits, scoresShape),
-    weights: nest(weights, scoresShape),
-    output: nest(output, outputShape),
+    scores: nest(scores, scoresShape) as NestedArray,
+    logits: nest(logits, scoresShape) as NestedArray,
+    weights: nest(weights, scoresShape) as NestedArray,
+    output: nest(output, outputShape) as NestedArray,
     scoresShape,
     outputShape,
   };
