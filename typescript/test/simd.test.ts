@@ -14,7 +14,6 @@ import { type FixtureTensor, loadFixtures } from "../src/fixtures.ts";
 import type { FlatMask, FlatTensor, ShapedMask, ShapedTensor } from "../src/inputs.ts";
 import {
   AttentionInputError,
-  type AttentionOptions,
   attentionSteps,
   kernelBlocks,
   kernelBuild,
@@ -31,6 +30,7 @@ import {
   KERNEL_SOURCE,
   outputHashes,
 } from "../wasm/build.ts";
+import { attentionProblems, generator, type Problem } from "./generate.ts";
 import { assertFixtureError, assertMatchesFixture, flatten, product, runCase } from "./helpers.ts";
 
 const cases = loadFixtures();
@@ -146,94 +146,63 @@ for (const build of BUILD_NAMES) {
 
 // ---- Agreement with the readable port on random problems. ----
 
-interface Problem {
-  query: ShapedTensor;
-  key: ShapedTensor;
-  value: ShapedTensor;
-  options: AttentionOptions & { attnMask?: ShapedMask };
-}
-
-/** Deterministic numbers from a seed (fast for big tensors; fast-check shrinks the seed). */
-function generator(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 2 ** 32; // [0, 1)
-  };
-}
-
 /** Lengths on and around the query block and key tile edges, and small ones (0 included). */
 const EDGES = [keyTile - 1, keyTile, keyTile + 1, 2 * keyTile + 3, queryBlock - 1, queryBlock + 1];
 const length = fc.oneof(
   { arbitrary: fc.integer({ min: 0, max: 9 }), weight: 5 },
   { arbitrary: fc.constantFrom(...EDGES), weight: 3 },
 );
-/** Feature sizes around the vector widths (2 and 4 lanes) and the 4-vector value blocking. */
-const features = fc.oneof(fc.integer({ min: 1, max: 9 }), fc.constantFrom(15, 16, 17, 31, 33));
 
-/** A random valid problem: rank 2 to 5, GQA, a broadcast mask of any rank (bool or float), causal,
- * scale, softcap, logits from small to large, and now and then NaN or ±Infinity in an input. */
-function problems(float32: boolean) {
+/** generate.ts's random problems with feature sizes around the vector widths (2 and 4 lanes) and
+ * the 4-vector value blocking, now and then NaN or ±Infinity in a few cells of one input, and for
+ * float32 every number rounded to float32, so that both ports start from the same inputs. (No
+ * infinity in value for float32: a weight that underflows to 0 in float32 but not in float64
+ * turns inf into NaN in one port only.) */
+function problems(float32: boolean): fc.Arbitrary<Problem> {
+  const specials = [NaN, Infinity, -Infinity];
   return fc
-    .record({
-      rank2: fc.boolean(),
-      batch: fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 2 }),
-      hkv: fc.integer({ min: 1, max: 2 }),
-      group: fc.integer({ min: 1, max: 3 }),
-      lq: length,
-      lk: length,
-      e: features,
-      ev: fc.oneof(fc.integer({ min: 0, max: 9 }), fc.constantFrom(15, 16, 17)),
-      isCausal: fc.boolean(),
-      scale: fc.option(fc.double({ min: -2, max: 2, noNaN: true }), { nil: undefined }),
-      softcap: fc.oneof(fc.constant(0), fc.double({ min: 0.25, max: 5, noNaN: true })),
-      maskKind: fc.constantFrom("none", "bool", "float"),
-      maskRank: fc.integer({ min: 1, max: 5 }),
-      maskOnes: fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }),
-      masked: fc.constantFrom(0, 0.2, 0.6, 1),
-      spread: fc.constantFrom(1, 4, 40),
-      special: fc.constantFrom("none", "none", "query", "key", "value"),
-      seed: fc.integer(),
-    })
-    .map((c): Problem => {
-      const random = generator(c.seed);
-      const big = c.lq * c.lk > 100;
-      const [hq, hkv] = c.rank2 ? [1, 1] : big ? [c.group, 1] : [c.hkv * c.group, c.hkv];
-      const batch = c.rank2 || big ? [] : c.batch;
-      const heads = (h: number) => (c.rank2 ? [] : [h]);
-      const qShape = [...batch, ...heads(hq), c.lq, c.e];
-      const kShape = [...batch, ...heads(hkv), c.lk, c.e];
-      const vShape = [...batch, ...heads(hkv), c.lk, c.ev];
-      const scoresShape = [...batch, ...heads(hq), c.lq, c.lk];
-      // float32 problems hold float32 numbers, so both ports start from the same inputs.
+    .tuple(
+      attentionProblems({
+        length,
+        keyTile,
+        features: fc.oneof(fc.integer({ min: 1, max: 9 }), fc.constantFrom(15, 16, 17, 31, 33)),
+        valueFeatures: fc.oneof(fc.integer({ min: 0, max: 9 }), fc.constantFrom(15, 16, 17)),
+      }),
+      fc.constantFrom("none", "none", "query", "key", "value"),
+      fc.integer(),
+    )
+    .map(([p, special, seed]): Problem => {
+      const random = generator(seed);
       const round = float32 ? Math.fround : (x: number) => x;
-      // Specials: NaN, +inf, -inf in a few cells (not in value for float32, where a weight that
-      // underflows to 0 in float32 but not in float64 turns inf into NaN in one port only).
-      const specials = [NaN, Infinity, -Infinity];
-      const numbers = (name: string, shape: number[], spread: number) =>
-        Array.from({ length: product(shape) }, () =>
-          c.special === name && random() < 0.03 && !(float32 && name === "value")
+      const numbers = (name: string, t: ShapedTensor): ShapedTensor => ({
+        shape: t.shape,
+        data: Array.from(t.data, (x) =>
+          special === name && random() < 0.03 && !(float32 && name === "value")
             ? specials[Math.floor(random() * 3)]
-            : round((2 * random() - 1) * spread),
-        );
-      const maskRank = Math.min(c.maskRank, scoresShape.length);
-      const maskShape = scoresShape.slice(-maskRank).map((n, d) => (c.maskOnes[d] ? 1 : n));
-      const cells = Array.from({ length: product(maskShape) }, () => {
-        const masked = random() < c.masked;
-        return c.maskKind === "bool" ? !masked : masked ? -Infinity : round(6 * random() - 3);
+            : round(x),
+        ),
       });
+      const mask = p.options.attnMask;
       return {
-        query: { shape: qShape, data: numbers("query", qShape, c.spread) },
-        key: { shape: kShape, data: numbers("key", kShape, c.spread) },
-        value: { shape: vShape, data: numbers("value", vShape, 4) },
+        ...p,
+        query: numbers("query", p.query),
+        key: numbers("key", p.key),
+        value: numbers("value", p.value),
         options: {
-          isCausal: c.isCausal,
-          scale: c.scale === undefined ? undefined : round(c.scale),
-          softcap: c.softcap === 0 ? 0 : round(c.softcap),
-          enableGqa: hq !== hkv,
-          ...(c.maskKind === "none" ? {} : { attnMask: { shape: maskShape, data: cells } }),
+          ...p.options,
+          scale:
+            p.options.scale === undefined || p.options.scale === null
+              ? p.options.scale
+              : round(p.options.scale),
+          softcap: round(p.options.softcap ?? 0),
+          ...(mask === undefined
+            ? {}
+            : {
+                attnMask: {
+                  shape: mask.shape,
+                  data: Array.from(mask.data, (x) => (typeof x === "number" ? round(x) : x)),
+                },
+              }),
         },
       };
     });
@@ -243,7 +212,7 @@ function problems(float32: boolean) {
  * float32 (flat entry, Float32Array): NaN in the same places, fully-masked rows exactly +0.0, and
  * every other output within the tolerance rule's budget for the dtype, 16 u (1 + S) max|value|,
  * with S = |scale| E max|q| max|k| + the largest finite mask value (a bound on every row's S_i). */
-function assertAgrees(p: Problem, float32: boolean): void {
+function assertAgrees(p: Pick<Problem, "query" | "key" | "value" | "options">, float32: boolean): void {
   const expected = readable.attentionSteps(p.query, p.key, p.value, p.options);
   const expectedOutput = flatten(expected.output);
   const weights = flatten(expected.weights);
