@@ -23,7 +23,14 @@ TYPESCRIPT_CLI = REPO_ROOT / "typescript" / "src" / "cli.ts"
 MINIMUM_NODE = (22, 18)
 DEFAULT_TIMEOUT = 120.0  # seconds for one Node run over every case (it takes well under one)
 # The TypeScript modules the CLI can run, by report name.
-TYPESCRIPT_PORTS = {"typescript": "attention", "typescript-flash": "flash"}
+TYPESCRIPT_PORTS = {
+    "typescript": "attention",
+    "typescript-flash": "flash",
+    "typescript-simd": "simd",
+    "typescript-simd-float32": "simd-float32",
+}
+# The dtype each one computes in (for the unit roundoff of the tolerance rule); float64 if not here.
+TYPESCRIPT_DTYPES = {"typescript-simd-float32": "float32"}
 
 
 class NodeError(Exception):

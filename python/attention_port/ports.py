@@ -16,7 +16,7 @@ import numpy as np
 
 from .fixtures import FixtureCase, decode_numbers
 from .inputs import AttentionInputError
-from .node import DEFAULT_TIMEOUT, TYPESCRIPT_PORTS, NodeError, run_typescript
+from .node import DEFAULT_TIMEOUT, TYPESCRIPT_DTYPES, TYPESCRIPT_PORTS, NodeError, run_typescript
 
 STEP_NAMES = ("scores", "logits", "weights", "output")
 
@@ -163,7 +163,7 @@ def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEF
             answers[case.id] = decode_typescript_answer(results[case.id])
         return PortRun(answers, notes)
 
-    return Port(name, name, "float64", run)
+    return Port(name, name, TYPESCRIPT_DTYPES.get(name, "float64"), run)
 
 
 # ---------------------------------------------------------------------------------------------

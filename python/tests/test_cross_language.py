@@ -1,6 +1,6 @@
-"""The TypeScript ports (readable and flash), run through the harness (one Node process for every
-case), held to the same rule as the Python ports, compared with torch directly, and caught when
-they are broken."""
+"""The TypeScript ports (readable, flash, and SIMD in float64 and float32), run through the harness
+(one Node process for every case), held to the same rule as the Python ports, compared with torch
+directly, and caught when they are broken."""
 
 from __future__ import annotations
 
@@ -18,12 +18,23 @@ from conftest import ALL_CASES, FIXTURES_DIR, INVALID_CASES, VALID_CASES, case_p
 from attention_port import cli, compare, ports
 from attention_port.node import find_node, run_typescript
 
-TYPESCRIPT_PORTS = ["typescript", "typescript-flash"]
+TYPESCRIPT_PORTS = ["typescript", "typescript-flash", "typescript-simd"]  # float64
+FLOAT32_PORTS = ["typescript-simd-float32"]
 
 
 @functools.cache
 def typescript_answers(name: str) -> dict[str, ports.PortAnswer]:
     return ports.typescript_port(FIXTURES_DIR, name).run(ALL_CASES).answers
+
+
+@functools.cache
+def baseline_simd_answers(name: str) -> dict[str, ports.PortAnswer]:
+    """The SIMD port with its fallback build (no relaxed SIMD), forced through the environment."""
+    os.environ["ATTENTION_PORT_SIMD_BUILD"] = "baseline"
+    try:
+        return ports.typescript_port(FIXTURES_DIR, name).run(ALL_CASES).answers
+    finally:
+        del os.environ["ATTENTION_PORT_SIMD_BUILD"]
 
 
 @functools.cache
@@ -40,8 +51,27 @@ def test_typescript_within_budget(port, case):
     assert verdict.outside or verdict.budget_used < 0.25, compare.format_verdict(verdict)
 
 
+@pytest.mark.parametrize("case", case_params(VALID_CASES))
+@pytest.mark.parametrize("port", FLOAT32_PORTS)
+def test_typescript_float32_within_budget(port, case):
+    # Held at float32's unit roundoff, as torch's float32 port is; the port says it computes in it.
+    assert ports.typescript_port(FIXTURES_DIR, port).dtype == "float32"
+    verdict = compare.judge(case, port, "float32", typescript_answers(port)[case.id])
+    assert verdict.passed, compare.format_verdict(verdict)
+
+
+@pytest.mark.parametrize("case", case_params(VALID_CASES))
+@pytest.mark.parametrize(
+    ("port", "dtype"), [("typescript-simd", "float64"), ("typescript-simd-float32", "float32")]
+)
+def test_simd_fallback_build_within_budget(port, dtype, case):
+    # Node here has relaxed SIMD, so verify runs the relaxed build; the fallback is held here.
+    verdict = compare.judge(case, port, dtype, baseline_simd_answers(port)[case.id])
+    assert not compare.failed(verdict), compare.format_verdict(verdict)
+
+
 @pytest.mark.parametrize("case", case_params(INVALID_CASES))
-@pytest.mark.parametrize("port", TYPESCRIPT_PORTS)
+@pytest.mark.parametrize("port", TYPESCRIPT_PORTS + FLOAT32_PORTS)
 def test_typescript_raises_the_same_error(port, case):
     answer = typescript_answers(port)[case.id]
     assert answer.error is not None, answer

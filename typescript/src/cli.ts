@@ -8,8 +8,10 @@
  * where an answer is {"scores", "logits", "weights", "output"} (each {"shape", "data"}, data flat row-major),
  * {"error": {"kind", "message"}} for an AttentionInputError, or {"crash": "..."} for anything else.
  * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"), and -0.0 keeps its sign.
- * --port attention runs the readable port (attention.ts), --port flash the fast one (flash.ts); both
- * through their attentionSteps, so every step is written.
+ * --port attention runs the readable port (attention.ts), --port flash the fast one (flash.ts),
+ * --port simd the SIMD port (simd.ts) in float64: each through its attentionSteps, so every step is
+ * written. --port simd-float32 runs the SIMD port's flat entry on Float32Array inputs (float32
+ * arithmetic) and writes the output only.
  * The CLI judges nothing (compare.py does). Exit codes: 0 the results are written (a case that
  * threw is recorded in them); 2 it cannot run: bad command-line usage or a fixture folder that
  * cannot be used, said in one line on stderr.
@@ -26,24 +28,26 @@ import {
   loadFixtures,
   portTensor,
 } from "./fixtures.ts";
-import { AttentionInputError } from "./inputs.ts";
+import { AttentionInputError, type FlatTensor } from "./inputs.ts";
 
-/** The modules a port can be loaded from, by the name --port takes. */
-const PORTS = ["attention", "flash"] as const;
+/** The ports --port can run: a module and how its answers are made. */
+const PORTS = ["attention", "flash", "simd", "simd-float32"] as const;
 type PortName = (typeof PORTS)[number];
 
 interface StepsLike {
-  readonly scores: unknown;
-  readonly logits: unknown;
-  readonly weights: unknown;
+  readonly scores?: unknown; // absent when a port gives the output only
+  readonly logits?: unknown;
+  readonly weights?: unknown;
   readonly output: unknown;
   readonly scoresShape: readonly number[];
   readonly outputShape: readonly number[];
 }
 type AttentionStepsFunction = (query: unknown, key: unknown, value: unknown, options: unknown) => StepsLike;
+/** One fixture case -> the port's steps (or it throws). */
+type CaseRunner = (c: FixtureCase) => StepsLike;
 
 const USAGE =
-  "usage: node typescript/src/cli.ts run [--fixtures DIR] --out FILE [--port attention|flash] [--case ID]...";
+  "usage: node typescript/src/cli.ts run [--fixtures DIR] --out FILE [--port attention|flash|simd|simd-float32] [--case ID]...";
 
 class UsageError extends Error {}
 
@@ -51,19 +55,60 @@ class UsageError extends Error {}
 export const EXIT_CANNOT_RUN = 2;
 const HELP_HINT = "run with --help for usage";
 
-async function loadPort(name: PortName): Promise<AttentionStepsFunction> {
-  let module: { attentionSteps?: unknown };
+async function loadPort(name: PortName): Promise<CaseRunner> {
+  const file = name === "simd-float32" ? "simd" : name;
+  let module: { attentionSteps?: unknown; scaledDotProductAttentionFlat?: unknown };
   try {
-    module = (await import(`./${name}.ts`)) as { attentionSteps?: unknown };
+    module = (await import(`./${file}.ts`)) as typeof module;
   } catch (error) {
     throw new UsageError(
-      `port '${name}' is not available (typescript/src/${name}.ts: ${(error as Error).message})`,
+      `port '${name}' is not available (typescript/src/${file}.ts: ${(error as Error).message})`,
     );
   }
   if (typeof module.attentionSteps !== "function") {
     throw new UsageError(`port '${name}' does not export attentionSteps`);
   }
-  return module.attentionSteps as AttentionStepsFunction;
+  const steps = module.attentionSteps as AttentionStepsFunction;
+  const nested: CaseRunner = (c) => {
+    const tensor = (x: unknown) => (c.expected === null || x === null ? x : portTensor(x as FixtureTensor));
+    return steps(tensor(c.inputs.query), tensor(c.inputs.key), tensor(c.inputs.value), {
+      attnMask: tensor(c.inputs.attnMask),
+      ...c.params,
+    });
+  };
+  if (name !== "simd-float32") {
+    return nested;
+  }
+  // The SIMD port in float32: its flat entry with Float32Array tensors, which computes in float32.
+  // It gives the output only (compare.py judges the output; the other steps are diagnostics).
+  // Invalid-input cases go through the nested entry, whose checks are the same.
+  const flat = module.scaledDotProductAttentionFlat as (
+    q: FlatTensor,
+    k: FlatTensor,
+    v: FlatTensor,
+    options: unknown,
+  ) => FlatTensor;
+  return (c) => {
+    if (c.expected === null) {
+      return nested(c);
+    }
+    const float32 = (x: unknown): FlatTensor => {
+      const t = x as FixtureTensor;
+      return { shape: t.shape, data: Float32Array.from(t.data as number[]) };
+    };
+    const mask = c.inputs.attnMask as FixtureTensor | null;
+    const attnMask =
+      mask === null
+        ? null
+        : mask.dtype === "bool"
+          ? { dtype: "bool", shape: mask.shape, data: Uint8Array.from(mask.data, Number) }
+          : { dtype: "float", shape: mask.shape, data: Float64Array.from(mask.data as number[]) };
+    const out = flat(float32(c.inputs.query), float32(c.inputs.key), float32(c.inputs.value), {
+      attnMask,
+      ...c.params,
+    });
+    return { output: Array.from(out.data), scoresShape: [], outputShape: out.shape };
+  };
 }
 
 /** One number as JSON: non-finite ones as the fixtures' strings, -0 as -0.0 (Python reads "-0"
@@ -89,22 +134,17 @@ export function tensorJson(shape: readonly number[], nested: unknown): string {
 }
 
 /** One case's answer, as a JSON text. */
-function answer(run: AttentionStepsFunction, c: FixtureCase): string {
-  const tensor = (x: unknown) => (c.expected === null || x === null ? x : portTensor(x as FixtureTensor));
+function answer(run: CaseRunner, c: FixtureCase): string {
   try {
-    const steps = run(tensor(c.inputs.query), tensor(c.inputs.key), tensor(c.inputs.value), {
-      attnMask: tensor(c.inputs.attnMask),
-      isCausal: c.params.isCausal,
-      scale: c.params.scale,
-      enableGqa: c.params.enableGqa,
-      softcap: c.params.softcap,
-    });
-    return (
-      `{"scores": ${tensorJson(steps.scoresShape, steps.scores)},` +
-      ` "logits": ${tensorJson(steps.scoresShape, steps.logits)},` +
-      ` "weights": ${tensorJson(steps.scoresShape, steps.weights)},` +
-      ` "output": ${tensorJson(steps.outputShape, steps.output)}}`
-    );
+    const steps = run(c);
+    const parts = [];
+    if (steps.scores !== undefined && steps.logits !== undefined && steps.weights !== undefined) {
+      parts.push(`"scores": ${tensorJson(steps.scoresShape, steps.scores)}`);
+      parts.push(`"logits": ${tensorJson(steps.scoresShape, steps.logits)}`);
+      parts.push(`"weights": ${tensorJson(steps.scoresShape, steps.weights)}`);
+    }
+    parts.push(`"output": ${tensorJson(steps.outputShape, steps.output)}`);
+    return `{${parts.join(", ")}}`;
   } catch (error) {
     if (error instanceof AttentionInputError) {
       return JSON.stringify({ error: { kind: error.kind, message: error.message } });

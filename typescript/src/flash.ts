@@ -60,26 +60,31 @@ import {
   type AttentionOptions,
   type AttentionShapes,
   type AttentionSteps,
-  checkOptions,
-  checkShaped,
-  checkShapes,
+  type CheckedInputs,
+  checkFlatInputs,
+  checkInputs,
   checkSize,
-  DEFAULT_MEMORY_LIMIT,
-  describeValue,
-  type FloatArray,
+  type FlatAttentionOptions,
+  type FlatMask,
+  type FlatTensor,
   formatShape,
-  isShaped,
+  type KernelMask,
   type MaskInput,
   type NestedArray,
-  optionsObject,
   product,
-  resolveScale,
   type TensorInput,
-  toArray,
-  toMaskArray,
 } from "./inputs.ts";
 
-export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
+export type {
+  AttentionOptions,
+  AttentionSteps,
+  FlatAttentionOptions,
+  FlatMask,
+  FlatTensor,
+  MaskInput,
+  NestedArray,
+  TensorInput,
+};
 export { AttentionInputError };
 
 /** Bc: keys per tile. A key tile and its value tile (Bc x E and Bc x Ev doubles) stay in cache
@@ -88,33 +93,6 @@ export const KEY_TILE = 64;
 /** Br: query rows per block. The block's scores tile [Br, Bc] and accumulators [Br, Ev] are the
  * only scratch memory. A multiple of 2 (the register blocking). */
 export const QUERY_BLOCK = 32;
-
-/** A flat row-major tensor: shape plus values. Float32Array storage is computed in doubles. */
-export interface FlatTensor {
-  readonly shape: readonly number[];
-  readonly data: Float64Array | Float32Array;
-}
-
-/** attnMask in flat form; `dtype` says which kind it is:
- *  - "bool":  data is a Uint8Array; nonzero = may attend, 0 = masked (-Infinity).
- *  - "float": data is a Float64Array or Float32Array, added to the logits (-Infinity masks).
- * Broadcasts numpy-style to the scores [B..., Hq, Lq, Lk], like the nested mask. */
-export type FlatMask =
-  | { readonly dtype: "bool"; readonly shape: readonly number[]; readonly data: Uint8Array }
-  | {
-      readonly dtype: "float";
-      readonly shape: readonly number[];
-      readonly data: Float64Array | Float32Array;
-    };
-
-export interface FlatAttentionOptions {
-  readonly attnMask?: FlatMask | null;
-  readonly isCausal?: boolean;
-  readonly scale?: number | null;
-  readonly enableGqa?: boolean;
-  readonly softcap?: number;
-  readonly memoryLimit?: number;
-}
 
 // ---- Public entry points. ----
 
@@ -138,7 +116,8 @@ export function scaledDotProductAttention(
   value: TensorInput,
   options: AttentionOptions = {},
 ): NestedArray {
-  const problem = checkedProblem(query, key, value, options, false);
+  const problem = checkInputs(query, key, value, options);
+  checkOutputSize(problem.shapes, problem.memoryLimit);
   const output = attend(problem, null); // [B..., Hq, Lq, Ev]
   return nest(output, problem.shapes.outputShape) as NestedArray;
 }
@@ -151,7 +130,8 @@ export function attentionSteps(
   value: TensorInput,
   options?: AttentionOptions,
 ): AttentionSteps {
-  const problem = checkedProblem(query, key, value, options, true);
+  const problem = checkInputs(query, key, value, options);
+  checkSize(problem.shapes, problem.memoryLimit); // the readable port's rule: scores, logits and weights
   const { scoresShape, outputShape } = problem.shapes;
   const rowCount = product(scoresShape.slice(0, -1)); // B... x Hq x Lq
   const recording: Recording = {
@@ -194,92 +174,26 @@ export function scaledDotProductAttentionFlat(
   value: FlatTensor,
   options?: FlatAttentionOptions,
 ): FlatTensor {
-  const given = optionsObject(options) as FlatAttentionOptions; // {} when left out; null is refused
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
-  const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
-  checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
-  const q = flatArray("query", query); // [B..., Hq, Lq, E]
-  const k = flatArray("key", key); // [B..., Hkv, Lk, E]
-  const v = flatArray("value", value); // [B..., Hkv, Lk, Ev]
-  const mask = attnMask === null ? null : flatMask(attnMask); // broadcasts to the scores
-  const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
-  checkOutputSize(shapes, memoryLimit);
-  const output = attend(
-    {
-      query: q.data,
-      key: k.data,
-      value: v.data,
-      mask,
-      shapes,
-      isCausal,
-      softcap,
-      scale: resolveScale(scale, shapes.features),
-    },
-    null,
-  ); // [B..., Hq, Lq, Ev]
+  const checked = checkFlatInputs(query, key, value, options);
+  // A Float32Array is widened once to doubles, natively, so the kernels stay monomorphic.
+  const widen = (x: Float64Array | Float32Array) => (x instanceof Float64Array ? x : new Float64Array(x));
+  const { shapes } = checked;
+  checkOutputSize(shapes, checked.memoryLimit);
+  const problem = {
+    ...checked,
+    query: widen(checked.query),
+    key: widen(checked.key),
+    value: widen(checked.value),
+  };
+  const output = attend(problem, null); // [B..., Hq, Lq, Ev]
   const data = query.data instanceof Float32Array ? new Float32Array(output) : output; // rounded once
   return { shape: shapes.outputShape, data };
 }
 
-// ---- Checking: inputs.ts's functions, in the readable port's order. ----
+// ---- Checking: inputs.ts's checkInputs and checkFlatInputs, in the readable port's order. ----
 
-/** A checked mask, as the kernels read it: exactly one of bool and float is set. */
-interface KernelMask {
-  readonly shape: readonly number[];
-  readonly bool: Uint8Array | null; // nonzero = may attend
-  readonly float: Float64Array | Float32Array | null; // added to the logits
-}
-
-/** Everything the kernels need, checked. */
-interface Problem {
-  readonly query: Float64Array; // [B..., Hq, Lq, E]
-  readonly key: Float64Array; // [B..., Hkv, Lk, E]
-  readonly value: Float64Array; // [B..., Hkv, Lk, Ev]
-  readonly mask: KernelMask | null; // broadcasts to [B..., Hq, Lq, Lk]
-  readonly shapes: AttentionShapes;
-  readonly isCausal: boolean;
-  readonly scale: number;
-  readonly softcap: number;
-}
-
-function checkedProblem(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options: AttentionOptions | undefined,
-  steps: boolean, // attentionSteps: the [B..., Hq, Lq, Lk] steps are made too
-): Problem {
-  const given = optionsObject(options); // {} when left out; null and the like are refused
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
-  const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
-  checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
-  const q = toArray("query", query); // [B..., Hq, Lq, E]
-  const k = toArray("key", key); // [B..., Hkv, Lk, E]
-  const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
-  const checked = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
-  const shapes = checkShapes(q.shape, k.shape, v.shape, checked === null ? null : checked.shape, enableGqa);
-  if (steps) {
-    checkSize(shapes, memoryLimit); // the readable port's rule: scores, logits and weights
-  } else {
-    checkOutputSize(shapes, memoryLimit);
-  }
-  let mask: KernelMask | null = null;
-  if (checked !== null && checked.dtype === "bool") {
-    mask = { shape: checked.shape, bool: Uint8Array.from(checked.data, Number), float: null }; // 1 = may attend
-  } else if (checked !== null) {
-    mask = { shape: checked.shape, bool: null, float: checked.data };
-  }
-  return {
-    query: q.data,
-    key: k.data,
-    value: v.data,
-    mask,
-    shapes,
-    isCausal,
-    softcap,
-    scale: resolveScale(scale, shapes.features),
-  };
-}
+/** Everything the kernels need, checked (float64 tensors only). */
+type Problem = CheckedInputs;
 
 /** The fast path holds the output and one block's scratch (a tile, the running sums and the
  * accumulator), never the [Lq, Lk] steps: refuse, before allocating, what exceeds memoryLimit. */
@@ -293,58 +207,6 @@ function checkOutputSize(shapes: AttentionShapes, memoryLimit: number): void {
         ` more than memoryLimit = ${String(memoryLimit)}; pass a larger memoryLimit to compute them`,
     );
   }
-}
-
-/** query, key or value in flat form, checked by inputs.ts's toArray. A Float64Array is taken as
- * it is (toArray checks its shape and length, and walks no value: a typed array holds numbers by
- * construction); a Float32Array is widened once to doubles, natively, so the kernels stay
- * monomorphic. */
-function flatArray(name: string, tensor: FlatTensor): FloatArray {
-  if (!isShaped(tensor)) {
-    throw new AttentionInputError(
-      "type",
-      `${name} must be a flat tensor { shape, data }, got ${describeValue(tensor)}`,
-    );
-  }
-  const data: unknown = tensor.data;
-  if (data instanceof Float64Array) {
-    return toArray(name, tensor);
-  }
-  if (data instanceof Float32Array) {
-    return toArray(name, { shape: tensor.shape, data: new Float64Array(data) });
-  }
-  throw new AttentionInputError(
-    "type",
-    `${name}.data must be a Float64Array or a Float32Array, got ${describeValue(data)}`,
-  );
-}
-
-/** attnMask in flat form: its dtype, then the shaped form's checks (inputs.ts), then the typed
- * array its dtype needs. Not widened through toMaskArray: the kernels read it in place. */
-function flatMask(mask: FlatMask): KernelMask {
-  const name = "attnMask";
-  if (!isShaped(mask) || !("dtype" in mask)) {
-    throw new AttentionInputError(
-      "type",
-      `${name} must be a flat mask { dtype, shape, data }, got ${describeValue(mask)}`,
-    );
-  }
-  const dtype: unknown = mask.dtype;
-  if (dtype !== "bool" && dtype !== "float") {
-    throw new AttentionInputError(
-      "type",
-      `${name}.dtype must be "bool" or "float", got ${describeValue(dtype)}`,
-    );
-  }
-  const expected = `${dtype === "bool" ? "a Uint8Array" : "a Float64Array or a Float32Array"} for dtype "${dtype}"`;
-  const { shape, data } = checkShaped(name, mask, expected);
-  if (dtype === "bool" && data instanceof Uint8Array) {
-    return { shape, bool: data, float: null };
-  }
-  if (dtype === "float" && (data instanceof Float64Array || data instanceof Float32Array)) {
-    return { shape, bool: null, float: data };
-  }
-  throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
 }
 
 // ---- The driver: batch and heads, one slice at a time. ----

@@ -111,6 +111,41 @@ export interface AttentionSteps<Tensor extends NestedArray = NestedArray> {
   readonly outputShape: readonly number[]; // [B..., Hq, Lq, Ev]
 }
 
+/** A flat row-major tensor: shape plus values (the fast ports' flat entry points). */
+export interface FlatTensor {
+  readonly shape: readonly number[];
+  readonly data: Float64Array | Float32Array;
+}
+
+/** attnMask in flat form; `dtype` says which kind it is:
+ *  - "bool":  data is a Uint8Array; nonzero = may attend, 0 = masked (-Infinity).
+ *  - "float": data is a Float64Array or Float32Array, added to the logits (-Infinity masks).
+ * Broadcasts numpy-style to the scores [B..., Hq, Lq, Lk], like the nested mask. */
+export type FlatMask =
+  | { readonly dtype: "bool"; readonly shape: readonly number[]; readonly data: Uint8Array }
+  | {
+      readonly dtype: "float";
+      readonly shape: readonly number[];
+      readonly data: Float64Array | Float32Array;
+    };
+
+export interface FlatAttentionOptions {
+  readonly attnMask?: FlatMask | null;
+  readonly isCausal?: boolean;
+  readonly scale?: number | null;
+  readonly enableGqa?: boolean;
+  readonly softcap?: number;
+  /** The most bytes one call may need; larger inputs are refused (kind "size"). 2 GiB by default. */
+  readonly memoryLimit?: number;
+}
+
+/** A checked mask as the fast kernels read it: exactly one of bool and float is set. */
+export interface KernelMask {
+  readonly shape: readonly number[];
+  readonly bool: Uint8Array | null; // nonzero = may attend
+  readonly float: Float64Array | Float32Array | null; // added to the logits
+}
+
 /** A checked tensor: float64 values, row-major (toArray's result). */
 export interface FloatArray {
   readonly shape: readonly number[];
@@ -175,15 +210,7 @@ function path(indices: readonly number[]): string {
  * A ragged array throws kind "ragged" naming the first element (depth first) that disagrees.
  */
 export function inferShape(name: string, data: unknown): number[] {
-  const shape: number[] = [];
-  let node = data;
-  while (isArray(node)) {
-    shape.push(node.length);
-    if (node.length === 0) {
-      break;
-    }
-    node = node[0];
-  }
+  const shape = firstShape(data);
   const shapeText = formatShape(shape);
 
   function walk(node: unknown, depth: number, indices: number[]): void {
@@ -290,6 +317,59 @@ export function checkShaped(
   return { shape: [...(shape as number[])], data: values };
 }
 
+/** The shape nested arrays claim: the lengths along the first elements (what inferShape reads
+ * before checking). */
+function firstShape(data: unknown): number[] {
+  const shape: number[] = [];
+  let node = data;
+  while (isArray(node)) {
+    shape.push(node.length);
+    if (node.length === 0) {
+      break;
+    }
+    node = node[0];
+  }
+  return shape;
+}
+
+/** The fast path of toArray and toMaskArray for nested arrays: one walk that checks every array's
+ * length against `shape` and copies the leaves into `out` in row-major order, with `accept`
+ * deciding whether a leaf is the kind wanted. It returns false at the first thing that is not as
+ * expected, without saying what: the caller then runs the slow path (inferShape, leaves), which
+ * throws the exact error. Valid input, the common case, costs one tight loop per innermost row
+ * instead of a generator step and an index path per number. */
+function fillNested<T>(
+  data: unknown,
+  shape: readonly number[],
+  out: { [index: number]: T },
+  accept: (leaf: unknown) => leaf is T,
+): boolean {
+  let flat = 0;
+  const last = shape.length - 1;
+  const walk = (node: unknown, depth: number): boolean => {
+    if (!isArray(node) || node.length !== shape[depth]) {
+      return false;
+    }
+    if (depth === last) {
+      for (let i = 0; i < node.length; i++) {
+        const leaf = node[i];
+        if (!accept(leaf)) {
+          return false;
+        }
+        out[flat++] = leaf;
+      }
+      return true;
+    }
+    for (let i = 0; i < node.length; i++) {
+      if (!walk(node[i], depth + 1)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  return shape.length === 0 ? false : walk(data, 0);
+}
+
 /** query, key or value as a float64 array: nested arrays or a shaped flat tensor. */
 export function toArray(name: string, data: unknown): FloatArray {
   if (isShaped(data)) {
@@ -308,6 +388,12 @@ export function toArray(name: string, data: unknown): FloatArray {
     }
     return { shape: shaped.shape, data: Float64Array.from(shaped.data as ArrayLike<number>) };
   }
+  const claimed = firstShape(data);
+  const fast = new Float64Array(product(claimed));
+  if (fillNested(data, claimed, fast, isNumber)) {
+    return { shape: claimed, data: fast };
+  }
+  // Something is wrong: the slow path finds what, and throws it.
   const shape = inferShape(name, data);
   const values = new Float64Array(product(shape));
   let flat = 0;
@@ -337,6 +423,23 @@ export function toMaskArray(data: unknown): MaskArray {
       }
     })();
   } else {
+    const claimed = firstShape(data);
+    let first: unknown = data;
+    for (let d = 0; d < claimed.length && isArray(first); d++) {
+      first = first[0];
+    }
+    if (isBoolean(first)) {
+      const bools = new Array<boolean>(product(claimed));
+      if (fillNested(data, claimed, bools, isBoolean)) {
+        return { dtype: "bool", shape: claimed, data: bools };
+      }
+    } else if (isNumber(first)) {
+      const numbers = new Float64Array(product(claimed));
+      if (fillNested(data, claimed, numbers, isNumber)) {
+        return { dtype: "float64", shape: claimed, data: numbers };
+      }
+    }
+    // Empty, mixed or malformed: the slow path below decides, and finds the exact error.
     shape = inferShape(name, data);
     cells = leaves(data, shape.length, []);
   }
@@ -370,6 +473,56 @@ export function toMaskArray(data: unknown): MaskArray {
     return { dtype: "bool", shape, data: values as boolean[] };
   }
   return { dtype: "float64", shape, data: Float64Array.from(values as number[]) };
+}
+
+/** query, key or value in flat form: a { shape, data } whose data is a Float64Array or a
+ * Float32Array, with the shaped form's checks (checkShaped). Nothing is copied. */
+export function checkFlatTensor(
+  name: string,
+  tensor: unknown,
+): { shape: number[]; data: Float64Array | Float32Array } {
+  if (!isShaped(tensor)) {
+    throw new AttentionInputError(
+      "type",
+      `${name} must be a flat tensor { shape, data }, got ${describeValue(tensor)}`,
+    );
+  }
+  const data: unknown = tensor.data;
+  if (!(data instanceof Float64Array || data instanceof Float32Array)) {
+    throw new AttentionInputError(
+      "type",
+      `${name}.data must be a Float64Array or a Float32Array, got ${describeValue(data)}`,
+    );
+  }
+  return { shape: checkShaped(name, tensor, "an array of numbers").shape, data };
+}
+
+/** attnMask in flat form: its dtype, then the shaped form's checks, then the typed array its dtype
+ * needs. Not widened: the kernels read it in place. */
+export function checkFlatMask(mask: unknown): KernelMask {
+  const name = "attnMask";
+  if (!isShaped(mask) || !("dtype" in mask)) {
+    throw new AttentionInputError(
+      "type",
+      `${name} must be a flat mask { dtype, shape, data }, got ${describeValue(mask)}`,
+    );
+  }
+  const dtype: unknown = mask.dtype;
+  if (dtype !== "bool" && dtype !== "float") {
+    throw new AttentionInputError(
+      "type",
+      `${name}.dtype must be "bool" or "float", got ${describeValue(dtype)}`,
+    );
+  }
+  const expected = `${dtype === "bool" ? "a Uint8Array" : "a Float64Array or a Float32Array"} for dtype "${dtype}"`;
+  const { shape, data } = checkShaped(name, mask, expected);
+  if (dtype === "bool" && data instanceof Uint8Array) {
+    return { shape, bool: data, float: null };
+  }
+  if (dtype === "float" && (data instanceof Float64Array || data instanceof Float32Array)) {
+    return { shape, bool: null, float: data };
+  }
+  throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
 }
 
 /** The scalar options, checked before any tensor is touched. */
@@ -577,4 +730,81 @@ export function resolveScale(scale: number | null | undefined, features: number)
     return scale;
   }
   return 1.0 / Math.sqrt(features);
+}
+
+/** Every input of a fast port, checked in the readable port's order and in the form its kernels
+ * read: flat row-major tensors, the mask as a KernelMask (read in place through strides), the
+ * scale resolved. `Data` is Float64Array for the nested entry, either float type for the flat one. */
+export interface CheckedInputs<Data extends Float64Array | Float32Array = Float64Array> {
+  readonly query: Data; // [B..., Hq, Lq, E]
+  readonly key: Data; // [B..., Hkv, Lk, E]
+  readonly value: Data; // [B..., Hkv, Lk, Ev]
+  readonly mask: KernelMask | null; // broadcasts to [B..., Hq, Lq, Lk]
+  readonly shapes: AttentionShapes;
+  readonly isCausal: boolean;
+  readonly scale: number;
+  readonly softcap: number;
+  readonly memoryLimit: number; // bytes; each port says what it needs against it
+}
+
+/** The nested (or shaped) entry's inputs, checked: toArray, toMaskArray, then the shapes. */
+export function checkInputs(query: unknown, key: unknown, value: unknown, options: unknown): CheckedInputs {
+  const given = optionsObject(options); // {} when left out; null and the like are refused
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
+  const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
+  checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
+  const q = toArray("query", query); // [B..., Hq, Lq, E]
+  const k = toArray("key", key); // [B..., Hkv, Lk, E]
+  const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
+  const checked = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
+  const shapes = checkShapes(q.shape, k.shape, v.shape, checked === null ? null : checked.shape, enableGqa);
+  let mask: KernelMask | null = null;
+  if (checked !== null && checked.dtype === "bool") {
+    mask = { shape: checked.shape, bool: Uint8Array.from(checked.data, Number), float: null }; // 1 = may attend
+  } else if (checked !== null) {
+    mask = { shape: checked.shape, bool: null, float: checked.data };
+  }
+  const resolved = resolveScale(scale, shapes.features);
+  return {
+    query: q.data,
+    key: k.data,
+    value: v.data,
+    mask,
+    shapes,
+    isCausal,
+    softcap,
+    scale: resolved,
+    memoryLimit,
+  };
+}
+
+/** The flat entry's inputs, checked: checkFlatTensor, checkFlatMask, then the shapes. Nothing is
+ * copied; the tensors keep their float type. */
+export function checkFlatInputs(
+  query: unknown,
+  key: unknown,
+  value: unknown,
+  options: unknown,
+): CheckedInputs<Float64Array | Float32Array> {
+  const given = optionsObject(options) as FlatAttentionOptions; // {} when left out; null is refused
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
+  const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
+  checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
+  const q = checkFlatTensor("query", query); // [B..., Hq, Lq, E]
+  const k = checkFlatTensor("key", key); // [B..., Hkv, Lk, E]
+  const v = checkFlatTensor("value", value); // [B..., Hkv, Lk, Ev]
+  const mask = attnMask === null ? null : checkFlatMask(attnMask); // broadcasts to the scores
+  const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
+  const resolved = resolveScale(scale, shapes.features);
+  return {
+    query: q.data,
+    key: k.data,
+    value: v.data,
+    mask,
+    shapes,
+    isCausal,
+    softcap,
+    scale: resolved,
+    memoryLimit,
+  };
 }

@@ -95,7 +95,10 @@ async function mainCapturing(t: TestContext, argv: string[]): Promise<{ code: nu
 test("bad usage is one line on stderr and exit code 2", async (t) => {
   const out = join(scratch, "x.json");
   const expectations: [string[], RegExp][] = [
-    [["run", "--out", out, "--port", "nope"], /unknown port 'nope' \(known: attention, flash\)/],
+    [
+      ["run", "--out", out, "--port", "nope"],
+      /unknown port 'nope' \(known: attention, flash, simd, simd-float32\)/,
+    ],
     [["run", "--out", out, "--case", "no_such_case"], /no case named 'no_such_case'/],
     [["frobnicate"], /unknown command 'frobnicate'; run with --help for usage/],
     [[], /no command given/],

@@ -41,13 +41,18 @@ export const SMALL_LENGTH = fc.oneof(
 
 /** Random valid problems: rank 2 to 5, GQA groups, a broadcast mask (bool or float, with a share
  * of masked cells from none to all), causal, scale, softcap, logits from small to the thousands.
- * `length` draws Lq and Lk; with `keyTile`, some rows have one whole key tile masked. */
+ * `length` draws Lq and Lk, `features` E and `valueFeatures` Ev; with `keyTile`, some rows have one
+ * whole key tile masked. */
 export function attentionProblems({
   length = SMALL_LENGTH,
   keyTile,
+  features = fc.integer({ min: 1, max: 9 }),
+  valueFeatures = fc.integer({ min: 0, max: 5 }),
 }: {
   length?: fc.Arbitrary<number>;
   keyTile?: number;
+  features?: fc.Arbitrary<number>;
+  valueFeatures?: fc.Arbitrary<number>;
 } = {}): fc.Arbitrary<Problem> {
   return fc
     .record({
@@ -57,8 +62,8 @@ export function attentionProblems({
       group: fc.integer({ min: 1, max: 3 }),
       lq: length,
       lk: length,
-      e: fc.integer({ min: 1, max: 9 }),
-      ev: fc.integer({ min: 0, max: 5 }),
+      e: features,
+      ev: valueFeatures,
       isCausal: fc.boolean(),
       scale: fc.option(fc.double({ min: -2, max: 2, noNaN: true }), { nil: undefined }),
       softcap: fc.oneof(fc.constant(0), fc.double({ min: 0.25, max: 5, noNaN: true })),

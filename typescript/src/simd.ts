@@ -1,0 +1,680 @@
+/**
+ * The WebAssembly SIMD port of scaled dot-product attention: flash.ts's algorithm, compiled.
+ *
+ *     output = softmax(query · keyᵀ · scale [+ mask]) · value
+ *
+ * Same contract, same public API and same errors as flash.ts and the readable port (attention.ts);
+ * read those first. The arithmetic runs in a WebAssembly kernel written in AssemblyScript
+ * (typescript/wasm/kernel.ts, built by scripts/setup); this file checks the inputs (inputs.ts),
+ * lays them out in the kernel's memory, splits the work and reads the output back. It computes
+ * the same online softmax (FlashAttention) as flash.ts, tile by tile, with no [Lq, Lk] buffer.
+ * What differs from flash.ts, and why it is faster:
+ *
+ *  1. Lanes. 128-bit SIMD: one instruction does 4 float32 (f32x4) or 2 float64 (f64x2) operations.
+ *     Float32Array inputs of the flat entry are computed in float32 (flash.ts widens them to
+ *     doubles, since plain JavaScript computes in doubles anyway): twice the lanes, half the bytes.
+ *  2. Layout. Once per call, each tile of 64 keys is transposed into its own small contiguous block
+ *     [E, 64], so a vector load reads the same feature of 4 (or 2) consecutive keys and a score
+ *     vector is 4 (or 2) keys of one query row; a block stays in cache while the 64 query rows of a
+ *     work item read it. (A key matrix transposed whole, [E, Lk] with a stride of Lk, was measured
+ *     slower: a large power-of-two stride makes the rows collide in the cache; transposing each
+ *     tile again for every query block cost about 12% of a pass.)
+ *  3. Register blocking, as flash.ts but in vectors: scores 4 query rows x 2 vectors of keys (8
+ *     independent sums), weights · value 2 rows x 4 vectors of value features (8 sums kept in
+ *     registers across the whole tile, so acc is loaded and stored once per tile, not per key).
+ *  4. exp. exp(x) = exp2(x · log2 e): the logits are carried in log2 units (multiplied by
+ *     scale · log2 e in one step), and exp2 is vectorised: x = k + f with k the nearest integer
+ *     (found by adding and subtracting 1.5 · 2^23, or 2^52), 2^f by its Taylor polynomial
+ *     (degree 7 for float32, 13 for float64), 2^k written straight into exponent bits: about 15
+ *     (or 21) vector instructions per 4 (or 2) numbers where Math.exp is a call per number. Its
+ *     error against Math.exp, measured over the whole range by the tests: relative error below
+ *     2 u (1 + |x|) where the result is a normal number (u the dtype's unit roundoff; the u·|x|
+ *     part is the rounding of x · log2 e, which the tolerance rule's (1 + S_i) factor already
+ *     allows for), and below 2^-1000 (float64) or 2^-120 (float32) in absolute terms where it is
+ *     subnormal. exp(-Infinity) is exactly 0, NaN stays NaN, and underflow rounds to 0 where
+ *     Math.exp's does. The softmax only calls it with x <= 0 (a logit minus the running max), so
+ *     that is the range it covers. Two details were each worth more than 10%: its constants are
+ *     splat loads from a table (an inline vector constant is rebuilt at every use in V8's code),
+ *     and clamps and maxima use pmax, one instruction, instead of wasm's NaN-propagating max
+ *     (several): a NaN logit still makes its row NaN, through its own exp.
+ *  5. Fused multiply-add. With relaxed SIMD (Node 22 and later) a multiply-add is one fused
+ *     instruction where the CPU has one (one rounding instead of two, and half the instructions in
+ *     the inner loops). Where relaxed SIMD does not validate (WebAssembly.validate on the build
+ *     says so), a second build of the same source multiplies and adds separately; both builds
+ *     pass the same tests. `kernelBuild()` says which one runs.
+ *  6. Threads. `workers: N` splits the work items, (batch, head, block of 64 query rows), between
+ *     the calling thread and N - 1 worker_threads over one shared WebAssembly memory (see
+ *     simd-worker.ts). Every item is computed by the same code on the same data whichever thread
+ *     takes it, so the output is bit for bit the same for every N.
+ *  7. The same causal tile skipping, mask strides (a broadcast mask is never expanded) and
+ *     grouped-query indexing as flash.ts, done in the kernel.
+ *
+ * Numerics: float64 inputs are computed in float64 and float32 in float32, each within the
+ * tolerance rule's budget for its dtype (verify runs both as their own ports). The special values
+ * are the readable port's: a NaN logit makes its row NaN; NaN or an infinity in value reaches every
+ * row that is not fully masked (0 · NaN is NaN, even for a key the row cannot see); a fully-masked
+ * row, and Lk = 0, give exactly +0.0.
+ *
+ * `attentionSteps` returns every step, as flash.ts does; but here only `output` comes from the
+ * kernel. The diagnostic steps (scores, logits, weights [B..., Hq, Lq, Lk]) are computed by a plain
+ * float64 loop in this file, the readable port's algorithm, because the kernel never holds them in
+ * natural units (it keeps log2-unit logits, one tile at a time).
+ *
+ * Memory: the kernel's memory holds copies of query, value, the key's transposed tiles, the mask as
+ * given (not broadcast) and the output (which reuses the room of the key as given), plus
+ * O(64 x 64 + 64 x Ev) scratch per thread: linear in the inputs.
+ * A WebAssembly memory only grows, so after a large call the process keeps that much reserved.
+ *
+ * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features.
+ */
+
+import { readFileSync } from "node:fs";
+import { Worker } from "node:worker_threads";
+
+import { BUILDS, type BuildName, buildIsFresh } from "../wasm/build.ts";
+import { nest, type Slice, slices } from "./batching.ts";
+import {
+  AttentionInputError,
+  type AttentionOptions,
+  type AttentionShapes,
+  type AttentionSteps,
+  type CheckedInputs,
+  checkFlatInputs,
+  checkInputs,
+  checkSize,
+  type FlatAttentionOptions,
+  type FlatMask,
+  type FlatTensor,
+  formatShape,
+  type MaskInput,
+  type NestedArray,
+  product,
+  type TensorInput,
+} from "./inputs.ts";
+import { CONTROL, CONTROL_BYTES, claimItems, type ItemRunner, type WorkerStart } from "./simd-worker.ts";
+
+export type { AttentionOptions, AttentionSteps, FlatMask, FlatTensor, MaskInput, NestedArray, TensorInput };
+export { AttentionInputError };
+
+/** The SIMD port's own option: how many threads share the work (1, the default, is this thread
+ * alone; N uses this thread and N - 1 worker_threads). The output does not depend on it. */
+export interface SimdOptions {
+  readonly workers?: number;
+}
+export type SimdAttentionOptions = AttentionOptions & SimdOptions;
+export type SimdFlatAttentionOptions = FlatAttentionOptions & SimdOptions;
+
+// ---- Public entry points. ----
+
+/** softmax(query · keyᵀ · scale [+ mask]) · value in float64 (nested arrays or shaped tensors in,
+ * nested arrays out), computed by the WebAssembly kernel. */
+export function scaledDotProductAttention(
+  query: readonly (readonly number[])[],
+  key: readonly (readonly number[])[],
+  value: readonly (readonly number[])[],
+  options?: SimdAttentionOptions,
+): number[][];
+export function scaledDotProductAttention(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options?: SimdAttentionOptions,
+): NestedArray;
+export function scaledDotProductAttention(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: SimdAttentionOptions = {},
+): NestedArray {
+  const problem = checkedProblem(query, key, value, options);
+  // nest copies the numbers out at once, so it may read the kernel's memory in place.
+  return nest(attend(problem, false), problem.shapes.outputShape) as NestedArray; // [B..., Hq, Lq, Ev]
+}
+
+/** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
+ * weights [B..., Hq, Lq, Lk] are diagnostics computed in plain float64 JavaScript (see the header). */
+export function attentionSteps(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: SimdAttentionOptions = {},
+): AttentionSteps {
+  const problem = checkedProblem(query, key, value, options);
+  checkSize(problem.shapes, problem.memoryLimit); // the diagnostic steps are the readable port's
+  const { scoresShape, outputShape } = problem.shapes;
+  const output = attend(problem); // [B..., Hq, Lq, Ev]
+  const { scores, logits, weights } = diagnosticSteps(problem);
+  return {
+    scores: nest(scores, scoresShape) as NestedArray,
+    logits: nest(logits, scoresShape) as NestedArray,
+    weights: nest(weights, scoresShape) as NestedArray,
+    output: nest(output, outputShape) as NestedArray,
+    scoresShape,
+    outputShape,
+  };
+}
+
+/** The fast path on flat row-major typed arrays with explicit shapes. Computes in float32 when
+ * query.data is a Float32Array (key, value and a float mask are rounded to float32 on the way in),
+ * else in float64; the output has query.data's type. */
+export function scaledDotProductAttentionFlat(
+  query: FlatTensor,
+  key: FlatTensor,
+  value: FlatTensor,
+  options: SimdFlatAttentionOptions = {},
+): FlatTensor {
+  const checked = checkFlatInputs(query, key, value, options);
+  const workers = checkWorkers(options.workers);
+  const float32 = checked.query instanceof Float32Array;
+  const data = attend({ ...checked, float32, workers });
+  const shapes = checked.shapes;
+  return { shape: shapes.outputShape, data };
+}
+
+/** The kernel's work split: query rows per work item and keys per tile (tests aim at their edges). */
+export function kernelBlocks(): { queryBlock: number; keyTile: number } {
+  const { exports } = loadKernel(chosenBuild());
+  return { queryBlock: exports.queryBlock(), keyTile: exports.keyTile() };
+}
+
+/** Which build of the kernel runs: "relaxed" (fused multiply-add) or "baseline". */
+export function kernelBuild(): BuildName {
+  return chosenBuild();
+}
+
+/** Run a build other than the one WebAssembly.validate picked ("auto" goes back to that choice):
+ * for the tests, which check both builds, and for comparing them. */
+export function selectKernelBuild(build: BuildName | "auto"): void {
+  forcedBuild = build === "auto" ? null : build;
+}
+
+/** exp(x) for each x, as the kernel computes it (exp2 of x · log2 e, with the polynomial above),
+ * in float32 for a Float32Array, else float64. For the tests of the approximation. */
+export function kernelExp(x: Float32Array | Float64Array): Float32Array | Float64Array {
+  const kernel = loadKernel(chosenBuild());
+  const bytes = x.BYTES_PER_ELEMENT;
+  const padded = Math.ceil(x.length / 2) * 2 * 2; // whole vectors of either width
+  const at = reserve(kernel, [padded * bytes])[0];
+  const view =
+    x instanceof Float32Array
+      ? new Float32Array(kernel.memory.buffer, at, padded)
+      : new Float64Array(kernel.memory.buffer, at, padded);
+  view.fill(0);
+  view.set(x);
+  if (bytes === 4) {
+    kernel.exports.expF32(at, padded);
+  } else {
+    kernel.exports.expF64(at, padded);
+  }
+  return view.slice(0, x.length);
+}
+
+// ---- Checking: inputs.ts's functions, in the readable port's order. ----
+
+/** Everything the kernel needs, checked (inputs.ts), and how to run it. */
+interface Problem extends CheckedInputs<Float64Array | Float32Array> {
+  readonly float32: boolean; // compute in float32 (else float64)
+  readonly workers: number;
+}
+
+function checkWorkers(workers: unknown): number {
+  if (workers === undefined) {
+    return 1;
+  }
+  if (!(Number.isSafeInteger(workers) && (workers as number) >= 1)) {
+    throw new AttentionInputError(
+      "value",
+      `workers must be an integer >= 1, got ${typeof workers === "number" ? String(workers) : typeof workers}`,
+    );
+  }
+  return workers as number;
+}
+
+function checkedProblem(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: SimdAttentionOptions,
+): Problem {
+  const checked = checkInputs(query, key, value, options);
+  return { ...checked, float32: false, workers: checkWorkers(options.workers) };
+}
+
+// ---- The kernel: loading, memory, jobs. ----
+
+interface KernelExports extends ItemRunner {
+  scanValueF32(value: number, Lk: number, Ev: number, lastNonFinite: number): void;
+  scanValueF64(value: number, Lk: number, Ev: number, lastNonFinite: number): void;
+  expF32(at: number, n: number): void;
+  expF64(at: number, n: number): void;
+  scratchBytes(E: number, Ev: number): number;
+  transposeKeyF32(key: number, Lk: number, E: number, out: number): void;
+  transposeKeyF64(key: number, Lk: number, E: number, out: number): void;
+  heapBase(): number;
+  queryBlock(): number;
+  keyTile(): number;
+}
+
+interface Kernel {
+  readonly module: WebAssembly.Module;
+  readonly memory: WebAssembly.Memory;
+  readonly exports: KernelExports;
+  readonly control: number; // byte offset of the control block (simd-worker.ts)
+  readonly job: number; // byte offset of the job descriptor
+  readonly start: number; // first byte free for a call's data
+  readonly workers: Worker[];
+  generation: number;
+}
+
+const PAGE = 65536;
+const MAX_BYTES = 65536 * PAGE; // a 32-bit memory: 4 GiB
+const JOB_BYTES = 80; // the job descriptor: i32 fields, then scale and softcap as f64 (kernel.ts)
+const kernels = new Map<BuildName, Kernel>();
+let forcedBuild: BuildName | null = buildFromEnvironment();
+let validatedBuild: BuildName | null = null;
+
+/** ATTENTION_PORT_SIMD_BUILD=baseline (or relaxed) forces a build, e.g. to hold the fallback to
+ * the fixtures on a machine that has relaxed SIMD; unset or "auto" picks by WebAssembly.validate. */
+function buildFromEnvironment(): BuildName | null {
+  const wanted = process.env.ATTENTION_PORT_SIMD_BUILD ?? "auto";
+  if (wanted === "auto") {
+    return null;
+  }
+  if (wanted === "relaxed" || wanted === "baseline") {
+    return wanted;
+  }
+  throw new Error(
+    `ATTENTION_PORT_SIMD_BUILD must be relaxed, baseline or auto, got ${JSON.stringify(wanted)}`,
+  );
+}
+
+function chosenBuild(): BuildName {
+  if (forcedBuild !== null) {
+    return forcedBuild;
+  }
+  if (validatedBuild === null) {
+    checkStamp();
+    validatedBuild = WebAssembly.validate(readFileSync(BUILDS.relaxed.file)) ? "relaxed" : "baseline";
+  }
+  return validatedBuild;
+}
+
+function checkStamp(): void {
+  if (!buildIsFresh()) {
+    throw new Error(
+      "the SIMD kernel (typescript/wasm/build/) is missing or older than typescript/wasm/kernel.ts;" +
+        " run scripts/setup (or node typescript/wasm/build.ts)",
+    );
+  }
+}
+
+function loadKernel(build: BuildName): Kernel {
+  const loaded = kernels.get(build);
+  if (loaded !== undefined) {
+    return loaded;
+  }
+  checkStamp();
+  const module = new WebAssembly.Module(readFileSync(BUILDS[build].file));
+  const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true });
+  const exports = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports;
+  const control = align(exports.heapBase());
+  const kernel: Kernel = {
+    module,
+    memory,
+    exports,
+    control,
+    job: control + CONTROL_BYTES,
+    start: align(control + CONTROL_BYTES + JOB_BYTES),
+    workers: [],
+    generation: 0,
+  };
+  kernels.set(build, kernel);
+  return kernel;
+}
+
+function align(bytes: number): number {
+  return Math.ceil(bytes / 64) * 64;
+}
+
+/** Places regions of the given sizes one after another from kernel.start (each 64-byte aligned,
+ * with 64 bytes of padding after it for the kernel's whole-vector reads), grows the memory to hold
+ * them and returns their byte offsets. More than memoryLimit bytes, or than the 4 GiB a 32-bit
+ * WebAssembly memory can hold, is refused (kind "size") before the memory grows. */
+function reserve(
+  kernel: Kernel,
+  sizes: readonly number[],
+  memoryLimit = MAX_BYTES,
+  shapes?: AttentionShapes,
+): number[] {
+  const offsets: number[] = [];
+  let end = kernel.start;
+  for (const size of sizes) {
+    offsets.push(end);
+    end = align(end + size + 64);
+  }
+  if (end > Math.min(memoryLimit, MAX_BYTES)) {
+    const what = shapes === undefined ? "" : ` for the output ${formatShape(shapes.outputShape)}`;
+    const limit =
+      memoryLimit < MAX_BYTES
+        ? `more than memoryLimit = ${String(memoryLimit)}; pass a larger memoryLimit to compute them`
+        : `more than the ${String(MAX_BYTES)} bytes a WebAssembly memory can hold`;
+    throw new AttentionInputError(
+      "size",
+      `the SIMD port needs ${String(end)} bytes of WebAssembly memory${what}, ${limit}`,
+    );
+  }
+  const have = kernel.memory.buffer.byteLength;
+  if (end > have) {
+    kernel.memory.grow(Math.ceil((end - have) / PAGE));
+  }
+  return offsets;
+}
+
+/** The whole computation on one shared memory; returns the output [B..., Hq, Lq, Ev] in the
+ * problem's dtype: a copy, or with copy = false a view of the kernel's memory that the next call
+ * overwrites. */
+function attend(problem: Problem, copy = true): Float64Array | Float32Array {
+  const { shapes, mask, float32 } = problem;
+  const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
+  const { features: E, valueFeatures: Ev } = shapes;
+  const outputSize = product(shapes.outputShape);
+  if (outputSize === 0) {
+    return float32 ? new Float32Array(0) : new Float64Array(0); // nothing to compute
+  }
+  const kernel = loadKernel(chosenBuild());
+  const bytes = float32 ? 4 : 8;
+  const batchCount = product(shapes.batch);
+  const sliceCount = batchCount * Hq; // (b, h) pairs, row-major over [B..., Hq]
+  const kvSlices = batchCount * Hkv;
+  const blocks = Math.ceil(Lq / kernel.exports.queryBlock());
+  const items = sliceCount * blocks;
+  const threads = Math.min(problem.workers, items);
+  const maskBytes = mask === null ? 0 : mask.bool !== null ? mask.bool.length : mask.float!.length * bytes;
+  const stride = kernel.exports.scratchBytes(E, Ev);
+  const keyTile = kernel.exports.keyTile();
+  const keyTBytes = Math.ceil(Lk / keyTile) * E * keyTile * bytes; // one kv slice's key, tiled
+  // The key as given is only read to make its transposed tiles, before any output is written: it
+  // shares one region with the output, so memory holds one of them at a time.
+  const [sliceTable, lastNonFinite, query, keyT, value, maskAt, scratch, output] = reserve(
+    kernel,
+    [
+      sliceCount * 8, // per slice: kv slice, mask offset (i32, i32)
+      kvSlices * Ev * 4, // per kv slice and value column: last key row with NaN or ±inf (i32)
+      problem.query.length * bytes, // [B..., Hq, Lq, E]
+      kvSlices * keyTBytes, // [B..., Hkv, ceil(Lk / Bc), E, Bc]: key tiles, each transposed
+      problem.value.length * bytes, // [B..., Hkv, Lk, Ev]
+      maskBytes, // the mask as given, broadcast by strides
+      stride * threads, // one scratch slot per thread
+      Math.max(outputSize, problem.key.length) * bytes, // key [B..., Hkv, Lk, E], then output [B..., Hq, Lq, Ev]
+    ],
+    problem.memoryLimit,
+    shapes,
+  );
+  const key = output;
+  const buffer = kernel.memory.buffer as SharedArrayBuffer; // shared: worker threads see it too
+  floats(float32, buffer, query, problem.query.length).set(problem.query); // rounded to float32 if so
+  floats(float32, buffer, key, problem.key.length).set(problem.key);
+  floats(float32, buffer, value, problem.value.length).set(problem.value);
+  let maskKind = 0;
+  if (mask !== null && mask.bool !== null) {
+    new Uint8Array(buffer, maskAt, mask.bool.length).set(mask.bool);
+    maskKind = 1;
+  } else if (mask !== null) {
+    floats(float32, buffer, maskAt, mask.float!.length).set(mask.float!);
+    maskKind = 2;
+  }
+
+  // Per (batch, head) slice: the key/value slice it reads (grouped-query heads share one) and
+  // where its mask starts; the mask's strides along Lq and Lk are the same for every slice.
+  const parts = slices(shapes, mask === null ? null : mask.shape);
+  const table = new Int32Array(buffer, sliceTable, parts.length * 2);
+  parts.forEach((part, n) => {
+    table[2 * n] = Lk * E === 0 ? 0 : part.key / (Lk * E); // no keys: no slice to read
+    table[2 * n + 1] = part.mask;
+  });
+  const [maskI, maskJ] = parts.length === 0 ? [0, 0] : [parts[0].maskI, parts[0].maskJ];
+  const transpose = float32 ? kernel.exports.transposeKeyF32 : kernel.exports.transposeKeyF64;
+  for (let kv = 0; kv < kvSlices; kv++) {
+    transpose(key + kv * Lk * E * bytes, Lk, E, keyT + kv * keyTBytes);
+  }
+  if (problem.isCausal) {
+    // Keys a causal block skips carry weight 0 in the readable port, where 0 · NaN is still NaN:
+    // the kernel needs, per value column, the last key row holding NaN or ±inf.
+    const scan = float32 ? kernel.exports.scanValueF32 : kernel.exports.scanValueF64;
+    for (let kv = 0; kv < kvSlices; kv++) {
+      scan(value + kv * Lk * Ev * bytes, Lk, Ev, lastNonFinite + kv * Ev * 4);
+    }
+  }
+
+  // The job descriptor (kernel.ts's J_* offsets).
+  const job = new DataView(buffer, kernel.job, JOB_BYTES);
+  const fields = [blocks, Lq, Lk, E, Ev, query, keyT, value, output, sliceTable, maskKind, maskAt];
+  fields.push(maskI, maskJ, problem.isCausal ? 1 : 0, lastNonFinite);
+  fields.forEach((x, n) => job.setUint32(4 * n, x, true));
+  job.setFloat64(64, problem.scale, true);
+  job.setFloat64(72, problem.softcap, true);
+
+  runItems(kernel, bytes, items, scratch, stride, threads);
+  const result = floats(float32, buffer, output, outputSize);
+  recomputeNonFiniteRows(problem, parts, result);
+  return copy ? result.slice() : result; // a view is only good until the next call reuses the memory
+}
+
+/** A float32 or float64 view of `length` numbers at byte `offset` of the kernel's memory. */
+function floats(
+  float32: boolean,
+  buffer: SharedArrayBuffer,
+  offset: number,
+  length: number,
+): Float32Array | Float64Array {
+  return float32 ? new Float32Array(buffer, offset, length) : new Float64Array(buffer, offset, length);
+}
+
+/** Every item of the job, on this thread alone or shared with threads - 1 workers. */
+function runItems(
+  kernel: Kernel,
+  bytes: number,
+  items: number,
+  scratch: number,
+  stride: number,
+  threads: number,
+) {
+  if (threads <= 1) {
+    const run = bytes === 4 ? kernel.exports.runItemF32 : kernel.exports.runItemF64;
+    for (let item = 0; item < items; item++) {
+      run(kernel.job, item, scratch);
+    }
+    return;
+  }
+  const control = new Int32Array(kernel.memory.buffer, kernel.control, CONTROL_BYTES / 4);
+  const claim = new BigInt64Array(kernel.memory.buffer, kernel.control, 1);
+  startWorkers(kernel, control, threads - 1);
+  kernel.generation = (kernel.generation + 1) | 0;
+  const generation = kernel.generation;
+  Atomics.store(control, CONTROL.COUNT, items);
+  Atomics.store(control, CONTROL.JOB, kernel.job);
+  Atomics.store(control, CONTROL.SCRATCH, scratch | 0);
+  Atomics.store(control, CONTROL.STRIDE, stride);
+  Atomics.store(control, CONTROL.BYTES, bytes);
+  Atomics.store(control, CONTROL.HELPERS, threads - 1);
+  Atomics.store(control, CONTROL.DONE, 0);
+  Atomics.store(control, CONTROL.FAILED, 0);
+  Atomics.store(claim, 0, BigInt(generation >>> 0) << 32n); // open: item 0 of this generation
+  Atomics.store(control, CONTROL.WAKE, generation);
+  Atomics.notify(control, CONTROL.WAKE);
+  claimItems(control, claim, generation, kernel.exports, 0);
+  for (
+    let done = Atomics.load(control, CONTROL.DONE);
+    done < items;
+    done = Atomics.load(control, CONTROL.DONE)
+  ) {
+    Atomics.wait(control, CONTROL.DONE, done); // the workers finish the items they took
+  }
+  if (Atomics.load(control, CONTROL.FAILED) !== 0) {
+    throw new Error("a SIMD worker thread failed while computing attention");
+  }
+}
+
+/** Makes sure `count` workers are running, and waits (briefly) for new ones to be ready, so that a
+ * call with workers really shares its work. Workers are unref'd: they never keep the process up. */
+function startWorkers(kernel: Kernel, control: Int32Array, count: number): void {
+  while (kernel.workers.length < count) {
+    const simdWorker: WorkerStart = {
+      module: kernel.module,
+      memory: kernel.memory,
+      control: kernel.control,
+      index: kernel.workers.length + 1,
+    };
+    const worker = new Worker(new URL("./simd-worker.ts", import.meta.url), { workerData: { simdWorker } });
+    worker.unref();
+    kernel.workers.push(worker);
+  }
+  const deadline = performance.now() + 10_000;
+  for (
+    let ready = Atomics.load(control, CONTROL.READY);
+    ready < count;
+    ready = Atomics.load(control, CONTROL.READY)
+  ) {
+    const left = deadline - performance.now();
+    if (left <= 0) {
+      break; // not up yet: this thread computes what they do not take; the result is the same
+    }
+    Atomics.wait(control, CONTROL.READY, ready, left);
+  }
+}
+
+// ---- Diagnostic steps for attentionSteps (plain float64, the readable port's algorithm). ----
+
+/** scores, logits and weights [B..., Hq, Lq, Lk], computed in float64 cell by cell: scores as
+ * query · key row sums from t = 0, logits scaled, softcapped and masked, weights the stable softmax
+ * (a fully-masked row is +0.0). Not the kernel: see the header. */
+function diagnosticSteps(problem: Problem): {
+  scores: Float64Array;
+  logits: Float64Array;
+  weights: Float64Array;
+} {
+  const { shapes, mask } = problem;
+  const { queryLength: Lq, keyLength: Lk } = shapes;
+  const size = product(shapes.scoresShape);
+  const scores = new Float64Array(size); // [B..., Hq, Lq, Lk]
+  const logits = new Float64Array(size); // [B..., Hq, Lq, Lk]
+  const weights = new Float64Array(size); // [B..., Hq, Lq, Lk]
+  for (const at of slices(shapes, mask === null ? null : mask.shape)) {
+    for (let i = 0; i < Lq; i++) {
+      const row = at.scores + i * Lk;
+      const max = rowLogits(problem, at, i, scores, logits, row);
+      if (max === -Infinity) {
+        continue; // fully masked: weights stay +0.0
+      }
+      let sum = 0;
+      for (let j = 0; j < Lk; j++) {
+        sum += Math.exp(logits[row + j] - max);
+      }
+      for (let j = 0; j < Lk; j++) {
+        weights[row + j] = Math.exp(logits[row + j] - max) / sum;
+      }
+    }
+  }
+  return { scores, logits, weights };
+}
+
+/** Query row i of one slice: its scores and logits [Lk] into `scores` and `logits` from `at`, in
+ * float64 as the readable port computes them. Returns the row's largest logit (NaN if any is). */
+function rowLogits(
+  problem: Problem,
+  slice: Slice,
+  i: number,
+  scores: Float64Array,
+  logits: Float64Array,
+  at: number,
+): number {
+  const { shapes, mask, query, key, scale, softcap, isCausal } = problem;
+  const { keyLength: Lk, features: E } = shapes;
+  let max = -Infinity;
+  for (let j = 0; j < Lk; j++) {
+    let s = 0;
+    for (let t = 0; t < E; t++) {
+      s += query[slice.query + i * E + t] * key[slice.key + j * E + t];
+    }
+    scores[at + j] = s;
+    let x = s * scale;
+    if (softcap > 0) {
+      x = softcap * Math.tanh(x / softcap);
+    }
+    const cell = slice.mask + i * slice.maskI + j * slice.maskJ;
+    if (mask?.bool && mask.bool[cell] === 0) {
+      x = -Infinity;
+    } else if (mask?.float) {
+      x += mask.float[cell];
+    }
+    if (isCausal && j > i) {
+      x = -Infinity;
+    }
+    logits[at + j] = x;
+    max = Math.max(max, x);
+  }
+  return max;
+}
+
+/** The kernel sums exp(logit - m) · value before dividing by the row sum, as flash.ts does; near
+ * the largest double that sum can overflow (to ±Infinity, or NaN once rescaled) where the exact
+ * output is an ordinary number. A row whose output is not finite is computed again here, in
+ * float64 with the weights divided first (the readable port's order), which gives the contract's
+ * answer: the number where it is representable, NaN or ±Infinity where the inputs make it so. Such
+ * rows are rare (NaN or ±Infinity in the inputs, |value| near the largest double), so the cost of
+ * the second pass lands only on them. */
+function recomputeNonFiniteRows(
+  problem: Problem,
+  parts: readonly Slice[],
+  output: Float64Array | Float32Array,
+): void {
+  const { shapes, value } = problem;
+  const { queryLength: Lq, keyLength: Lk, valueFeatures: Ev } = shapes;
+  const scores = new Float64Array(Lk); // [Lk]  one row at a time
+  const logits = new Float64Array(Lk); // [Lk]
+  const row = new Float64Array(Ev); // [Ev]
+  for (const at of parts) {
+    for (let i = 0; i < Lq; i++) {
+      const out = at.output + i * Ev;
+      let finite = true;
+      for (let t = 0; t < Ev; t++) {
+        finite &&= Number.isFinite(output[out + t]);
+      }
+      if (finite) {
+        continue;
+      }
+      const max = rowLogits(problem, at, i, scores, logits, 0);
+      if (max === -Infinity) {
+        continue; // fully masked: the kernel wrote +0.0
+      }
+      let sum = 0;
+      for (let j = 0; j < Lk; j++) {
+        sum += Math.exp(logits[j] - max);
+      }
+      row.fill(0);
+      for (let j = 0; j < Lk; j++) {
+        const weight = Math.exp(logits[j] - max) / sum;
+        for (let t = 0; t < Ev; t++) {
+          row[t] += weight * value[at.value + j * Ev + t];
+        }
+      }
+      output.set(row, out); // rounded to float32 once when the output is float32
+    }
+  }
+}
+
+// The tutorial's example, through the SIMD port: `node typescript/src/simd.ts` prints a 3 x 2 result.
+if (import.meta.main) {
+  const Q = [
+    [1, 0, 1, 0],
+    [0, 1, 0, 1],
+    [1, 1, 0, 0],
+  ];
+  console.log(
+    scaledDotProductAttention(Q, Q, [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]),
+  ); // 3 x 2
+}

@@ -1,0 +1,563 @@
+// The WebAssembly SIMD kernel of the SIMD port (typescript/src/simd.ts), in AssemblyScript.
+//
+// AssemblyScript is TypeScript with machine types (f32, f64, i32, usize, v128); `asc` compiles it
+// to WebAssembly (typescript/wasm/build.ts, run by scripts/setup). One generic kernel is compiled
+// twice, for f32 (f32x4: 4 lanes per 128-bit vector) and f64 (f64x2: 2 lanes). Read
+// typescript/src/simd.ts first: it says what this file computes and why it is laid out this way.
+//
+// Memory is one linear memory that simd.ts owns (imported, shared with worker threads). simd.ts
+// copies the inputs into it and writes a job descriptor; `runItem*` computes one work item: one
+// query block (BR rows) of one (batch, head) slice, against every key it may see. Items write
+// disjoint output rows and use their own scratch, so any thread may compute any item and the
+// result is the same bit for bit.
+//
+// Dimension letters as in simd.ts: Lq, Lk query and key length, E features, Ev value features;
+// BR query rows per block, BC keys per tile, L lanes per vector. Pointers are byte offsets.
+
+// BR: query rows per work item (a multiple of 4, the score blocking). BC: keys per tile.
+const BR: i32 = 64;
+const BC: i32 = 64;
+const LOG2E: f64 = 1.4426950408889634; // log2(e): exp(x) = exp2(x * log2(e))
+
+// ---- The job descriptor, written by simd.ts (the same offsets there, JOB_FIELDS). ----
+const J_BLOCKS: i32 = 0; // query blocks per slice: ceil(Lq / BR)
+const J_LQ: i32 = 4;
+const J_LK: i32 = 8;
+const J_E: i32 = 12;
+const J_EV: i32 = 16;
+const J_Q: i32 = 20; // query [slices, Lq, E]
+const J_K: i32 = 24; // key, transposed by tiles: [kvSlices, ceil(Lk / BC), E, BC] (transposeKey)
+const J_V: i32 = 28; // value [kvSlices, Lk, Ev]
+const J_OUT: i32 = 32; // output [slices, Lq, Ev]
+const J_SLICES: i32 = 36; // per slice: i32 kv slice, i32 mask offset (elements)
+const J_MASK_KIND: i32 = 40; // 0 none, 1 bool (u8, 0 = masked), 2 float (T, added)
+const J_MASK: i32 = 44;
+const J_MASK_I: i32 = 48; // mask stride along Lq (elements; 0 when broadcast)
+const J_MASK_J: i32 = 52; // mask stride along Lk
+const J_CAUSAL: i32 = 56;
+const J_LAST_NON_FINITE: i32 = 60; // i32 [kvSlices, Ev]: last key row with NaN/±inf value, or -1
+const J_SCALE: i32 = 64; // f64
+const J_SOFTCAP: i32 = 72; // f64
+
+/** Bytes of scratch one thread needs for features E and Ev (the same for f32 and f64). */
+export function scratchBytes(E: i32, Ev: i32): i32 {
+  const evPad = (Ev + 1) & ~1; // Ev rounded up to whole f64x2 vectors
+  return 8 * (BR * BC + 2 * BR + BR * evPad) + 64;
+}
+
+// ---- Vector helpers, generic over the lane type T (f32 or f64). ----
+
+// a * b + c. With relaxed SIMD this is one fused multiply-add where the CPU has one (V8 emits
+// vfmadd on x86 with FMA3); the baseline build (chosen where relaxed SIMD does not validate)
+// multiplies, rounds, then adds.
+// @ts-ignore: decorator
+@inline function madd<T>(a: v128, b: v128, c: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    return v128.relaxed_madd<T>(a, b, c);
+  } else {
+    return v128.add<T>(v128.mul<T>(a, b), c);
+  }
+}
+
+// exp2v's constants, in memory: a vector constant written inline is rebuilt from its bits at every
+// use inside the loop (several instructions each), while a splat load from memory is one.
+const EXP2_F32: usize = memory.data<f32>([
+  -150.0, // 0: lowest argument (2^-150 rounds to 0)
+  12582912.0, // 1: 1.5 * 2^23, the rounding constant
+  1.5252733804059841e-5, // 2..9: ln2^n / n!, n = 7 down to 0
+  1.540353039338161e-4,
+  1.3333558146428443e-3,
+  9.618129107628477e-3,
+  5.550410866482158e-2,
+  2.4022650695910072e-1,
+  6.931471805599453e-1,
+  1.0,
+  2.3283064365386963e-10, // 10: 2^-32
+]);
+const EXP2_F64: usize = memory.data<f64>([
+  -1075.0, // 0: lowest argument (2^-1075 rounds to 0)
+  6755399441055744.0, // 1: 1.5 * 2^52, the rounding constant
+  1.3691488853904128e-12, // 2..15: ln2^n / n!, n = 13 down to 0
+  2.5678435993488206e-11,
+  4.4455382718708116e-10,
+  7.054911620801123e-9,
+  1.01780860092397e-7,
+  1.321548679014431e-6,
+  1.5252733804059841e-5,
+  1.540353039338161e-4,
+  1.3333558146428443e-3,
+  9.618129107628477e-3,
+  5.550410866482158e-2,
+  2.4022650695910072e-1,
+  6.931471805599453e-1,
+  1.0,
+  5.421010862427522e-20, // 16: 2^-64
+]);
+const EXP2_BIAS_F32: usize = memory.data<i32>([127 + 32]); // exponent bias + 32
+const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 64
+
+/** Constant n of exp2v's table for lane type T, splat to every lane. */
+// @ts-ignore: decorator
+@inline function k<T>(n: i32): v128 {
+  if (sizeof<T>() == 4) {
+    return v128.load_splat<f32>(EXP2_F32 + (<usize>n << 2));
+  } else {
+    return v128.load_splat<f64>(EXP2_F64 + (<usize>n << 3));
+  }
+}
+
+/** 2^x per lane, for x <= 0, -Infinity or NaN (the only arguments the softmax makes: a logit minus
+ * the running max). x = k + f with k the nearest integer and |f| <= 1/2; 2^f is its Taylor
+ * polynomial in f·ln 2 (degree 7 for f32, 13 for f64: truncation error below 2^-27 and 2^-58
+ * relative), and 2^k is written into exponent bits.
+ *
+ * The rounding trick: adding M = 1.5 · 2^23 (f32) or 1.5 · 2^52 (f64) rounds x to the integer k
+ * and leaves k in the low bits of the sum, so k as a float is (x + M) - M and k as an integer is
+ * the sum's bit pattern; (those bits + bias + K) << mantissa width is then the float 2^(k + K).
+ * K = 32 (f32) or 64 (f64) keeps that power of two a normal number for every k down to the clamp;
+ * the last multiplication by 2^-K rounds once, so results in the subnormal range come out as one
+ * rounding gives them (as Math.exp's do) instead of being flushed to zero. x is first raised to
+ * -150 (f32) or -1075 (f64), where 2^x is half the smallest subnormal and rounds to 0.0:
+ * -Infinity gives exactly 0.0. NaN stays NaN (pmax keeps its first argument when the comparison
+ * fails, and the sums and the polynomial propagate it). */
+// @ts-ignore: decorator
+@inline function exp2v<T>(x: v128): v128 {
+  x = v128.pmax<T>(x, k<T>(0)); // x < lowest ? lowest : x
+  const sum = v128.add<T>(x, k<T>(1));
+  const f = v128.sub<T>(x, v128.sub<T>(sum, k<T>(1))); // x - k, in [-1/2, 1/2]
+  // Horner, from the highest degree down (written out: a loop here would not be unrolled).
+  let p = madd<T>(k<T>(2), f, k<T>(3));
+  p = madd<T>(p, f, k<T>(4));
+  p = madd<T>(p, f, k<T>(5));
+  p = madd<T>(p, f, k<T>(6));
+  p = madd<T>(p, f, k<T>(7));
+  p = madd<T>(p, f, k<T>(8));
+  p = madd<T>(p, f, k<T>(9)); // f32: degree 7 done
+  if (sizeof<T>() == 8) {
+    p = madd<T>(p, f, k<T>(10));
+    p = madd<T>(p, f, k<T>(11));
+    p = madd<T>(p, f, k<T>(12));
+    p = madd<T>(p, f, k<T>(13));
+    p = madd<T>(p, f, k<T>(14));
+    p = madd<T>(p, f, k<T>(15)); // f64: degree 13 done
+  }
+  let two: v128;
+  if (sizeof<T>() == 4) {
+    two = i32x4.shl(i32x4.add(sum, v128.load32_splat(EXP2_BIAS_F32)), 23); // 2^(k + 32)
+  } else {
+    two = i64x2.shl(i64x2.add(sum, v128.load64_splat(EXP2_BIAS_F64)), 52); // 2^(k + 64)
+  }
+  return v128.mul<T>(v128.mul<T>(p, two), k<T>(sizeof<T>() == 4 ? 10 : 16)); // · 2^-K
+}
+
+/** The largest lane (NaN if any lane is NaN: wasm's max propagates NaN). */
+// @ts-ignore: decorator
+@inline function laneMax<T>(v: v128): T {
+  if (sizeof<T>() == 4) {
+    const a = Mathf.max(f32x4.extract_lane(v, 0), f32x4.extract_lane(v, 1));
+    const b = Mathf.max(f32x4.extract_lane(v, 2), f32x4.extract_lane(v, 3));
+    return <T>Mathf.max(a, b);
+  } else {
+    return <T>Math.max(f64x2.extract_lane(v, 0), f64x2.extract_lane(v, 1));
+  }
+}
+
+/** The sum of the lanes, in a fixed order. */
+// @ts-ignore: decorator
+@inline function laneSum<T>(v: v128): T {
+  if (sizeof<T>() == 4) {
+    const a = f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1);
+    const b = f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3);
+    return <T>(a + b);
+  } else {
+    return <T>(f64x2.extract_lane(v, 0) + f64x2.extract_lane(v, 1));
+  }
+}
+
+/** Step 4 for one row of a tile, online (see simd.ts): m, l and acc follow the largest logit so
+ * far; the row's logits (log2 units) become p = 2^(x - m). `tileMax` is the row's largest logit
+ * in this tile, taken with pmax (one instruction; wasm's NaN-propagating max is several), so it
+ * may miss a NaN logit: that logit's p = 2^(NaN - m) is NaN all the same, and makes l and every
+ * acc lane of its row NaN, as the readable port's NaN row. */
+// @ts-ignore: decorator
+@inline function softmaxRow<T>(
+  row: usize,
+  colsPad: i32,
+  tileMax: T,
+  r: i32,
+  rowMax: usize,
+  rowSum: usize,
+  acc: usize,
+  evPad: i32,
+): void {
+  const S = <usize>sizeof<T>();
+  const L = 16 / <i32>sizeof<T>();
+  const mOld = load<T>(rowMax + <usize>r * S);
+  const mNew = <T>max<T>(mOld, tileMax);
+  // While every logit is -inf, shift by 0: exp2(-inf - 0) = 0 (and not -inf - -inf = NaN).
+  const shift = mNew == <T>-Infinity ? <T>0 : mNew;
+  const vshift = v128.splat<T>(shift);
+  let vsum = v128.splat<T>(<T>0);
+  for (let c = 0; c < colsPad; c += L) {
+    const p = exp2v<T>(v128.sub<T>(v128.load(row + <usize>c * S), vshift));
+    v128.store(row + <usize>c * S, p);
+    vsum = v128.add<T>(vsum, p);
+  }
+  const tileSum = laneSum<T>(vsum);
+  if (mNew != mOld) {
+    // The max grew (or is NaN): what was summed relative to mOld is rescaled by 2^(mOld - mNew).
+    const alpha = v128.extract_lane<T>(exp2v<T>(v128.splat<T>(mOld - shift)), 0);
+    store<T>(rowSum + <usize>r * S, load<T>(rowSum + <usize>r * S) * alpha + tileSum);
+    const valpha = v128.splat<T>(alpha);
+    const a = acc + <usize>(r * evPad) * S;
+    for (let t = 0; t < evPad; t += L) {
+      v128.store(a + <usize>t * S, v128.mul<T>(v128.load(a + <usize>t * S), valpha));
+    }
+    store<T>(rowMax + <usize>r * S, mNew);
+  } else {
+    store<T>(rowSum + <usize>r * S, load<T>(rowSum + <usize>r * S) + tileSum);
+  }
+}
+
+// ---- One work item. ----
+
+/** One query block of one (batch, head) slice: output rows i0 .. i0 + rows - 1. */
+// @ts-ignore: decorator
+@inline function runItem<T>(job: usize, item: i32, scratch: usize): void {
+  const S = <usize>sizeof<T>(); // bytes per number
+  const L = 16 / <i32>sizeof<T>(); // lanes per vector
+  const blocks = load<i32>(job + J_BLOCKS);
+  const Lq = load<i32>(job + J_LQ);
+  const Lk = load<i32>(job + J_LK);
+  const E = load<i32>(job + J_E);
+  const Ev = load<i32>(job + J_EV);
+  const slice = item / blocks;
+  const i0 = (item % blocks) * BR;
+  const rows = min(BR, Lq - i0);
+  const rowsPad = (rows + 3) & ~3; // whole groups of 4 rows; the extra rows repeat row rows - 1
+  const kv = load<i32>(load<usize>(job + J_SLICES) + <usize>slice * 8);
+  const maskBase = load<i32>(load<usize>(job + J_SLICES) + <usize>slice * 8 + 4);
+  const query = load<usize>(job + J_Q) + <usize>slice * <usize>Lq * <usize>E * S;
+  const keyTiles = (Lk + BC - 1) / BC;
+  const key = load<usize>(job + J_K) + <usize>kv * <usize>keyTiles * <usize>(E * BC) * S;
+  const value = load<usize>(job + J_V) + <usize>kv * <usize>Lk * <usize>Ev * S;
+  const output = load<usize>(job + J_OUT) + <usize>slice * <usize>Lq * <usize>Ev * S;
+  const maskKind = load<i32>(job + J_MASK_KIND);
+  const mask = load<usize>(job + J_MASK);
+  const maskI = load<i32>(job + J_MASK_I);
+  const maskJ = load<i32>(job + J_MASK_J);
+  const causal = load<i32>(job + J_CAUSAL) != 0;
+  const scale = load<f64>(job + J_SCALE);
+  const softcap = load<f64>(job + J_SOFTCAP);
+  const evPad = (Ev + L - 1) & ~(L - 1); // acc rows hold whole vectors
+
+  // Scratch: tile [BR, BC] scores -> logits (log2 units) -> p; rowMax m and rowSum l [BR];
+  // acc [BR, evPad].
+  const tile = (scratch + 15) & ~(<usize>15);
+  const rowMax = tile + <usize>(BR * BC) * S;
+  const rowSum = rowMax + <usize>BR * S;
+  const acc = rowSum + <usize>BR * S;
+
+  const negInf = v128.splat<T>(<T>-Infinity);
+  const zero = v128.splat<T>(<T>0);
+  for (let r = 0; r < rowsPad; r++) {
+    store<T>(rowMax + <usize>r * S, <T>-Infinity); // m = -inf: no logit seen yet
+    store<T>(rowSum + <usize>r * S, <T>0); // l = 0
+    for (let t = 0; t < evPad; t += L) {
+      v128.store(acc + <usize>(r * evPad + t) * S, zero); // acc = 0
+    }
+  }
+  // Causal tile skipping: keys from i0 + rows on are masked for every row of the block.
+  const keyEnd = causal ? min(Lk, i0 + rows) : Lk;
+  // Without softcap and float mask the logit in log2 units is one multiply: score * scale·log2(e).
+  const simpleLogits = softcap <= 0 && maskKind != 2;
+  const scaleLog2 = v128.splat<T>(<T>(scale * LOG2E));
+
+  for (let j0 = 0; j0 < keyEnd; j0 += BC) {
+    const cols = min(BC, keyEnd - j0);
+    const colsPad = (cols + 2 * L - 1) & ~(2 * L - 1); // whole pairs of vectors
+
+    // The key tile, transposed once per call by transposeKey: keyT[t][c] = key[j0 + c][t].
+    const keyT = key + <usize>(j0 / BC) * <usize>(E * BC) * S;
+
+    // Step 1: scores tile[r][c] = query row (i0 + r) · key row (j0 + c). Register blocking: 4
+    // query rows x 2 vectors of keys, 8 independent sums, each over t from 0 in order.
+    for (let r = 0; r < rowsPad; r += 4) {
+      const qa = query + <usize>(i0 + min(r, rows - 1)) * <usize>E * S;
+      const qb = query + <usize>(i0 + min(r + 1, rows - 1)) * <usize>E * S;
+      const qc = query + <usize>(i0 + min(r + 2, rows - 1)) * <usize>E * S;
+      const qd = query + <usize>(i0 + min(r + 3, rows - 1)) * <usize>E * S;
+      for (let c = 0; c < colsPad; c += 2 * L) {
+        let s00 = zero, s01 = zero, s10 = zero, s11 = zero;
+        let s20 = zero, s21 = zero, s30 = zero, s31 = zero;
+        let kp = keyT + <usize>c * S;
+        for (let t = 0; t < E; t++) {
+          const y0 = v128.load(kp);
+          const y1 = v128.load(kp, 16);
+          const off = <usize>t * S;
+          const xa = v128.load_splat<T>(qa + off);
+          const xb = v128.load_splat<T>(qb + off);
+          s00 = madd<T>(xa, y0, s00);
+          s01 = madd<T>(xa, y1, s01);
+          s10 = madd<T>(xb, y0, s10);
+          s11 = madd<T>(xb, y1, s11);
+          const xc = v128.load_splat<T>(qc + off);
+          const xd = v128.load_splat<T>(qd + off);
+          s20 = madd<T>(xc, y0, s20);
+          s21 = madd<T>(xc, y1, s21);
+          s30 = madd<T>(xd, y0, s30);
+          s31 = madd<T>(xd, y1, s31);
+          kp += <usize>BC * S;
+        }
+        const at = tile + <usize>(r * BC + c) * S;
+        v128.store(at, s00);
+        v128.store(at, s01, 16);
+        v128.store(at + <usize>BC * S, s10);
+        v128.store(at + <usize>BC * S, s11, 16);
+        v128.store(at + <usize>(2 * BC) * S, s20);
+        v128.store(at + <usize>(2 * BC) * S, s21, 16);
+        v128.store(at + <usize>(3 * BC) * S, s30);
+        v128.store(at + <usize>(3 * BC) * S, s31, 16);
+      }
+    }
+
+    for (let r = 0; r < rowsPad; r++) {
+      const i = i0 + min(r, rows - 1); // query row (extra rows repeat the last one)
+      const row = tile + <usize>(r * BC) * S;
+      // Steps 2-3: scale, softcap, mask, then log2 units (x · log2(e)) so that exp is exp2.
+      if (simpleLogits && maskKind == 0 && !causal) {
+        // Nothing masks: scale and take the tile's max in one pass (padding is masked below).
+        let vmax = negInf;
+        const full = cols & ~(L - 1); // whole vectors of real keys
+        for (let c = 0; c < full; c += L) {
+          const x = v128.mul<T>(v128.load(row + <usize>c * S), scaleLog2);
+          v128.store(row + <usize>c * S, x);
+          vmax = v128.pmax<T>(x, vmax);
+        }
+        for (let c = full; c < colsPad; c++) {
+          store<T>(row + <usize>c * S, c < cols ? load<T>(row + <usize>c * S) * <T>(scale * LOG2E) : <T>-Infinity);
+        }
+        for (let c = full; c < colsPad; c += L) {
+          vmax = v128.pmax<T>(v128.load(row + <usize>c * S), vmax);
+        }
+        softmaxRow<T>(row, colsPad, laneMax<T>(vmax), r, rowMax, rowSum, acc, evPad);
+        continue;
+      }
+      if (simpleLogits) {
+        for (let c = 0; c < colsPad; c += L) {
+          v128.store(row + <usize>c * S, v128.mul<T>(v128.load(row + <usize>c * S), scaleLog2));
+        }
+      } else {
+        const cell = maskBase + i * maskI + j0 * maskJ;
+        for (let c = 0; c < cols; c++) {
+          let x = <f64>load<T>(row + <usize>c * S) * scale;
+          x = <f64><T>x; // rounded to T, as a T port rounds the scaled score
+          if (softcap > 0) {
+            x = <f64><T>(softcap * Math.tanh(x / softcap));
+          }
+          let y = <T>x;
+          if (maskKind == 2) {
+            y += load<T>(mask + <usize>(cell + c * maskJ) * S); // -inf masks; finite is a bias
+          }
+          store<T>(row + <usize>c * S, y * <T>LOG2E);
+        }
+      }
+      if (maskKind == 1) {
+        const cell = maskBase + i * maskI + j0 * maskJ;
+        for (let c = 0; c < cols; c++) {
+          if (load<u8>(mask + <usize>(cell + c * maskJ)) == 0) {
+            store<T>(row + <usize>c * S, <T>-Infinity); // false: may not attend, whatever the score
+          }
+        }
+      }
+      // Causal: query i sees keys j <= i only; past cols: padding. Both -inf (weight 0).
+      const end = causal ? max(0, min(cols, i + 1 - j0)) : cols;
+      for (let c = end; c < colsPad; c++) {
+        store<T>(row + <usize>c * S, <T>-Infinity);
+      }
+
+      let vmax = negInf;
+      for (let c = 0; c < colsPad; c += L) {
+        vmax = v128.pmax<T>(v128.load(row + <usize>c * S), vmax);
+      }
+      softmaxRow<T>(row, colsPad, laneMax<T>(vmax), r, rowMax, rowSum, acc, evPad);
+    }
+
+    // Step 5, online: acc[r] += sum over c of p[r][c] · value row (j0 + c). Register blocking:
+    // 2 rows x 4 vectors of value features, summed over the whole tile in registers. Every key
+    // of the tile is used, even p = 0 (masked): 0 · NaN is NaN, as in the readable port. Loads
+    // past Ev in a value row read the next row (or the padding after value): those lanes only
+    // reach acc lanes past Ev, which are never written out.
+    const vrow = <usize>Ev * S;
+    const v0 = value + <usize>j0 * vrow;
+    for (let r = 0; r < rowsPad; r += 2) {
+      const pa = tile + <usize>(r * BC) * S;
+      const pb = pa + <usize>BC * S;
+      const aa = acc + <usize>(r * evPad) * S;
+      const ab = aa + <usize>evPad * S;
+      let t = 0;
+      for (; t + 4 * L <= evPad; t += 4 * L) {
+        const ta = aa + <usize>t * S;
+        const tb = ab + <usize>t * S;
+        let a0 = v128.load(ta), a1 = v128.load(ta, 16), a2 = v128.load(ta, 32), a3 = v128.load(ta, 48);
+        let b0 = v128.load(tb), b1 = v128.load(tb, 16), b2 = v128.load(tb, 32), b3 = v128.load(tb, 48);
+        let vp = v0 + <usize>t * S;
+        for (let c = 0; c < cols; c++) {
+          const wa = v128.load_splat<T>(pa + <usize>c * S);
+          const wb = v128.load_splat<T>(pb + <usize>c * S);
+          const y0 = v128.load(vp);
+          const y1 = v128.load(vp, 16);
+          const y2 = v128.load(vp, 32);
+          const y3 = v128.load(vp, 48);
+          a0 = madd<T>(wa, y0, a0);
+          a1 = madd<T>(wa, y1, a1);
+          a2 = madd<T>(wa, y2, a2);
+          a3 = madd<T>(wa, y3, a3);
+          b0 = madd<T>(wb, y0, b0);
+          b1 = madd<T>(wb, y1, b1);
+          b2 = madd<T>(wb, y2, b2);
+          b3 = madd<T>(wb, y3, b3);
+          vp += vrow;
+        }
+        v128.store(ta, a0);
+        v128.store(ta, a1, 16);
+        v128.store(ta, a2, 32);
+        v128.store(ta, a3, 48);
+        v128.store(tb, b0);
+        v128.store(tb, b1, 16);
+        v128.store(tb, b2, 32);
+        v128.store(tb, b3, 48);
+      }
+      for (; t < evPad; t += L) {
+        const ta = aa + <usize>t * S;
+        const tb = ab + <usize>t * S;
+        let a0 = v128.load(ta);
+        let b0 = v128.load(tb);
+        let vp = v0 + <usize>t * S;
+        for (let c = 0; c < cols; c++) {
+          const y0 = v128.load(vp);
+          a0 = madd<T>(v128.load_splat<T>(pa + <usize>c * S), y0, a0);
+          b0 = madd<T>(v128.load_splat<T>(pb + <usize>c * S), y0, b0);
+          vp += vrow;
+        }
+        v128.store(ta, a0);
+        v128.store(tb, b0);
+      }
+    }
+  }
+
+  // Finish the block: output = acc / l, the normalisation done once per row.
+  const lastNonFinite = load<usize>(job + J_LAST_NON_FINITE) + <usize>kv * <usize>Ev * 4;
+  for (let r = 0; r < rows; r++) {
+    const out = output + <usize>(i0 + r) * <usize>Ev * S;
+    const a = acc + <usize>(r * evPad) * S;
+    const m = load<T>(rowMax + <usize>r * S);
+    const l = load<T>(rowSum + <usize>r * S);
+    if (m == <T>-Infinity && l == <T>0) {
+      // Every logit was -inf (or Lk = 0): the row attends to nothing; +0.0 by the contract, even
+      // where value holds NaN. (m = -inf with l = NaN is a NaN logit among -inf ones: a NaN row.)
+      for (let t = 0; t < Ev; t++) {
+        store<T>(out + <usize>t * S, <T>0);
+      }
+      continue;
+    }
+    for (let t = 0; t < Ev; t++) {
+      // `+ 0` turns -0.0 (an underflowed negative acc) into +0.0, as a sum that starts at +0.0 gives.
+      let y = load<T>(a + <usize>t * S) / l + <T>0;
+      if (causal && load<i32>(lastNonFinite + <usize>t * 4) >= keyEnd) {
+        y = <T>NaN; // a skipped key's value is NaN or infinite: its weight 0 times it is NaN
+      }
+      store<T>(out + <usize>t * S, y);
+    }
+  }
+}
+
+/** One kv slice's key [Lk, E] -> out [ceil(Lk / BC), E, BC]: each tile of BC keys transposed
+ * into a small contiguous block, zero past Lk. Scores then run along contiguous keys (one vector =
+ * L keys of one feature), and a block (E x BC numbers) stays in cache while a query block uses it.
+ * Done once per call, not once per query block. */
+// @ts-ignore: decorator
+@inline function transposeKey<T>(key: usize, Lk: i32, E: i32, out: usize): void {
+  const S = <usize>sizeof<T>();
+  for (let j0 = 0; j0 < Lk; j0 += BC) {
+    const tileT = out + <usize>(j0 / BC) * <usize>(E * BC) * S;
+    for (let c = 0; c < BC; c++) {
+      const to = tileT + <usize>c * S;
+      if (j0 + c < Lk) {
+        const from = key + <usize>(j0 + c) * <usize>E * S;
+        for (let t = 0; t < E; t++) {
+          store<T>(to + <usize>(t * BC) * S, load<T>(from + <usize>t * S));
+        }
+      } else {
+        for (let t = 0; t < E; t++) {
+          store<T>(to + <usize>(t * BC) * S, <T>0);
+        }
+      }
+    }
+  }
+}
+
+/** lastNonFinite[t] = the last key row j whose value[j][t] is NaN or ±inf, or -1; for one kv slice. */
+// @ts-ignore: decorator
+@inline function scanValue<T>(value: usize, Lk: i32, Ev: i32, lastNonFinite: usize): void {
+  const S = <usize>sizeof<T>();
+  for (let t = 0; t < Ev; t++) {
+    store<i32>(lastNonFinite + <usize>t * 4, -1);
+  }
+  for (let j = 0; j < Lk; j++) {
+    for (let t = 0; t < Ev; t++) {
+      const y = load<T>(value + (<usize>j * <usize>Ev + <usize>t) * S);
+      if (y - y != <T>0) {
+        store<i32>(lastNonFinite + <usize>t * 4, j); // y - y is NaN exactly when y is NaN or ±inf
+      }
+    }
+  }
+}
+
+/** exp(x) as the kernel computes it: exp2(x · log2(e)) with exp2v, in place on n numbers (n a
+ * multiple of the lane count). For the tests of the approximation. */
+// @ts-ignore: decorator
+@inline function expInPlace<T>(ptr: usize, n: i32): void {
+  const L = 16 / <i32>sizeof<T>();
+  const log2e = v128.splat<T>(<T>LOG2E);
+  for (let i = 0; i < n; i += L) {
+    const at = ptr + <usize>i * sizeof<T>();
+    v128.store(at, exp2v<T>(v128.mul<T>(v128.load(at), log2e)));
+  }
+}
+
+export function runItemF32(job: usize, item: i32, scratch: usize): void {
+  runItem<f32>(job, item, scratch);
+}
+export function runItemF64(job: usize, item: i32, scratch: usize): void {
+  runItem<f64>(job, item, scratch);
+}
+export function scanValueF32(value: usize, Lk: i32, Ev: i32, lastNonFinite: usize): void {
+  scanValue<f32>(value, Lk, Ev, lastNonFinite);
+}
+export function scanValueF64(value: usize, Lk: i32, Ev: i32, lastNonFinite: usize): void {
+  scanValue<f64>(value, Lk, Ev, lastNonFinite);
+}
+export function transposeKeyF32(key: usize, Lk: i32, E: i32, out: usize): void {
+  transposeKey<f32>(key, Lk, E, out);
+}
+export function transposeKeyF64(key: usize, Lk: i32, E: i32, out: usize): void {
+  transposeKey<f64>(key, Lk, E, out);
+}
+export function expF32(ptr: usize, n: i32): void {
+  expInPlace<f32>(ptr, n);
+}
+export function expF64(ptr: usize, n: i32): void {
+  expInPlace<f64>(ptr, n);
+}
+/** Where simd.ts may start placing data: the end of this module's static data. */
+export function heapBase(): usize {
+  return __heap_base;
+}
+/** The kernel's block sizes, for simd.ts's work split and memory plan. */
+export function queryBlock(): i32 {
+  return BR;
+}
+export function keyTile(): i32 {
+  return BC;
+}
