@@ -57,7 +57,7 @@ def test_typescript_float32_within_budget(port, case):
     # Held at float32's unit roundoff, as torch's float32 port is; the port says it computes in it.
     assert ports.typescript_port(FIXTURES_DIR, port).dtype == "float32"
     verdict = compare.judge(case, port, "float32", typescript_answers(port)[case.id])
-    assert verdict.passed, compare.format_verdict(verdict)
+    assert not compare.failed(verdict), compare.format_verdict(verdict)  # a pass, or outside the contract
 
 
 @pytest.mark.parametrize("case", case_params(VALID_CASES))

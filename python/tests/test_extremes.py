@@ -72,7 +72,7 @@ def test_every_port_passes_or_the_case_is_outside_the_contract(inputs):
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(drawn=st.lists(attention_inputs(extreme=True), min_size=25, max_size=25))
 def test_the_typescript_ports_pass_or_the_case_is_outside_the_contract(tmp_path_factory, drawn):
-    """The same, for attention.ts and flash.ts: the draws written as a fixture folder (through the
+    """The same, for the TypeScript ports: the draws written as a fixture folder (through the
     oracle, as `generate` writes any case), then each port run on it in one Node process."""
     table = [
         Case(id=f"drawn_{n}", seed=n, tags=("extreme",), description="a drawn case",
@@ -83,7 +83,8 @@ def test_the_typescript_ports_pass_or_the_case_is_outside_the_contract(tmp_path_
     generate.write_fixtures(folder, table)
     cases = load_fixtures(folder)
     for name in TYPESCRIPT_PORTS:
-        answers = ports.typescript_port(folder, name).run(cases).answers
+        port = ports.typescript_port(folder, name)  # float64, or float32 for simd.ts's float32 port
+        answers = port.run(cases).answers
         for case in cases:
-            verdict = compare.judge(case, name, "float64", answers[case.id])
+            verdict = compare.judge(case, name, port.dtype, answers[case.id])
             assert verdict.passed or verdict.outside, compare.format_verdict(verdict)

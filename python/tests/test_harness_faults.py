@@ -33,9 +33,9 @@ def _run(capsys, *args: str) -> tuple[int, list[str]]:
         (("--node-timeout", "soon"),
          "error: argument --node-timeout: invalid float value: 'soon' (see attention-port verify --help)"),
         (("--ports", ""), "error: --ports names no port; choose from numpy, torch, torch-sdpa, typescript,"
-                          " typescript-flash"),
+                          " typescript-flash, typescript-simd, typescript-simd-float32"),
         (("--ports", " , "), "error: --ports names no port; choose from numpy, torch, torch-sdpa, typescript,"
-                             " typescript-flash"),
+                             " typescript-flash, typescript-simd, typescript-simd-float32"),
         (("--ports", "numpy,numpy"), "error: --ports names 'numpy' twice"),
         (("--ports", "numpy,typescript,numpy"), "error: --ports names 'numpy' twice"),
         (("--bogus",), "error: unrecognized arguments: --bogus (see attention-port --help)"),
