@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 from . import compare, fixtures, generate, ports
-from .cases import CASES
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
@@ -89,12 +88,7 @@ def _list_cases(cases: list) -> int:
 def _warn_if_stale(folder: Path, cases: list) -> None:
     """One warning line when the fixture files differ from what cases.py and the oracle give today
     (a case edited, the oracle changed, and nobody ran `attention-port generate`)."""
-    table = {case.id: case for case in CASES}
-    stale = [
-        case.id
-        for case in cases
-        if case.id in table and case.path.read_text(encoding="utf-8") != generate.render_case(table[case.id])
-    ]
+    stale = generate.stale_cases(cases)
     if stale:
         print(
             f"warning: {len(stale)} fixture case(s) in {folder} differ from cases.py and the oracle"

@@ -100,8 +100,9 @@ def _as_input_array(name: str, data: object) -> np.ndarray:
     return array.astype(np.float64)
 
 
-def case_document(case: Case) -> dict:
-    """The JSON document of one case: inputs, options and either expected values or the error."""
+def case_document(case: Case, with_expected: bool = True) -> dict:
+    """The JSON document of one case: inputs, options and either expected values or the error
+    (with_expected=False leaves out the oracle's values, for a quick comparison)."""
     drawn = case.draw_inputs()
     document: dict[str, object] = {
         "format": CASE_FORMAT,
@@ -128,6 +129,8 @@ def case_document(case: Case) -> dict:
     }
     document["inputs"] = {name: None if a is None else _tensor_json(a) for name, a in arrays.items()}
     document["params"] = {k: encode_numbers(v) for k, v in case.params.items()}
+    if not with_expected:
+        return document
     truth = oracle.attention(
         arrays["query"], arrays["key"], arrays["value"], arrays["attn_mask"], **case.params
     )
@@ -141,6 +144,38 @@ def case_document(case: Case) -> dict:
 
 def render_case(case: Case) -> str:
     return dump_json(case_document(case)) + "\n"
+
+
+ORACLE_SAMPLE = 2  # valid cases whose expected values stale_cases recomputes: the smallest ones
+
+
+def stale_cases(on_disk: Iterable, table: Iterable[Case] = CASES) -> list[str]:
+    """Ids of fixture cases (as loaded) that `attention-port generate` would write differently:
+    every case's id, description, tags, seed, inputs, options and expected error against the table,
+    and the expected values of the oracle_sample cases against the oracle. Cheap enough for every
+    verify (the whole oracle takes seconds); `generate --check` is the full check."""
+    by_id = {case.id: case for case in table}
+    known = [case for case in on_disk if case.id in by_id]
+    stale = []
+    for case in known:
+        written = json.loads(case.path.read_text(encoding="utf-8"))
+        written.pop("expected", None)
+        if written != json.loads(dump_json(case_document(by_id[case.id], with_expected=False))):
+            stale.append(case.id)
+    for case in oracle_sample([case for case in known if case.id not in stale]):
+        if case.path.read_text(encoding="utf-8") != render_case(by_id[case.id]):
+            stale.append(case.id)
+    return stale
+
+
+def oracle_sample(cases: Iterable) -> list:
+    """The ORACLE_SAMPLE smallest valid cases (as loaded) that have an output to compute."""
+
+    def size(case) -> int:
+        return sum(np.size(case.inputs[name]) for name in ("query", "key", "value"))
+
+    valid = [case for case in cases if not case.expects_error and case.expected.output.size > 0]
+    return sorted(valid, key=size)[:ORACLE_SAMPLE]
 
 
 def _write_generated(staging: Path, cases: Iterable[Case]) -> int:
