@@ -30,6 +30,11 @@ import {
   scaledDotProductAttention as flashAttention,
   scaledDotProductAttentionFlat,
 } from "./flash.ts";
+import {
+  kernelBuild,
+  scaledDotProductAttention as simdAttention,
+  scaledDotProductAttentionFlat as simdFlat,
+} from "./simd.ts";
 
 type Dtype = "float64" | "float32";
 
@@ -86,9 +91,19 @@ const PORTS: Record<string, (plan: Plan) => Port | Promise<Port>> = {
   typescript: () => nestedPort(readableAttention),
   "typescript-flash": () => flatPort(scaledDotProductAttentionFlat),
   "typescript-flash-nested": () => nestedPort(flashAttention),
+  "typescript-simd": () => simdPort(flatPort(simdFlat)),
+  "typescript-simd-2w": () =>
+    simdPort(flatPort((q, k, v, options) => simdFlat(q, k, v, { ...options, workers: 2 }))),
+  "typescript-simd-nested": () => simdPort(nestedPort(simdAttention)),
   "onnxruntime-node": (plan) => onnxPort(plan, "onnxruntime-node"),
   "onnxruntime-web": (plan) => onnxPort(plan, "onnxruntime-web"),
 };
+
+/** The SIMD port, with its WebAssembly build chosen and checked at load (so that the idle process
+ * holds it too) and named among the versions. */
+function simdPort(port: Port): Port {
+  return { ...port, versions: { ...port.versions, "simd.ts kernel build": kernelBuild() } };
+}
 
 function checkShape(shape: readonly number[], cell: Cell): void {
   if (shape.length !== 2 || shape[0] !== cell.n || shape[1] !== cell.d) {

@@ -139,6 +139,7 @@ def close_rate(port: str, other: str, within: float, what: str, n: int = 1024, d
 
 
 FLASH = "typescript-flash"
+SIMD = "typescript-simd"
 TARGETS: list[tuple[str, Check]] = [
     faster_than(FLASH, "typescript", "float64", 3.5),
     rate_at_least(FLASH, "float64", 3.5),
@@ -147,6 +148,14 @@ TARGETS: list[tuple[str, Check]] = [
     memory_within(FLASH, 64, n=16384),
     close_rate(f"{FLASH}-nested", FLASH, 0.10, "flash.ts's nested-array entry at n=1024"),
     close_rate(FLASH, FLASH, 0.25, f"{FLASH} at n=1000, E = Ev = 80", n=1000, d=80),
+    rate_at_least(SIMD, "float32", 35),
+    faster_than(SIMD, "onnxruntime-web", "float32", 1.2),
+    rate_at_least(SIMD, "float64", 17),
+    faster_than(f"{SIMD}-2w", SIMD, "float32", 1.7, n=4096),
+    memory_within(SIMD, 64, n=16384),
+    causal_speedup(SIMD, 1.8),
+    close_rate(SIMD, SIMD, 0.25, f"{SIMD} at n=1000, E = Ev = 80", n=1000, d=80),
+    close_rate(f"{SIMD}-nested", SIMD, 0.10, "simd.ts's nested-array entry at n=1024"),
 ]
 
 

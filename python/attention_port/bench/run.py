@@ -74,6 +74,11 @@ PORTS = (
     BenchPort("typescript", "node", ("float64",), "attention.ts, number[][]", slow=True),
     BenchPort("typescript-flash", "node", BOTH, "flash.ts, flat typed arrays", linear_memory=True),
     BenchPort("typescript-flash-nested", "node", ("float64",), "flash.ts, number[][] in and out"),
+    BenchPort(
+        "typescript-simd", "node", BOTH, "simd.ts, WebAssembly SIMD, flat typed arrays", linear_memory=True
+    ),
+    BenchPort("typescript-simd-2w", "node", BOTH, "simd.ts, flat, workers: 2"),
+    BenchPort("typescript-simd-nested", "node", ("float64",), "simd.ts, number[][] in and out"),
     BenchPort("onnxruntime-node", "node", BOTH, "CPU provider, peers.py's graph", peer=True),
     BenchPort("onnxruntime-web", "node", BOTH, "WebAssembly backend in Node, peers.py's graph", peer=True),
 )
