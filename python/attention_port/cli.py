@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from . import compare, fixtures, generate, ports
+from .cases import LEVELS, level_of
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
@@ -77,10 +78,11 @@ def _selected_cases(args: argparse.Namespace) -> list:
 
 
 def _list_cases(cases: list) -> int:
-    """--list: one line per case, its id and tags."""
+    """--list: one line per case: its id, its level of `attention-port check`, and its tags."""
     width = max((len(case.id) for case in cases), default=0)
     for case in cases:
-        print(f"{case.id:<{width}}  {' '.join(case.tags)}")
+        level = level_of(case.tags)
+        print(f"{case.id:<{width}}  level {level:>2} ({LEVELS[level - 1].name})  {' '.join(case.tags)}")
     print(f"{len(cases)} cases")
     return 0
 

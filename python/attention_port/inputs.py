@@ -308,7 +308,7 @@ def check_size(shapes: AttentionShapes, memory_limit: float) -> None:
 
 @dataclass(frozen=True)
 class AttentionShapes:
-    """The sizes every port loops over, named with DESIGN.md's dimension letters."""
+    """The sizes every port loops over, named with the dimension letters of docs/design.md (section 2)."""
 
     batch: tuple[int, ...]  # leading batch dims, equal across query, key and value
     query_heads: int  # Hq (1 for rank-2 inputs)

@@ -91,9 +91,12 @@ def test_verbose_prints_every_case_and_no_warning_for_fresh_fixtures(capsys):
 def test_tag_selects_cases_that_carry_every_tag_given(capsys):
     status, out, _ = _verify(capsys, "--list", "--tag", "gqa", "--tag", "causal")
     assert status == 0
-    ids = [line.split()[0] for line in out.splitlines()[:-1]]
-    assert ids == ["gqa_causal_masked", "everything_at_once"]
-    assert all("gqa" in line.split() and "causal" in line.split() for line in out.splitlines()[:-1])
+    lines = out.splitlines()[:-1]
+    assert [line.split()[0] for line in lines] == ["gqa_causal_masked", "everything_at_once"]
+    assert all("gqa" in line.split() and "causal" in line.split() for line in lines)
+    # Both need grouped-query heads, the last level their tags name (scale and softcap come later).
+    assert "level 10 (grouped-query heads)" in lines[0]
+    assert "level 11 (scale and softcap)" in lines[1]
     assert out.splitlines()[-1] == "2 cases"
 
 

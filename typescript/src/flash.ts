@@ -35,7 +35,7 @@
  * Numerics: the scores and the scaled/masked logits are bitwise those of the readable port (the
  * same dot products summed in the same order); the softmax and the weighted sum are rounded in a
  * different order, so the output differs in the last bits, well inside the tolerance rule of
- * DESIGN.md section 5. Special values are the readable port's: a NaN logit makes its row NaN, NaN
+ * docs/design.md (section 5). Special values are the readable port's: a NaN logit makes its row NaN, NaN
  * (or an infinity) in value reaches every row that is not fully masked (0 * NaN is NaN, even for a
  * key the row cannot see), and a fully-masked row is exactly +0.0.
  *
@@ -44,7 +44,7 @@
  * avoids. It records scores and logits as the tiles are computed and derives the weights at the
  * end from each row's final running max and sum. Its output is the fast path's output.
  *
- * Dimension letters (as in attention.ts and DESIGN.md section 2):
+ * Dimension letters (as in attention.ts and docs/design.md, section 2):
  *     B...  leading batch dims          Hq, Hkv  query heads, key/value heads
  *     Lq    query length (rows)          Lk       key/value length (the axis softmax runs over)
  *     E     query/key features           Ev       value features

@@ -574,7 +574,7 @@ export function checkSize(shapes: AttentionShapes, memoryLimit: number): void {
   }
 }
 
-/** The sizes every port loops over, named with DESIGN.md's dimension letters. */
+/** The sizes every port loops over, named with the dimension letters of docs/design.md (section 2). */
 export interface AttentionShapes {
   readonly batch: readonly number[]; // leading batch dims, equal across query, key and value
   readonly queryHeads: number; // Hq (1 for rank-2 inputs)
