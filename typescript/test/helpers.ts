@@ -16,17 +16,6 @@ export function product(shape: readonly number[]): number {
   return shape.reduce((a, n) => a * n, 1);
 }
 
-/** A flat row-major array -> nested arrays of `shape` (shape must have no zero dim but the last). */
-export function unflatten<T>(data: readonly T[], shape: readonly number[]): unknown {
-  if (shape.length === 0) {
-    return data[0];
-  }
-  const size = product(shape.slice(1));
-  return Array.from({ length: shape[0] }, (_, n) =>
-    unflatten(data.slice(n * size, (n + 1) * size), shape.slice(1)),
-  );
-}
-
 /** Row-major strides of a shape. */
 export function strides(shape: readonly number[]): number[] {
   const result = new Array<number>(shape.length);
@@ -38,7 +27,9 @@ export function strides(shape: readonly number[]): number[] {
   return result;
 }
 
-/** numpy-style broadcast of a flat tensor to a larger shape (right-aligned, size-1 dims repeat). */
+/** numpy-style broadcast of a flat tensor to a larger shape (right-aligned, size-1 dims repeat),
+ * written out cell by cell apart from the ports' batching.ts, so that a test building a full-size
+ * mask with it does not share a broadcasting bug with the port it checks. */
 export function broadcast<T>(data: readonly T[], shape: readonly number[], target: readonly number[]): T[] {
   const offset = target.length - shape.length;
   const source = strides(shape);
