@@ -53,7 +53,12 @@
  * tolerance rule's budget for its dtype (verify runs both as their own ports). The special values
  * are the readable port's: a NaN logit makes its row NaN; NaN or an infinity in value reaches every
  * row that is not fully masked (0 · NaN is NaN, even for a key the row cannot see); a fully-masked
- * row, and Lk = 0, give exactly +0.0.
+ * row, and Lk = 0, give exactly +0.0. Two cases take a plain float64 path in this file instead of the
+ * kernel (computeRowsPlainly, the readable port's order): a whole call whose logits could reach a
+ * quarter of the dtype's largest number, or whose query or key holds NaN or ±Infinity, since the
+ * log2 units of item 4 would overflow there (kernelCanCarry decides, in O((Lq + Lk) · E)); and, after
+ * the kernel, any row whose output is not finite, since the unnormalised sum of weights times value
+ * can overflow where the exact output is an ordinary number (as flash.ts recomputes such rows).
  *
  * `attentionSteps` returns every step, as flash.ts does; but here only `output` comes from the
  * kernel. The diagnostic steps (scores, logits, weights [B..., Hq, Lq, Lk]) are computed by a plain
@@ -381,6 +386,11 @@ function attend(problem: Problem, copy = true): Float64Array | Float32Array {
   if (outputSize === 0) {
     return float32 ? new Float32Array(0) : new Float64Array(0); // nothing to compute
   }
+  if (!kernelCanCarry(problem)) {
+    const output = float32 ? new Float32Array(outputSize) : new Float64Array(outputSize);
+    computeRowsPlainly(problem, slices(shapes, mask === null ? null : mask.shape), output, false);
+    return output;
+  }
   const kernel = loadKernel(chosenBuild());
   const bytes = float32 ? 4 : 8;
   const batchCount = product(shapes.batch);
@@ -456,7 +466,7 @@ function attend(problem: Problem, copy = true): Float64Array | Float32Array {
 
   runItems(kernel, bytes, items, scratch, stride, threads);
   const result = floats(float32, buffer, output, outputSize);
-  recomputeNonFiniteRows(problem, parts, result);
+  computeRowsPlainly(problem, parts, result, true);
   return copy ? result.slice() : result; // a view is only good until the next call reuses the memory
 }
 
@@ -616,17 +626,55 @@ function rowLogits(
   return max;
 }
 
-/** The kernel sums exp(logit - m) · value before dividing by the row sum, as flash.ts does; near
- * the largest double that sum can overflow (to ±Infinity, or NaN once rescaled) where the exact
- * output is an ordinary number. A row whose output is not finite is computed again here, in
- * float64 with the weights divided first (the readable port's order), which gives the contract's
- * answer: the number where it is representable, NaN or ±Infinity where the inputs make it so. Such
- * rows are rare (NaN or ±Infinity in the inputs, |value| near the largest double), so the cost of
- * the second pass lands only on them. */
-function recomputeNonFiniteRows(
+/** Whether the kernel's numbers stay finite on these inputs. It carries the logits in log2 units
+ * (logit · log2 e) and takes differences of two of them, so a logit past about a quarter of the
+ * largest number overflows there although it is an ordinary number (a float mask of -1.7e308 is a
+ * bias, not a mask), and NaN or ±Infinity in query or key needs IEEE's answer cell by cell. A cheap
+ * bound on every |logit| (the largest row sum of |query| times the largest |key|, times |scale|,
+ * or softcap, plus the largest finite |mask| value) decides: O(Lq·E + Lk·E), not O(Lq·Lk·E). */
+function kernelCanCarry(problem: Problem): boolean {
+  const { query, key, mask, scale, softcap, shapes, float32 } = problem;
+  const E = shapes.features;
+  let queryRows = 0; // max over query rows of sum_t |q_it|
+  for (let row = 0; row < query.length; row += E) {
+    let sum = 0;
+    for (let t = row; t < row + E; t++) {
+      sum += Math.abs(query[t]);
+    }
+    queryRows = Math.max(queryRows, sum); // NaN stays NaN: Math.max propagates it
+  }
+  let keys = 0; // max |k_jt|
+  for (let n = 0; n < key.length; n++) {
+    keys = Math.max(keys, Math.abs(key[n]));
+  }
+  let masks = 0; // the largest finite |mask value| (-Infinity masks)
+  for (const x of mask?.float ?? []) {
+    if (Number.isFinite(x)) {
+      masks = Math.max(masks, Math.abs(x));
+    }
+  }
+  const logits =
+    (softcap > 0
+      ? Math.min(softcap, Math.abs(scale) * queryRows * keys)
+      : Math.abs(scale) * queryRows * keys) + masks;
+  const largest = float32 ? 3.4028234663852886e38 : Number.MAX_VALUE;
+  return logits * 4 * Math.LOG2E < largest && queryRows * keys * 4 < largest; // false for NaN and Infinity
+}
+
+/** Output rows computed in plain float64, the readable port's way: the logits (rowLogits), the
+ * stable softmax, then the weights times value, each weight divided by the row sum first. For
+ * inputs the kernel cannot carry (kernelCanCarry), every row (onlyNonFinite false). And after the
+ * kernel (onlyNonFinite true), the rows whose output is not finite: the kernel sums
+ * exp(logit - m) · value before dividing by the row sum, as flash.ts does, and near the largest
+ * double that sum can overflow (to ±Infinity, or NaN once rescaled) where the exact output is an
+ * ordinary number; computed again, such a row gives the contract's answer, the number where it is
+ * representable and NaN or ±Infinity where the inputs make it so. Rows like these are rare (NaN or
+ * ±Infinity in value, |value| near the largest double), so the second pass costs only them. */
+function computeRowsPlainly(
   problem: Problem,
   parts: readonly Slice[],
   output: Float64Array | Float32Array,
+  onlyNonFinite: boolean,
 ): void {
   const { shapes, value } = problem;
   const { queryLength: Lq, keyLength: Lk, valueFeatures: Ev } = shapes;
@@ -640,12 +688,13 @@ function recomputeNonFiniteRows(
       for (let t = 0; t < Ev; t++) {
         finite &&= Number.isFinite(output[out + t]);
       }
-      if (finite) {
+      if (onlyNonFinite && finite) {
         continue;
       }
       const max = rowLogits(problem, at, i, scores, logits, 0);
       if (max === -Infinity) {
-        continue; // fully masked: the kernel wrote +0.0
+        output.fill(0, out, out + Ev); // fully masked: +0.0, whatever value holds
+        continue;
       }
       let sum = 0;
       for (let j = 0; j < Lk; j++) {

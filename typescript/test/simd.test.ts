@@ -338,6 +338,30 @@ describe("special values, as the readable port gives them", () => {
     assert.ok(none.flat().length === 6 && none.flat().every((x) => Object.is(x, 0)));
   });
 
+  test("logits near the largest double are numbers, not masks (the kernel's log2 units would overflow)", () => {
+    // Found by the extremes property: -1.7e308 · log2 e is -Infinity, which the kernel would have
+    // read as a masked cell and given the row +0.0; the row has one key, weight 1, and NaN in value.
+    const tiny = scaledDotProductAttention([[2.328082048334e-311]], [[-8.567627300508e-311]], [[NaN]], {
+      attnMask: [-1.7e308],
+    });
+    assert.ok(Number.isNaN(tiny[0][0]));
+    const query = rows(3, 2, (i, t) => i - t);
+    const key = rows(lk, 2, (i, t) => Math.sin(i * 3 + t));
+    const value = rows(lk, 2, (i, t) => i * 2 - t);
+    const attnMask = {
+      shape: [lk],
+      data: Array.from({ length: lk }, (_, j) => (j % 3 ? -1.5e308 : -1.6e308)),
+    };
+    assert.deepEqual(
+      scaledDotProductAttention(query, key, value, { attnMask }),
+      readable.scaledDotProductAttention(query, key, value, { attnMask }),
+    );
+    // NaN or an infinity in query or key: IEEE's answer cell by cell, as the readable port gives it.
+    const withNaN = rows(3, 2, (i, t) => (i === 1 && t === 0 ? NaN : i + t));
+    const out = scaledDotProductAttention(withNaN, key, value);
+    assert.ok(out[1].every(Number.isNaN) && out[0].every(Number.isFinite) && out[2].every(Number.isFinite));
+  });
+
   test("logits up to 1e5 do not overflow, across tiles, in float64 and float32", () => {
     const key = Array.from({ length: lk }, (_, j) => [j * 1000, -j * 800]);
     const value = Array.from({ length: lk }, (_, j) => [j]);
