@@ -1,11 +1,20 @@
-"""Shared pytest fixtures: the committed fixture folder, loaded once."""
+"""Shared pytest fixtures: the committed fixture folder, loaded once. Under CI (the CI variable
+set, as .ci/run's caller sets it) hypothesis draws the same examples every run, so that a landing is
+decided by the code, not by the luck of a draw; on a developer's machine it keeps exploring."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
 
 from attention_port import fixtures
 from attention_port.cli import DEFAULT_FIXTURES
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 FIXTURES_DIR = DEFAULT_FIXTURES
 ALL_CASES = fixtures.load_fixtures(FIXTURES_DIR)

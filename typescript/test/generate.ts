@@ -8,6 +8,12 @@ import type { AttentionOptions } from "../src/attention.ts";
 import type { ShapedMask, ShapedTensor } from "../src/inputs.ts";
 import { product } from "./helpers.ts";
 
+// Under CI every property draws the same examples each run, so that a landing is decided by the code,
+// not by the luck of a draw; on a developer's machine fast-check keeps exploring new seeds.
+if (process.env.CI) {
+  fc.configureGlobal({ seed: 20261130 });
+}
+
 /** Deterministic numbers in [0, 1) from a seed (fast for big tensors; fast-check shrinks the seed). */
 export function generator(seed: number): () => number {
   let state = seed >>> 0 || 1;
