@@ -481,6 +481,11 @@ VALID_CASES = [
     Case(id="score_overflow", seed=509, tags=("rank2", "extreme", "outside_contract"),
          description="Dot products beyond the largest double: outside the contract (score overflow)",
          query=[[1e300, 1e300]], key=[[-1e300, 1e300], [0.0, 0.0]], value=[[1.0], [2.0]]),
+    Case(id="logits_tie_in_float64", seed=510, tags=("rank2", "softcap", "scale", "extreme"),
+         description="Logits 1e300·tanh(40) and 1e300·tanh(41) round alike in float64, split the weight"
+                     " the exact ones give to key 1, and reach -1.7e308 in value: undetermined weights",
+         query=[[1.0]], key=[[40.0], [41.0]], value=[[-1.7e308], [1.0]],
+         scale=1e300, softcap=1e300),
     Case(id="empty_heads", seed=201, tags=("rank4", "heads", "empty"),
          description="H = 0: no head at all, an empty output [B, 0, Lq, Ev]",
          query=(1, 0, 3, 4), key=(1, 0, 5, 4), value=(1, 0, 5, 3)),

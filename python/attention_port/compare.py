@@ -11,7 +11,10 @@ magnitude). The first term is the error of a float computation carried through s
 weighted sum; the second lets every term of the sum lose one step of the smallest subnormal, which
 is all a result rounded below the normal range can promise. The product is formed in that order so
 that it overflows only when it is beyond any use; then the rule falls back to what any weighted
-average promises: a finite result no larger in size than the largest |value| the row averages.
+average promises: a finite result no larger in size than the largest |value| the row averages. It
+falls back the same way where K * u * (1 + spread_i) reaches 1: the dtype then fixes the logits only
+to within 1 or more, so the weights are not determined (logits that round alike split a weight the
+exact ones give to one key), and no bound built from the exact weights holds.
 
 Exactly:
   - NaN meets NaN only; an infinity meets only the same infinity;
@@ -140,8 +143,9 @@ def check_step(
 
     positive_zero marks the cells that must be exactly +0.0 (broadcasts against expected). limit is
     the largest finite number of the port's dtype: an expected value whose budget reaches past it
-    is also met by the infinity of its sign. Where the budget is infinite (it overflowed), fallback
-    (if given) bounds |actual| instead, and an infinite actual fails."""
+    is also met by the infinity of its sign. Where the budget is infinite (it overflowed, or the
+    weights are not determined), fallback (if given) bounds |actual| instead, an infinite actual
+    fails, and a pass says how many cells were held only to that."""
     actual = np.asarray(actual, dtype=np.float64)
     if actual.shape != expected.shape:
         return StepCheck(
@@ -202,6 +206,12 @@ def check_step(
             problem = f"{_where(step, index)} is {got!r}, {problems[index]}"
         elif nan_mismatch[index] or not np.isfinite(want) or not np.isfinite(got):
             problem = f"{_where(step, index)} is {got!r} where {want!r} was expected"
+    if most <= 1.0 and fallback is not None and unbounded.any():
+        count = int(np.count_nonzero(unbounded))
+        problem = (
+            f"{count} cell(s) held only to the values' reach:"
+            " the bound overflowed or the weights are not determined"
+        )
     max_error = float(np.max(np.where(finite, error, np.where(used > 0, np.inf, 0.0))))
     return StepCheck(step, bool(most <= 1.0), most, max_error, index, got, want, problem)
 
@@ -217,9 +227,14 @@ def output_budget(expected: ExpectedValues, dtype: str) -> np.ndarray:
     """The rule's bound on |actual - expected| for every output element (inf where it overflows)."""
     u = UNIT_ROUNDOFF[dtype]
     with np.errstate(over="ignore", invalid="ignore"):
-        relative = (K * u * (1 + expected.spread[..., None])) * expected.magnitude
+        factor = K * u * (1 + expected.spread[..., None])  # [B..., Hq, Lq, 1]
+        relative = factor * expected.magnitude
         floor = (K * TINY[dtype] / TINY["float64"]) * expected.error_floor
-        return relative + floor
+        # Where the factor reaches 1, a port's logits may be off by 1 or more, so its weights are
+        # not determined even roughly (two logits the dtype rounds alike split a weight the exact
+        # ones give to one key): no bound built from the exact weights holds, and the fallback
+        # (a weighted average of the values the row can see) decides, as where the bound overflows.
+        return np.where(factor >= 1, np.inf, relative + floor)
 
 
 def value_reach(case: FixtureCase) -> np.ndarray:

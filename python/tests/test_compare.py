@@ -236,3 +236,20 @@ def test_report_line():
     assert line.startswith("PASS") and "budget" in line and "rank2_square" in line
     outside = _judge(_case("score_overflow"), [[1.5]])
     assert compare.format_verdict(outside).startswith("OUT ") and not compare.failed(outside)
+
+
+def test_where_the_weights_are_not_determined_the_values_reach_decides():
+    # logits_tie_in_float64: the exact logits put all weight on key 1 (value 1.0), but float64
+    # rounds both logits to 1e300, and every float64 port splits the weight: -8.5e307. No bound from
+    # the exact weights can hold there; what any weighted average promises still must.
+    case = next(c for c in ALL_CASES if c.id == "logits_tie_in_float64")
+    assert np.all(compare.K * U64 * (1 + case.expected.spread) >= 1)
+    split = np.array([[0.5 * -1.7e308 + 0.5 * 1.0]])
+    verdict = compare.judge(case, "p", "float64", compare.PortAnswer(steps={"output": split}))
+    assert verdict.passed and "values' reach" in verdict.problem
+    beyond = compare.judge(case, "p", "float64", compare.PortAnswer(steps={"output": np.array([[-1.75e308]])}))
+    assert not beyond.passed and "beyond every value the row averages" in beyond.problem
+    infinite = compare.judge(
+        case, "p", "float64", compare.PortAnswer(steps={"output": np.array([[-np.inf]])})
+    )
+    assert not infinite.passed
