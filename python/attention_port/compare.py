@@ -251,6 +251,12 @@ def value_reach(case: FixtureCase) -> np.ndarray:
     return np.max(sizes, axis=-2, initial=0.0)
 
 
+def output_reach(case: FixtureCase, dtype: str) -> np.ndarray:
+    """The rule's fallback for a port computing in `dtype`: value_reach, with room for the values
+    themselves rounded to that dtype (a few units beyond float64's)."""
+    return value_reach(case) * (1 + K * UNIT_ROUNDOFF[dtype]) + K * TINY[dtype]
+
+
 def check_output(case: FixtureCase, actual: np.ndarray, dtype: str) -> StepCheck:
     """The rule itself: one port's output for a valid case, computed in `dtype`, against the
     oracle's (the cases outside the contract are sorted out before, by outside_contract)."""
@@ -261,7 +267,7 @@ def check_output(case: FixtureCase, actual: np.ndarray, dtype: str) -> StepCheck
         output_budget(case.expected, dtype),
         positive_zero=fully_masked_rows(case.expected),
         limit=LARGEST[dtype],
-        fallback=value_reach(case),
+        fallback=output_reach(case, dtype),
     )
 
 
@@ -394,7 +400,7 @@ def _hold_steps(
             budgets[step],
             positive_zero=masked if step in ("weights", "output") else None,
             limit=limit,
-            fallback=value_reach(case) if step == "output" else None,
+            fallback=output_reach(case, dtype_for_limit) if step == "output" else None,
         )
         for step in STEPS
         if step in steps and step in truth

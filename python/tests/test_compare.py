@@ -247,7 +247,9 @@ def test_where_the_weights_are_not_determined_the_values_reach_decides():
     split = np.array([[0.5 * -1.7e308 + 0.5 * 1.0]])
     verdict = compare.judge(case, "p", "float64", compare.PortAnswer(steps={"output": split}))
     assert verdict.passed and "values' reach" in verdict.problem
-    beyond = compare.judge(case, "p", "float64", compare.PortAnswer(steps={"output": np.array([[-1.75e308]])}))
+    beyond = compare.judge(
+        case, "p", "float64", compare.PortAnswer(steps={"output": np.array([[-1.75e308]])})
+    )
     assert not beyond.passed and "beyond every value the row averages" in beyond.problem
     infinite = compare.judge(
         case, "p", "float64", compare.PortAnswer(steps={"output": np.array([[-np.inf]])})
