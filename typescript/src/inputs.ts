@@ -129,14 +129,9 @@ export type FlatMask =
       readonly data: Float64Array | Float32Array;
     };
 
-export interface FlatAttentionOptions {
+/** The flat entry's options: AttentionOptions, with the mask in flat form. */
+export interface FlatAttentionOptions extends Omit<AttentionOptions, "attnMask"> {
   readonly attnMask?: FlatMask | null;
-  readonly isCausal?: boolean;
-  readonly scale?: number | null;
-  readonly enableGqa?: boolean;
-  readonly softcap?: number;
-  /** The most bytes one call may need; larger inputs are refused (kind "size"). 2 GiB by default. */
-  readonly memoryLimit?: number;
 }
 
 /** A checked mask as the fast kernels read it: exactly one of bool and float is set. */
