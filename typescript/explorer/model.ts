@@ -377,8 +377,8 @@ export function outsideContract(values: RuleValues): boolean {
  * |x - expected| <= K u (1 + spread) magnitude + K error_floor (error_floor is in units of the
  * smallest subnormal, float64's own); NaN meets only NaN, an infinity only the same infinity (or a
  * finite value whose budget reaches past the largest double); a fully-masked row must be exactly
- * +0.0; where the budget overflows, the answer must be no larger than the largest |value| the row
- * averages. `value` is the case's value input [B..., Hkv, Lk, Ev]. */
+ * +0.0; where the budget overflows, or K u (1 + spread) reaches 1 (the weights are not
+ * determined), the answer must be no larger than the largest |value| the row averages. `value` is the case's value input [B..., Hkv, Lk, Ev]. */
 export function checkOutput(actual: readonly number[], values: RuleValues, value: FlatTensor): BudgetCheck {
   const expected = values.output.data;
   if (actual.length !== expected.length) {
@@ -391,13 +391,16 @@ export function checkOutput(actual: readonly number[], values: RuleValues, value
   const Lk = values.logits.shape.at(-1) ?? 0;
   let [most, index, maxAbsError] = [-Infinity, 0, 0];
   let problem: string | null = null;
+  let heldToReach = 0; // finite cells whose budget is infinite: only the values' reach holds them
   for (let n = 0; n < expected.length; n++) {
     const [a, e] = [actual[n], expected[n]];
     const row = Math.floor(n / Ev);
-    let budget =
-      K * UNIT_ROUNDOFF_FLOAT64 * (1 + values.spread.data[row]) * values.magnitude.data[n] +
-      K * values.errorFloor.data[n];
+    const factor = K * UNIT_ROUNDOFF_FLOAT64 * (1 + values.spread.data[row]);
+    let budget = factor * values.magnitude.data[n] + K * values.errorFloor.data[n];
     budget = Number.isNaN(budget) ? Infinity : budget; // a NaN yardstick constrains nothing
+    // Where the factor reaches 1 the logits are fixed only to within 1 or more: the weights are not
+    // determined, and the values' reach decides, as where the budget overflows.
+    budget = factor >= 1 ? Infinity : budget;
     let fullyMasked = true;
     for (let j = 0; j < Lk && fullyMasked; j++) {
       fullyMasked = values.logits.data[row * Lk + j] === -Infinity;
@@ -418,9 +421,14 @@ export function checkOutput(actual: readonly number[], values: RuleValues, value
     } else if (Number.isFinite(budget)) {
       used = budget > 0 ? error / budget : error > 0 ? Infinity : 0;
       maxAbsError = Math.max(maxAbsError, error);
-    } else if (Math.abs(a) > valueReach(values, value, row, n % Ev)) {
-      used = Infinity;
-      why = "beyond every value the row averages";
+    } else {
+      heldToReach++;
+      // The values rounded to the port's dtype may lie a few units beyond float64's.
+      const reach = valueReach(values, value, row, n % Ev) * (1 + K * UNIT_ROUNDOFF_FLOAT64) + K * 5e-324;
+      if (Math.abs(a) > reach) {
+        used = Infinity;
+        why = "beyond every value the row averages";
+      }
     }
     const wrongSign = fullyMasked && !Number.isNaN(a) && !(a === 0 && !signBit(a));
     if (wrongSign) {
@@ -442,6 +450,9 @@ export function checkOutput(actual: readonly number[], values: RuleValues, value
     if (!Number.isFinite(a) || !Number.isFinite(e)) {
       maxAbsError = used > 0 ? Infinity : maxAbsError;
     }
+  }
+  if (most <= 1 && heldToReach > 0) {
+    problem = `${heldToReach} cell(s) held only to the values' reach: the bound overflowed or the weights are not determined`;
   }
   return { passed: most <= 1, used: most, maxAbsError, index, problem };
 }
