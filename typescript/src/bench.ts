@@ -99,12 +99,9 @@ const PORTS: Record<string, (plan: Plan) => Port | Promise<Port>> = {
   "onnxruntime-web": (plan) => onnxPort(plan, "onnxruntime-web"),
 };
 
-/** The SIMD port, its WebAssembly kernel instantiated at load by one 1 x 1 pass (the kernel is
- * compiled on first use; loading the port means loading it, so the idle process holds it too and a
- * memory row counts only what one pass needs), and its build named among the versions. */
+/** The SIMD port, with its WebAssembly build chosen and checked at load and named among the
+ * versions. */
 function simdPort(port: Port): Port {
-  const one = { shape: [1, 1], data: Float64Array.of(1) };
-  simdFlat(one, one, one);
   return { ...port, versions: { ...port.versions, "simd.ts kernel build": kernelBuild() } };
 }
 
