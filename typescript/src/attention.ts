@@ -23,14 +23,12 @@ import {
   AttentionInputError,
   type AttentionOptions,
   type AttentionSteps,
-  checkOptions,
   checkShapes,
   checkSize,
-  DEFAULT_MEMORY_LIMIT,
   type MaskArray,
   type MaskInput,
   type NestedArray,
-  optionsObject,
+  readOptions,
   resolveScale,
   type TensorInput,
   toArray,
@@ -186,10 +184,7 @@ export function attentionSteps(
   value: TensorInput,
   options?: AttentionOptions,
 ): AttentionSteps {
-  const given = optionsObject(options); // {} when left out; null and the like are refused
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
-  const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
-  checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
+  const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<MaskInput>(options);
   const q = toArray("query", query); // [B..., Hq, Lq, E]
   const k = toArray("key", key); // [B..., Hkv, Lk, E]
   const v = toArray("value", value); // [B..., Hkv, Lk, Ev]

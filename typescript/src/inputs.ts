@@ -742,12 +742,26 @@ export interface CheckedInputs<Data extends Float64Array | Float32Array = Float6
   readonly memoryLimit: number; // bytes; each port says what it needs against it
 }
 
-/** The nested (or shaped) entry's inputs, checked: toArray, toMaskArray, then the shapes. */
-export function checkInputs(query: unknown, key: unknown, value: unknown, options: unknown): CheckedInputs {
-  const given = optionsObject(options); // {} when left out; null and the like are refused
+/** The options argument read with its defaults and checked (optionsObject, then checkOptions):
+ * the scalar options are checked before any tensor is touched. */
+export function readOptions<Mask>(options: unknown): {
+  readonly attnMask: Mask | null;
+  readonly isCausal: boolean;
+  readonly scale: number | null;
+  readonly enableGqa: boolean;
+  readonly softcap: number;
+  readonly memoryLimit: number;
+} {
+  const given = optionsObject(options) as AttentionOptions & { readonly attnMask?: Mask | null }; // {} when left out
   const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
   const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
   checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
+  return { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit };
+}
+
+/** The nested (or shaped) entry's inputs, checked: toArray, toMaskArray, then the shapes. */
+export function checkInputs(query: unknown, key: unknown, value: unknown, options: unknown): CheckedInputs {
+  const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<MaskInput>(options);
   const q = toArray("query", query); // [B..., Hq, Lq, E]
   const k = toArray("key", key); // [B..., Hkv, Lk, E]
   const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
@@ -781,10 +795,7 @@ export function checkFlatInputs(
   value: unknown,
   options: unknown,
 ): CheckedInputs<Float64Array | Float32Array> {
-  const given = optionsObject(options) as FlatAttentionOptions; // {} when left out; null is refused
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
-  const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
-  checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
+  const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<FlatMask>(options);
   const q = checkFlatTensor("query", query); // [B..., Hq, Lq, E]
   const k = checkFlatTensor("key", key); // [B..., Hkv, Lk, E]
   const v = checkFlatTensor("value", value); // [B..., Hkv, Lk, Ev]
