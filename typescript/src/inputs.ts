@@ -346,13 +346,15 @@ function fillNested<T>(
       return false;
     }
     if (depth === last) {
+      const start = flat; // a local index: `flat` lives in the closure's context, slower to update
       for (let i = 0; i < node.length; i++) {
         const leaf = node[i];
         if (!accept(leaf)) {
           return false;
         }
-        out[flat++] = leaf;
+        out[start + i] = leaf;
       }
+      flat += node.length;
       return true;
     }
     for (let i = 0; i < node.length; i++) {
@@ -365,8 +367,12 @@ function fillNested<T>(
   return shape.length === 0 ? false : walk(data, 0);
 }
 
+/** Where toArray puts the numbers it copies: a new array unless the port keeps its own (simd.ts). */
+export type Allocate = (name: string, length: number) => Float64Array;
+const newArray: Allocate = (_name, length) => new Float64Array(length);
+
 /** query, key or value as a float64 array: nested arrays or a shaped flat tensor. */
-export function toArray(name: string, data: unknown): FloatArray {
+export function toArray(name: string, data: unknown, allocate: Allocate = newArray): FloatArray {
   if (isShaped(data)) {
     const shaped = checkShaped(name, data, "an array of numbers");
     if (shaped.data instanceof Float64Array) {
@@ -381,10 +387,12 @@ export function toArray(name: string, data: unknown): FloatArray {
         );
       }
     }
-    return { shape: shaped.shape, data: Float64Array.from(shaped.data as ArrayLike<number>) };
+    const copy = allocate(name, shaped.data.length);
+    copy.set(shaped.data as ArrayLike<number>);
+    return { shape: shaped.shape, data: copy };
   }
   const claimed = firstShape(data);
-  const fast = new Float64Array(product(claimed));
+  const fast = allocate(name, product(claimed));
   if (fillNested(data, claimed, fast, isNumber)) {
     return { shape: claimed, data: fast };
   }
@@ -760,11 +768,17 @@ export function readOptions<Mask>(options: unknown): {
 }
 
 /** The nested (or shaped) entry's inputs, checked: toArray, toMaskArray, then the shapes. */
-export function checkInputs(query: unknown, key: unknown, value: unknown, options: unknown): CheckedInputs {
+export function checkInputs(
+  query: unknown,
+  key: unknown,
+  value: unknown,
+  options: unknown,
+  allocate: Allocate = newArray,
+): CheckedInputs {
   const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<MaskInput>(options);
-  const q = toArray("query", query); // [B..., Hq, Lq, E]
-  const k = toArray("key", key); // [B..., Hkv, Lk, E]
-  const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
+  const q = toArray("query", query, allocate); // [B..., Hq, Lq, E]
+  const k = toArray("key", key, allocate); // [B..., Hkv, Lk, E]
+  const v = toArray("value", value, allocate); // [B..., Hkv, Lk, Ev]
   const checked = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, checked === null ? null : checked.shape, enableGqa);
   let mask: KernelMask | null = null;

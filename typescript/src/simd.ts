@@ -65,10 +65,13 @@
  * float64 loop in this file, the readable port's algorithm, because the kernel never holds them in
  * natural units (it keeps log2-unit logits, one tile at a time).
  *
- * Memory: the kernel's memory holds copies of query, value, the key's transposed tiles, the mask as
- * given (not broadcast) and the output (which reuses the room of the key as given), plus
- * O(64 x 64 + 64 x Ev) scratch per thread: linear in the inputs.
- * A WebAssembly memory only grows, so after a large call the process keeps that much reserved.
+ * Memory: the kernel's memory holds a copy of value, the key's transposed tiles and the mask as
+ * given (not broadcast), each read by every query block; the query goes in and the output comes out
+ * by chunks of at most 1 MiB (a job is one chunk of query rows of every slice), and the key is
+ * transposed a chunk at a time, so none of those three is ever whole there. Plus O(64 x 64 +
+ * 64 x Ev) scratch per thread: linear in the inputs, and about the size of key and value beside the
+ * caller's own inputs and output. A WebAssembly memory only grows, so after a large call the
+ * process keeps that much reserved.
  *
  * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features.
  */
@@ -79,6 +82,7 @@ import { Worker } from "node:worker_threads";
 import { BUILDS, type BuildName, buildIsFresh } from "../wasm/build.ts";
 import { nest, type Slice, slices } from "./batching.ts";
 import {
+  type Allocate,
   AttentionInputError,
   type AttentionOptions,
   type AttentionShapes,
@@ -131,9 +135,9 @@ export function scaledDotProductAttention(
   value: TensorInput,
   options: SimdAttentionOptions = {},
 ): NestedArray {
-  const problem = checkedProblem(query, key, value, options);
-  // nest copies the numbers out at once, so it may read the kernel's memory in place.
-  return nest(attend(problem, false), problem.shapes.outputShape) as NestedArray; // [B..., Hq, Lq, Ev]
+  const problem = checkedProblem(query, key, value, options, kept);
+  const output = attend(problem, kept("output", product(problem.shapes.outputShape)));
+  return nest(output, problem.shapes.outputShape) as NestedArray; // [B..., Hq, Lq, Ev]
 }
 
 /** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
@@ -176,10 +180,11 @@ export function scaledDotProductAttentionFlat(
   return { shape: shapes.outputShape, data };
 }
 
-/** The kernel's work split: query rows per work item and keys per tile (tests aim at their edges). */
-export function kernelBlocks(): { queryBlock: number; keyTile: number } {
+/** The kernel's work split: query rows per work item, keys per tile, and the most bytes of query,
+ * output or key rows that one chunk holds in the kernel's memory (tests aim at their edges). */
+export function kernelBlocks(): { queryBlock: number; keyTile: number; chunkBytes: number } {
   const { exports } = loadKernel(chosenBuild());
-  return { queryBlock: exports.queryBlock(), keyTile: exports.keyTile() };
+  return { queryBlock: exports.queryBlock(), keyTile: exports.keyTile(), chunkBytes: CHUNK_BYTES };
 }
 
 /** Which build of the kernel runs: "relaxed" (fused multiply-add) or "baseline". */
@@ -216,6 +221,20 @@ export function kernelExp(x: Float32Array | Float64Array): Float32Array | Float6
 
 // ---- Checking: inputs.ts's functions, in the readable port's order. ----
 
+/** The nested entry's float64 copies of query, key and value and its flat output, kept from call
+ * to call and grown as needed (nest copies the output out before the entry returns). A fresh copy
+ * per call costs more than the copying: V8 answers each new large typed array with garbage
+ * collection that walks every row of the caller's nested arrays. */
+const keptArrays = new Map<string, Float64Array>();
+const kept: Allocate = (name, length) => {
+  let array = keptArrays.get(name);
+  if (array === undefined || array.length < length) {
+    array = new Float64Array(length);
+    keptArrays.set(name, array);
+  }
+  return array.subarray(0, length);
+};
+
 /** Everything the kernel needs, checked (inputs.ts), and how to run it. */
 interface Problem extends CheckedInputs<Float64Array | Float32Array> {
   readonly float32: boolean; // compute in float32 (else float64)
@@ -240,8 +259,9 @@ function checkedProblem(
   key: TensorInput,
   value: TensorInput,
   options: SimdAttentionOptions,
+  allocate?: Allocate,
 ): Problem {
-  const checked = checkInputs(query, key, value, options);
+  const checked = checkInputs(query, key, value, options, allocate);
   return { ...checked, float32: false, workers: checkWorkers(options.workers) };
 }
 
@@ -273,7 +293,8 @@ interface Kernel {
 
 const PAGE = 65536;
 const MAX_BYTES = 65536 * PAGE; // a 32-bit memory: 4 GiB
-const JOB_BYTES = 80; // the job descriptor: i32 fields, then scale and softcap as f64 (kernel.ts)
+const JOB_BYTES = 88; // the job descriptor: i32 fields, scale and softcap as f64, row0 (kernel.ts)
+const CHUNK_BYTES = 1 << 18; // a chunk of query, output or key rows in the kernel's memory, at most
 const kernels = new Map<BuildName, Kernel>();
 let forcedBuild: BuildName | null = buildFromEnvironment();
 let validatedBuild: BuildName | null = null;
@@ -376,55 +397,53 @@ function reserve(
 }
 
 /** The whole computation on one shared memory; returns the output [B..., Hq, Lq, Ev] in the
- * problem's dtype: a copy, or with copy = false a view of the kernel's memory that the next call
- * overwrites. */
-function attend(problem: Problem, copy = true): Float64Array | Float32Array {
+ * problem's dtype, a new array. */
+function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Array {
   const { shapes, mask, float32 } = problem;
   const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
   const { features: E, valueFeatures: Ev } = shapes;
   const outputSize = product(shapes.outputShape);
+  const output = into ?? (float32 ? new Float32Array(outputSize) : new Float64Array(outputSize)); // [B..., Hq, Lq, Ev]
   if (outputSize === 0) {
-    return float32 ? new Float32Array(0) : new Float64Array(0); // nothing to compute
+    return output; // nothing to compute
   }
+  const parts = slices(shapes, mask === null ? null : mask.shape);
   if (!kernelCanCarry(problem)) {
-    const output = float32 ? new Float32Array(outputSize) : new Float64Array(outputSize);
-    computeRowsPlainly(problem, slices(shapes, mask === null ? null : mask.shape), output, false);
+    computeRowsPlainly(problem, parts, output, false);
     return output;
   }
   const kernel = loadKernel(chosenBuild());
+  const { queryBlock, keyTile } = kernelBlocks();
   const bytes = float32 ? 4 : 8;
-  const batchCount = product(shapes.batch);
-  const sliceCount = batchCount * Hq; // (b, h) pairs, row-major over [B..., Hq]
-  const kvSlices = batchCount * Hkv;
-  const blocks = Math.ceil(Lq / kernel.exports.queryBlock());
-  const items = sliceCount * blocks;
-  const threads = Math.min(problem.workers, items);
+  const sliceCount = parts.length; // (b, h) pairs, row-major over [B..., Hq]
+  const kvSlices = (sliceCount / Hq) * Hkv;
+  // The query goes in and the output comes out a chunk of rows at a time, and the key is
+  // transposed a chunk at a time: the kernel's memory never holds any of the three whole.
+  const chunkRows = rowsPerChunk(sliceCount * Math.max(E, Ev) * bytes, Lq, queryBlock); // of every slice
+  const stageRows = rowsPerChunk(E * bytes, Lk, keyTile);
+  const threads = Math.min(problem.workers, sliceCount * Math.ceil(chunkRows / queryBlock));
   const maskBytes = mask === null ? 0 : mask.bool !== null ? mask.bool.length : mask.float!.length * bytes;
   const stride = kernel.exports.scratchBytes(E, Ev);
-  const keyTile = kernel.exports.keyTile();
   const keyTBytes = Math.ceil(Lk / keyTile) * E * keyTile * bytes; // one kv slice's key, tiled
-  // The key as given is only read to make its transposed tiles, before any output is written: it
-  // shares one region with the output, so memory holds one of them at a time.
-  const [sliceTable, lastNonFinite, query, keyT, value, maskAt, scratch, output] = reserve(
-    kernel,
-    [
-      sliceCount * 8, // per slice: kv slice, mask offset (i32, i32)
-      kvSlices * Ev * 4, // per kv slice and value column: last key row with NaN or ±inf (i32)
-      problem.query.length * bytes, // [B..., Hq, Lq, E]
-      kvSlices * keyTBytes, // [B..., Hkv, ceil(Lk / Bc), E, Bc]: key tiles, each transposed
-      problem.value.length * bytes, // [B..., Hkv, Lk, Ev]
-      maskBytes, // the mask as given, broadcast by strides
-      stride * threads, // one scratch slot per thread
-      Math.max(outputSize, problem.key.length) * bytes, // key [B..., Hkv, Lk, E], then output [B..., Hq, Lq, Ev]
-    ],
-    problem.memoryLimit,
-    shapes,
-  );
-  const key = output;
+  const [sliceTable, lastNonFinite, keyT, value, maskAt, scratch, keyStage, queryChunk, outputChunk] =
+    reserve(
+      kernel,
+      [
+        sliceCount * 8, // per slice: kv slice, mask offset (i32, i32)
+        kvSlices * Ev * 4, // per kv slice and value column: last key row with NaN or ±inf (i32)
+        kvSlices * keyTBytes, // [B..., Hkv, ceil(Lk / Bc), E, Bc]: key tiles, each transposed
+        problem.value.length * bytes, // [B..., Hkv, Lk, Ev]
+        maskBytes, // the mask as given, broadcast by strides
+        stride * threads, // one scratch slot per thread
+        stageRows * E * bytes, // key rows on their way to being transposed [stageRows, E]
+        sliceCount * chunkRows * E * bytes, // one chunk of query rows [B..., Hq, chunkRows, E]
+        sliceCount * chunkRows * Ev * bytes, // their output rows [B..., Hq, chunkRows, Ev]
+      ],
+      problem.memoryLimit,
+      shapes,
+    );
   const buffer = kernel.memory.buffer as SharedArrayBuffer; // shared: worker threads see it too
-  floats(float32, buffer, query, problem.query.length).set(problem.query); // rounded to float32 if so
-  floats(float32, buffer, key, problem.key.length).set(problem.key);
-  floats(float32, buffer, value, problem.value.length).set(problem.value);
+  floats(float32, buffer, value, problem.value.length).set(problem.value); // rounded to float32 if so
   let maskKind = 0;
   if (mask !== null && mask.bool !== null) {
     new Uint8Array(buffer, maskAt, mask.bool.length).set(mask.bool);
@@ -436,16 +455,20 @@ function attend(problem: Problem, copy = true): Float64Array | Float32Array {
 
   // Per (batch, head) slice: the key/value slice it reads (grouped-query heads share one) and
   // where its mask starts; the mask's strides along Lq and Lk are the same for every slice.
-  const parts = slices(shapes, mask === null ? null : mask.shape);
-  const table = new Int32Array(buffer, sliceTable, parts.length * 2);
+  const table = new Int32Array(buffer, sliceTable, sliceCount * 2);
   parts.forEach((part, n) => {
     table[2 * n] = Lk * E === 0 ? 0 : part.key / (Lk * E); // no keys: no slice to read
     table[2 * n + 1] = part.mask;
   });
-  const [maskI, maskJ] = parts.length === 0 ? [0, 0] : [parts[0].maskI, parts[0].maskJ];
+  const [maskI, maskJ] = [parts[0].maskI, parts[0].maskJ];
   const transpose = float32 ? kernel.exports.transposeKeyF32 : kernel.exports.transposeKeyF64;
+  const stage = floats(float32, buffer, keyStage, stageRows * E);
   for (let kv = 0; kv < kvSlices; kv++) {
-    transpose(key + kv * Lk * E * bytes, Lk, E, keyT + kv * keyTBytes);
+    for (let j0 = 0; j0 < Lk && E > 0; j0 += stageRows) {
+      const rows = Math.min(stageRows, Lk - j0);
+      stage.set(problem.key.subarray((kv * Lk + j0) * E, (kv * Lk + j0 + rows) * E));
+      transpose(keyStage, rows, E, keyT + kv * keyTBytes + (j0 / keyTile) * E * keyTile * bytes);
+    }
   }
   if (problem.isCausal) {
     // Keys a causal block skips carry weight 0 in the readable port, where 0 · NaN is still NaN:
@@ -456,18 +479,41 @@ function attend(problem: Problem, copy = true): Float64Array | Float32Array {
     }
   }
 
-  // The job descriptor (kernel.ts's J_* offsets).
+  // The job descriptor (kernel.ts's J_* offsets); a job is one chunk of query rows of every slice.
   const job = new DataView(buffer, kernel.job, JOB_BYTES);
-  const fields = [blocks, Lq, Lk, E, Ev, query, keyT, value, output, sliceTable, maskKind, maskAt];
+  const fields = [0, 0, Lk, E, Ev, queryChunk, keyT, value, outputChunk, sliceTable, maskKind, maskAt];
   fields.push(maskI, maskJ, problem.isCausal ? 1 : 0, lastNonFinite);
   fields.forEach((x, n) => job.setUint32(4 * n, x, true));
   job.setFloat64(64, problem.scale, true);
   job.setFloat64(72, problem.softcap, true);
+  const queryRows = floats(float32, buffer, queryChunk, sliceCount * chunkRows * E);
+  const outputRows = floats(float32, buffer, outputChunk, sliceCount * chunkRows * Ev);
+  for (let row0 = 0; row0 < Lq; row0 += chunkRows) {
+    const rows = Math.min(chunkRows, Lq - row0);
+    for (const [n, part] of parts.entries()) {
+      const from = part.query + row0 * E;
+      queryRows.set(problem.query.subarray(from, from + rows * E), n * rows * E); // [rows, E] of slice n
+    }
+    const blocks = Math.ceil(rows / queryBlock);
+    job.setUint32(0, blocks, true);
+    job.setUint32(4, rows, true);
+    job.setUint32(80, row0, true);
+    runItems(kernel, bytes, sliceCount * blocks, scratch, stride, threads);
+    for (const [n, part] of parts.entries()) {
+      output.set(outputRows.subarray(n * rows * Ev, (n + 1) * rows * Ev), part.output + row0 * Ev);
+    }
+  }
+  computeRowsPlainly(problem, parts, output, true);
+  return output;
+}
 
-  runItems(kernel, bytes, items, scratch, stride, threads);
-  const result = floats(float32, buffer, output, outputSize);
-  computeRowsPlainly(problem, parts, result, true);
-  return copy ? result.slice() : result; // a view is only good until the next call reuses the memory
+/** How many rows of `rowBytes` bytes go in one chunk of at most CHUNK_BYTES: all `total` when they
+ * fit, else the most whole multiples of `multiple` (a query block, a key tile) that do, one at
+ * least. Inputs streamed this way cost the kernel's memory a chunk instead of a copy: its memory
+ * holds the key tiles, the value and three chunks, beside the caller's inputs and output. */
+function rowsPerChunk(rowBytes: number, total: number, multiple: number): number {
+  const rows = Math.floor(CHUNK_BYTES / Math.max(rowBytes, 1));
+  return rows >= total ? total : Math.max(multiple, rows - (rows % multiple));
 }
 
 /** A float32 or float64 view of `length` numbers at byte `offset` of the kernel's memory. */

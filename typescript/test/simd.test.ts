@@ -55,6 +55,10 @@ function flatMask(m: ShapedMask): FlatMask {
   return { dtype: "float", shape: m.shape, data: Float64Array.from(values as number[]) };
 }
 
+const shaped2 = (rows: number[][]): ShapedTensor => ({
+  shape: [rows.length, rows[0].length],
+  data: rows.flat(),
+});
 const shaped = (t: FixtureTensor) => ({ shape: t.shape, data: t.data }) as ShapedTensor & ShapedMask;
 
 describe("the kernel build", () => {
@@ -233,7 +237,10 @@ function assertAgrees(p: Pick<Problem, "query" | "key" | "value" | "options">, f
   }
   assert.equal(output.length, expectedOutput.length);
   const finiteMax = (xs: ArrayLike<unknown>) =>
-    Math.max(0, ...Array.from(xs as ArrayLike<number>, (x) => (Number.isFinite(x) ? Math.abs(x) : 0)));
+    Array.from(xs as ArrayLike<number>).reduce(
+      (m, x) => (Number.isFinite(x) ? Math.max(m, Math.abs(x)) : m),
+      0,
+    );
   const E = p.query.shape.at(-1)!;
   const scale = Math.abs(p.options.scale ?? 1 / Math.sqrt(E));
   const spread = scale * E * finiteMax(p.query.data) * finiteMax(p.key.data);
@@ -301,6 +308,69 @@ for (const build of BUILD_NAMES) {
     });
   });
 }
+
+describe("chunks: the query in, the output out and the key transposed a chunk of rows at a time", () => {
+  // Two query heads on one key/value head, E = 512: float64 rows of both heads take 8 KiB, so a
+  // chunk holds far fewer than Lq query rows, and a chunk of key rows (4 KiB each) fewer than Lk.
+  const { chunkBytes } = kernelBlocks();
+  const [Hq, Hkv, Lq, Lk, E, Ev] = [2, 1, 300, 600, 512, 7];
+  const random = generator(11);
+  const numbers = (n: number) => Array.from({ length: n }, () => 2 * random() - 1);
+  // A float mask that differs row by row (a bias, and -inf on every fifth cell of odd rows), so a
+  // chunk that read the mask or the causal limit at the wrong row would be caught.
+  const cells = Array.from({ length: Lq * Lk }, (_, n) => {
+    const [i, j] = [Math.floor(n / Lk), n % Lk];
+    return i % 2 === 1 && j % 5 === 0 ? -Infinity : Math.sin(i + 0.5 * j);
+  });
+  const problem = {
+    query: { shape: [Hq, Lq, E], data: numbers(Hq * Lq * E) },
+    key: { shape: [Hkv, Lk, E], data: numbers(Hkv * Lk * E) },
+    value: { shape: [Hkv, Lk, Ev], data: numbers(Hkv * Lk * Ev) },
+  };
+
+  test("the problem crosses chunk boundaries in both dtypes", () => {
+    for (const bytes of [8, 4]) {
+      assert.ok(chunkBytes / (Hq * E * bytes) < Lq, `query chunk (${bytes} bytes per number)`);
+      assert.ok(chunkBytes / (E * bytes) < Lk, `key chunk (${bytes} bytes per number)`);
+    }
+  });
+
+  for (const isCausal of [false, true]) {
+    test(`agrees with attention.ts in float64 and float32, causal ${isCausal ? "on" : "off"}, and workers give the same bits`, () => {
+      selectKernelBuild("auto");
+      const options = { isCausal, enableGqa: true, attnMask: { shape: [Lq, Lk], data: cells } };
+      assertAgrees({ ...problem, options }, false);
+      assertAgrees({ ...problem, options }, true);
+      const flatOptions = { ...options, attnMask: flatMask(options.attnMask) };
+      const [q, k, v] = [problem.query, problem.key, problem.value].map((t) => flatTensor(t));
+      const one = scaledDotProductAttentionFlat(q, k, v, flatOptions).data;
+      assert.deepEqual(scaledDotProductAttentionFlat(q, k, v, { ...flatOptions, workers: 2 }).data, one);
+    });
+  }
+});
+
+describe("the nested entry's arrays kept from call to call", () => {
+  test("a later call, larger or smaller, leaves an earlier result as it was, and each agrees with attention.ts", () => {
+    const random = generator(13);
+    const rows = (n: number, d: number) =>
+      Array.from({ length: n }, () => Array.from({ length: d }, () => 2 * random() - 1));
+    const calls = [
+      [rows(70, 9), rows(50, 9), rows(50, 4)],
+      [rows(200, 9), rows(130, 9), rows(130, 4)],
+      [rows(3, 9), rows(2, 9), rows(2, 4)],
+    ];
+    const results: unknown[] = [];
+    const copies: unknown[] = []; // each result as returned, before any later call
+    for (const [q, k, v] of calls) {
+      results.push(scaledDotProductAttention(q, k, v));
+      copies.push(structuredClone(results.at(-1)));
+    }
+    calls.forEach(([q, k, v], n) => {
+      assert.deepEqual(results[n], copies[n], `call ${n} changed by later calls`);
+      assertAgrees({ query: shaped2(q), key: shaped2(k), value: shaped2(v), options: {} }, false);
+    });
+  });
+});
 
 describe("special values, as the readable port gives them", () => {
   const lk = 2 * keyTile + 1;

@@ -7,7 +7,9 @@
 //
 // Memory is one linear memory that simd.ts owns (imported, shared with worker threads). simd.ts
 // copies the inputs into it and writes a job descriptor; `runItem*` computes one work item: one
-// query block (BR rows) of one (batch, head) slice, against every key it may see. Items write
+// query block (BR rows) of one (batch, head) slice, against every key it may see. A job covers one
+// chunk of query rows, [row0, row0 + rows), of every slice: simd.ts copies the query in and the
+// output out a chunk at a time, so neither is ever whole in this memory. Items write
 // disjoint output rows and use their own scratch, so any thread may compute any item and the
 // result is the same bit for bit.
 //
@@ -20,15 +22,15 @@ const BC: i32 = 64;
 const LOG2E: f64 = 1.4426950408889634; // log2(e): exp(x) = exp2(x * log2(e))
 
 // ---- The job descriptor, written by simd.ts (the same offsets there, JOB_FIELDS). ----
-const J_BLOCKS: i32 = 0; // query blocks per slice: ceil(Lq / BR)
-const J_LQ: i32 = 4;
+const J_BLOCKS: i32 = 0; // query blocks per slice in this job: ceil(rows / BR)
+const J_ROWS: i32 = 4; // query rows per slice in this job (a chunk of Lq)
 const J_LK: i32 = 8;
 const J_E: i32 = 12;
 const J_EV: i32 = 16;
-const J_Q: i32 = 20; // query [slices, Lq, E]
+const J_Q: i32 = 20; // the chunk's query rows [slices, rows, E]
 const J_K: i32 = 24; // key, transposed by tiles: [kvSlices, ceil(Lk / BC), E, BC] (transposeKey)
 const J_V: i32 = 28; // value [kvSlices, Lk, Ev]
-const J_OUT: i32 = 32; // output [slices, Lq, Ev]
+const J_OUT: i32 = 32; // the chunk's output rows [slices, rows, Ev]
 const J_SLICES: i32 = 36; // per slice: i32 kv slice, i32 mask offset (elements)
 const J_MASK_KIND: i32 = 40; // 0 none, 1 bool (u8, 0 = masked), 2 float (T, added)
 const J_MASK: i32 = 44;
@@ -38,6 +40,7 @@ const J_CAUSAL: i32 = 56;
 const J_LAST_NON_FINITE: i32 = 60; // i32 [kvSlices, Ev]: last key row with NaN/±inf value, or -1
 const J_SCALE: i32 = 64; // f64
 const J_SOFTCAP: i32 = 72; // f64
+const J_ROW0: i32 = 80; // the chunk's first query row (for the causal limit and the mask's rows)
 
 /** Bytes of scratch one thread needs for features E and Ev (the same for f32 and f64). */
 export function scratchBytes(E: i32, Ev: i32): i32 {
@@ -221,27 +224,29 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
 
 // ---- One work item. ----
 
-/** One query block of one (batch, head) slice: output rows i0 .. i0 + rows - 1. */
+/** One query block of one (batch, head) slice: output rows i0 .. i0 + rows - 1, where i0 counts
+ * from the start of Lq and `local` from the start of the job's chunk. */
 // @ts-ignore: decorator
 @inline function runItem<T>(job: usize, item: i32, scratch: usize): void {
   const S = <usize>sizeof<T>(); // bytes per number
   const L = 16 / <i32>sizeof<T>(); // lanes per vector
   const blocks = load<i32>(job + J_BLOCKS);
-  const Lq = load<i32>(job + J_LQ);
+  const chunkRows = load<i32>(job + J_ROWS);
   const Lk = load<i32>(job + J_LK);
   const E = load<i32>(job + J_E);
   const Ev = load<i32>(job + J_EV);
   const slice = item / blocks;
-  const i0 = (item % blocks) * BR;
-  const rows = min(BR, Lq - i0);
+  const local = (item % blocks) * BR;
+  const i0 = load<i32>(job + J_ROW0) + local;
+  const rows = min(BR, chunkRows - local);
   const rowsPad = (rows + 3) & ~3; // whole groups of 4 rows; the extra rows repeat row rows - 1
   const kv = load<i32>(load<usize>(job + J_SLICES) + <usize>slice * 8);
   const maskBase = load<i32>(load<usize>(job + J_SLICES) + <usize>slice * 8 + 4);
-  const query = load<usize>(job + J_Q) + <usize>slice * <usize>Lq * <usize>E * S;
+  const query = load<usize>(job + J_Q) + <usize>(slice * chunkRows + local) * <usize>E * S; // row i0
   const keyTiles = (Lk + BC - 1) / BC;
   const key = load<usize>(job + J_K) + <usize>kv * <usize>keyTiles * <usize>(E * BC) * S;
   const value = load<usize>(job + J_V) + <usize>kv * <usize>Lk * <usize>Ev * S;
-  const output = load<usize>(job + J_OUT) + <usize>slice * <usize>Lq * <usize>Ev * S;
+  const output = load<usize>(job + J_OUT) + <usize>(slice * chunkRows + local) * <usize>Ev * S; // row i0
   const maskKind = load<i32>(job + J_MASK_KIND);
   const mask = load<usize>(job + J_MASK);
   const maskI = load<i32>(job + J_MASK_I);
@@ -283,10 +288,10 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
     // Step 1: scores tile[r][c] = query row (i0 + r) · key row (j0 + c). Register blocking: 4
     // query rows x 2 vectors of keys, 8 independent sums, each over t from 0 in order.
     for (let r = 0; r < rowsPad; r += 4) {
-      const qa = query + <usize>(i0 + min(r, rows - 1)) * <usize>E * S;
-      const qb = query + <usize>(i0 + min(r + 1, rows - 1)) * <usize>E * S;
-      const qc = query + <usize>(i0 + min(r + 2, rows - 1)) * <usize>E * S;
-      const qd = query + <usize>(i0 + min(r + 3, rows - 1)) * <usize>E * S;
+      const qa = query + <usize>min(r, rows - 1) * <usize>E * S;
+      const qb = query + <usize>min(r + 1, rows - 1) * <usize>E * S;
+      const qc = query + <usize>min(r + 2, rows - 1) * <usize>E * S;
+      const qd = query + <usize>min(r + 3, rows - 1) * <usize>E * S;
       for (let c = 0; c < colsPad; c += 2 * L) {
         let s00 = zero, s01 = zero, s10 = zero, s11 = zero;
         let s20 = zero, s21 = zero, s30 = zero, s31 = zero;
@@ -449,7 +454,7 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   // Finish the block: output = acc / l, the normalisation done once per row.
   const lastNonFinite = load<usize>(job + J_LAST_NON_FINITE) + <usize>kv * <usize>Ev * 4;
   for (let r = 0; r < rows; r++) {
-    const out = output + <usize>(i0 + r) * <usize>Ev * S;
+    const out = output + <usize>r * <usize>Ev * S;
     const a = acc + <usize>(r * evPad) * S;
     const m = load<T>(rowMax + <usize>r * S);
     const l = load<T>(rowSum + <usize>r * S);
