@@ -44,8 +44,8 @@
  *     pass the same tests. `kernelBuild()` says which one runs.
  *  6. Threads. `workers: N` splits the work items, (batch, head, block of 64 query rows), between
  *     the calling thread and N - 1 worker_threads over one shared WebAssembly memory (see
- *     simd-worker.ts). Every item is computed by the same code on the same data whichever thread
- *     takes it, so the output is bit for bit the same for every N.
+ *     simd-worker.ts), one chunk of query rows at a time. Every item is computed by the same code
+ *     on the same data whichever thread takes it, so the output is bit for bit the same for every N.
  *  7. The same causal tile skipping, mask strides (a broadcast mask is never expanded) and
  *     grouped-query indexing as flash.ts, done in the kernel.
  *
@@ -397,7 +397,7 @@ function reserve(
 }
 
 /** The whole computation on one shared memory; returns the output [B..., Hq, Lq, Ev] in the
- * problem's dtype, a new array. */
+ * problem's dtype: written into `into` when given (float64 only), else into a new array. */
 function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Array {
   const { shapes, mask, float32 } = problem;
   const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
@@ -481,7 +481,9 @@ function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Ar
 
   // The job descriptor (kernel.ts's J_* offsets); a job is one chunk of query rows of every slice.
   const job = new DataView(buffer, kernel.job, JOB_BYTES);
-  const fields = [0, 0, Lk, E, Ev, queryChunk, keyT, value, outputChunk, sliceTable, maskKind, maskAt];
+  const perChunk = 0; // J_BLOCKS and J_ROWS, like J_ROW0 at byte 80, are written for each chunk below
+  const fields = [perChunk, perChunk, Lk, E, Ev, queryChunk, keyT, value, outputChunk, sliceTable, maskKind];
+  fields.push(maskAt);
   fields.push(maskI, maskJ, problem.isCausal ? 1 : 0, lastNonFinite);
   fields.forEach((x, n) => job.setUint32(4 * n, x, true));
   job.setFloat64(64, problem.scale, true);
@@ -495,9 +497,9 @@ function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Ar
       queryRows.set(problem.query.subarray(from, from + rows * E), n * rows * E); // [rows, E] of slice n
     }
     const blocks = Math.ceil(rows / queryBlock);
-    job.setUint32(0, blocks, true);
-    job.setUint32(4, rows, true);
-    job.setUint32(80, row0, true);
+    job.setUint32(0, blocks, true); // J_BLOCKS
+    job.setUint32(4, rows, true); // J_ROWS
+    job.setUint32(80, row0, true); // J_ROW0
     runItems(kernel, bytes, sliceCount * blocks, scratch, stride, threads);
     for (const [n, part] of parts.entries()) {
       output.set(outputRows.subarray(n * rows * Ev, (n + 1) * rows * Ev), part.output + row0 * Ev);
