@@ -482,9 +482,8 @@ function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Ar
   // The job descriptor (kernel.ts's J_* offsets); a job is one chunk of query rows of every slice.
   const job = new DataView(buffer, kernel.job, JOB_BYTES);
   const perChunk = 0; // J_BLOCKS and J_ROWS, like J_ROW0 at byte 80, are written for each chunk below
-  const fields = [perChunk, perChunk, Lk, E, Ev, queryChunk, keyT, value, outputChunk, sliceTable, maskKind];
-  fields.push(maskAt);
-  fields.push(maskI, maskJ, problem.isCausal ? 1 : 0, lastNonFinite);
+  const fields = [perChunk, perChunk, Lk, E, Ev, queryChunk, keyT, value, outputChunk, sliceTable];
+  fields.push(maskKind, maskAt, maskI, maskJ, problem.isCausal ? 1 : 0, lastNonFinite);
   fields.forEach((x, n) => job.setUint32(4 * n, x, true));
   job.setFloat64(64, problem.scale, true);
   job.setFloat64(72, problem.softcap, true);
