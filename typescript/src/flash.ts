@@ -509,12 +509,16 @@ function logitTile(
     }
     // Step 3: mask, read in place through its strides. A float mask is added; a false cell of a
     // boolean mask becomes -Infinity (never a sentinel like -1e9).
-    if (mask !== null) {
-      const cell = at.mask + i * at.maskI + j0 * at.maskJ; // the mask at (i, j0)
-      if (mask.bool !== null) {
-        applyBoolMask(tile, row, cols, mask.bool, cell, at.maskJ);
-      } else {
-        applyFloatMask(tile, row, cols, mask.float!, cell, at.maskJ);
+    const cell = at.mask + i * at.maskI + j0 * at.maskJ; // the mask at (i, j0)
+    if (mask?.bool) {
+      for (let c = 0; c < cols; c++) {
+        if (mask.bool[cell + c * at.maskJ] === 0) {
+          tile[row + c] = -Infinity;
+        }
+      }
+    } else if (mask?.float) {
+      for (let c = 0; c < cols; c++) {
+        tile[row + c] += mask.float[cell + c * at.maskJ]; // -Infinity masks; a finite value is a bias
       }
     }
     if (isCausal) {
@@ -524,34 +528,6 @@ function logitTile(
         tile[row + c] = -Infinity;
       }
     }
-  }
-}
-
-function applyBoolMask(
-  tile: Float64Array,
-  row: number,
-  cols: number,
-  bool: Uint8Array,
-  cell: number,
-  strideJ: number,
-): void {
-  for (let c = 0; c < cols; c++) {
-    if (bool[cell + c * strideJ] === 0) {
-      tile[row + c] = -Infinity;
-    }
-  }
-}
-
-function applyFloatMask(
-  tile: Float64Array,
-  row: number,
-  cols: number,
-  float: Float64Array | Float32Array,
-  cell: number,
-  strideJ: number,
-): void {
-  for (let c = 0; c < cols; c++) {
-    tile[row + c] += float[cell + c * strideJ]; // -Infinity masks; a finite value is a bias
   }
 }
 
