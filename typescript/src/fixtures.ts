@@ -15,6 +15,7 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { nest } from "./batching.ts";
 import type { ErrorKind } from "./inputs.ts";
 
 export const MANIFEST_FORMAT = "attention-port-fixtures";
@@ -302,15 +303,7 @@ export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterab
 /** A fixture tensor the way a port takes it: nested arrays when it has no zero dim (the form a
  * reader sees in the file), else the shaped flat form (nested [] cannot say the shape). */
 export function portTensor(tensor: FixtureTensor): unknown {
-  if (tensor.shape.includes(0)) {
-    return { shape: tensor.shape, data: tensor.data };
-  }
-  const nest = (offset: number, dims: readonly number[]): unknown => {
-    if (dims.length === 0) {
-      return tensor.data[offset];
-    }
-    const size = dims.slice(1).reduce((a, n) => a * n, 1);
-    return Array.from({ length: dims[0] }, (_, n) => nest(offset + n * size, dims.slice(1)));
-  };
-  return nest(0, tensor.shape);
+  return tensor.shape.includes(0)
+    ? { shape: tensor.shape, data: tensor.data }
+    : nest(tensor.data, tensor.shape);
 }
