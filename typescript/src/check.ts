@@ -30,7 +30,7 @@ import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
-import { flat, tensorJson } from "./cli.ts";
+import { oneLine, tensorJson } from "./cli.ts";
 import {
   DEFAULT_FIXTURES,
   type FixtureCase,
@@ -38,7 +38,15 @@ import {
   loadFixtures,
   portTensor,
 } from "./fixtures.ts";
-import { AttentionInputError, describeValue, inferShape, isShaped } from "./inputs.ts";
+import {
+  AttentionInputError,
+  describeValue,
+  indicesOf,
+  inferShape,
+  isShaped,
+  leaves,
+  path,
+} from "./inputs.ts";
 
 const STEP_NAMES = ["scores", "logits", "weights", "output"] as const;
 
@@ -110,10 +118,6 @@ function syntaxErrorLocation(path: string): string | null {
   const first = (checked.stderr ?? "").split("\n")[0]?.trim() ?? "";
   const match = /:(\d+)$/.exec(first);
   return match === null ? null : `line ${match[1]}`;
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, " ").trim();
 }
 
 async function loadLearner(path: string): Promise<Loaded> {
@@ -199,20 +203,12 @@ function returnedTensor(name: string, value: unknown): { json: string } | { bad:
   } catch (error) {
     return { bad: oneLine((error as Error).message) };
   }
-  const walk = (node: unknown, path: string): string | null => {
-    if (Array.isArray(node)) {
-      for (let i = 0; i < node.length; i++) {
-        const found = walk(node[i], `${path}[${i}]`);
-        if (found !== null) {
-          return found;
-        }
-      }
-      return null;
-    }
-    return typeof node === "number" ? null : `${path} is ${what(node)}, expected a number`;
-  };
-  const problem = walk(nested, name);
-  return problem === null ? { json: tensorJson(shape, flat(nested)) } : { bad: problem };
+  const data = leaves(nested, shape.length);
+  const bad = data.findIndex((x) => typeof x !== "number");
+  if (bad >= 0) {
+    return { bad: `${name}${path(indicesOf(bad, shape))} is ${what(data[bad])}, expected a number` };
+  }
+  return { json: tensorJson(shape, data) };
 }
 
 function what(x: unknown): string {
@@ -226,18 +222,11 @@ function caseOptions(c: FixtureCase, shaped: boolean): Record<string, unknown> {
   if (mask !== null) {
     options.attnMask = c.expected === null ? mask : givenTensor(mask as FixtureTensor, shaped);
   }
-  const { isCausal, scale, enableGqa, softcap } = c.params;
-  if (isCausal !== false) {
-    options.isCausal = isCausal;
-  }
-  if (scale !== null) {
-    options.scale = scale;
-  }
-  if (enableGqa !== false) {
-    options.enableGqa = enableGqa;
-  }
-  if (softcap !== 0) {
-    options.softcap = softcap;
+  const defaults: FixtureCase["params"] = { isCausal: false, scale: null, enableGqa: false, softcap: 0 };
+  for (const name of ["isCausal", "scale", "enableGqa", "softcap"] as const) {
+    if (c.params[name] !== defaults[name]) {
+      options[name] = c.params[name];
+    }
   }
   return options;
 }
