@@ -195,33 +195,25 @@ export function path(indices: readonly number[]): string {
  */
 export function inferShape(name: string, data: unknown): number[] {
   const shape = firstShape(data);
-  const shapeText = formatShape(shape);
 
   function walk(node: unknown, depth: number, indices: number[]): void {
-    const where = name + path(indices);
+    const ragged = (problem: string) =>
+      new AttentionInputError(
+        "ragged",
+        `${name} is ragged: ${name}${path(indices)} ${problem}` +
+          ` (shape from the first elements: ${formatShape(shape)})`,
+      );
     if (depth === shape.length) {
       if (isArray(node)) {
-        throw new AttentionInputError(
-          "ragged",
-          `${name} is ragged: ${where} is an array, expected a scalar` +
-            ` (shape from the first elements: ${shapeText})`,
-        );
+        throw ragged("is an array, expected a scalar");
       }
       return;
     }
     if (!isArray(node)) {
-      throw new AttentionInputError(
-        "ragged",
-        `${name} is ragged: ${where} is not an array, expected length ${shape[depth]}` +
-          ` (shape from the first elements: ${shapeText})`,
-      );
+      throw ragged(`is not an array, expected length ${shape[depth]}`);
     }
     if (node.length !== shape[depth]) {
-      throw new AttentionInputError(
-        "ragged",
-        `${name} is ragged: ${where} has length ${node.length}, expected ${shape[depth]}` +
-          ` (shape from the first elements: ${shapeText})`,
-      );
+      throw ragged(`has length ${node.length}, expected ${shape[depth]}`);
     }
     for (let i = 0; i < node.length; i++) {
       indices.push(i);
