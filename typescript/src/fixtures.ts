@@ -109,14 +109,14 @@ export function decodeNumbers(value: unknown): unknown {
   return value;
 }
 
-function readBytes(path: string, display: string): Buffer {
+function readBytes(path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-      throw new FixtureError(display, `missing; ${REGENERATE_HINT}`);
+      throw new FixtureError(path, `missing; ${REGENERATE_HINT}`);
     }
-    throw new FixtureError(display, `cannot be read (${(error as Error).message})`);
+    throw new FixtureError(path, `cannot be read (${(error as Error).message})`);
   }
 }
 
@@ -263,11 +263,7 @@ export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterab
   if (!isFolder) {
     throw new FixtureError(folder, `is not a fixture folder; ${REGENERATE_HINT}`);
   }
-  const manifest = readDocument<ManifestDocument>(
-    readBytes(manifestPath, manifestPath),
-    MANIFEST_FORMAT,
-    manifestPath,
-  );
+  const manifest = readDocument<ManifestDocument>(readBytes(manifestPath), MANIFEST_FORMAT, manifestPath);
   const entries = manifest.cases;
   const root = resolve(folder);
   entries.forEach(({ file }, number) => {
@@ -287,7 +283,7 @@ export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterab
     .filter((entry) => wanted === null || wanted.has(entry.id))
     .map((entry) => {
       const path = join(folder, entry.file);
-      const data = readBytes(path, path);
+      const data = readBytes(path);
       const actual = createHash("sha256").update(data).digest("hex");
       if (actual !== entry.sha256) {
         throw new FixtureError(
