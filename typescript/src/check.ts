@@ -38,15 +38,7 @@ import {
   loadFixtures,
   portTensor,
 } from "./fixtures.ts";
-import {
-  AttentionInputError,
-  describeValue,
-  indicesOf,
-  inferShape,
-  isShaped,
-  leaves,
-  path,
-} from "./inputs.ts";
+import { describeValue, indicesOf, inferShape, isShaped, leaves, path } from "./inputs.ts";
 
 const STEP_NAMES = ["scores", "logits", "weights", "output"] as const;
 
@@ -246,18 +238,16 @@ function answer(learner: Loaded, c: FixtureCase, withOptions: boolean, shaped: b
     const e = error as { name?: unknown; message?: unknown; kind?: unknown };
     const threw = {
       name: error instanceof Error ? error.name : typeof error,
-      message: error instanceof Error ? oneLine(String(e.message)) : oneLine(String(error)),
-      kind: error instanceof AttentionInputError || typeof e?.kind === "string" ? e.kind : null,
+      message: oneLine(String(error instanceof Error ? e.message : error)),
+      kind: typeof e?.kind === "string" ? e.kind : null, // an AttentionInputError's, or a learner's own
     };
     return `{"id": ${id}, "threw": ${JSON.stringify(threw)}}`;
   }
-  const steps: Record<string, unknown> =
-    learner.name === "attentionSteps"
-      ? ((returned ?? {}) as Record<string, unknown>)
-      : { output: returned === undefined ? undefined : returned };
   if (learner.name === "attentionSteps" && (typeof returned !== "object" || returned === null)) {
     return `{"id": ${id}, "bad": ${JSON.stringify(`attentionSteps returned ${what(returned)}, expected an object with scores, logits, weights and output`)}}`;
   }
+  const steps: Record<string, unknown> =
+    learner.name === "attentionSteps" ? (returned as Record<string, unknown>) : { output: returned };
   const parts: string[] = [];
   for (const name of STEP_NAMES) {
     if (!(name in steps) && name !== "output") {
