@@ -262,8 +262,17 @@ function attendSlice(
   const { tile, rowMax, rowSum, acc, lastNonFinite } = scratch;
   if (isCausal) {
     // Keys a causal block skips are masked, so they carry weight 0 in the readable port, where
-    // 0 * NaN still makes NaN: remember, per value column, the last row holding NaN or ±Infinity.
-    findLastNonFinite(value, at.value, Lk, Ev, lastNonFinite);
+    // 0 * NaN still makes NaN: remember, per value column t, the last key row j holding NaN or
+    // ±Infinity (-1 for none).
+    lastNonFinite.fill(-1);
+    for (let j = 0; j < Lk; j++) {
+      for (let t = 0; t < Ev; t++) {
+        const y = value[at.value + j * Ev + t];
+        if (y - y !== 0) {
+          lastNonFinite[t] = j; // y - y is NaN exactly when y is NaN or ±Infinity
+        }
+      }
+    }
   }
 
   for (let i0 = 0; i0 < Lq; i0 += QUERY_BLOCK) {
@@ -661,25 +670,6 @@ function accumulateTile(
       const va = v0 + c * Ev;
       for (let t = 0; t < Ev; t++) {
         acc[aa + t] += p * value[va + t];
-      }
-    }
-  }
-}
-
-/** lastNonFinite[t] = the largest j with value[j][t] NaN or ±Infinity, or -1. */
-function findLastNonFinite(
-  value: Float64Array,
-  v0: number,
-  Lk: number,
-  Ev: number,
-  lastNonFinite: Int32Array,
-): void {
-  lastNonFinite.fill(-1);
-  for (let j = 0; j < Lk; j++) {
-    for (let t = 0; t < Ev; t++) {
-      const y = value[v0 + j * Ev + t];
-      if (y - y !== 0) {
-        lastNonFinite[t] = j; // y - y is NaN exactly when y is NaN or ±Infinity
       }
     }
   }

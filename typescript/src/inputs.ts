@@ -312,7 +312,7 @@ function firstShape(data: unknown): number[] {
  * deciding whether a leaf is the kind wanted. It returns false at the first thing that is not as
  * expected, without saying what: the caller then runs the slow path (inferShape, leaves), which
  * throws the exact error. Valid input, the common case, costs one tight loop per innermost row
- * instead of a generator step and an index path per number. */
+ * instead of a checking walk (inferShape) and a copying one (leaves). */
 function fillNested<T>(
   data: unknown,
   shape: readonly number[],
