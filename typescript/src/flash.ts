@@ -716,21 +716,18 @@ function skippedTile(
 }
 
 // The tutorial's example, through the fast port: `node typescript/src/flash.ts` prints a 3 x 2 result.
+// Its keys are its queries.
 if (import.meta.main) {
   const Q = [
     [1, 0, 1, 0],
     [0, 1, 0, 1],
     [1, 1, 0, 0],
   ];
-  const K = [
-    [1, 0, 1, 0],
-    [0, 1, 0, 1],
-    [1, 1, 0, 0],
-  ];
-  const V = [
-    [1, 2],
-    [3, 4],
-    [5, 6],
-  ];
-  console.log(scaledDotProductAttention(Q, K, V)); // 3 x 2
+  console.log(
+    scaledDotProductAttention(Q, Q, [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]),
+  ); // 3 x 2
 }
