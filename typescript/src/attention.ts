@@ -254,13 +254,11 @@ function rowsOf(data: Float64Array, offset: number, rows: number, cols: number):
 
 /** The [Lq, Lk] mask of one (batch, head) slice, read through its broadcast strides. */
 function maskOf(mask: MaskArray, at: Slice, Lq: number, Lk: number): HeadOptions["mask"] {
-  const cell = (i: number, j: number) => at.mask + i * at.maskI + j * at.maskJ;
-  if (mask.dtype === "bool") {
-    const data = mask.data;
-    return Array.from({ length: Lq }, (_, i) => Array.from({ length: Lk }, (_, j) => data[cell(i, j)]));
-  }
-  const data = mask.data;
-  return Array.from({ length: Lq }, (_, i) => Array.from({ length: Lk }, (_, j) => data[cell(i, j)]));
+  const rows = <Cell>(data: ArrayLike<Cell>): Cell[][] =>
+    Array.from({ length: Lq }, (_, i) =>
+      Array.from({ length: Lk }, (_, j) => data[at.mask + i * at.maskI + j * at.maskJ]),
+    );
+  return mask.dtype === "bool" ? rows(mask.data) : rows(mask.data); // boolean[][] or number[][]
 }
 
 // The tutorial's example: `node typescript/src/attention.ts` prints a 3 x 2 result.

@@ -30,7 +30,7 @@ import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
-import { flat, tensorJson } from "./cli.ts";
+import { oneLine, tensorJson } from "./cli.ts";
 import {
   DEFAULT_FIXTURES,
   type FixtureCase,
@@ -38,7 +38,7 @@ import {
   loadFixtures,
   portTensor,
 } from "./fixtures.ts";
-import { AttentionInputError, describeValue, inferShape, isShaped } from "./inputs.ts";
+import { describeValue, indicesOf, inferShape, isShaped, leaves, path } from "./inputs.ts";
 
 const STEP_NAMES = ["scores", "logits", "weights", "output"] as const;
 
@@ -110,10 +110,6 @@ function syntaxErrorLocation(path: string): string | null {
   const first = (checked.stderr ?? "").split("\n")[0]?.trim() ?? "";
   const match = /:(\d+)$/.exec(first);
   return match === null ? null : `line ${match[1]}`;
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, " ").trim();
 }
 
 async function loadLearner(path: string): Promise<Loaded> {
@@ -199,20 +195,12 @@ function returnedTensor(name: string, value: unknown): { json: string } | { bad:
   } catch (error) {
     return { bad: oneLine((error as Error).message) };
   }
-  const walk = (node: unknown, path: string): string | null => {
-    if (Array.isArray(node)) {
-      for (let i = 0; i < node.length; i++) {
-        const found = walk(node[i], `${path}[${i}]`);
-        if (found !== null) {
-          return found;
-        }
-      }
-      return null;
-    }
-    return typeof node === "number" ? null : `${path} is ${what(node)}, expected a number`;
-  };
-  const problem = walk(nested, name);
-  return problem === null ? { json: tensorJson(shape, flat(nested)) } : { bad: problem };
+  const data = leaves(nested, shape.length);
+  const bad = data.findIndex((x) => typeof x !== "number");
+  if (bad >= 0) {
+    return { bad: `${name}${path(indicesOf(bad, shape))} is ${what(data[bad])}, expected a number` };
+  }
+  return { json: tensorJson(shape, data) };
 }
 
 function what(x: unknown): string {
@@ -226,18 +214,11 @@ function caseOptions(c: FixtureCase, shaped: boolean): Record<string, unknown> {
   if (mask !== null) {
     options.attnMask = c.expected === null ? mask : givenTensor(mask as FixtureTensor, shaped);
   }
-  const { isCausal, scale, enableGqa, softcap } = c.params;
-  if (isCausal !== false) {
-    options.isCausal = isCausal;
-  }
-  if (scale !== null) {
-    options.scale = scale;
-  }
-  if (enableGqa !== false) {
-    options.enableGqa = enableGqa;
-  }
-  if (softcap !== 0) {
-    options.softcap = softcap;
+  const defaults: FixtureCase["params"] = { isCausal: false, scale: null, enableGqa: false, softcap: 0 };
+  for (const name of ["isCausal", "scale", "enableGqa", "softcap"] as const) {
+    if (c.params[name] !== defaults[name]) {
+      options[name] = c.params[name];
+    }
   }
   return options;
 }
@@ -257,18 +238,16 @@ function answer(learner: Loaded, c: FixtureCase, withOptions: boolean, shaped: b
     const e = error as { name?: unknown; message?: unknown; kind?: unknown };
     const threw = {
       name: error instanceof Error ? error.name : typeof error,
-      message: error instanceof Error ? oneLine(String(e.message)) : oneLine(String(error)),
-      kind: error instanceof AttentionInputError || typeof e?.kind === "string" ? e.kind : null,
+      message: oneLine(String(error instanceof Error ? e.message : error)),
+      kind: typeof e?.kind === "string" ? e.kind : null, // an AttentionInputError's, or a learner's own
     };
     return `{"id": ${id}, "threw": ${JSON.stringify(threw)}}`;
   }
-  const steps: Record<string, unknown> =
-    learner.name === "attentionSteps"
-      ? ((returned ?? {}) as Record<string, unknown>)
-      : { output: returned === undefined ? undefined : returned };
   if (learner.name === "attentionSteps" && (typeof returned !== "object" || returned === null)) {
     return `{"id": ${id}, "bad": ${JSON.stringify(`attentionSteps returned ${what(returned)}, expected an object with scores, logits, weights and output`)}}`;
   }
+  const steps: Record<string, unknown> =
+    learner.name === "attentionSteps" ? (returned as Record<string, unknown>) : { output: returned };
   const parts: string[] = [];
   for (const name of STEP_NAMES) {
     if (!(name in steps) && name !== "output") {

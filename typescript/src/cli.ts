@@ -139,9 +139,9 @@ function answer(run: CaseRunner, c: FixtureCase): string {
     const steps = run(c);
     const parts = [];
     if (steps.scores !== undefined && steps.logits !== undefined && steps.weights !== undefined) {
-      parts.push(`"scores": ${tensorJson(steps.scoresShape, steps.scores)}`);
-      parts.push(`"logits": ${tensorJson(steps.scoresShape, steps.logits)}`);
-      parts.push(`"weights": ${tensorJson(steps.scoresShape, steps.weights)}`);
+      for (const name of ["scores", "logits", "weights"] as const) {
+        parts.push(`"${name}": ${tensorJson(steps.scoresShape, steps[name])}`);
+      }
     }
     parts.push(`"output": ${tensorJson(steps.outputShape, steps.output)}`);
     return `{${parts.join(", ")}}`;
@@ -188,8 +188,8 @@ async function runCommand(args: string[]): Promise<void> {
 }
 
 /** Messages are meant to be one line already; a stray newline must not make a second. */
-function oneLine(message: string): string {
-  return message.replace(/\s*\n\s*/g, " ");
+export function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, " ").trim();
 }
 
 async function main(argv: string[]): Promise<number> {

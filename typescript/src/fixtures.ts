@@ -15,6 +15,7 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { nest } from "./batching.ts";
 import type { ErrorKind } from "./inputs.ts";
 
 export const MANIFEST_FORMAT = "attention-port-fixtures";
@@ -108,14 +109,14 @@ export function decodeNumbers(value: unknown): unknown {
   return value;
 }
 
-function readBytes(path: string, display: string): Buffer {
+function readBytes(path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-      throw new FixtureError(display, `missing; ${REGENERATE_HINT}`);
+      throw new FixtureError(path, `missing; ${REGENERATE_HINT}`);
     }
-    throw new FixtureError(display, `cannot be read (${(error as Error).message})`);
+    throw new FixtureError(path, `cannot be read (${(error as Error).message})`);
   }
 }
 
@@ -262,11 +263,7 @@ export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterab
   if (!isFolder) {
     throw new FixtureError(folder, `is not a fixture folder; ${REGENERATE_HINT}`);
   }
-  const manifest = readDocument<ManifestDocument>(
-    readBytes(manifestPath, manifestPath),
-    MANIFEST_FORMAT,
-    manifestPath,
-  );
+  const manifest = readDocument<ManifestDocument>(readBytes(manifestPath), MANIFEST_FORMAT, manifestPath);
   const entries = manifest.cases;
   const root = resolve(folder);
   entries.forEach(({ file }, number) => {
@@ -286,7 +283,7 @@ export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterab
     .filter((entry) => wanted === null || wanted.has(entry.id))
     .map((entry) => {
       const path = join(folder, entry.file);
-      const data = readBytes(path, path);
+      const data = readBytes(path);
       const actual = createHash("sha256").update(data).digest("hex");
       if (actual !== entry.sha256) {
         throw new FixtureError(
@@ -302,15 +299,7 @@ export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterab
 /** A fixture tensor the way a port takes it: nested arrays when it has no zero dim (the form a
  * reader sees in the file), else the shaped flat form (nested [] cannot say the shape). */
 export function portTensor(tensor: FixtureTensor): unknown {
-  if (tensor.shape.includes(0)) {
-    return { shape: tensor.shape, data: tensor.data };
-  }
-  const nest = (offset: number, dims: readonly number[]): unknown => {
-    if (dims.length === 0) {
-      return tensor.data[offset];
-    }
-    const size = dims.slice(1).reduce((a, n) => a * n, 1);
-    return Array.from({ length: dims[0] }, (_, n) => nest(offset + n * size, dims.slice(1)));
-  };
-  return nest(0, tensor.shape);
+  return tensor.shape.includes(0)
+    ? { shape: tensor.shape, data: tensor.data }
+    : nest(tensor.data, tensor.shape);
 }

@@ -262,8 +262,17 @@ function attendSlice(
   const { tile, rowMax, rowSum, acc, lastNonFinite } = scratch;
   if (isCausal) {
     // Keys a causal block skips are masked, so they carry weight 0 in the readable port, where
-    // 0 * NaN still makes NaN: remember, per value column, the last row holding NaN or ±Infinity.
-    findLastNonFinite(value, at.value, Lk, Ev, lastNonFinite);
+    // 0 * NaN still makes NaN: remember, per value column t, the last key row j holding NaN or
+    // ±Infinity (-1 for none).
+    lastNonFinite.fill(-1);
+    for (let j = 0; j < Lk; j++) {
+      for (let t = 0; t < Ev; t++) {
+        const y = value[at.value + j * Ev + t];
+        if (y - y !== 0) {
+          lastNonFinite[t] = j; // y - y is NaN exactly when y is NaN or ±Infinity
+        }
+      }
+    }
   }
 
   for (let i0 = 0; i0 < Lq; i0 += QUERY_BLOCK) {
@@ -509,12 +518,16 @@ function logitTile(
     }
     // Step 3: mask, read in place through its strides. A float mask is added; a false cell of a
     // boolean mask becomes -Infinity (never a sentinel like -1e9).
-    if (mask !== null) {
-      const cell = at.mask + i * at.maskI + j0 * at.maskJ; // the mask at (i, j0)
-      if (mask.bool !== null) {
-        applyBoolMask(tile, row, cols, mask.bool, cell, at.maskJ);
-      } else {
-        applyFloatMask(tile, row, cols, mask.float!, cell, at.maskJ);
+    const cell = at.mask + i * at.maskI + j0 * at.maskJ; // the mask at (i, j0)
+    if (mask?.bool) {
+      for (let c = 0; c < cols; c++) {
+        if (mask.bool[cell + c * at.maskJ] === 0) {
+          tile[row + c] = -Infinity;
+        }
+      }
+    } else if (mask?.float) {
+      for (let c = 0; c < cols; c++) {
+        tile[row + c] += mask.float[cell + c * at.maskJ]; // -Infinity masks; a finite value is a bias
       }
     }
     if (isCausal) {
@@ -524,34 +537,6 @@ function logitTile(
         tile[row + c] = -Infinity;
       }
     }
-  }
-}
-
-function applyBoolMask(
-  tile: Float64Array,
-  row: number,
-  cols: number,
-  bool: Uint8Array,
-  cell: number,
-  strideJ: number,
-): void {
-  for (let c = 0; c < cols; c++) {
-    if (bool[cell + c * strideJ] === 0) {
-      tile[row + c] = -Infinity;
-    }
-  }
-}
-
-function applyFloatMask(
-  tile: Float64Array,
-  row: number,
-  cols: number,
-  float: Float64Array | Float32Array,
-  cell: number,
-  strideJ: number,
-): void {
-  for (let c = 0; c < cols; c++) {
-    tile[row + c] += float[cell + c * strideJ]; // -Infinity masks; a finite value is a bias
   }
 }
 
@@ -690,25 +675,6 @@ function accumulateTile(
   }
 }
 
-/** lastNonFinite[t] = the largest j with value[j][t] NaN or ±Infinity, or -1. */
-function findLastNonFinite(
-  value: Float64Array,
-  v0: number,
-  Lk: number,
-  Ev: number,
-  lastNonFinite: Int32Array,
-): void {
-  lastNonFinite.fill(-1);
-  for (let j = 0; j < Lk; j++) {
-    for (let t = 0; t < Ev; t++) {
-      const y = value[v0 + j * Ev + t];
-      if (y - y !== 0) {
-        lastNonFinite[t] = j; // y - y is NaN exactly when y is NaN or ±Infinity
-      }
-    }
-  }
-}
-
 // ---- Diagnostic-only helpers for attentionSteps. ----
 
 /** tile [rows, cols] -> the recording's [Lq, Lk] at `offset` (rows `stride` apart). */
@@ -750,21 +716,18 @@ function skippedTile(
 }
 
 // The tutorial's example, through the fast port: `node typescript/src/flash.ts` prints a 3 x 2 result.
+// Its keys are its queries.
 if (import.meta.main) {
   const Q = [
     [1, 0, 1, 0],
     [0, 1, 0, 1],
     [1, 1, 0, 0],
   ];
-  const K = [
-    [1, 0, 1, 0],
-    [0, 1, 0, 1],
-    [1, 1, 0, 0],
-  ];
-  const V = [
-    [1, 2],
-    [3, 4],
-    [5, 6],
-  ];
-  console.log(scaledDotProductAttention(Q, K, V)); // 3 x 2
+  console.log(
+    scaledDotProductAttention(Q, Q, [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]),
+  ); // 3 x 2
 }

@@ -88,18 +88,6 @@ export interface AttentionOptions {
   readonly memoryLimit?: number;
 }
 
-/** The options argument, which must be an object (or left out); TypeScript only, as Python has
- * keyword arguments instead. */
-export function optionsObject(options: unknown): AttentionOptions {
-  if (options === undefined) {
-    return {};
-  }
-  if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw new AttentionInputError("value", `options must be an object, got ${describeValue(options)}`);
-  }
-  return options as AttentionOptions;
-}
-
 /** Every intermediate tensor, for teaching and for finding the step where two ports part.
  * `Tensor` is number[][] for rank-2 inputs (an overload of attentionSteps says so). */
 export interface AttentionSteps<Tensor extends NestedArray = NestedArray> {
@@ -196,7 +184,8 @@ function isArray(x: unknown): x is readonly unknown[] {
   return Array.isArray(x);
 }
 
-function path(indices: readonly number[]): string {
+/** `[1][2]`: an index path as a message writes it after the argument's name. */
+export function path(indices: readonly number[]): string {
   return indices.map((i) => `[${i}]`).join("");
 }
 
@@ -206,33 +195,25 @@ function path(indices: readonly number[]): string {
  */
 export function inferShape(name: string, data: unknown): number[] {
   const shape = firstShape(data);
-  const shapeText = formatShape(shape);
 
   function walk(node: unknown, depth: number, indices: number[]): void {
-    const where = name + path(indices);
+    const ragged = (problem: string) =>
+      new AttentionInputError(
+        "ragged",
+        `${name} is ragged: ${name}${path(indices)} ${problem}` +
+          ` (shape from the first elements: ${formatShape(shape)})`,
+      );
     if (depth === shape.length) {
       if (isArray(node)) {
-        throw new AttentionInputError(
-          "ragged",
-          `${name} is ragged: ${where} is an array, expected a scalar` +
-            ` (shape from the first elements: ${shapeText})`,
-        );
+        throw ragged("is an array, expected a scalar");
       }
       return;
     }
     if (!isArray(node)) {
-      throw new AttentionInputError(
-        "ragged",
-        `${name} is ragged: ${where} is not an array, expected length ${shape[depth]}` +
-          ` (shape from the first elements: ${shapeText})`,
-      );
+      throw ragged(`is not an array, expected length ${shape[depth]}`);
     }
     if (node.length !== shape[depth]) {
-      throw new AttentionInputError(
-        "ragged",
-        `${name} is ragged: ${where} has length ${node.length}, expected ${shape[depth]}` +
-          ` (shape from the first elements: ${shapeText})`,
-      );
+      throw ragged(`has length ${node.length}, expected ${shape[depth]}`);
     }
     for (let i = 0; i < node.length; i++) {
       indices.push(i);
@@ -245,18 +226,17 @@ export function inferShape(name: string, data: unknown): number[] {
   return shape;
 }
 
-/** Every scalar of a rectangular nested array with its index path, in row-major order. */
-function* leaves(data: unknown, depth: number, indices: number[]): Generator<[number[], unknown]> {
+/** Every scalar of a rectangular nested array `depth` deep, in row-major order (a hole in a sparse
+ * array is undefined). */
+export function leaves(data: unknown, depth: number, out: unknown[] = []): unknown[] {
   if (depth === 0) {
-    yield [indices, data];
-    return;
+    out.push(data);
+  } else {
+    for (const node of data as readonly unknown[]) {
+      leaves(node, depth - 1, out);
+    }
   }
-  const node = data as readonly unknown[];
-  for (let i = 0; i < node.length; i++) {
-    indices.push(i);
-    yield* leaves(node[i], depth - 1, indices);
-    indices.pop();
-  }
+  return out;
 }
 
 /** How many values a tensor of this shape holds (1 for the shape []). */
@@ -332,7 +312,7 @@ function firstShape(data: unknown): number[] {
  * deciding whether a leaf is the kind wanted. It returns false at the first thing that is not as
  * expected, without saying what: the caller then runs the slow path (inferShape, leaves), which
  * throws the exact error. Valid input, the common case, costs one tight loop per innermost row
- * instead of a generator step and an index path per number. */
+ * instead of a checking walk (inferShape) and a copying one (leaves). */
 function fillNested<T>(
   data: unknown,
   shape: readonly number[],
@@ -367,65 +347,55 @@ function fillNested<T>(
   return shape.length === 0 ? false : walk(data, 0);
 }
 
+/** The slow path of toArray and toMaskArray, for a shaped tensor (checkShaped) or for nested arrays
+ * the fast path refused (inferShape throws if they are ragged): the shape, the leaves in row-major
+ * order, and the index path of a leaf, `name[1][2]`, for a message. */
+function shapeAndLeaves(
+  name: string,
+  data: unknown,
+  expected: string,
+): { shape: number[]; leaves: ArrayLike<unknown>; where: (flat: number) => string } {
+  const shaped = isShaped(data) ? checkShaped(name, data, expected) : null;
+  const shape = shaped?.shape ?? inferShape(name, data);
+  const values = shaped?.data ?? leaves(data, shape.length);
+  return { shape, leaves: values, where: (flat) => name + path(indicesOf(flat, shape)) };
+}
+
 /** Where toArray puts the numbers it copies: a new array unless the port keeps its own (simd.ts). */
 export type Allocate = (name: string, length: number) => Float64Array;
 const newArray: Allocate = (_name, length) => new Float64Array(length);
 
 /** query, key or value as a float64 array: nested arrays or a shaped flat tensor. */
 export function toArray(name: string, data: unknown, allocate: Allocate = newArray): FloatArray {
-  if (isShaped(data)) {
-    const shaped = checkShaped(name, data, "an array of numbers");
-    if (shaped.data instanceof Float64Array) {
-      return { shape: shaped.shape, data: shaped.data };
+  if (!isShaped(data)) {
+    const claimed = firstShape(data);
+    const fast = allocate(name, product(claimed));
+    if (fillNested(data, claimed, fast, isNumber)) {
+      return { shape: claimed, data: fast };
     }
-    for (let flat = 0; flat < shaped.data.length; flat++) {
-      const leaf = shaped.data[flat];
-      if (!isNumber(leaf)) {
-        throw new AttentionInputError(
-          "type",
-          `${name}${path(indicesOf(flat, shaped.shape))} is ${describeValue(leaf)}, expected a number`,
-        );
-      }
-    }
-    const copy = allocate(name, shaped.data.length);
-    copy.set(shaped.data as ArrayLike<number>);
-    return { shape: shaped.shape, data: copy };
   }
-  const claimed = firstShape(data);
-  const fast = allocate(name, product(claimed));
-  if (fillNested(data, claimed, fast, isNumber)) {
-    return { shape: claimed, data: fast };
+  // Shaped, or nested with something wrong: the slow path finds what, and throws it.
+  const { shape, leaves, where } = shapeAndLeaves(name, data, "an array of numbers");
+  if (leaves instanceof Float64Array) {
+    return { shape, data: leaves };
   }
-  // Something is wrong: the slow path finds what, and throws it.
-  const shape = inferShape(name, data);
-  const values = new Float64Array(product(shape));
-  let flat = 0;
-  for (const [indices, leaf] of leaves(data, shape.length, [])) {
-    if (!isNumber(leaf)) {
+  for (let flat = 0; flat < leaves.length; flat++) {
+    if (!isNumber(leaves[flat])) {
       throw new AttentionInputError(
         "type",
-        `${name}${path(indices)} is ${describeValue(leaf)}, expected a number`,
+        `${where(flat)} is ${describeValue(leaves[flat])}, expected a number`,
       );
     }
-    values[flat++] = leaf;
   }
-  return { shape, data: values };
+  const copy = allocate(name, leaves.length);
+  copy.set(leaves as ArrayLike<number>);
+  return { shape, data: copy };
 }
 
 /** attnMask as a bool array (true = may attend) or a float64 array (added to the scores). */
 export function toMaskArray(data: unknown): MaskArray {
   const name = "attnMask";
-  let shape: number[];
-  let cells: Iterable<[number[], unknown]>;
-  if (isShaped(data)) {
-    const shaped = checkShaped(name, data, "an array of booleans or numbers");
-    shape = shaped.shape;
-    cells = (function* () {
-      for (let flat = 0; flat < shaped.data.length; flat++) {
-        yield [indicesOf(flat, shaped.shape), shaped.data[flat]] as [number[], unknown];
-      }
-    })();
-  } else {
+  if (!isShaped(data)) {
     const claimed = firstShape(data);
     let first: unknown = data;
     for (let d = 0; d < claimed.length && isArray(first); d++) {
@@ -442,40 +412,30 @@ export function toMaskArray(data: unknown): MaskArray {
         return { dtype: "float64", shape: claimed, data: numbers };
       }
     }
-    // Empty, mixed or malformed: the slow path below decides, and finds the exact error.
-    shape = inferShape(name, data);
-    cells = leaves(data, shape.length, []);
   }
-  let firstKind: string | null = null;
-  let firstPath = "";
-  const values: unknown[] = [];
-  for (const [indices, leaf] of cells) {
-    let kind: string;
-    if (isBoolean(leaf)) {
-      kind = "a boolean";
-    } else if (isNumber(leaf)) {
-      kind = "a number";
-    } else {
+  // Shaped, or nested that is empty, mixed or malformed: the slow path decides, and finds the exact
+  // error. Every leaf must be of the first leaf's kind.
+  const { shape, leaves, where } = shapeAndLeaves(name, data, "an array of booleans or numbers");
+  const kindOf = (leaf: unknown) => (isBoolean(leaf) ? "a boolean" : isNumber(leaf) ? "a number" : null);
+  for (let flat = 0; flat < leaves.length; flat++) {
+    const kind = kindOf(leaves[flat]);
+    if (kind === null) {
       throw new AttentionInputError(
         "type",
-        `${name}${path(indices)} is ${describeValue(leaf)}, expected a boolean or a number`,
+        `${where(flat)} is ${describeValue(leaves[flat])}, expected a boolean or a number`,
       );
     }
-    if (firstKind === null) {
-      [firstKind, firstPath] = [kind, path(indices)];
-    } else if (kind !== firstKind) {
+    if (kind !== kindOf(leaves[0])) {
       throw new AttentionInputError(
         "type",
-        `${name} mixes booleans and numbers: ${name}${firstPath} is ${firstKind}` +
-          ` but ${name}${path(indices)} is ${kind}`,
+        `${name} mixes booleans and numbers: ${where(0)} is ${kindOf(leaves[0])} but ${where(flat)} is ${kind}`,
       );
     }
-    values.push(leaf);
   }
-  if (firstKind === "a boolean") {
-    return { dtype: "bool", shape, data: values as boolean[] };
+  if (leaves.length > 0 && isBoolean(leaves[0])) {
+    return { dtype: "bool", shape, data: Array.from(leaves as ArrayLike<boolean>) };
   }
-  return { dtype: "float64", shape, data: Float64Array.from(values as number[]) };
+  return { dtype: "float64", shape, data: Float64Array.from(leaves as ArrayLike<number>) };
 }
 
 /** query, key or value in flat form: a { shape, data } whose data is a Float64Array or a
@@ -562,11 +522,7 @@ export function checkOptions(
 /** Refuse, before anything is allocated, a call whose steps need more than memoryLimit bytes: the
  * readable port holds scores, logits and weights, three float64 tensors of the scores' shape. */
 export function checkSize(shapes: AttentionShapes, memoryLimit: number): void {
-  let cells = 1;
-  for (const n of shapes.scoresShape) {
-    cells *= n;
-  }
-  const needed = 3 * 8 * cells;
+  const needed = 3 * 8 * product(shapes.scoresShape);
   if (needed > memoryLimit) {
     throw new AttentionInputError(
       "size",
@@ -750,8 +706,9 @@ export interface CheckedInputs<Data extends Float64Array | Float32Array = Float6
   readonly memoryLimit: number; // bytes; each port says what it needs against it
 }
 
-/** The options argument read with its defaults and checked (optionsObject, then checkOptions):
- * the scalar options are checked before any tensor is touched. */
+/** The options argument read with its defaults and checked: the scalar options are checked before
+ * any tensor is touched. That the argument is an object (or left out) is TypeScript's own check,
+ * as Python has keyword arguments instead. */
 export function readOptions<Mask>(options: unknown): {
   readonly attnMask: Mask | null;
   readonly isCausal: boolean;
@@ -760,60 +717,31 @@ export function readOptions<Mask>(options: unknown): {
   readonly softcap: number;
   readonly memoryLimit: number;
 } {
-  const given = optionsObject(options) as AttentionOptions & { readonly attnMask?: Mask | null }; // {} when left out
+  if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
+    throw new AttentionInputError("value", `options must be an object, got ${describeValue(options)}`);
+  }
+  const given = (options ?? {}) as AttentionOptions & { readonly attnMask?: Mask | null };
   const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
   const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
   checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
   return { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit };
 }
 
-/** The nested (or shaped) entry's inputs, checked: toArray, toMaskArray, then the shapes. */
-export function checkInputs(
+/** Both entries' checks, in the readable port's order: the options, query, key and value
+ * (`readTensor`), attnMask (`readMask`), then the shapes; the scale is resolved last. */
+function checkEntry<Data extends Float64Array | Float32Array, Mask>(
   query: unknown,
   key: unknown,
   value: unknown,
   options: unknown,
-  allocate: Allocate = newArray,
-): CheckedInputs {
-  const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<MaskInput>(options);
-  const q = toArray("query", query, allocate); // [B..., Hq, Lq, E]
-  const k = toArray("key", key, allocate); // [B..., Hkv, Lk, E]
-  const v = toArray("value", value, allocate); // [B..., Hkv, Lk, Ev]
-  const checked = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
-  const shapes = checkShapes(q.shape, k.shape, v.shape, checked === null ? null : checked.shape, enableGqa);
-  let mask: KernelMask | null = null;
-  if (checked !== null && checked.dtype === "bool") {
-    mask = { shape: checked.shape, bool: Uint8Array.from(checked.data, Number), float: null }; // 1 = may attend
-  } else if (checked !== null) {
-    mask = { shape: checked.shape, bool: null, float: checked.data };
-  }
-  const resolved = resolveScale(scale, shapes.features);
-  return {
-    query: q.data,
-    key: k.data,
-    value: v.data,
-    mask,
-    shapes,
-    isCausal,
-    softcap,
-    scale: resolved,
-    memoryLimit,
-  };
-}
-
-/** The flat entry's inputs, checked: checkFlatTensor, checkFlatMask, then the shapes. Nothing is
- * copied; the tensors keep their float type. */
-export function checkFlatInputs(
-  query: unknown,
-  key: unknown,
-  value: unknown,
-  options: unknown,
-): CheckedInputs<Float64Array | Float32Array> {
-  const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<FlatMask>(options);
-  const q = checkFlatTensor("query", query); // [B..., Hq, Lq, E]
-  const k = checkFlatTensor("key", key); // [B..., Hkv, Lk, E]
-  const v = checkFlatTensor("value", value); // [B..., Hkv, Lk, Ev]
-  const mask = attnMask === null ? null : checkFlatMask(attnMask); // broadcasts to the scores
+  readTensor: (name: string, tensor: unknown) => { readonly shape: readonly number[]; readonly data: Data },
+  readMask: (mask: Mask) => KernelMask,
+): CheckedInputs<Data> {
+  const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<Mask>(options);
+  const q = readTensor("query", query); // [B..., Hq, Lq, E]
+  const k = readTensor("key", key); // [B..., Hkv, Lk, E]
+  const v = readTensor("value", value); // [B..., Hkv, Lk, Ev]
+  const mask = attnMask === null ? null : readMask(attnMask); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
   const resolved = resolveScale(scale, shapes.features);
   return {
@@ -827,4 +755,32 @@ export function checkFlatInputs(
     scale: resolved,
     memoryLimit,
   };
+}
+
+/** The nested (or shaped) entry's inputs, checked: toArray, toMaskArray, then the shapes. */
+export function checkInputs(
+  query: unknown,
+  key: unknown,
+  value: unknown,
+  options: unknown,
+  allocate: Allocate = newArray,
+): CheckedInputs {
+  const readTensor = (name: string, tensor: unknown) => toArray(name, tensor, allocate);
+  return checkEntry(query, key, value, options, readTensor, (attnMask: MaskInput): KernelMask => {
+    const mask = toMaskArray(attnMask);
+    return mask.dtype === "bool"
+      ? { shape: mask.shape, bool: Uint8Array.from(mask.data, Number), float: null } // 1 = may attend
+      : { shape: mask.shape, bool: null, float: mask.data };
+  });
+}
+
+/** The flat entry's inputs, checked: checkFlatTensor, checkFlatMask, then the shapes. Nothing is
+ * copied; the tensors keep their float type. */
+export function checkFlatInputs(
+  query: unknown,
+  key: unknown,
+  value: unknown,
+  options: unknown,
+): CheckedInputs<Float64Array | Float32Array> {
+  return checkEntry(query, key, value, options, checkFlatTensor, checkFlatMask);
 }
