@@ -11,7 +11,8 @@
  * E query/key features, Ev value features.
  */
 
-import { type AttentionShapes, product } from "./inputs.ts";
+import type { AttentionShapes, AttentionSteps, NestedArray } from "./inputs.ts";
+import { product } from "./inputs.ts";
 
 /** Where one (batch, head) slice starts in each flat row-major tensor. */
 export interface Slice {
@@ -104,3 +105,20 @@ export function nest<T>(items: ArrayLike<T>, shape: readonly number[], offset = 
 
 /** Arrays of T nested to any depth. */
 export type NestedOf<T> = (T | NestedOf<T>)[];
+
+/** The fast ports' flat steps (scores, logits and weights [B..., Hq, Lq, Lk], output
+ * [B..., Hq, Lq, Ev]) as attentionSteps returns them: nested, with their shapes. */
+export function nestSteps(
+  steps: Readonly<Record<"scores" | "logits" | "weights" | "output", ArrayLike<number>>>,
+  shapes: AttentionShapes,
+): AttentionSteps {
+  const { scoresShape, outputShape } = shapes;
+  return {
+    scores: nest(steps.scores, scoresShape) as NestedArray,
+    logits: nest(steps.logits, scoresShape) as NestedArray,
+    weights: nest(steps.weights, scoresShape) as NestedArray,
+    output: nest(steps.output, outputShape) as NestedArray,
+    scoresShape,
+    outputShape,
+  };
+}

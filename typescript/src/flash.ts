@@ -54,7 +54,7 @@
  *         -> output [B..., Hq, Lq, Ev].
  */
 
-import { nest, type Slice, slices } from "./batching.ts";
+import { nest, nestSteps, type Slice, slices } from "./batching.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -132,7 +132,7 @@ export function attentionSteps(
 ): AttentionSteps {
   const problem = checkInputs(query, key, value, options);
   checkSize(problem.shapes, problem.memoryLimit); // the readable port's rule: scores, logits and weights
-  const { scoresShape, outputShape } = problem.shapes;
+  const { scoresShape } = problem.shapes;
   const rowCount = product(scoresShape.slice(0, -1)); // B... x Hq x Lq
   const recording: Recording = {
     scores: new Float64Array(product(scoresShape)), // [B..., Hq, Lq, Lk]
@@ -156,14 +156,7 @@ export function attentionSteps(
       weights[j] = Math.exp(recording.logits[j] - m) / l;
     }
   }
-  return {
-    scores: nest(recording.scores, scoresShape) as NestedArray,
-    logits: nest(recording.logits, scoresShape) as NestedArray,
-    weights: nest(weights, scoresShape) as NestedArray,
-    output: nest(output, outputShape) as NestedArray,
-    scoresShape,
-    outputShape,
-  };
+  return nestSteps({ ...recording, weights, output }, problem.shapes);
 }
 
 /** The fast path on flat row-major typed arrays with explicit shapes. The output has the storage

@@ -80,7 +80,7 @@ import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 
 import { BUILDS, type BuildName, buildIsFresh } from "../wasm/build.ts";
-import { nest, type Slice, slices } from "./batching.ts";
+import { nest, nestSteps, type Slice, slices } from "./batching.ts";
 import {
   type Allocate,
   AttentionInputError,
@@ -150,17 +150,8 @@ export function attentionSteps(
 ): AttentionSteps {
   const problem = checkedProblem(query, key, value, options);
   checkSize(problem.shapes, problem.memoryLimit); // the diagnostic steps are the readable port's
-  const { scoresShape, outputShape } = problem.shapes;
   const output = attend(problem); // [B..., Hq, Lq, Ev]
-  const { scores, logits, weights } = diagnosticSteps(problem);
-  return {
-    scores: nest(scores, scoresShape) as NestedArray,
-    logits: nest(logits, scoresShape) as NestedArray,
-    weights: nest(weights, scoresShape) as NestedArray,
-    output: nest(output, outputShape) as NestedArray,
-    scoresShape,
-    outputShape,
-  };
+  return nestSteps({ ...diagnosticSteps(problem), output }, problem.shapes);
 }
 
 /** The fast path on flat row-major typed arrays with explicit shapes. Computes in float32 when
