@@ -261,22 +261,27 @@ function maskOf(mask: MaskArray, at: Slice, Lq: number, Lk: number): HeadOptions
   return mask.dtype === "bool" ? rows(mask.data) : rows(mask.data); // boolean[][] or number[][]
 }
 
-// The tutorial's example: `node typescript/src/attention.ts` prints a 3 x 2 result.
-if (import.meta.main) {
-  const Q = [
+/** The tutorial's example: three queries that are also the keys, and two value features. */
+export const TUTORIAL_EXAMPLE = {
+  query: [
     [1, 0, 1, 0],
     [0, 1, 0, 1],
     [1, 1, 0, 0],
-  ];
-  const K = [
+  ],
+  key: [
     [1, 0, 1, 0],
     [0, 1, 0, 1],
     [1, 1, 0, 0],
-  ];
-  const V = [
+  ],
+  value: [
     [1, 2],
     [3, 4],
     [5, 6],
-  ];
-  console.log(scaledDotProductAttention(Q, K, V)); // 3 x 2
+  ],
+};
+
+// `node typescript/src/attention.ts` prints the tutorial's example's 3 x 2 result.
+if (import.meta.main) {
+  const { query, key, value } = TUTORIAL_EXAMPLE;
+  console.log(scaledDotProductAttention(query, key, value)); // 3 x 2
 }

@@ -54,6 +54,7 @@
  *         -> output [B..., Hq, Lq, Ev].
  */
 
+import { TUTORIAL_EXAMPLE } from "./attention.ts";
 import { nest, nestSteps, type Slice, slices } from "./batching.ts";
 import {
   AttentionInputError,
@@ -708,19 +709,8 @@ function skippedTile(
   }
 }
 
-// The tutorial's example, through the fast port: `node typescript/src/flash.ts` prints a 3 x 2 result.
-// Its keys are its queries.
+// `node typescript/src/flash.ts` prints the tutorial's example's 3 x 2 result, through the fast port.
 if (import.meta.main) {
-  const Q = [
-    [1, 0, 1, 0],
-    [0, 1, 0, 1],
-    [1, 1, 0, 0],
-  ];
-  console.log(
-    scaledDotProductAttention(Q, Q, [
-      [1, 2],
-      [3, 4],
-      [5, 6],
-    ]),
-  ); // 3 x 2
+  const { query, key, value } = TUTORIAL_EXAMPLE;
+  console.log(scaledDotProductAttention(query, key, value)); // 3 x 2
 }

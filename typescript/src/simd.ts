@@ -80,6 +80,7 @@ import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 
 import { BUILDS, type BuildName, buildIsFresh } from "../wasm/build.ts";
+import { TUTORIAL_EXAMPLE } from "./attention.ts";
 import { nest, nestSteps, type Slice, slices } from "./batching.ts";
 import {
   type Allocate,
@@ -750,18 +751,8 @@ function computeRowsPlainly(
   }
 }
 
-// The tutorial's example, through the SIMD port: `node typescript/src/simd.ts` prints a 3 x 2 result.
+// `node typescript/src/simd.ts` prints the tutorial's example's 3 x 2 result, through the SIMD port.
 if (import.meta.main) {
-  const Q = [
-    [1, 0, 1, 0],
-    [0, 1, 0, 1],
-    [1, 1, 0, 0],
-  ];
-  console.log(
-    scaledDotProductAttention(Q, Q, [
-      [1, 2],
-      [3, 4],
-      [5, 6],
-    ]),
-  ); // 3 x 2
+  const { query, key, value } = TUTORIAL_EXAMPLE;
+  console.log(scaledDotProductAttention(query, key, value)); // 3 x 2
 }
