@@ -188,6 +188,36 @@ describe("each error kind, with the message Python writes (argument names in Typ
     );
   });
 
+  test("every row is checked, in the fast copy's groups of four rows and in the rows after them", () => {
+    const rows = () => tensor(9, 3) as unknown[][];
+    for (let p = 0; p < 9; p++) {
+      const leaf = rows();
+      leaf[p][1] = "x";
+      expectError(
+        () => call(leaf, tensor(4, 3), tensor(4, 3)),
+        "type",
+        `query[${p}][1] is a string, expected a number`,
+      );
+      const short = rows();
+      short[p] = [1, 2];
+      const shape = p === 0 ? "[9, 2]" : "[9, 3]"; // row 0 is where the shape is read from
+      expectError(
+        () => call(tensor(4, p === 0 ? 2 : 3), short, tensor(9, 3)),
+        "ragged",
+        p === 0
+          ? `key is ragged: key[1] has length 3, expected 2 (shape from the first elements: ${shape})`
+          : `key is ragged: key[${p}] has length 2, expected 3 (shape from the first elements: ${shape})`,
+      );
+      const mask = Array.from({ length: 9 }, () => [true, true, true, true]) as unknown[][];
+      mask[p][3] = 1;
+      expectError(
+        () => call(tensor(9, 3), tensor(4, 3), tensor(4, 3), { attnMask: mask }),
+        "type",
+        `attnMask mixes booleans and numbers: attnMask[0][0] is a boolean but attnMask[${p}][3] is a number`,
+      );
+    }
+  });
+
   test("type: a leaf that is not a number (or, in a mask, not a boolean or a number)", () => {
     expectError(
       () =>
