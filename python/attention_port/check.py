@@ -25,6 +25,7 @@ import numpy as np
 
 from . import cases, compare, mistakes
 from .fixtures import FixtureCase, load_fixtures
+from .inputs import format_shape
 from .learner import Hello, LearnerError, LearnerProcess, Reply
 from .learner_worker import OPTION_NAMES, options_set
 from .ports import PortAnswer
@@ -55,14 +56,6 @@ def number(x: float | None) -> str:
     return f"{x:.6g}"
 
 
-def cell(step: str, index) -> str:
-    return f"{step}[{', '.join(str(i) for i in index)}]"
-
-
-def shape_text(shape) -> str:
-    return "[" + ", ".join(str(n) for n in shape) + "]"
-
-
 def _nested_form(shape: tuple[int, ...]) -> str:
     """How nested arrays write a shape with a zero dim: [2, 0, 4] is [[], []]."""
     cut = shape[: shape.index(0)]
@@ -87,7 +80,7 @@ def skip_reason(case: FixtureCase, hello: Hello) -> str | None:
             if 0 in shape[:-1]:
                 flag = "acceptsShapedTensors" if hello.language == "JavaScript" else "ACCEPTS_SHAPED_TENSORS"
                 return (
-                    f"nested arrays cannot carry its shapes ({name} {shape_text(shape)} is written"
+                    f"nested arrays cannot carry its shapes ({name} {format_shape(shape)} is written"
                     f" {_nested_form(shape)}); set {flag} = true to be given it with its shape"
                 )
     return None
@@ -126,7 +119,7 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
     output = steps.get("output")
     if output is not None and output.shape != expected.output.shape:
         want = expected.output.shape
-        line = f"{prefix} output has shape {shape_text(output.shape)}, expected {shape_text(want)}"
+        line = f"{prefix} output has shape {format_shape(output.shape)}, expected {format_shape(want)}"
         if 0 in expected.output.shape:
             line += f" (as nested arrays: {_nested_form(expected.output.shape)})"
         elif output.ndim != expected.output.ndim:
@@ -141,7 +134,7 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
         return CaseResult(case, "pass")
     if verdict.index is not None:
         line = (
-            f"{prefix} {cell('output', verdict.index)} is {number(verdict.actual)},"
+            f"{prefix} {compare.cell('output', verdict.index)} is {number(verdict.actual)},"
             f" expected {number(verdict.expected)}"
         )
     else:
@@ -157,7 +150,7 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
         check = next(c for c in verdict.steps if c.step == first)
         if check.index is not None:
             lines.append(
-                f"    first step that differs: {cell(first, check.index)} is {number(check.actual)},"
+                f"    first step that differs: {compare.cell(first, check.index)} is {number(check.actual)},"
                 f" expected {number(check.expected)}"
             )
         else:
@@ -174,7 +167,7 @@ def judge_invalid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult
             line += f" (kind {kind!r}, as the project's ports)"
         return CaseResult(case, "pass", [line])
     if reply.how == "steps":
-        got = f"returned an output of shape {shape_text(reply.steps['output'].shape)} instead of throwing"
+        got = f"returned an output of shape {format_shape(reply.steps['output'].shape)} instead of throwing"
     elif reply.how == "hang":
         got = f"no answer within {timeout:g} s (an endless loop?) instead of an error"
     else:

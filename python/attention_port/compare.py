@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .fixtures import ExpectedValues, FixtureCase
+from .fixtures import ExpectedValues, FixtureCase, encode_numbers
 from .inputs import check_shapes, resolve_scale
 from .ports import PortAnswer
 
@@ -97,20 +97,8 @@ class CaseVerdict:
     outside: str | None = None  # "outside the contract: ..." when the contract defines no answer
 
     def to_json(self) -> dict:
-        data = asdict(self)
-        data["steps"] = [asdict(s) for s in self.steps]
-        return _finite_json(data)
-
-
-def _finite_json(value):
-    """NaN and infinities as strings, as in the fixtures, so the report is strict JSON."""
-    if isinstance(value, dict):
-        return {k: _finite_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_json(v) for v in value]
-    if isinstance(value, float) and not np.isfinite(value):
-        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return value
+        """Strict JSON: NaN and infinities as strings, as in the fixtures (asdict includes the steps)."""
+        return encode_numbers(asdict(self))
 
 
 def normalize_message(message: str) -> str:
@@ -125,7 +113,8 @@ def normalize_message(message: str) -> str:
     return message
 
 
-def _where(step: str, index: tuple[int, ...]) -> str:
+def cell(step: str, index: tuple[int, ...]) -> str:
+    """One cell of a step as the reports name it: output[0, 2]."""
     return f"{step}{list(index)}"
 
 
@@ -201,11 +190,11 @@ def check_step(
     problem = None
     if most > 1.0:
         if wrong_sign[index]:
-            problem = f"{_where(step, index)} is {got!r} where +0.0 is required (a fully-masked row)"
+            problem = f"{cell(step, index)} is {got!r} where +0.0 is required (a fully-masked row)"
         elif problems[index] is not None:
-            problem = f"{_where(step, index)} is {got!r}, {problems[index]}"
+            problem = f"{cell(step, index)} is {got!r}, {problems[index]}"
         elif nan_mismatch[index] or not np.isfinite(want) or not np.isfinite(got):
-            problem = f"{_where(step, index)} is {got!r} where {want!r} was expected"
+            problem = f"{cell(step, index)} is {got!r} where {want!r} was expected"
     if most <= 1.0 and fallback is not None and unbounded.any():
         count = int(np.count_nonzero(unbounded))
         problem = (
