@@ -38,6 +38,7 @@ the subnormal floor. Those diagnostics never decide a pass.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -341,28 +342,25 @@ def _first_divergent_step(checks: list[StepCheck]) -> str | None:
 
 def judge(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) -> CaseVerdict:
     """One port's answer to one case, held to the rule."""
+    verdict = functools.partial(CaseVerdict, case.id, port, dtype)
     if answer.crash is not None:
-        return CaseVerdict(case.id, port, dtype, False, problem=f"crashed: {answer.crash}")
+        return verdict(False, problem=f"crashed: {answer.crash}")
     if case.expects_error:
         kind, message = case.expected_error
         if answer.error is None:
-            return CaseVerdict(case.id, port, dtype, False, problem=f"raised nothing, expected {kind} error")
+            return verdict(False, problem=f"raised nothing, expected {kind} error")
         got_kind, got_message = answer.error
         if got_kind != kind:
-            return CaseVerdict(
-                case.id, port, dtype, False, problem=f"raised {got_kind} ({got_message}), expected {kind}"
-            )
+            return verdict(False, problem=f"raised {got_kind} ({got_message}), expected {kind}")
         if normalize_message(got_message) != message:
-            return CaseVerdict(
-                case.id, port, dtype, False, problem=f"message {got_message!r}, expected {message!r}"
-            )
-        return CaseVerdict(case.id, port, dtype, True)
+            return verdict(False, problem=f"message {got_message!r}, expected {message!r}")
+        return verdict(True)
     if answer.error is not None:
         kind, message = answer.error
-        return CaseVerdict(case.id, port, dtype, False, problem=f"raised {kind}: {message}")
+        return verdict(False, problem=f"raised {kind}: {message}")
     outside = outside_contract(case, dtype)
     if outside is not None:
-        return CaseVerdict(case.id, port, dtype, False, problem=outside, outside=outside)
+        return verdict(False, problem=outside, outside=outside)
     truth = {step: getattr(case.expected, step) for step in STEPS}
     return _hold_steps(case, port, dtype, answer.steps or {}, truth, step_budgets(case, dtype), dtype)
 
@@ -394,20 +392,16 @@ def _hold_steps(
         for step in STEPS
         if step in steps and step in truth
     ]
-    output = checks[-1]
+    output = checks[-1]  # the verdict's figures are the output's
+    shared = ("budget_used", "max_abs_error", "index", "actual", "expected", "problem")
     return CaseVerdict(
         case.id,
         port,
         dtype,
         output.passed,
-        output.budget_used,
-        output.max_abs_error,
-        output.index,
-        output.actual,
-        output.expected,
-        _first_divergent_step(checks),
-        output.problem,
-        checks,
+        **{name: getattr(output, name) for name in shared},
+        first_divergent_step=_first_divergent_step(checks),
+        steps=checks,
     )
 
 
@@ -416,18 +410,17 @@ def judge_pair(
 ) -> CaseVerdict:
     """Two ports against each other, directly: the other port's output stands in for the truth,
     and the budget is the sum of both ports' budgets (each may be off by its own)."""
+    verdict = functools.partial(CaseVerdict, case.id, port, dtype)
     if case.expects_error:
         if answer.error is not None and other.error is not None and answer.error[0] == other.error[0]:
-            return CaseVerdict(case.id, port, dtype, True)
-        return CaseVerdict(
-            case.id, port, dtype, False, problem=f"errors differ: {answer.error} vs {other.error}"
-        )
+            return verdict(True)
+        return verdict(False, problem=f"errors differ: {answer.error} vs {other.error}")
     outside = outside_contract(case, dtype) or outside_contract(case, other_dtype)
     if outside is not None:
-        return CaseVerdict(case.id, port, dtype, False, problem=outside, outside=outside)
+        return verdict(False, problem=outside, outside=outside)
     if answer.steps is None or other.steps is None:
         problem = answer.crash or other.crash or str(answer.error or other.error)
-        return CaseVerdict(case.id, port, dtype, False, problem=f"no output to compare: {problem}")
+        return verdict(False, problem=f"no output to compare: {problem}")
     truth = {step: np.asarray(values, np.float64) for step, values in other.steps.items()}
     mine, theirs = step_budgets(case, dtype), step_budgets(case, other_dtype)
     budgets = {step: mine[step] + theirs[step] for step in STEPS}
