@@ -1,11 +1,5 @@
-"""`attention-port generate | verify | check`: the project's commands.
-
-Exit codes: 0 all good (cases outside the contract are reported, and are no failure); 1 a port
-failed a case, or could not finish its run (it crashed, timed out or wrote malformed results), or
-fixtures are stale (generate --check); 2 the job could not run: the fixtures are unusable, Node is
-missing or does not answer, the torch device does not exist here, or the command line is wrong
-(each said in one line).
-"""
+"""`attention-port generate | verify | check | ...`: the project's commands, with the exit codes of
+EXIT_CODES below (also printed by --help)."""
 
 from __future__ import annotations
 
@@ -380,9 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (fixtures.FixtureError, UsageError) as error:
-        return _error(str(error))
-    except NodeError as error:
+    except (fixtures.FixtureError, UsageError, NodeError) as error:
         return _error(str(error))
     except KeyboardInterrupt:
         return _error("interrupted")

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from .. import compare, torch_port
 from ..node import REPO_ROOT
 from .check import Expected, check_output
-from .run import integers, names
+from .run import CAUSAL, integers, names
 from .worker import sdpa_backend
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
@@ -94,7 +94,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--dtypes", type=lambda t: names(t, tuple(DTYPES), "dtype"), default=None,
                         help="default: float32,bfloat16,float16 on cuda, float32 on cpu")  # fmt: skip
-    parser.add_argument("--causal", choices=("off", "on", "both"), default="off")
+    parser.add_argument("--causal", choices=tuple(CAUSAL), default="off")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per cell, at least (default: 5)")
     parser.add_argument("--max-repeats", type=int, default=20, help="timed runs per cell, at most")
     parser.add_argument("--cell-budget", type=float, default=0.5, metavar="SECONDS",
@@ -208,7 +208,6 @@ def main(argv: list[str] | None = None) -> int:
     if device.type != "cuda" and (half := [x for x in dtypes if x in HALF]):
         print(f"gpu-bench: torch_port computes {half[0]} on CUDA only", file=sys.stderr)
         return 2
-    causal_values = {"off": [False], "on": [True], "both": [False, True]}[args.causal]
 
     started = time.perf_counter()
     rows: list[Row] = []
@@ -222,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                 for dtype_name in dtypes:
                     dtype = DTYPES[dtype_name]
                     query, key, value = (x.to(dtype) for x in base)
-                    for causal in causal_values:
+                    for causal in CAUSAL[args.causal]:
                         row = Row(dtype=dtype_name, d=d, n=n, causal=causal)
                         rows.append(row)
                         label = f"{dtype_name} d={d} n={n} causal={'on' if causal else 'off'}"
