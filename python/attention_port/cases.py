@@ -146,12 +146,7 @@ class Case:
 
     @property
     def params(self) -> dict[str, object]:
-        return {
-            "is_causal": self.is_causal,
-            "scale": self.scale,
-            "enable_gqa": self.enable_gqa,
-            "softcap": self.softcap,
-        }
+        return {name: getattr(self, name) for name in ("is_causal", "scale", "enable_gqa", "softcap")}
 
 
 TAGS = {

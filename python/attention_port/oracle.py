@@ -249,6 +249,8 @@ def _row(i: int, q_row: list[float], mask_row, head: _Head) -> _Row:
         None if mask_row is None or isinstance(mask_row[j], (bool, np.bool_)) else float(mask_row[j])
         for j in range(key_length)
     ]
+    # |m_ij| of each finite float-mask value (0 where there is none), for the spread and the bound.
+    bias_sizes = [mpmath.mpf(0) if b is None or not math.isfinite(b) else abs(mpmath.mpf(b)) for b in biases]
 
     # Step 1: scores, exact dot products.
     dots = [_dot(q_row, q_ints, k_row, k_ints) for k_row, k_ints in zip(keys, key_ints, strict=True)]
@@ -321,21 +323,11 @@ def _row(i: int, q_row: list[float], mask_row, head: _Head) -> _Row:
     kept = [j for j in range(key_length) if not excluded[j]]
     largest_dot = max((magnitudes[j] for j in kept), default=mpmath.mpf(0))
     mask_magnitude = max(
-        (
-            abs(mpmath.mpf(biases[j]))
-            for j in kept
-            if biases[j] is not None and math.isfinite(biases[j]) and weights_f[j] not in (0.0,)
-            and not math.isnan(weights_f[j])
-        ),
+        (bias_sizes[j] for j in kept if weights_f[j] != 0.0 and not math.isnan(weights_f[j])),
         default=mpmath.mpf(0),
-    )  # fmt: skip
+    )
     spread = abs(scale) * largest_dot + mask_magnitude + (cap if capped_infinity else 0)
     score_bound = max(
-        (
-            max(magnitudes[j], abs(scale) * magnitudes[j]
-                + (abs(mpmath.mpf(biases[j])) if biases[j] is not None and math.isfinite(biases[j]) else 0))
-            for j in kept
-        ),
-        default=mpmath.mpf(0),
-    )  # fmt: skip
+        (max(magnitudes[j], abs(scale) * magnitudes[j] + bias_sizes[j]) for j in kept), default=mpmath.mpf(0)
+    )
     return _Row(scores, logits, weights, output, magnitude, floor, spread, score_bound)
