@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 
+from .fixtures import ExpectedValues
 from .inputs import check_shapes
 
 PRECISION_BITS = 256  # carried through every step after the exact dot products
@@ -56,21 +57,6 @@ _LARGEST = mpmath.mpf(np.finfo(np.float64).max)
 _NAN = mpmath.mpf("nan")
 _INF = mpmath.mpf("inf")
 _TINY = 2.0**-1074
-
-
-@dataclass(frozen=True)
-class OracleResult:
-    """Expected values, each rounded once to float64."""
-
-    scores: np.ndarray  # [B..., Hq, Lq, Lk]  query · keyᵀ
-    logits: np.ndarray  # [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
-    weights: np.ndarray  # [B..., Hq, Lq, Lk]
-    output: np.ndarray  # [B..., Hq, Lq, Ev]
-    error_scale: np.ndarray  # [B..., Hq, Lq, Ev]  (1 + spread) * magnitude
-    spread: np.ndarray  # [B..., Hq, Lq]  S_i
-    magnitude: np.ndarray  # [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
-    error_floor: np.ndarray  # [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
-    score_bound: float  # the largest exact |score| or |logit| bound of any cell not excluded
 
 
 @dataclass(frozen=True)
@@ -183,7 +169,7 @@ def attention(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
-) -> OracleResult:
+) -> ExpectedValues:
     """Expected steps and the tolerance rule's inputs, for already-valid float64 inputs."""
     shapes = check_shapes(
         query.shape, key.shape, value.shape, None if attn_mask is None else attn_mask.shape, enable_gqa
@@ -229,7 +215,7 @@ def attention(
                 error_scale[(*lead, i)] = [to_float((1 + row.spread) * m) for m in row.magnitude]
                 score_bound = max(score_bound, row.score_bound)
     bound = math.inf if score_bound > _LARGEST else to_float(score_bound)
-    return OracleResult(**results, error_scale=error_scale, spread=spread, score_bound=bound)
+    return ExpectedValues(**results, error_scale=error_scale, spread=spread, score_bound=bound)
 
 
 def _row(i: int, q_row: list[float], mask_row, head: _Head) -> _Row:
