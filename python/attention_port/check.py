@@ -25,7 +25,7 @@ import numpy as np
 
 from . import cases, compare, mistakes
 from .fixtures import FixtureCase, load_fixtures
-from .inputs import format_shape
+from .inputs import format_number, format_shape
 from .learner import Hello, LearnerError, LearnerProcess, Reply
 from .learner_worker import OPTION_NAMES, options_set
 from .ports import PortAnswer
@@ -47,13 +47,9 @@ def number(x: float | None) -> str:
     """A number as a learner reads it: JavaScript's words for the special values."""
     if x is None:
         return "nothing"
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
     if x == 0:
         return "-0" if math.copysign(1.0, x) < 0 else "0"
-    return f"{x:.6g}"
+    return f"{x:.6g}" if math.isfinite(x) else format_number(x)
 
 
 def _nested_form(shape: tuple[int, ...]) -> str:
