@@ -119,6 +119,7 @@ def cell(step: str, index: tuple[int, ...]) -> str:
     return f"{step}{list(index)}"
 
 
+@np.errstate(divide="ignore", invalid="ignore", over="ignore")  # inf - inf, x / 0, overflow: sorted out below
 def check_step(
     step: str,
     actual: np.ndarray,
@@ -146,11 +147,9 @@ def check_step(
         return StepCheck(step, True, 0.0, 0.0, None, None, None)
     budget = np.broadcast_to(np.asarray(budget, dtype=np.float64), expected.shape)
     expected_nan, actual_nan = np.isnan(expected), np.isnan(actual)
-    with np.errstate(invalid="ignore", over="ignore"):
-        error = np.abs(actual - expected)  # inf - inf is NaN, sorted out below
+    error = np.abs(actual - expected)  # inf - inf is NaN, sorted out below
     budget = np.where(np.isnan(budget), np.inf, budget)  # a NaN yardstick constrains nothing
     used = np.zeros(expected.shape)
-    problems = np.full(expected.shape, None, dtype=object)
     # NaN meets only NaN.
     nan_mismatch = expected_nan != actual_nan
     used[nan_mismatch] = np.inf
@@ -160,24 +159,20 @@ def check_step(
     expected_inf = both & np.isinf(expected)
     used[expected_inf & (actual != expected)] = np.inf
     actual_inf = both & ~np.isinf(expected) & np.isinf(actual)
-    with np.errstate(over="ignore", invalid="ignore"):
-        # (Not where the budget itself overflowed: there the fallback decides, and it is finite.)
-        reaches = (
-            np.isfinite(budget) & (np.abs(expected) + budget > limit) & (np.sign(expected) == np.sign(actual))
-        )
+    # (Not where the budget itself overflowed: there the fallback decides, and it is finite.)
+    same_sign = np.sign(expected) == np.sign(actual)
+    reaches = np.isfinite(budget) & (np.abs(expected) + budget > limit) & same_sign
     used[actual_inf & ~reaches] = np.inf
     # Finite against finite.
     finite = both & np.isfinite(expected) & np.isfinite(actual)
     bounded = finite & np.isfinite(budget)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ratio = np.where(budget > 0, error / budget, np.where(error > 0, np.inf, 0.0))
+    ratio = np.where(budget > 0, error / budget, np.where(error > 0, np.inf, 0.0))
     used[bounded] = ratio[bounded]
     unbounded = finite & ~np.isfinite(budget)
+    beyond = np.zeros(expected.shape, dtype=bool)
     if fallback is not None:
-        fallback = np.broadcast_to(fallback, expected.shape)
-        beyond = unbounded & (np.abs(actual) > fallback)
+        beyond = unbounded & (np.abs(actual) > np.broadcast_to(fallback, expected.shape))
         used[beyond] = np.inf
-        problems[beyond] = "beyond every value the row averages"
     # +0.0 where the contract defines it.
     wrong_sign = np.zeros(expected.shape, dtype=bool)
     if positive_zero is not None:
@@ -192,8 +187,8 @@ def check_step(
     if most > 1.0:
         if wrong_sign[index]:
             problem = f"{cell(step, index)} is {got!r} where +0.0 is required (a fully-masked row)"
-        elif problems[index] is not None:
-            problem = f"{cell(step, index)} is {got!r}, {problems[index]}"
+        elif beyond[index]:
+            problem = f"{cell(step, index)} is {got!r}, beyond every value the row averages"
         elif nan_mismatch[index] or not np.isfinite(want) or not np.isfinite(got):
             problem = f"{cell(step, index)} is {got!r} where {want!r} was expected"
     if most <= 1.0 and fallback is not None and unbounded.any():
