@@ -204,8 +204,7 @@ def check_step(
 def fully_masked_rows(expected: ExpectedValues) -> np.ndarray:
     """[B..., Hq, Lq, 1]: rows whose every logit is -inf (or that have no key): the contract makes
     their weights and output exactly +0.0."""
-    logits = expected.logits
-    return np.all(logits == -np.inf, axis=-1, keepdims=True)
+    return np.all(expected.logits == -np.inf, axis=-1, keepdims=True)
 
 
 def output_budget(expected: ExpectedValues, dtype: str) -> np.ndarray:

@@ -155,14 +155,9 @@ def answer(learner: Learner, case: FixtureCase, with_options: bool, shaped: bool
         returned = learner.call(case, with_options, shaped)
     except Exception as error:
         kind = getattr(error, "kind", None)
-        return {
-            "id": case.id,
-            "threw": {
-                "name": type(error).__name__,
-                "message": _one_line(error),
-                "kind": kind if isinstance(kind, str) else None,
-            },
-        }
+        threw = {"name": type(error).__name__, "message": _one_line(error)}
+        threw["kind"] = kind if isinstance(kind, str) else None
+        return {"id": case.id, "threw": threw}
     if learner.name == "attention_steps":
         if isinstance(returned, dict):
             steps = {k: returned[k] for k in STEP_NAMES if k in returned}
