@@ -112,6 +112,7 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
         return _result(case, verdict, lines)
     expected = case.expected
     steps = {name: _as_expected_shape(a, getattr(expected, name)) for name, a in reply.steps.items()}
+    verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
     output = steps.get("output")
     if output is not None and output.shape != expected.output.shape:
         want = expected.output.shape
@@ -123,9 +124,7 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
                 f" — this case is rank {expected.output.ndim}: every dim before the last two is a batch"
                 " or head dim, and each [L, E] matrix inside gets the same steps"
             )
-        verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
         return _result(case, verdict, [line, f"    {case.description}"])
-    verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
     if verdict.passed:
         return CaseResult(case, "pass")
     if verdict.index is not None:
