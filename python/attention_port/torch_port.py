@@ -108,15 +108,12 @@ def default_device() -> torch.device:
 
 
 def supported_dtypes(device: torch.device | str | None = None) -> list[torch.dtype]:
-    """The dtypes the port is checked in on `device` (default: default_device()), widest first.
-
-    float64 and float32 everywhere except float64 on mps (Metal has no float64); float16 and
-    bfloat16 on cuda. The port also runs float16 and bfloat16 on the CPU when asked, but they are
-    not in the CPU's list (see the module docstring).
-    """
+    """The dtypes the port is checked in on `device` (default: default_device()), widest first. The
+    port also computes float16 and bfloat16 on the CPU when asked (the module docstring says why they
+    are not checked there)."""
     device_type = torch.device(device).type if device is not None else default_device().type
     if device_type == "mps":
-        return [torch.float32]
+        return [torch.float32]  # Metal has no float64
     if device_type == "cuda":
         return [torch.float64, torch.float32, torch.float16, torch.bfloat16]
     return [torch.float64, torch.float32]
