@@ -224,11 +224,10 @@ def main(argv: list[str] | None = None) -> int:
                     for causal in CAUSAL[args.causal]:
                         row = Row(dtype=dtype_name, d=d, n=n, causal=causal)
                         rows.append(row)
-                        label = f"{dtype_name} d={d} n={n} causal={'on' if causal else 'off'}"
                         if time.perf_counter() - started > args.budget:
-                            for impl in ("fused", "math"):
-                                row.impls[impl] = Timing(status="skipped", note="time budget")
+                            row.impls = _skipped("time budget")
                             continue
+                        label = f"{dtype_name} d={d} n={n} causal={'on' if causal else 'off'}"
                         print(f"gpu-bench: {label}", file=sys.stderr, flush=True)
                         row.impls = _measure(row, query, key, value, dtype, device, args)
                     del query, key, value
@@ -246,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
+def _skipped(note: str) -> dict[str, Timing]:
+    return {impl: Timing(status="skipped", note=note) for impl in ("fused", "math")}
+
+
 def _measure(row: Row, query, key, value, dtype, device, args) -> dict[str, Timing]:
     heads, n, d = query.shape[1], row.n, row.d
     flops = 4.0 * heads * n * n * d
@@ -253,10 +256,7 @@ def _measure(row: Row, query, key, value, dtype, device, args) -> dict[str, Timi
         expected = reference_head0(query, key, value, row.causal)
     except torch.cuda.OutOfMemoryError:
         torch.cuda.empty_cache()
-        return {
-            impl: Timing(status="skipped", note="no memory for the float64 check")
-            for impl in ("fused", "math")
-        }
+        return _skipped("no memory for the float64 check")
     impls = {}
 
     def fused():
