@@ -159,8 +159,8 @@ def check_step(
     expected_inf = both & np.isinf(expected)
     used[expected_inf & (actual != expected)] = np.inf
     actual_inf = both & ~np.isinf(expected) & np.isinf(actual)
-    # (Not where the budget itself overflowed: there the fallback decides, and it is finite.)
     same_sign = np.sign(expected) == np.sign(actual)
+    # (Not where the budget itself overflowed: there the fallback decides, and it is finite.)
     reaches = np.isfinite(budget) & (np.abs(expected) + budget > limit) & same_sign
     used[actual_inf & ~reaches] = np.inf
     # Finite against finite.
