@@ -6,7 +6,7 @@ message (the TypeScript port spells argument names its own way: attnMask, enable
 
 Inputs are written three ways:
   - a shape tuple such as (2, 4, 8): numbers drawn from the case's own generator, standard normal;
-  - a function of the generator (`normal(shape, spread)`, `bool_mask(...)`, ...), for other draws;
+  - a function of the generator (`normal(shape, spread, at)`, `bool_mask(...)`, ...), for other draws;
   - a literal nested list, used as written (the tutorial's examples, and most invalid inputs).
 Each case draws from `numpy.random.Generator(PCG64(seed))` with its own seed, in the order query,
 key, value, attn_mask, so adding or editing one case never changes another. Drawn numbers keep
@@ -40,18 +40,14 @@ def _three_digits(x: np.ndarray) -> np.ndarray:
     return np.array(flat, dtype=np.float64).reshape(x.shape)
 
 
-def normal(shape: tuple, spread: float = 1.0) -> Callable[[Generator], np.ndarray]:
-    """Standard normal numbers times `spread`."""
-    return lambda rng: _three_digits(rng.standard_normal(shape) * spread)
-
-
-def with_nan(shape: tuple, *nan_at: tuple) -> Callable[[Generator], np.ndarray]:
-    """Standard normal numbers with NaN at the given indices."""
+def normal(shape: tuple, spread: float = 1.0, at: dict | None = None) -> Callable[[Generator], np.ndarray]:
+    """Standard normal numbers times `spread`, with the values of `at` ({index: number}) written over
+    them."""
 
     def draw(rng: Generator) -> np.ndarray:
-        x = _three_digits(rng.standard_normal(shape))
-        for index in nan_at:
-            x[index] = np.nan
+        x = _three_digits(rng.standard_normal(shape) * spread)
+        for index, number in (at or {}).items():
+            x[index] = number
         return x
 
     return draw
@@ -108,18 +104,6 @@ def large_negative_bias(rng: Generator) -> np.ndarray:
     return bias
 
 
-def with_values(shape: tuple, *cells: tuple) -> Callable[[Generator], np.ndarray]:
-    """Standard normal numbers with the given (index, value) cells written over them."""
-
-    def draw(rng: Generator) -> np.ndarray:
-        x = _three_digits(rng.standard_normal(shape))
-        for index, value in cells:
-            x[index] = value
-        return x
-
-    return draw
-
-
 def large_logit_keys(rng: Generator) -> np.ndarray:
     """Six keys close to one shared direction, so that the scaled scores are all near +-1e3 (exp
     overflows float64 past 709) yet differ by about one: without the max subtraction softmax gives
@@ -127,18 +111,6 @@ def large_logit_keys(rng: Generator) -> np.ndarray:
     shared = _three_digits(rng.standard_normal(16) * 30)  # [E]
     offsets = np.round(rng.standard_normal((6, 16)) * 0.03, 3)  # [Lk, E]
     return np.round(shared + offsets, 3)  # [Lk, E]
-
-
-def scaled_with(shape: tuple, spread: float, at: dict) -> Callable[[Generator], np.ndarray]:
-    """Standard normal numbers times `spread`, with the given values written at given indices."""
-
-    def draw(rng: Generator) -> np.ndarray:
-        x = _three_digits(rng.standard_normal(shape) * spread)
-        for index, number in at.items():
-            x[index] = number
-        return x
-
-    return draw
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,12 +146,7 @@ class Case:
 
     @property
     def params(self) -> dict[str, object]:
-        return {
-            "is_causal": self.is_causal,
-            "scale": self.scale,
-            "enable_gqa": self.enable_gqa,
-            "softcap": self.softcap,
-        }
+        return {name: getattr(self, name) for name in ("is_causal", "scale", "enable_gqa", "softcap")}
 
 
 TAGS = {
@@ -350,10 +317,10 @@ VALID_CASES = [
          query=normal((4, 8), 1e-3), key=normal((6, 8), 1e-3), value=(6, 8)),
     Case(id="nan_in_query", seed=34, tags=("rank2", "nan"),
          description="NaN in query row 1 makes output row 1 NaN and no other",
-         query=with_nan((4, 8), (1, 2)), key=(5, 8), value=(5, 8)),
+         query=normal((4, 8), at={(1, 2): np.nan}), key=(5, 8), value=(5, 8)),
     Case(id="nan_in_value", seed=35, tags=("rank2", "nan"),
          description="NaN in value row 2, column 1: output column 1 is NaN in every row",
-         query=(3, 8), key=(4, 8), value=with_nan((4, 3), (2, 1))),
+         query=(3, 8), key=(4, 8), value=normal((4, 3), at={(2, 1): np.nan})),
     Case(id="single_key", seed=36, tags=("rank3", "edge"),
          description="Lk = 1: every weight is 1 and the output copies the value row",
          query=(2, 4, 8), key=(2, 1, 8), value=(2, 1, 8)),
@@ -444,7 +411,7 @@ VALID_CASES = [
          query=(0, 4), key=(3, 4), value=(3, 2)),
     Case(id="inf_in_value", seed=58, tags=("rank2", "inf"),
          description="+inf in value column 2 and -inf in column 0: those output columns are +inf and -inf",
-         query=(3, 4), key=(4, 4), value=with_values((4, 3), ((1, 2), np.inf), ((3, 0), -np.inf))),
+         query=(3, 4), key=(4, 4), value=normal((4, 3), at={(1, 2): np.inf, (3, 0): -np.inf})),
     Case(id="softcap_tiny_ratio", seed=501, tags=("rank2", "softcap", "extreme"),
          description="Softcap 1e60: logit / softcap near 1e-60, where tanh(x) = x must keep every digit",
          query=(3, 4), key=(4, 4), value=(4, 2),
@@ -455,7 +422,7 @@ VALID_CASES = [
          softcap=2.0),
     Case(id="inf_in_value_masked", seed=503, tags=("rank2", "inf", "mask", "bool_mask", "extreme"),
          description="+inf and -inf in value: ±inf where the row weighs the key, NaN where its weight is 0",
-         query=(3, 4), key=(4, 4), value=scaled_with((4, 3), 1.0, {(2, 1): np.inf, (3, 2): -np.inf, (0, 2): np.inf}),
+         query=(3, 4), key=(4, 4), value=normal((4, 3), at={(2, 1): np.inf, (3, 2): -np.inf, (0, 2): np.inf}),
          attn_mask=np.array([[True, True, False, True], [True] * 4, [True, True, True, False]])),
     Case(id="infinite_logits", seed=504, tags=("rank2", "inf", "mask", "float_mask", "fully_masked", "extreme"),
          description="±inf logits: +inf makes its row NaN (inf - inf), all -inf makes a fully-masked +0.0 row",
@@ -476,8 +443,8 @@ VALID_CASES = [
     Case(id="value_near_largest", seed=508, tags=("rank3", "extreme"),
          description="|value| up to 1.79e308: the exact outputs are representable, sums of p * v are not",
          query=(2, 3, 4), key=(2, 5, 4),
-         value=scaled_with((2, 5, 3), 3e307, {(0, 0, 0): 1.79e308, (0, 1, 0): 1.5e308, (0, 2, 0): 1.5e308,
-                                               (0, 3, 0): 1.5e308, (0, 4, 0): 1.5e308, (1, 2, 1): -1.79e308})),
+         value=normal((2, 5, 3), 3e307, {(0, 0, 0): 1.79e308, (0, 1, 0): 1.5e308, (0, 2, 0): 1.5e308,
+                                          (0, 3, 0): 1.5e308, (0, 4, 0): 1.5e308, (1, 2, 1): -1.79e308})),
     Case(id="score_overflow", seed=509, tags=("rank2", "extreme", "outside_contract"),
          description="Dot products beyond the largest double: outside the contract (score overflow)",
          query=[[1e300, 1e300]], key=[[-1e300, 1e300], [0.0, 0.0]], value=[[1.0], [2.0]]),

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import cases, compare, mistakes
 from .fixtures import FixtureCase, load_fixtures
+from .inputs import format_number, format_shape
 from .learner import Hello, LearnerError, LearnerProcess, Reply
 from .learner_worker import OPTION_NAMES, options_set
 from .ports import PortAnswer
@@ -46,21 +47,9 @@ def number(x: float | None) -> str:
     """A number as a learner reads it: JavaScript's words for the special values."""
     if x is None:
         return "nothing"
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
     if x == 0:
         return "-0" if math.copysign(1.0, x) < 0 else "0"
-    return f"{x:.6g}"
-
-
-def cell(step: str, index) -> str:
-    return f"{step}[{', '.join(str(i) for i in index)}]"
-
-
-def shape_text(shape) -> str:
-    return "[" + ", ".join(str(n) for n in shape) + "]"
+    return f"{x:.6g}" if math.isfinite(x) else format_number(x)
 
 
 def _nested_form(shape: tuple[int, ...]) -> str:
@@ -87,7 +76,7 @@ def skip_reason(case: FixtureCase, hello: Hello) -> str | None:
             if 0 in shape[:-1]:
                 flag = "acceptsShapedTensors" if hello.language == "JavaScript" else "ACCEPTS_SHAPED_TENSORS"
                 return (
-                    f"nested arrays cannot carry its shapes ({name} {shape_text(shape)} is written"
+                    f"nested arrays cannot carry its shapes ({name} {format_shape(shape)} is written"
                     f" {_nested_form(shape)}); set {flag} = true to be given it with its shape"
                 )
     return None
@@ -123,10 +112,11 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
         return _result(case, verdict, lines)
     expected = case.expected
     steps = {name: _as_expected_shape(a, getattr(expected, name)) for name, a in reply.steps.items()}
+    verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
     output = steps.get("output")
     if output is not None and output.shape != expected.output.shape:
         want = expected.output.shape
-        line = f"{prefix} output has shape {shape_text(output.shape)}, expected {shape_text(want)}"
+        line = f"{prefix} output has shape {format_shape(output.shape)}, expected {format_shape(want)}"
         if 0 in expected.output.shape:
             line += f" (as nested arrays: {_nested_form(expected.output.shape)})"
         elif output.ndim != expected.output.ndim:
@@ -134,14 +124,12 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
                 f" — this case is rank {expected.output.ndim}: every dim before the last two is a batch"
                 " or head dim, and each [L, E] matrix inside gets the same steps"
             )
-        verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
         return _result(case, verdict, [line, f"    {case.description}"])
-    verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
     if verdict.passed:
         return CaseResult(case, "pass")
     if verdict.index is not None:
         line = (
-            f"{prefix} {cell('output', verdict.index)} is {number(verdict.actual)},"
+            f"{prefix} {compare.cell('output', verdict.index)} is {number(verdict.actual)},"
             f" expected {number(verdict.expected)}"
         )
     else:
@@ -157,7 +145,7 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
         check = next(c for c in verdict.steps if c.step == first)
         if check.index is not None:
             lines.append(
-                f"    first step that differs: {cell(first, check.index)} is {number(check.actual)},"
+                f"    first step that differs: {compare.cell(first, check.index)} is {number(check.actual)},"
                 f" expected {number(check.expected)}"
             )
         else:
@@ -174,7 +162,7 @@ def judge_invalid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult
             line += f" (kind {kind!r}, as the project's ports)"
         return CaseResult(case, "pass", [line])
     if reply.how == "steps":
-        got = f"returned an output of shape {shape_text(reply.steps['output'].shape)} instead of throwing"
+        got = f"returned an output of shape {format_shape(reply.steps['output'].shape)} instead of throwing"
     elif reply.how == "hang":
         got = f"no answer within {timeout:g} s (an endless loop?) instead of an error"
     else:

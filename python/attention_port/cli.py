@@ -1,11 +1,5 @@
-"""`attention-port generate | verify | check`: the project's commands.
-
-Exit codes: 0 all good (cases outside the contract are reported, and are no failure); 1 a port
-failed a case, or could not finish its run (it crashed, timed out or wrote malformed results), or
-fixtures are stale (generate --check); 2 the job could not run: the fixtures are unusable, Node is
-missing or does not answer, the torch device does not exist here, or the command line is wrong
-(each said in one line).
-"""
+"""`attention-port generate | verify | check | ...`: the project's commands, with the exit codes of
+EXIT_CODES below (also printed by --help)."""
 
 from __future__ import annotations
 
@@ -285,52 +279,26 @@ def make_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     generate = commands.add_parser("generate", help="write the fixtures from the case table")
-    generate.add_argument(
-        "--out", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)"
-    )
-    generate.add_argument("--check", action="store_true", help="only check that the folder is fresh")
+    add = generate.add_argument
+    add("--out", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)")
+    add("--check", action="store_true", help="only check that the folder is fresh")
     generate.set_defaults(handler=command_generate)
 
     verify = commands.add_parser("verify", help="run every port on every case and report")
-    verify.add_argument(
-        "--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)"
-    )
-    verify.add_argument(
-        "--ports",
-        default=",".join(ALL_PORTS),
-        help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all)",
-    )
-    verify.add_argument("--device", default=None, help="torch device (default: cuda, then mps, then cpu)")
-    verify.add_argument(
-        "--dtypes",
-        default=None,
-        help="torch dtypes (default: float64,float32, plus float16,bfloat16 on cuda)",
-    )
-    verify.add_argument(
-        "--case", action="append", metavar="IDS", help="run only these cases (comma-separated; repeatable)"
-    )
-    verify.add_argument(
-        "--tag",
-        action="append",
-        metavar="TAG",
-        help="run only the cases with this tag (repeatable: all of them)",
-    )
-    verify.add_argument(
-        "--list", action="store_true", help="list the selected cases with their tags, run nothing"
-    )
-    verify.add_argument("--json", metavar="FILE", help="also write a JSON report to FILE ('-': stdout only)")
-    verify.add_argument(
-        "--node-timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        help="seconds the TypeScript run may take (default: %(default)g)",
-    )
-    verify.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="print every case's line (default: failures and the summary)",
-    )
+    add = verify.add_argument
+    add("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)")
+    add("--ports", default=",".join(ALL_PORTS),
+        help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all)")  # fmt: skip
+    add("--device", default=None, help="torch device (default: cuda, then mps, then cpu)")
+    add("--dtypes", help="torch dtypes (default: float64,float32, plus float16,bfloat16 on cuda)")
+    add("--case", action="append", metavar="IDS", help="run only these cases (comma-separated; repeatable)")
+    add("--tag", action="append", help="run only the cases with this tag (repeatable: all of them)")
+    add("--list", action="store_true", help="list the selected cases with their tags, run nothing")
+    add("--json", metavar="FILE", help="also write a JSON report to FILE ('-': stdout only)")
+    add("--node-timeout", type=float, default=DEFAULT_TIMEOUT,
+        help="seconds the TypeScript run may take (default: %(default)g)")  # fmt: skip
+    add("-v", "--verbose", action="store_true",
+        help="print every case's line (default: failures and the summary)")  # fmt: skip
     verify.set_defaults(handler=command_verify)
 
     pages = commands.add_parser("side-by-side", help="write docs/side-by-side.md from the two readable ports")
@@ -380,9 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (fixtures.FixtureError, UsageError) as error:
-        return _error(str(error))
-    except NodeError as error:
+    except (fixtures.FixtureError, UsageError, NodeError) as error:
         return _error(str(error))
     except KeyboardInterrupt:
         return _error("interrupted")

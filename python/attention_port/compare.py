@@ -38,11 +38,12 @@ the subnormal floor. Those diagnostics never decide a pass.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .fixtures import ExpectedValues, FixtureCase
+from .fixtures import ExpectedValues, FixtureCase, encode_numbers
 from .inputs import check_shapes, resolve_scale
 from .ports import PortAnswer
 
@@ -97,20 +98,8 @@ class CaseVerdict:
     outside: str | None = None  # "outside the contract: ..." when the contract defines no answer
 
     def to_json(self) -> dict:
-        data = asdict(self)
-        data["steps"] = [asdict(s) for s in self.steps]
-        return _finite_json(data)
-
-
-def _finite_json(value):
-    """NaN and infinities as strings, as in the fixtures, so the report is strict JSON."""
-    if isinstance(value, dict):
-        return {k: _finite_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_json(v) for v in value]
-    if isinstance(value, float) and not np.isfinite(value):
-        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return value
+        """Strict JSON: NaN and infinities as strings, as in the fixtures (asdict includes the steps)."""
+        return encode_numbers(asdict(self))
 
 
 def normalize_message(message: str) -> str:
@@ -125,10 +114,12 @@ def normalize_message(message: str) -> str:
     return message
 
 
-def _where(step: str, index: tuple[int, ...]) -> str:
+def cell(step: str, index: tuple[int, ...]) -> str:
+    """One cell of a step as the reports name it: output[0, 2]."""
     return f"{step}{list(index)}"
 
 
+@np.errstate(divide="ignore", invalid="ignore", over="ignore")  # inf - inf, x / 0, overflow: sorted out below
 def check_step(
     step: str,
     actual: np.ndarray,
@@ -156,11 +147,9 @@ def check_step(
         return StepCheck(step, True, 0.0, 0.0, None, None, None)
     budget = np.broadcast_to(np.asarray(budget, dtype=np.float64), expected.shape)
     expected_nan, actual_nan = np.isnan(expected), np.isnan(actual)
-    with np.errstate(invalid="ignore", over="ignore"):
-        error = np.abs(actual - expected)  # inf - inf is NaN, sorted out below
+    error = np.abs(actual - expected)  # inf - inf is NaN, sorted out below
     budget = np.where(np.isnan(budget), np.inf, budget)  # a NaN yardstick constrains nothing
     used = np.zeros(expected.shape)
-    problems = np.full(expected.shape, None, dtype=object)
     # NaN meets only NaN.
     nan_mismatch = expected_nan != actual_nan
     used[nan_mismatch] = np.inf
@@ -170,24 +159,20 @@ def check_step(
     expected_inf = both & np.isinf(expected)
     used[expected_inf & (actual != expected)] = np.inf
     actual_inf = both & ~np.isinf(expected) & np.isinf(actual)
-    with np.errstate(over="ignore", invalid="ignore"):
-        # (Not where the budget itself overflowed: there the fallback decides, and it is finite.)
-        reaches = (
-            np.isfinite(budget) & (np.abs(expected) + budget > limit) & (np.sign(expected) == np.sign(actual))
-        )
+    same_sign = np.sign(expected) == np.sign(actual)
+    # (Not where the budget itself overflowed: there the fallback decides, and it is finite.)
+    reaches = np.isfinite(budget) & (np.abs(expected) + budget > limit) & same_sign
     used[actual_inf & ~reaches] = np.inf
     # Finite against finite.
     finite = both & np.isfinite(expected) & np.isfinite(actual)
     bounded = finite & np.isfinite(budget)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ratio = np.where(budget > 0, error / budget, np.where(error > 0, np.inf, 0.0))
+    ratio = np.where(budget > 0, error / budget, np.where(error > 0, np.inf, 0.0))
     used[bounded] = ratio[bounded]
     unbounded = finite & ~np.isfinite(budget)
+    beyond = np.zeros(expected.shape, dtype=bool)
     if fallback is not None:
-        fallback = np.broadcast_to(fallback, expected.shape)
-        beyond = unbounded & (np.abs(actual) > fallback)
+        beyond = unbounded & (np.abs(actual) > np.broadcast_to(fallback, expected.shape))
         used[beyond] = np.inf
-        problems[beyond] = "beyond every value the row averages"
     # +0.0 where the contract defines it.
     wrong_sign = np.zeros(expected.shape, dtype=bool)
     if positive_zero is not None:
@@ -201,11 +186,11 @@ def check_step(
     problem = None
     if most > 1.0:
         if wrong_sign[index]:
-            problem = f"{_where(step, index)} is {got!r} where +0.0 is required (a fully-masked row)"
-        elif problems[index] is not None:
-            problem = f"{_where(step, index)} is {got!r}, {problems[index]}"
+            problem = f"{cell(step, index)} is {got!r} where +0.0 is required (a fully-masked row)"
+        elif beyond[index]:
+            problem = f"{cell(step, index)} is {got!r}, beyond every value the row averages"
         elif nan_mismatch[index] or not np.isfinite(want) or not np.isfinite(got):
-            problem = f"{_where(step, index)} is {got!r} where {want!r} was expected"
+            problem = f"{cell(step, index)} is {got!r} where {want!r} was expected"
     if most <= 1.0 and fallback is not None and unbounded.any():
         count = int(np.count_nonzero(unbounded))
         problem = (
@@ -219,8 +204,7 @@ def check_step(
 def fully_masked_rows(expected: ExpectedValues) -> np.ndarray:
     """[B..., Hq, Lq, 1]: rows whose every logit is -inf (or that have no key): the contract makes
     their weights and output exactly +0.0."""
-    logits = expected.logits
-    return np.all(logits == -np.inf, axis=-1, keepdims=True)
+    return np.all(expected.logits == -np.inf, axis=-1, keepdims=True)
 
 
 def output_budget(expected: ExpectedValues, dtype: str) -> np.ndarray:
@@ -352,28 +336,25 @@ def _first_divergent_step(checks: list[StepCheck]) -> str | None:
 
 def judge(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) -> CaseVerdict:
     """One port's answer to one case, held to the rule."""
+    verdict = functools.partial(CaseVerdict, case.id, port, dtype)
     if answer.crash is not None:
-        return CaseVerdict(case.id, port, dtype, False, problem=f"crashed: {answer.crash}")
+        return verdict(False, problem=f"crashed: {answer.crash}")
     if case.expects_error:
         kind, message = case.expected_error
         if answer.error is None:
-            return CaseVerdict(case.id, port, dtype, False, problem=f"raised nothing, expected {kind} error")
+            return verdict(False, problem=f"raised nothing, expected {kind} error")
         got_kind, got_message = answer.error
         if got_kind != kind:
-            return CaseVerdict(
-                case.id, port, dtype, False, problem=f"raised {got_kind} ({got_message}), expected {kind}"
-            )
+            return verdict(False, problem=f"raised {got_kind} ({got_message}), expected {kind}")
         if normalize_message(got_message) != message:
-            return CaseVerdict(
-                case.id, port, dtype, False, problem=f"message {got_message!r}, expected {message!r}"
-            )
-        return CaseVerdict(case.id, port, dtype, True)
+            return verdict(False, problem=f"message {got_message!r}, expected {message!r}")
+        return verdict(True)
     if answer.error is not None:
         kind, message = answer.error
-        return CaseVerdict(case.id, port, dtype, False, problem=f"raised {kind}: {message}")
+        return verdict(False, problem=f"raised {kind}: {message}")
     outside = outside_contract(case, dtype)
     if outside is not None:
-        return CaseVerdict(case.id, port, dtype, False, problem=outside, outside=outside)
+        return verdict(False, problem=outside, outside=outside)
     truth = {step: getattr(case.expected, step) for step in STEPS}
     return _hold_steps(case, port, dtype, answer.steps or {}, truth, step_budgets(case, dtype), dtype)
 
@@ -405,20 +386,16 @@ def _hold_steps(
         for step in STEPS
         if step in steps and step in truth
     ]
-    output = checks[-1]
+    output = checks[-1]  # the verdict's figures are the output's
+    shared = ("budget_used", "max_abs_error", "index", "actual", "expected", "problem")
     return CaseVerdict(
         case.id,
         port,
         dtype,
         output.passed,
-        output.budget_used,
-        output.max_abs_error,
-        output.index,
-        output.actual,
-        output.expected,
-        _first_divergent_step(checks),
-        output.problem,
-        checks,
+        **{name: getattr(output, name) for name in shared},
+        first_divergent_step=_first_divergent_step(checks),
+        steps=checks,
     )
 
 
@@ -427,18 +404,17 @@ def judge_pair(
 ) -> CaseVerdict:
     """Two ports against each other, directly: the other port's output stands in for the truth,
     and the budget is the sum of both ports' budgets (each may be off by its own)."""
+    verdict = functools.partial(CaseVerdict, case.id, port, dtype)
     if case.expects_error:
         if answer.error is not None and other.error is not None and answer.error[0] == other.error[0]:
-            return CaseVerdict(case.id, port, dtype, True)
-        return CaseVerdict(
-            case.id, port, dtype, False, problem=f"errors differ: {answer.error} vs {other.error}"
-        )
+            return verdict(True)
+        return verdict(False, problem=f"errors differ: {answer.error} vs {other.error}")
     outside = outside_contract(case, dtype) or outside_contract(case, other_dtype)
     if outside is not None:
-        return CaseVerdict(case.id, port, dtype, False, problem=outside, outside=outside)
+        return verdict(False, problem=outside, outside=outside)
     if answer.steps is None or other.steps is None:
         problem = answer.crash or other.crash or str(answer.error or other.error)
-        return CaseVerdict(case.id, port, dtype, False, problem=f"no output to compare: {problem}")
+        return verdict(False, problem=f"no output to compare: {problem}")
     truth = {step: np.asarray(values, np.float64) for step, values in other.steps.items()}
     mine, theirs = step_budgets(case, dtype), step_budgets(case, other_dtype)
     budgets = {step: mine[step] + theirs[step] for step in STEPS}

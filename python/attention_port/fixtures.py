@@ -29,6 +29,8 @@ import jsonschema
 import numpy as np
 import referencing
 
+from .inputs import nested_shape
+
 MANIFEST_FORMAT = "attention-port-fixtures"
 CASE_FORMAT = "attention-port-fixture"
 FORMAT_VERSION = 3  # 2: `expected.logits`; 3: spread, magnitude, error_floor and score_bound
@@ -67,9 +69,10 @@ class FixtureError(Exception):
 
 @dataclass(frozen=True)
 class ExpectedValues:
-    """The oracle's values for a valid case, float64."""
+    """The oracle's values for a valid case (oracle.attention computes them, a fixture holds them),
+    each rounded once to float64."""
 
-    scores: np.ndarray  # [B..., Hq, Lq, Lk]
+    scores: np.ndarray  # [B..., Hq, Lq, Lk]  query · keyᵀ
     logits: np.ndarray  # [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
     weights: np.ndarray  # [B..., Hq, Lq, Lk]
     output: np.ndarray  # [B..., Hq, Lq, Ev]
@@ -77,7 +80,7 @@ class ExpectedValues:
     spread: np.ndarray  # [B..., Hq, Lq]  S_i of the tolerance rule
     magnitude: np.ndarray  # [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
     error_floor: np.ndarray  # [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
-    score_bound: float  # the largest exact |score| or |logit| bound (inf: beyond float64)
+    score_bound: float  # the largest exact |score| or |logit| bound of a kept cell (inf: beyond float64)
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,22 @@ class FixtureCase:
     @property
     def expects_error(self) -> bool:
         return self.expected_error is not None
+
+
+def encode_numbers(value: object) -> object:
+    """NaN and ±inf as the strings "NaN", "Infinity", "-Infinity", at any depth of dicts, lists,
+    tuples and numpy arrays (numpy values become Python's), so the JSON written is strict."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, dict):
+        return {k: encode_numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encode_numbers(x) for x in value]
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
 
 
 def decode_numbers(value: object) -> object:
@@ -218,22 +237,12 @@ def _parse_json(data: bytes, display: str) -> object:
 # Cases
 
 
-def _nested_shape(data: object) -> list[int]:
-    shape = []
-    while isinstance(data, list):
-        shape.append(len(data))
-        if not data:
-            break
-        data = data[0]
-    return shape
-
-
 def _read_tensor(entry: dict, display: str, where: str) -> np.ndarray:
     """A schema-checked tensor whose data must still match its shape and dtype."""
     shape, data, dtype = entry["shape"], entry["data"], entry.get("dtype", "float64")
     # A zero dim ends the nesting ([2, 0, 8] is written [[], []]), so compare up to it.
     cut = shape.index(0) + 1 if 0 in shape else len(shape)
-    nested = _nested_shape(data)
+    nested = nested_shape(data)
     if nested != shape[:cut]:
         raise FixtureError(display, f"{where}.data has shape {nested}, expected {shape[:cut]}")
     try:

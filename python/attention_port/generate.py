@@ -24,7 +24,6 @@ import ctypes
 import ctypes.util
 import errno
 import json
-import math
 import os
 import shutil
 import sys
@@ -44,6 +43,7 @@ from .fixtures import (
     MANIFEST_FORMAT,
     SCHEMA_DIR,
     FixtureError,
+    encode_numbers,
     load_fixtures,
     sha256,
 )
@@ -52,19 +52,6 @@ from .inputs import ERROR_KINDS
 GENERATOR_COMMAND = "attention-port generate"
 FORMAT_DOCUMENTS = SCHEMA_DIR.parent  # the repository's fixtures/: README.md and schema/ come from here
 DOCUMENTS = ("README.md", "schema")
-
-
-def encode_numbers(value: object) -> object:
-    """Nested lists with NaN/±Infinity replaced by their strings (numpy values become Python's)."""
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [encode_numbers(x) for x in value]
-    if isinstance(value, (np.floating, np.integer, np.bool_)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return value
 
 
 def _scalar_json(x: object) -> str:

@@ -110,12 +110,12 @@ def describe_value(x: object) -> str:
     return f"a {type(x).__name__}"
 
 
-def _is_number(x: object) -> bool:
+def is_number(x: object) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) and _fits_float64(x)
 
 
 def _is_finite(x: object) -> bool:
-    return _is_number(x) and math.isfinite(x)  # type: ignore[arg-type]
+    return is_number(x) and math.isfinite(x)  # type: ignore[arg-type]
 
 
 def _is_boolean(x: object) -> bool:
@@ -126,8 +126,15 @@ def _is_array(x: object) -> bool:
     return isinstance(x, (list, tuple))
 
 
-def _path(indices: Sequence[int]) -> str:
-    return "".join(f"[{i}]" for i in indices)
+def nested_shape(data: object) -> list[int]:
+    """The shape nested lists (or tuples) give by their first element at each depth."""
+    shape: list[int] = []
+    while _is_array(data):
+        shape.append(len(data))
+        if len(data) == 0:
+            break
+        data = data[0]
+    return shape
 
 
 def infer_shape(name: str, data: object) -> tuple[int, ...]:
@@ -135,55 +142,37 @@ def infer_shape(name: str, data: object) -> tuple[int, ...]:
 
     A ragged array raises kind "ragged" naming the first element (depth first) that disagrees.
     """
-    shape: list[int] = []
-    node = data
-    while _is_array(node):
-        shape.append(len(node))
-        if len(node) == 0:
-            break
-        node = node[0]
-    shape_text = format_shape(shape)
+    shape = nested_shape(data)
 
-    def walk(node: object, depth: int, indices: list[int]) -> None:
-        where = name + _path(indices)
+    def ragged(where: str, problem: str) -> AttentionInputError:
+        return AttentionInputError(
+            "ragged",
+            f"{name} is ragged: {where} {problem} (shape from the first elements: {format_shape(shape)})",
+        )
+
+    def walk(node: object, depth: int, where: str) -> None:
         if depth == len(shape):
             if _is_array(node):
-                raise AttentionInputError(
-                    "ragged",
-                    f"{name} is ragged: {where} is an array, expected a scalar"
-                    f" (shape from the first elements: {shape_text})",
-                )
+                raise ragged(where, "is an array, expected a scalar")
             return
         if not _is_array(node):
-            raise AttentionInputError(
-                "ragged",
-                f"{name} is ragged: {where} is not an array, expected length {shape[depth]}"
-                f" (shape from the first elements: {shape_text})",
-            )
+            raise ragged(where, f"is not an array, expected length {shape[depth]}")
         if len(node) != shape[depth]:
-            raise AttentionInputError(
-                "ragged",
-                f"{name} is ragged: {where} has length {len(node)}, expected {shape[depth]}"
-                f" (shape from the first elements: {shape_text})",
-            )
+            raise ragged(where, f"has length {len(node)}, expected {shape[depth]}")
         for i, child in enumerate(node):
-            indices.append(i)
-            walk(child, depth + 1, indices)
-            indices.pop()
+            walk(child, depth + 1, f"{where}[{i}]")
 
-    walk(data, 0, [])
+    walk(data, 0, name)
     return tuple(shape)
 
 
-def _leaves(data: object, depth: int, indices: list[int]):
-    """Every scalar of a rectangular nested list with its index path, in row-major order."""
+def leaves(data: object, depth: int, path: str = ""):
+    """Every scalar of a rectangular nested list with its index path ("[1][0]"), in row-major order."""
     if depth == 0:
-        yield indices, data
+        yield path, data
         return
     for i, child in enumerate(data):  # type: ignore[arg-type]
-        indices.append(i)
-        yield from _leaves(child, depth - 1, indices)
-        indices.pop()
+        yield from leaves(child, depth - 1, f"{path}[{i}]")
 
 
 def _plain(name: str, data: object) -> object:
@@ -192,23 +181,18 @@ def _plain(name: str, data: object) -> object:
     rounding), whatever their device, dtype or requires_grad; anything else as it is."""
     if isinstance(data, np.ndarray) and data.dtype == object:
         return data.tolist()
-    if type(data).__module__.split(".")[0] == "torch" and hasattr(data, "detach"):
-        try:
+    try:
+        if type(data).__module__.split(".")[0] == "torch" and hasattr(data, "detach"):
             tensor = data.detach().cpu()  # type: ignore[attr-defined]
             if tensor.is_floating_point():
                 tensor = tensor.double()  # bfloat16 has no numpy dtype; float64 holds it exactly
             return tensor.numpy()
-        except (TypeError, ValueError, RuntimeError, NotImplementedError) as error:  # e.g. device "meta"
-            raise AttentionInputError(
-                "type", f"{name} is {describe_value(data)} that cannot be read as an array ({error})"
-            ) from None
-    if hasattr(data, "__array__") and not _is_array(data) and not isinstance(data, np.ndarray):
-        try:
+        if hasattr(data, "__array__") and not _is_array(data) and not isinstance(data, np.ndarray):
             return np.asarray(data)
-        except (TypeError, ValueError, RuntimeError) as error:
-            raise AttentionInputError(
-                "type", f"{name} is {describe_value(data)} that cannot be read as an array ({error})"
-            ) from None
+    except (TypeError, ValueError, RuntimeError, NotImplementedError) as error:  # e.g. device "meta"
+        raise AttentionInputError(
+            "type", f"{name} is {describe_value(data)} that cannot be read as an array ({error})"
+        ) from None
     return data
 
 
@@ -220,11 +204,9 @@ def to_array(name: str, data: object) -> np.ndarray:
             raise AttentionInputError("type", f"{name} has dtype {data.dtype}, expected real numbers")
         return data.astype(np.float64, copy=False)
     shape = infer_shape(name, data)
-    for indices, leaf in _leaves(data, len(shape), []):
-        if not _is_number(leaf):
-            raise AttentionInputError(
-                "type", f"{name}{_path(indices)} is {describe_value(leaf)}, expected a number"
-            )
+    for path, leaf in leaves(data, len(shape)):
+        if not is_number(leaf):
+            raise AttentionInputError("type", f"{name}{path} is {describe_value(leaf)}, expected a number")
     return np.array(data, dtype=np.float64).reshape(shape)
 
 
@@ -243,23 +225,22 @@ def to_mask_array(data: object) -> np.ndarray:
     shape = infer_shape(name, data)
     first_kind: str | None = None
     first_path = ""
-    for indices, leaf in _leaves(data, len(shape), []):
+    for path, leaf in leaves(data, len(shape)):
         if _is_boolean(leaf):
             kind = "a boolean"
-        elif _is_number(leaf):
+        elif is_number(leaf):
             kind = "a number"
         else:
             raise AttentionInputError(
-                "type",
-                f"{name}{_path(indices)} is {describe_value(leaf)}, expected a boolean or a number",
+                "type", f"{name}{path} is {describe_value(leaf)}, expected a boolean or a number"
             )
         if first_kind is None:
-            first_kind, first_path = kind, _path(indices)
+            first_kind, first_path = kind, path
         elif kind != first_kind:
             raise AttentionInputError(
                 "type",
                 f"{name} mixes booleans and numbers: {name}{first_path} is {first_kind}"
-                f" but {name}{_path(indices)} is {kind}",
+                f" but {name}{path} is {kind}",
             )
     dtype = bool if first_kind == "a boolean" else np.float64
     return np.array(data, dtype=dtype).reshape(shape)
@@ -283,7 +264,7 @@ def check_options(
         raise AttentionInputError(
             "value", f"softcap must be a finite number >= 0, got {describe_value(softcap)}"
         )
-    if not (_is_number(memory_limit) and memory_limit > 0):  # type: ignore[operator]
+    if not (is_number(memory_limit) and memory_limit > 0):  # type: ignore[operator]
         raise AttentionInputError(
             "value", f"memory_limit must be a number of bytes > 0, got {describe_value(memory_limit)}"
         )
@@ -293,10 +274,7 @@ def check_size(shapes: AttentionShapes, memory_limit: float) -> None:
     """Refuse, before anything is allocated, a call whose steps need more than memory_limit bytes:
     the readable ports hold scores, logits and weights, three float64 tensors of the scores' shape.
     Counted in float64 arithmetic, in the same order as the TypeScript twin, so the messages match."""
-    cells = 1.0
-    for n in shapes.scores_shape:
-        cells *= n
-    needed = 3 * 8 * cells
+    needed = 3 * 8 * math.prod(shapes.scores_shape, start=1.0)
     if needed > memory_limit:
         raise AttentionInputError(
             "size",

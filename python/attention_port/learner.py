@@ -111,10 +111,10 @@ class LearnerProcess:
         finally:
             os.close(write_end)
         self.answers, self.buffer = read_end, b""
-        line = self._read_line(max(LOAD_TIMEOUT, self.timeout))
+        limit = max(LOAD_TIMEOUT, self.timeout)
+        line = self._read_line(limit)
         if line is None:
             self.close()
-            limit = max(LOAD_TIMEOUT, self.timeout)
             raise LearnerError(f"{self.path} did not finish loading within {limit:g} s")
         if line == "":
             last = self._last_output()
@@ -197,9 +197,8 @@ class LearnerProcess:
         if self.log is None:
             return ""
         self.log.seek(0)
-        lines = [line.strip() for line in self.log.read().decode("utf-8", "replace").splitlines()]
-        lines = [line for line in lines if line]
-        return lines[-1] if lines else ""
+        lines = self.log.read().decode("utf-8", "replace").splitlines()
+        return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
     def close(self) -> None:
         if self.process is not None:

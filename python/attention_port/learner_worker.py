@@ -23,9 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .fixtures import FixtureCase, load_fixtures
-from .generate import encode_numbers
-from .inputs import AttentionInputError, describe_value, infer_shape
+from .fixtures import FixtureCase, encode_numbers, load_fixtures
+from .inputs import AttentionInputError, describe_value, infer_shape, is_number, leaves
 
 STEP_NAMES = ("scores", "logits", "weights", "output")
 OPTION_NAMES = ("attn_mask", "is_causal", "scale", "enable_gqa", "softcap")
@@ -35,14 +34,7 @@ POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR
 def options_set(case: FixtureCase) -> dict[str, object]:
     """The options a case sets (those not at their default), by their Python names. A learner is
     given only these, so its own defaults apply to the rest (check.ts does the same)."""
-    params = case.params
-    chosen = {
-        "attn_mask": case.inputs["attn_mask"],
-        "is_causal": params["is_causal"],
-        "scale": params["scale"],
-        "enable_gqa": params["enable_gqa"],
-        "softcap": params["softcap"],
-    }
+    chosen = {"attn_mask": case.inputs["attn_mask"], **case.params}
     softcap = chosen["softcap"]
     at_default = {
         "attn_mask": chosen["attn_mask"] is None,
@@ -147,21 +139,9 @@ def returned_tensor(name: str, value) -> dict | str:
         shape = infer_shape(name, value)
     except AttentionInputError as error:
         return _one_line(error)
-
-    def walk(node, where: str) -> str | None:
-        if isinstance(node, (list, tuple)):
-            for i, child in enumerate(node):
-                found = walk(child, f"{where}[{i}]")
-                if found:
-                    return found
-            return None
-        if isinstance(node, (int, float, np.integer, np.floating)) and not isinstance(node, (bool, np.bool_)):
-            return None
-        return f"{where} is {_what(node)}, expected a number"
-
-    problem = walk(value, name)
-    if problem:
-        return problem
+    for path, leaf in leaves(value, len(shape)):
+        if not is_number(leaf):
+            return f"{name}{path} is {_what(leaf)}, expected a number"
     flat = np.array(value, dtype=np.float64).reshape(-1).tolist()
     return {"shape": list(shape), "data": encode_numbers(flat)}
 
@@ -175,14 +155,9 @@ def answer(learner: Learner, case: FixtureCase, with_options: bool, shaped: bool
         returned = learner.call(case, with_options, shaped)
     except Exception as error:
         kind = getattr(error, "kind", None)
-        return {
-            "id": case.id,
-            "threw": {
-                "name": type(error).__name__,
-                "message": _one_line(error),
-                "kind": kind if isinstance(kind, str) else None,
-            },
-        }
+        threw = {"name": type(error).__name__, "message": _one_line(error)}
+        threw["kind"] = kind if isinstance(kind, str) else None
+        return {"id": case.id, "threw": threw}
     if learner.name == "attention_steps":
         if isinstance(returned, dict):
             steps = {k: returned[k] for k in STEP_NAMES if k in returned}

@@ -18,14 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def _stable_softmax(logits: np.ndarray) -> np.ndarray:
-    """The right softmax over the keys: subtract the row max; a fully-masked row gives 0."""
-    row_max = np.max(logits, axis=-1, keepdims=True, initial=-np.inf)  # [..., Lq, 1]
-    empty = row_max == -np.inf
-    exps = np.exp(logits - np.where(empty, 0.0, row_max))  # [..., Lq, Lk]
-    sums = exps.sum(axis=-1, keepdims=True)
-    return np.where(empty, 0.0, exps / np.where(empty, 1.0, sums))
+from . import reference
 
 
 def _top_left(query_length: int, key_length: int) -> np.ndarray:
@@ -51,7 +44,7 @@ def _attention(
     softcap=0.0,
     scale_of: Callable[[int, float | None], float] = lambda e, s: 1 / math.sqrt(e) if s is None else s,
     blocked: float = -np.inf,
-    softmax: Callable[[np.ndarray], np.ndarray] = _stable_softmax,
+    softmax: Callable[[np.ndarray], np.ndarray] = reference.softmax,
     causal: Callable[[int, int], np.ndarray] = _top_left,
     kv_heads_of: Callable[[int, int], np.ndarray] = _consecutive,
     mask_allows: Callable[[np.ndarray], np.ndarray] = lambda m: m,
@@ -131,7 +124,7 @@ def softmax_wrong_axis(query, key, value, attn_mask=None, **options):
     query's weights must be a distribution over the keys it looks at."""
 
     def by_column(logits):
-        return np.swapaxes(_stable_softmax(np.swapaxes(logits, -1, -2)), -1, -2)
+        return np.swapaxes(reference.softmax(np.swapaxes(logits, -1, -2)), -1, -2)
 
     return _attention(query, key, value, attn_mask, **options, softmax=by_column)
 
@@ -178,9 +171,13 @@ def gqa_tiled(query, key, value, attn_mask=None, **options):
 
 @dataclass(frozen=True)
 class Mistake:
-    name: str  # a short name, for tests and docs
-    says: str  # what check prints after "looks like"; {E} and {sqrt_E} are the case's d_k and its root
     variant: Callable[..., np.ndarray | None]
+    says: str  # what check prints after "looks like"; {E} and {sqrt_E} are the case's d_k and its root
+
+    @property
+    def name(self) -> str:
+        """A short name, for tests and docs: the variant's."""
+        return self.variant.__name__
 
     def explain(self, features: int) -> str:
         """What check prints after "looks like", for a case with d_k = features."""
@@ -189,60 +186,43 @@ class Mistake:
 
 MISTAKES = (
     Mistake(
-        "softmax_without_max",
+        softmax_without_max,
         "softmax without subtracting the row max: exp(1000) overflows to Infinity, and"
         " Infinity / Infinity is NaN (exp(-1000) underflows to 0, and 0 / 0 is NaN)",
-        softmax_without_max,
     ),
     Mistake(
-        "scale_forgotten",
-        "the scale was forgotten: multiply the scores by 1/sqrt(d_k) = 1/sqrt({E}) before softmax",
         scale_forgotten,
+        "the scale was forgotten: multiply the scores by 1/sqrt(d_k) = 1/sqrt({E}) before softmax",
     ),
+    Mistake(scaled_by_dk, "the scores were divided by d_k = {E} instead of sqrt(d_k) = {sqrt_E}"),
+    Mistake(scale_option_ignored, "the scale option was ignored: a given scale replaces 1/sqrt(d_k)"),
     Mistake(
-        "scaled_by_dk",
-        "the scores were divided by d_k = {E} instead of sqrt(d_k) = {sqrt_E}",
-        scaled_by_dk,
-    ),
-    Mistake(
-        "scale_option_ignored",
-        "the scale option was ignored: a given scale replaces 1/sqrt(d_k)",
-        scale_option_ignored,
-    ),
-    Mistake(
-        "softmax_wrong_axis",
+        softmax_wrong_axis,
         "softmax over the wrong axis: each row of weights (one query, all keys) must sum to 1,"
         " not each column",
-        softmax_wrong_axis,
     ),
     Mistake(
-        "finite_sentinel",
+        finite_sentinel,
         "masked cells were set to a finite number such as -1e9 instead of -Infinity: in a row where"
         " every key is masked they tie, and softmax spreads the weight evenly instead of giving 0",
-        finite_sentinel,
     ),
     Mistake(
-        "fully_masked_nan",
+        fully_masked_nan,
         "a fully-masked row gives NaN: its max is -Infinity, and -Infinity - (-Infinity) is NaN;"
         " a row with nothing to attend to must give weights and output of 0",
-        fully_masked_nan,
     ),
     Mistake(
-        "mask_inverted",
-        "the boolean mask was read backwards: true means 'may attend', false means 'blocked'",
-        mask_inverted,
+        mask_inverted, "the boolean mask was read backwards: true means 'may attend', false means 'blocked'"
     ),
     Mistake(
-        "causal_bottom_right",
+        causal_bottom_right,
         "the causal mask was aligned bottom-right: query i sees keys j <= i (top-left, as torch),"
         " also when there are more keys than queries",
-        causal_bottom_right,
     ),
     Mistake(
-        "gqa_tiled",
+        gqa_tiled,
         "grouped heads were tiled (query head h reads key/value head h % Hkv); they are"
         " consecutive: query head h reads head floor(h / (Hq / Hkv)), as torch's repeat_interleave",
-        gqa_tiled,
     ),
 )
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 
+from .fixtures import ExpectedValues
 from .inputs import check_shapes
 
 PRECISION_BITS = 256  # carried through every step after the exact dot products
@@ -56,21 +57,6 @@ _LARGEST = mpmath.mpf(np.finfo(np.float64).max)
 _NAN = mpmath.mpf("nan")
 _INF = mpmath.mpf("inf")
 _TINY = 2.0**-1074
-
-
-@dataclass(frozen=True)
-class OracleResult:
-    """Expected values, each rounded once to float64."""
-
-    scores: np.ndarray  # [B..., Hq, Lq, Lk]  query · keyᵀ
-    logits: np.ndarray  # [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
-    weights: np.ndarray  # [B..., Hq, Lq, Lk]
-    output: np.ndarray  # [B..., Hq, Lq, Ev]
-    error_scale: np.ndarray  # [B..., Hq, Lq, Ev]  (1 + spread) * magnitude
-    spread: np.ndarray  # [B..., Hq, Lq]  S_i
-    magnitude: np.ndarray  # [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
-    error_floor: np.ndarray  # [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
-    score_bound: float  # the largest exact |score| or |logit| bound of any cell not excluded
 
 
 @dataclass(frozen=True)
@@ -183,7 +169,7 @@ def attention(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
-) -> OracleResult:
+) -> ExpectedValues:
     """Expected steps and the tolerance rule's inputs, for already-valid float64 inputs."""
     shapes = check_shapes(
         query.shape, key.shape, value.shape, None if attn_mask is None else attn_mask.shape, enable_gqa
@@ -229,7 +215,7 @@ def attention(
                 error_scale[(*lead, i)] = [to_float((1 + row.spread) * m) for m in row.magnitude]
                 score_bound = max(score_bound, row.score_bound)
     bound = math.inf if score_bound > _LARGEST else to_float(score_bound)
-    return OracleResult(**results, error_scale=error_scale, spread=spread, score_bound=bound)
+    return ExpectedValues(**results, error_scale=error_scale, spread=spread, score_bound=bound)
 
 
 def _row(i: int, q_row: list[float], mask_row, head: _Head) -> _Row:
@@ -249,6 +235,8 @@ def _row(i: int, q_row: list[float], mask_row, head: _Head) -> _Row:
         None if mask_row is None or isinstance(mask_row[j], (bool, np.bool_)) else float(mask_row[j])
         for j in range(key_length)
     ]
+    # |m_ij| of each finite float-mask value (0 where there is none), for the spread and the bound.
+    bias_sizes = [mpmath.mpf(0) if b is None or not math.isfinite(b) else abs(mpmath.mpf(b)) for b in biases]
 
     # Step 1: scores, exact dot products.
     dots = [_dot(q_row, q_ints, k_row, k_ints) for k_row, k_ints in zip(keys, key_ints, strict=True)]
@@ -321,21 +309,11 @@ def _row(i: int, q_row: list[float], mask_row, head: _Head) -> _Row:
     kept = [j for j in range(key_length) if not excluded[j]]
     largest_dot = max((magnitudes[j] for j in kept), default=mpmath.mpf(0))
     mask_magnitude = max(
-        (
-            abs(mpmath.mpf(biases[j]))
-            for j in kept
-            if biases[j] is not None and math.isfinite(biases[j]) and weights_f[j] not in (0.0,)
-            and not math.isnan(weights_f[j])
-        ),
+        (bias_sizes[j] for j in kept if weights_f[j] != 0.0 and not math.isnan(weights_f[j])),
         default=mpmath.mpf(0),
-    )  # fmt: skip
+    )
     spread = abs(scale) * largest_dot + mask_magnitude + (cap if capped_infinity else 0)
     score_bound = max(
-        (
-            max(magnitudes[j], abs(scale) * magnitudes[j]
-                + (abs(mpmath.mpf(biases[j])) if biases[j] is not None and math.isfinite(biases[j]) else 0))
-            for j in kept
-        ),
-        default=mpmath.mpf(0),
-    )  # fmt: skip
+        (max(magnitudes[j], abs(scale) * magnitudes[j] + bias_sizes[j]) for j in kept), default=mpmath.mpf(0)
+    )
     return _Row(scores, logits, weights, output, magnitude, floor, spread, score_bound)

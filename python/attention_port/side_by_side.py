@@ -135,42 +135,35 @@ def render() -> str:
         "The numpy port works on whole arrays at once; the TypeScript port spells the same step out\n"
         "as loops over `number[][]`. Both run on the same fixtures and agree with the high-precision\n"
         "oracle to within a few percent of the float64 error budget.\n",
+        "\n## The functions\n\n",
     ]
-    parts.append("\n## The functions\n\n")
     for python_header, typescript_header in (
         ("def scaled_dot_product_attention(", "export function scaledDotProductAttention("),
         ("def attention_steps(", "export function attentionSteps("),
     ):
-        parts.append(
-            _pair(
-                signature_and_doc(python_text, python_header, PYTHON_SOURCE),
-                signature_and_doc(typescript_text, typescript_header, TYPESCRIPT_SOURCE),
-            )
-        )
-    parts.append("\n## Grouped-query heads\n\n")
-    parts.append(
+        python = signature_and_doc(python_text, python_header, PYTHON_SOURCE)
+        parts.append(_pair(python, signature_and_doc(typescript_text, typescript_header, TYPESCRIPT_SOURCE)))
+    parts += [
+        "\n## Grouped-query heads\n\n",
         "numpy repeats each key/value head for the query heads that share it; the TypeScript port\n"
         "reads the shared head in place, in `typescript/src/batching.ts` (used by both TypeScript\n"
-        "ports), one (batch, head) slice at a time, and hands each slice to `attentionHead`.\n\n"
-    )
-    parts.append(
+        "ports), one (batch, head) slice at a time, and hands each slice to `attentionHead`.\n\n",
         _pair(
             labelled_block(python_text, "#", GQA_LABEL, PYTHON_SOURCE),
             labelled_block(batching_text, "//", GQA_LABEL, BATCHING_SOURCE),
             "batching.ts",
-        )
-    )
+        ),
+    ]
     for step in range(1, STEP_COUNT + 1):
         title = python_steps[step].splitlines()[0].lstrip("# ").split(".")[0]
-        parts.append(f"\n## {title}\n\n")
-        parts.append(_pair(python_steps[step], typescript_steps[step]))
-    parts.append("\n## Step 4 in detail: a stable softmax\n\n")
-    parts.append(
+        parts += [f"\n## {title}\n\n", _pair(python_steps[step], typescript_steps[step])]
+    parts += [
+        "\n## Step 4 in detail: a stable softmax\n\n",
         _pair(
             function_source(python_text, "def softmax(", PYTHON_SOURCE),
             function_source(typescript_text, "export function softmax(", TYPESCRIPT_SOURCE),
-        )
-    )
+        ),
+    ]
     return "".join(parts)
 
 

@@ -66,10 +66,6 @@ def measure(dk: int, rows: int = ROWS, draws: int = DRAWS, seed: int = 0) -> Sqr
     return SqrtDkStats(dk, **stats)
 
 
-def experiment(dimensions=DIMENSIONS, seed: int = 0) -> list[SqrtDkStats]:
-    return [measure(dk, seed=seed) for dk in dimensions]
-
-
 def plot(results: list[SqrtDkStats], out: Path) -> None:
     """Four panels against d_k (log scale), both series each; written atomically to `out`."""
     import matplotlib
@@ -116,7 +112,7 @@ def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
     except ImportError:
         print("error: matplotlib is not installed (pip install -e '.[plot]')", file=sys.stderr)
         return 2
-    results = experiment(seed=args.seed)
+    results = [measure(dk, seed=args.seed) for dk in DIMENSIONS]
     out = DEFAULT_OUT if args.out is None else Path(args.out)
     plot(results, out)
     print(f"{'d_k':>5}  {'max weight: scaled':>18}  {'unscaled':>8}  {'jacobian: scaled':>16}  unscaled")

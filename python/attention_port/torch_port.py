@@ -108,15 +108,12 @@ def default_device() -> torch.device:
 
 
 def supported_dtypes(device: torch.device | str | None = None) -> list[torch.dtype]:
-    """The dtypes the port is checked in on `device` (default: default_device()), widest first.
-
-    float64 and float32 everywhere except float64 on mps (Metal has no float64); float16 and
-    bfloat16 on cuda. The port also runs float16 and bfloat16 on the CPU when asked, but they are
-    not in the CPU's list (see the module docstring).
-    """
+    """The dtypes the port is checked in on `device` (default: default_device()), widest first. The
+    port also computes float16 and bfloat16 on the CPU when asked (the module docstring says why they
+    are not checked there)."""
     device_type = torch.device(device).type if device is not None else default_device().type
     if device_type == "mps":
-        return [torch.float32]
+        return [torch.float32]  # Metal has no float64
     if device_type == "cuda":
         return [torch.float64, torch.float32, torch.float16, torch.bfloat16]
     return [torch.float64, torch.float32]
@@ -133,62 +130,38 @@ def tf32_disabled() -> Iterator[None]:
     """
     matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
     try:
-        saved = (matmul.allow_tf32, cudnn.allow_tf32)
+        flags = [(matmul, "allow_tf32", False), (cudnn, "allow_tf32", False)]
+        saved = [(owner, name, getattr(owner, name)) for owner, name, _ in flags]
     except RuntimeError:
         # torch >= 2.9 refuses to read the legacy flags once its newer fp32_precision API has been
         # used; then switch through that API instead.
-        saved_precision = (matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
-        matmul.fp32_precision = cudnn.conv.fp32_precision = cudnn.rnn.fp32_precision = "ieee"
-        try:
-            yield
-        finally:
-            matmul.fp32_precision = saved_precision[0]
-            cudnn.conv.fp32_precision = saved_precision[1]
-            cudnn.rnn.fp32_precision = saved_precision[2]
-        return
-    matmul.allow_tf32 = False
-    cudnn.allow_tf32 = False
+        flags = [(owner, "fp32_precision", "ieee") for owner in (matmul, cudnn.conv, cudnn.rnn)]
+        saved = [(owner, name, getattr(owner, name)) for owner, name, _ in flags]
+    for owner, name, value in flags:
+        setattr(owner, name, value)
     try:
         yield
     finally:
-        matmul.allow_tf32, cudnn.allow_tf32 = saved
+        for owner, name, value in saved:
+            setattr(owner, name, value)
 
 
 # ---------------------------------------------------------------------------------------------
 # Input checks and conversion (inputs.py, in reference.py's order)
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    """`bool`, `complex64`: numpy's spelling, so messages match reference.py's word for word."""
-    return str(dtype).removeprefix("torch.")
-
-
-def _is_real_dtype(dtype: torch.dtype) -> bool:
-    return dtype.is_floating_point or dtype in _INTEGER_DTYPES
-
-
-def _checked_tensor_or_array(name: str, data: object) -> torch.Tensor | np.ndarray:
-    """query, key or value: a torch tensor of real numbers as it is, anything else via to_array."""
-    if isinstance(data, torch.Tensor):
-        if not _is_real_dtype(data.dtype):
-            raise AttentionInputError(
-                "type", f"{name} has dtype {_dtype_name(data.dtype)}, expected real numbers"
-            )
-        return data
-    return to_array(name, data)  # float64 numpy array
-
-
-def _checked_mask(data: object) -> torch.Tensor | np.ndarray:
-    """attn_mask: a torch tensor of booleans or real numbers as it is, anything else via
-    to_mask_array (a bool or float64 numpy array)."""
-    if isinstance(data, torch.Tensor):
-        if data.dtype != torch.bool and not _is_real_dtype(data.dtype):
-            raise AttentionInputError(
-                "type",
-                f"attn_mask has dtype {_dtype_name(data.dtype)}, expected booleans or real numbers",
-            )
-        return data
-    return to_mask_array(data)
+def _checked(name: str, data: object) -> torch.Tensor | np.ndarray:
+    """query, key or value: a torch tensor of real numbers as it is, anything else via to_array (a
+    float64 numpy array). attn_mask: booleans are allowed too, and to_mask_array reads the rest."""
+    is_mask = name == "attn_mask"
+    if not isinstance(data, torch.Tensor):
+        return to_mask_array(data) if is_mask else to_array(name, data)
+    real = data.dtype.is_floating_point or data.dtype in _INTEGER_DTYPES
+    if not (real or (is_mask and data.dtype == torch.bool)):
+        dtype = str(data.dtype).removeprefix("torch.")  # numpy's spelling, as reference.py's messages
+        expected = "booleans or real numbers" if is_mask else "real numbers"
+        raise AttentionInputError("type", f"{name} has dtype {dtype}, expected {expected}")
+    return data
 
 
 def _resolve_device(device: torch.device | str | None, tensors: list[object]) -> torch.device:
@@ -242,10 +215,10 @@ def _prepare(
 ):  # fmt: skip
     """Check every input exactly as reference.py does, then put them on one device in one dtype."""
     check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
-    query = _checked_tensor_or_array("query", query)  # [B..., Hq, Lq, E]
-    key = _checked_tensor_or_array("key", key)  # [B..., Hkv, Lk, E]
-    value = _checked_tensor_or_array("value", value)  # [B..., Hkv, Lk, Ev]
-    mask = None if attn_mask is None else _checked_mask(attn_mask)  # broadcasts to the scores
+    query = _checked("query", query)  # [B..., Hq, Lq, E]
+    key = _checked("key", key)  # [B..., Hkv, Lk, E]
+    value = _checked("value", value)  # [B..., Hkv, Lk, Ev]
+    mask = None if attn_mask is None else _checked("attn_mask", attn_mask)  # broadcasts to the scores
     shapes = check_shapes(
         query.shape, key.shape, value.shape, None if mask is None else mask.shape, enable_gqa
     )

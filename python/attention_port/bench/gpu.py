@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from .. import compare, torch_port
 from ..node import REPO_ROOT
 from .check import Expected, check_output
-from .run import integers, names
+from .run import CAUSAL, integers, names
 from .worker import sdpa_backend
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
@@ -94,7 +94,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--dtypes", type=lambda t: names(t, tuple(DTYPES), "dtype"), default=None,
                         help="default: float32,bfloat16,float16 on cuda, float32 on cpu")  # fmt: skip
-    parser.add_argument("--causal", choices=("off", "on", "both"), default="off")
+    parser.add_argument("--causal", choices=tuple(CAUSAL), default="off")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per cell, at least (default: 5)")
     parser.add_argument("--max-repeats", type=int, default=20, help="timed runs per cell, at most")
     parser.add_argument("--cell-budget", type=float, default=0.5, metavar="SECONDS",
@@ -208,7 +208,6 @@ def main(argv: list[str] | None = None) -> int:
     if device.type != "cuda" and (half := [x for x in dtypes if x in HALF]):
         print(f"gpu-bench: torch_port computes {half[0]} on CUDA only", file=sys.stderr)
         return 2
-    causal_values = {"off": [False], "on": [True], "both": [False, True]}[args.causal]
 
     started = time.perf_counter()
     rows: list[Row] = []
@@ -222,14 +221,13 @@ def main(argv: list[str] | None = None) -> int:
                 for dtype_name in dtypes:
                     dtype = DTYPES[dtype_name]
                     query, key, value = (x.to(dtype) for x in base)
-                    for causal in causal_values:
+                    for causal in CAUSAL[args.causal]:
                         row = Row(dtype=dtype_name, d=d, n=n, causal=causal)
                         rows.append(row)
-                        label = f"{dtype_name} d={d} n={n} causal={'on' if causal else 'off'}"
                         if time.perf_counter() - started > args.budget:
-                            for impl in ("fused", "math"):
-                                row.impls[impl] = Timing(status="skipped", note="time budget")
+                            row.impls = _skipped("time budget")
                             continue
+                        label = f"{dtype_name} d={d} n={n} causal={'on' if causal else 'off'}"
                         print(f"gpu-bench: {label}", file=sys.stderr, flush=True)
                         row.impls = _measure(row, query, key, value, dtype, device, args)
                     del query, key, value
@@ -247,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
+def _skipped(note: str) -> dict[str, Timing]:
+    return {impl: Timing(status="skipped", note=note) for impl in ("fused", "math")}
+
+
 def _measure(row: Row, query, key, value, dtype, device, args) -> dict[str, Timing]:
     heads, n, d = query.shape[1], row.n, row.d
     flops = 4.0 * heads * n * n * d
@@ -254,10 +256,7 @@ def _measure(row: Row, query, key, value, dtype, device, args) -> dict[str, Timi
         expected = reference_head0(query, key, value, row.causal)
     except torch.cuda.OutOfMemoryError:
         torch.cuda.empty_cache()
-        return {
-            impl: Timing(status="skipped", note="no memory for the float64 check")
-            for impl in ("fused", "math")
-        }
+        return _skipped("no memory for the float64 check")
     impls = {}
 
     def fused():

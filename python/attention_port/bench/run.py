@@ -52,6 +52,7 @@ DEFAULT_OUT = REPO_ROOT / "bench-results"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder that holds attention_port/
 DTYPES = ("float64", "float32")
 BOTH = DTYPES
+CAUSAL = {"off": [False], "on": [True], "both": [False, True]}  # --causal
 
 
 @dataclass(frozen=True)
@@ -318,11 +319,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def plan_cells(port: BenchPort, args: argparse.Namespace) -> list[dict]:
-    causal_values = {"both": [False, True], "on": [True], "off": [False]}[args.causal]
     dtypes = [dtype for dtype in port.dtypes if dtype in args.dtypes]
     cells = [
         {"n": n, "d": args.d, "dtype": dtype, "causal": causal}
-        for causal in causal_values
+        for causal in CAUSAL[args.causal]
         for n in args.sizes
         for dtype in dtypes
         if not (port.slow and n > args.typescript_max_n)
