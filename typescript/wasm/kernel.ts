@@ -21,7 +21,7 @@ const BR: i32 = 64;
 const BC: i32 = 64;
 const LOG2E: f64 = 1.4426950408889634; // log2(e): exp(x) = exp2(x * log2(e))
 
-// ---- The job descriptor, written by simd.ts (attend, in this order; J_BLOCKS, J_ROWS and J_ROW0 per chunk). ----
+// ---- The job descriptor, written by simd.ts (attend; J_BLOCKS, J_ROWS and J_ROW0 once per chunk). ----
 const J_BLOCKS: i32 = 0; // query blocks per slice in this job: ceil(rows / BR)
 const J_ROWS: i32 = 4; // query rows per slice in this job (a chunk of Lq)
 const J_LK: i32 = 8;
