@@ -61,9 +61,9 @@
  * can overflow where the exact output is an ordinary number (as flash.ts recomputes such rows).
  *
  * `attentionSteps` returns every step, as flash.ts does; but here only `output` comes from the
- * kernel. The diagnostic steps (scores, logits, weights [B..., Hq, Lq, Lk]) are computed by a plain
- * float64 loop in this file, the readable port's algorithm, because the kernel never holds them in
- * natural units (it keeps log2-unit logits, one tile at a time).
+ * kernel. The diagnostic steps (scores, logits, weights [B..., Hq, Lq, Lk]) are the readable
+ * port's (attention.ts computes them), because the kernel never holds them in natural units (it
+ * keeps log2-unit logits, one tile at a time).
  *
  * Memory: the kernel's memory holds a copy of value, the key's transposed tiles and the mask as
  * given (not broadcast), each read by every query block; the query goes in and the output comes out
@@ -80,8 +80,8 @@ import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 
 import { BUILDS, type BuildName, buildIsFresh } from "../wasm/build.ts";
-import { TUTORIAL_EXAMPLE } from "./attention.ts";
-import { nest, nestSteps, type Slice, slices } from "./batching.ts";
+import * as readable from "./attention.ts";
+import { nest, type Slice, slices } from "./batching.ts";
 import {
   type Allocate,
   AttentionInputError,
@@ -91,7 +91,6 @@ import {
   type CheckedInputs,
   checkFlatInputs,
   checkInputs,
-  checkSize,
   type FlatAttentionOptions,
   type FlatMask,
   type FlatTensor,
@@ -142,7 +141,7 @@ export function scaledDotProductAttention(
 }
 
 /** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
- * weights [B..., Hq, Lq, Lk] are diagnostics computed in plain float64 JavaScript (see the header). */
+ * weights [B..., Hq, Lq, Lk] are the readable port's (see the header). */
 export function attentionSteps(
   query: TensorInput,
   key: TensorInput,
@@ -150,9 +149,9 @@ export function attentionSteps(
   options: SimdAttentionOptions = {},
 ): AttentionSteps {
   const problem = checkedProblem(query, key, value, options);
-  checkSize(problem.shapes, problem.memoryLimit); // the diagnostic steps are the readable port's
-  const output = attend(problem); // [B..., Hq, Lq, Ev]
-  return nestSteps({ ...diagnosticSteps(problem), output }, problem.shapes);
+  const { workers: _, ...readableOptions } = options;
+  const steps = readable.attentionSteps(query, key, value, readableOptions); // holds its own memoryLimit
+  return { ...steps, output: nest(attend(problem), problem.shapes.outputShape) as NestedArray };
 }
 
 /** The fast path on flat row-major typed arrays with explicit shapes. Computes in float32 when
@@ -593,40 +592,7 @@ function startWorkers(kernel: Kernel, control: Int32Array, count: number): void 
   }
 }
 
-// ---- Diagnostic steps for attentionSteps (plain float64, the readable port's algorithm). ----
-
-/** scores, logits and weights [B..., Hq, Lq, Lk], computed in float64 cell by cell: scores as
- * query · key row sums from t = 0, logits scaled, softcapped and masked, weights the stable softmax
- * (a fully-masked row is +0.0). Not the kernel: see the header. */
-function diagnosticSteps(problem: Problem): {
-  scores: Float64Array;
-  logits: Float64Array;
-  weights: Float64Array;
-} {
-  const { shapes, mask } = problem;
-  const { queryLength: Lq, keyLength: Lk } = shapes;
-  const size = product(shapes.scoresShape);
-  const scores = new Float64Array(size); // [B..., Hq, Lq, Lk]
-  const logits = new Float64Array(size); // [B..., Hq, Lq, Lk]
-  const weights = new Float64Array(size); // [B..., Hq, Lq, Lk]
-  for (const at of slices(shapes, mask === null ? null : mask.shape)) {
-    for (let i = 0; i < Lq; i++) {
-      const row = at.scores + i * Lk;
-      const max = rowLogits(problem, at, i, scores, logits, row);
-      if (max === -Infinity) {
-        continue; // fully masked: weights stay +0.0
-      }
-      let sum = 0;
-      for (let j = 0; j < Lk; j++) {
-        sum += Math.exp(logits[row + j] - max);
-      }
-      for (let j = 0; j < Lk; j++) {
-        weights[row + j] = Math.exp(logits[row + j] - max) / sum;
-      }
-    }
-  }
-  return { scores, logits, weights };
-}
+// ---- Plain float64 rows, the readable port's algorithm, where the kernel cannot carry them. ----
 
 /** Query row i of one slice: its scores and logits [Lk] into `scores` and `logits` from `at`, in
  * float64 as the readable port computes them. Returns the row's largest logit (NaN if any is). */
@@ -754,6 +720,6 @@ function computeRowsPlainly(
 
 // `node typescript/src/simd.ts` prints the tutorial's example's 3 x 2 result, through the SIMD port.
 if (import.meta.main) {
-  const { query, key, value } = TUTORIAL_EXAMPLE;
+  const { query, key, value } = readable.TUTORIAL_EXAMPLE;
   console.log(scaledDotProductAttention(query, key, value)); // 3 x 2
 }
