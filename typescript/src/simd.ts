@@ -71,7 +71,8 @@
  * transposed a chunk at a time, so none of those three is ever whole there. Plus O(64 x 64 +
  * 64 x Ev) scratch per thread: linear in the inputs, and about the size of key and value beside the
  * caller's own inputs and output. A WebAssembly memory only grows, so after a large call the
- * process keeps that much reserved.
+ * process keeps that much reserved; so does the nested entry's float64 copy of its inputs and
+ * output, kept from call to call (`kept`).
  *
  * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features.
  */
