@@ -42,7 +42,7 @@ from .. import compare, torch_port
 from ..node import REPO_ROOT
 from .check import Expected, check_output
 from .run import CAUSAL, integers, names
-from .worker import sdpa_backend
+from .worker import sdpa_backend, time_cell, wall_clock, write_atomic
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
 DTYPES = {
@@ -111,27 +111,14 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_call(fn, device: torch.device, min_runs: int, max_runs: int, budget_s: float):
-    """Two warm-up calls, then timed calls (CUDA events on a GPU): at least min_runs, more while
-    the runs total under budget_s, at most max_runs. Returns (last output, times in ms)."""
-    for _ in range(2):
-        fn()
-    _sync(device)
-    times: list[float] = []
-    output = None
-    while len(times) < min_runs or (len(times) < max_runs and sum(times) < budget_s * 1e3):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            output = fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            started = time.perf_counter()
-            output = fn()
-            times.append((time.perf_counter() - started) * 1e3)
-    return output, times
+def cuda_clock(run):
+    """time_cell's clock on a GPU: one run between two CUDA events, waiting for it to finish."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    output = run()
+    end.record()
+    end.synchronize()
+    return output, start.elapsed_time(end)
 
 
 def peak_above_inputs_mib(fn, device: torch.device) -> float | None:
@@ -166,9 +153,10 @@ def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected: Expe
         fn()  # first call: kernel selection and library workspaces, kept out of the peak
         _sync(device)
         timing.peak_mib = peak_above_inputs_mib(fn, device)
-        output, times = time_call(
-            fn, device, args.repeats, max(args.repeats, args.max_repeats), args.cell_budget
-        )
+        output, _, times = time_cell(
+            fn, args.repeats, max(args.repeats, args.max_repeats), args.cell_budget, warmup_s=math.inf,
+            max_warmup=2, clock=cuda_clock if device.type == "cuda" else wall_clock,
+        )  # fmt: skip
         got = output[0, 0].to(torch.float64).cpu().numpy()  # [n, d]
         timing.budget_used, problem = check_output(got, expected, row.dtype)
         if impl == "fused":
@@ -236,9 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                     torch.cuda.empty_cache()
     report = format_report(rows, device, args, time.perf_counter() - started)
     out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = out.with_name(f".{out.name}.tmp")
-    scratch.write_text(report, encoding="utf-8")
-    scratch.replace(out)
+    write_atomic(out, report)
     print(report)
     failed = sum(t.status == "FAILED" for row in rows for t in row.impls.values())
     print(f"gpu-bench: wrote {out}" + (f"; {failed} FAILED" if failed else ""), file=sys.stderr)
