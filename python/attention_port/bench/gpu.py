@@ -33,14 +33,15 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from .. import compare, torch_port
+from .. import torch_port
 from ..node import REPO_ROOT
-from .check import Expected, check_output
+from .check import Expected, check_output, expected_output
 from .run import CAUSAL, integers, names
 from .worker import sdpa_backend, time_cell, wall_clock, write_atomic
 
@@ -135,18 +136,6 @@ def peak_above_inputs_mib(fn, device: torch.device) -> float | None:
     return peak / MIB
 
 
-def reference_head0(query, key, value, causal: bool) -> Expected:
-    """Head 0 in float64 on the same (rounded) inputs, on the device: the expected output [n, d]
-    and its error_scale [n, d], as numpy arrays for check.check_output."""
-    q, k, v = (x[0, 0].to(torch.float64) for x in (query, key, value))  # [n, d]
-    steps = torch_port.attention_steps(
-        q, k, v, is_causal=causal, device=q.device, dtype=torch.float64, memory_limit=math.inf
-    )  # the bench sizes its cells to the GPU itself (see `need` below)
-    allowed = steps.logits > -math.inf  # [n, n]  the keys causality leaves
-    error_scale = compare.float64_error_scale(q, k, v, steps.weights, 1.0 / math.sqrt(q.shape[-1]), allowed)
-    return Expected(steps.output.cpu().numpy(), error_scale.cpu().numpy())
-
-
 def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected: Expected) -> Timing:
     timing = Timing()
     try:
@@ -238,8 +227,12 @@ def _skipped(note: str) -> dict[str, Timing]:
 def _measure(row: Row, query, key, value, dtype, device, args) -> dict[str, Timing]:
     heads, n, d = query.shape[1], row.n, row.d
     flops = 4.0 * heads * n * n * d
+    # The check's reference: head 0 in float64 on the same (rounded) inputs, computed on the device;
+    # no memory limit, as the bench sizes its cells to the GPU itself (see `need` below).
+    head0 = (x[0, 0].to(torch.float64) for x in (query, key, value))  # [n, d]
+    steps = partial(torch_port.attention_steps, device=device, dtype=torch.float64, memory_limit=math.inf)
     try:
-        expected = reference_head0(query, key, value, row.causal)
+        expected = expected_output(*head0, row.causal, steps)
     except torch.cuda.OutOfMemoryError:
         torch.cuda.empty_cache()
         return _skipped("no memory for the float64 check")
