@@ -21,7 +21,7 @@ The plan (JSON, written by the parent):
     corrupt    test hook: add 0.01 to the last output element after timing, so that the test can see
                the parent refuse a wrong answer
 
-The result document: {"port", "mode", "versions", "threads", "cells": [{"n", "d", "dtype",
+The result document: {"port", "mode", "versions", "cells": [{"n", "d", "dtype",
 "causal", "warmup_runs", "runs_ms", "median_ms", "output", "backend"} or {..., "error"}],
 "vm_hwm_kib", "ru_maxrss_kib"}. "backend" is the kernel torch ran (torch-sdpa only). A cell that
 raises is recorded with its error and the others still run; the parent marks it FAILED. Progress
@@ -182,10 +182,6 @@ def peak_rss_kib() -> tuple[int | None, int]:
 def run_plan(plan: dict) -> dict:
     port = load_port(plan["port"], int(plan.get("threads", 1)))
     result: dict = {"port": plan["port"], "mode": plan["mode"], "versions": port.versions, "cells": []}
-    if "torch" in port.versions:
-        import torch
-
-        result["threads"] = torch.get_num_threads()
     inputs, outputs = Path(plan["inputs"]), Path(plan.get("outputs", "."))
     for cell in plan["cells"] if plan["mode"] != "idle" else []:
         n, d, dtype, causal = int(cell["n"]), int(cell["d"]), cell["dtype"], bool(cell["causal"])
