@@ -62,7 +62,6 @@ MATH_LIVE_MATRICES = 6
 @dataclass
 class Timing:
     median_ms: float | None = None
-    runs: int = 0
     tflops: float | None = None
     peak_mib: float | None = None  # above the inputs; None on the CPU
     budget_used: float | None = None  # of the check's error budget, head 0 (1.0 = all of it)
@@ -107,11 +106,6 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def cuda_clock(run):
     """time_cell's clock on a GPU: one run between two CUDA events, waiting for it to finish."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -126,11 +120,11 @@ def peak_above_inputs_mib(fn, device: torch.device) -> float | None:
     """Peak GPU memory of one call, above what was allocated before it (the inputs)."""
     if device.type != "cuda":
         return None
-    _sync(device)
+    torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
     before = torch.cuda.memory_allocated(device)
     output = fn()
-    _sync(device)
+    torch.cuda.synchronize(device)
     peak = torch.cuda.max_memory_allocated(device) - before
     del output
     return peak / MIB
@@ -140,7 +134,6 @@ def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected: Expe
     timing = Timing()
     try:
         fn()  # first call: kernel selection and library workspaces, kept out of the peak
-        _sync(device)
         timing.peak_mib = peak_above_inputs_mib(fn, device)
         output, _, times = time_cell(
             fn, args.repeats, max(args.repeats, args.max_repeats), args.cell_budget, warmup_s=math.inf,
@@ -158,7 +151,6 @@ def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected: Expe
     except RuntimeError as error:  # a kernel that refuses these inputs: reported, not hidden
         timing.status, timing.note = "FAILED", (str(error).splitlines() or ["RuntimeError"])[0][:120]
         return timing
-    timing.runs = len(times)
     if problem is not None:
         timing.status, timing.note = "FAILED", problem
         return timing

@@ -40,6 +40,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -189,15 +190,14 @@ def run_plan(plan: dict) -> dict:
         label = f"{plan['port']} {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
         try:
             q, k, v = (port.prepare(read_input(inputs, n, d, w), dtype) for w in ("query", "key", "value"))
+            run = partial(port.run, q, k, v, causal)
             if plan["mode"] == "memory":
-                port.run(q, k, v, causal)  # exactly one pass: the peak is read at exit
+                run()  # exactly one pass: the peak is read at exit
                 record["runs_ms"] = []
             else:
                 out, warmup_runs, times_ms = time_cell(
-                    lambda q=q, k=k, v=v, causal=causal: port.run(q, k, v, causal),
-                    int(plan["min_runs"]), int(plan["max_runs"]),
-                    float(plan["budget_s"]), float(plan["warmup_s"]),
-                )  # fmt: skip
+                    run, plan["min_runs"], plan["max_runs"], plan["budget_s"], plan["warmup_s"]
+                )
                 out64 = np.ascontiguousarray(port.to_float64(out), dtype="<f8")
                 if plan.get("corrupt"):
                     out64.reshape(-1)[-1] += 0.01  # test hook: a wrong answer the parent must catch
@@ -206,7 +206,7 @@ def run_plan(plan: dict) -> dict:
                 record.update(warmup_runs=warmup_runs, runs_ms=times_ms,
                               median_ms=statistics.median(times_ms), output=str(path))  # fmt: skip
                 if plan["port"] == "torch-sdpa":  # an untimed pass under the profiler
-                    record["backend"] = sdpa_backend(lambda q=q, k=k, v=v, c=causal: port.run(q, k, v, c))
+                    record["backend"] = sdpa_backend(run)
                 print(f"{label}: median {record['median_ms']:.3f} ms over {len(times_ms)} runs"
                       + (f", kernel {record['backend']}" if "backend" in record else ""),
                       file=sys.stderr, flush=True)  # fmt: skip
