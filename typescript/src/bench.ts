@@ -218,45 +218,45 @@ async function onnxPort(plan: Plan, name: "onnxruntime-node" | "onnxruntime-web"
   };
 }
 
+/** One run and its wall-clock time in ms. A port whose call returns a promise (onnxruntime) is
+ * awaited inside the timed span; a plain result is not awaited, which would add a tick to it. */
+async function clock(run: () => unknown): Promise<[unknown, number]> {
+  const start = performance.now();
+  let output = run();
+  if (output instanceof Promise) {
+    output = await output;
+  }
+  return [output, performance.now() - start];
+}
+
 /** Warm up, then time runs: at least minRuns; past that, more only while the timed runs have
- * taken less than budgetS in all, up to maxRuns (worker.time_cell, line for line). A port whose
- * call returns a promise (onnxruntime) is awaited inside the timed span. */
-export async function timeCell(
+ * taken less than budgetS in all, up to maxRuns (the loop of worker.time_cell). */
+async function timeCell(
   run: () => unknown,
   minRuns: number,
   maxRuns: number,
   budgetS: number,
   warmupS: number,
 ): Promise<{ output: unknown; warmupRuns: number; timesMs: number[] }> {
-  const started = performance.now();
   let warmupRuns = 0;
-  for (;;) {
-    const result = run();
-    if (result instanceof Promise) {
-      await result;
-    }
+  let warmupMs = 0;
+  while (warmupRuns === 0 || (warmupRuns < 20 && warmupMs < warmupS * 1e3)) {
+    warmupMs += (await clock(run))[1];
     warmupRuns += 1;
-    if (warmupRuns >= 20 || performance.now() - started >= warmupS * 1e3) {
-      break;
-    }
   }
   const timesMs: number[] = [];
   let spentMs = 0;
   let output: unknown = null;
   while (timesMs.length < minRuns || (timesMs.length < maxRuns && spentMs < budgetS * 1e3)) {
-    const start = performance.now();
-    output = run();
-    if (output instanceof Promise) {
-      output = await output;
-    }
-    const elapsed = performance.now() - start;
-    timesMs.push(elapsed);
-    spentMs += elapsed;
+    const [result, elapsedMs] = await clock(run);
+    output = result;
+    timesMs.push(elapsedMs);
+    spentMs += elapsedMs;
   }
   return { output, warmupRuns, timesMs };
 }
 
-export function median(values: readonly number[]): number {
+function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;

@@ -13,6 +13,7 @@ lines more.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,12 +30,15 @@ class Expected:
     error_scale: np.ndarray  # [n, d]  the oracle's yardstick, from float64 weights
 
 
-def expected_output(query: np.ndarray, key: np.ndarray, value: np.ndarray, causal: bool) -> Expected:
-    steps = reference.attention_steps(query, key, value, is_causal=causal)
-    scale = 1.0 / np.sqrt(query.shape[-1])
-    allowed = steps.logits > -np.inf  # [..., n, n]  the keys causality leaves
+def expected_output(query, key, value, causal: bool, attention_steps=reference.attention_steps) -> Expected:
+    """numpy float64 arrays [n, d]; gpu.py passes float64 tensors on the GPU with torch_port's
+    attention_steps, so the n x n steps stay where the data is and only [n, d] comes back."""
+    steps = attention_steps(query, key, value, is_causal=causal)
+    scale = 1.0 / math.sqrt(query.shape[-1])
+    allowed = steps.logits > -math.inf  # [n, n]  the keys causality leaves
+    error_scale = compare.float64_error_scale(query, key, value, steps.weights, scale, allowed)
     return Expected(
-        steps.output, compare.float64_error_scale(query, key, value, steps.weights, scale, allowed)
+        *(x if isinstance(x, np.ndarray) else x.cpu().numpy() for x in (steps.output, error_scale))
     )
 
 

@@ -33,16 +33,17 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from .. import compare, torch_port
+from .. import torch_port
 from ..node import REPO_ROOT
-from .check import Expected, check_output
+from .check import Expected, check_output, expected_output
 from .run import CAUSAL, integers, names
-from .worker import sdpa_backend
+from .worker import sdpa_backend, time_cell, wall_clock, write_atomic
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
 DTYPES = {
@@ -61,7 +62,6 @@ MATH_LIVE_MATRICES = 6
 @dataclass
 class Timing:
     median_ms: float | None = None
-    runs: int = 0
     tflops: float | None = None
     peak_mib: float | None = None  # above the inputs; None on the CPU
     budget_used: float | None = None  # of the check's error budget, head 0 (1.0 = all of it)
@@ -106,69 +106,39 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def time_call(fn, device: torch.device, min_runs: int, max_runs: int, budget_s: float):
-    """Two warm-up calls, then timed calls (CUDA events on a GPU): at least min_runs, more while
-    the runs total under budget_s, at most max_runs. Returns (last output, times in ms)."""
-    for _ in range(2):
-        fn()
-    _sync(device)
-    times: list[float] = []
-    output = None
-    while len(times) < min_runs or (len(times) < max_runs and sum(times) < budget_s * 1e3):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            output = fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            started = time.perf_counter()
-            output = fn()
-            times.append((time.perf_counter() - started) * 1e3)
-    return output, times
+def cuda_clock(run):
+    """time_cell's clock on a GPU: one run between two CUDA events, waiting for it to finish."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    output = run()
+    end.record()
+    end.synchronize()
+    return output, start.elapsed_time(end)
 
 
 def peak_above_inputs_mib(fn, device: torch.device) -> float | None:
     """Peak GPU memory of one call, above what was allocated before it (the inputs)."""
     if device.type != "cuda":
         return None
-    _sync(device)
+    torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
     before = torch.cuda.memory_allocated(device)
     output = fn()
-    _sync(device)
+    torch.cuda.synchronize(device)
     peak = torch.cuda.max_memory_allocated(device) - before
     del output
     return peak / MIB
-
-
-def reference_head0(query, key, value, causal: bool) -> Expected:
-    """Head 0 in float64 on the same (rounded) inputs, on the device: the expected output [n, d]
-    and its error_scale [n, d], as numpy arrays for check.check_output."""
-    q, k, v = (x[0, 0].to(torch.float64) for x in (query, key, value))  # [n, d]
-    steps = torch_port.attention_steps(
-        q, k, v, is_causal=causal, device=q.device, dtype=torch.float64, memory_limit=math.inf
-    )  # the bench sizes its cells to the GPU itself (see `need` below)
-    allowed = steps.logits > -math.inf  # [n, n]  the keys causality leaves
-    error_scale = compare.float64_error_scale(q, k, v, steps.weights, 1.0 / math.sqrt(q.shape[-1]), allowed)
-    return Expected(steps.output.cpu().numpy(), error_scale.cpu().numpy())
 
 
 def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected: Expected) -> Timing:
     timing = Timing()
     try:
         fn()  # first call: kernel selection and library workspaces, kept out of the peak
-        _sync(device)
         timing.peak_mib = peak_above_inputs_mib(fn, device)
-        output, times = time_call(
-            fn, device, args.repeats, max(args.repeats, args.max_repeats), args.cell_budget
-        )
+        output, _, times = time_cell(
+            fn, args.repeats, max(args.repeats, args.max_repeats), args.cell_budget, warmup_s=math.inf,
+            max_warmup=2, clock=cuda_clock if device.type == "cuda" else wall_clock,
+        )  # fmt: skip
         got = output[0, 0].to(torch.float64).cpu().numpy()  # [n, d]
         timing.budget_used, problem = check_output(got, expected, row.dtype)
         if impl == "fused":
@@ -181,7 +151,6 @@ def run_cell(row: Row, impl: str, fn, device, args, flops: float, expected: Expe
     except RuntimeError as error:  # a kernel that refuses these inputs: reported, not hidden
         timing.status, timing.note = "FAILED", (str(error).splitlines() or ["RuntimeError"])[0][:120]
         return timing
-    timing.runs = len(times)
     if problem is not None:
         timing.status, timing.note = "FAILED", problem
         return timing
@@ -236,9 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                     torch.cuda.empty_cache()
     report = format_report(rows, device, args, time.perf_counter() - started)
     out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = out.with_name(f".{out.name}.tmp")
-    scratch.write_text(report, encoding="utf-8")
-    scratch.replace(out)
+    write_atomic(out, report)
     print(report)
     failed = sum(t.status == "FAILED" for row in rows for t in row.impls.values())
     print(f"gpu-bench: wrote {out}" + (f"; {failed} FAILED" if failed else ""), file=sys.stderr)
@@ -252,8 +219,12 @@ def _skipped(note: str) -> dict[str, Timing]:
 def _measure(row: Row, query, key, value, dtype, device, args) -> dict[str, Timing]:
     heads, n, d = query.shape[1], row.n, row.d
     flops = 4.0 * heads * n * n * d
+    # The check's reference: head 0 in float64 on the same (rounded) inputs, computed on the device;
+    # no memory limit, as the bench sizes its cells to the GPU itself (see `need` below).
+    head0 = (x[0, 0].to(torch.float64) for x in (query, key, value))  # [n, d]
+    steps = partial(torch_port.attention_steps, device=device, dtype=torch.float64, memory_limit=math.inf)
     try:
-        expected = reference_head0(query, key, value, row.causal)
+        expected = expected_output(*head0, row.causal, steps)
     except torch.cuda.OutOfMemoryError:
         torch.cuda.empty_cache()
         return _skipped("no memory for the float64 check")

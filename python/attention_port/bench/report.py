@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..node import node_version
+from .worker import write_atomic
 
 
 def describe_machine(node: Path | None) -> dict:
@@ -77,16 +78,10 @@ def write_report(out: Path, machine, settings, results, memory, targets, skipped
         "seconds": round(seconds, 1),
     }
     markdown = format_markdown(document, results, plot_note, order)
-    _write_atomic(out / "bench.json", json.dumps(document, indent=1, allow_nan=False) + "\n")
-    _write_atomic(out / "bench.md", markdown)
+    write_atomic(out / "bench.json", json.dumps(document, indent=1, allow_nan=False) + "\n")
+    write_atomic(out / "bench.md", markdown)
     print(markdown)
     return [out / "bench.md", out / "bench.json"] + ([] if plot_note else [out / "bench.png"])
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    scratch = path.with_name(f".{path.name}.tmp")
-    scratch.write_text(text, encoding="utf-8")
-    scratch.replace(path)
 
 
 def _load_note(machine: dict, threads: int) -> list[str]:

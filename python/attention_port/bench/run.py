@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..node import MINIMUM_NODE, REPO_ROOT, NodeError, find_node, node_version
+from ..node import REPO_ROOT, NodeError, checked_node
 from . import check, peers, report
 from .worker import input_path
 
@@ -51,7 +51,6 @@ BENCH_TS = REPO_ROOT / "typescript" / "src" / "bench.ts"
 DEFAULT_OUT = REPO_ROOT / "bench-results"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder that holds attention_port/
 DTYPES = ("float64", "float32")
-BOTH = DTYPES
 CAUSAL = {"off": [False], "on": [True], "both": [False, True]}  # --causal
 
 
@@ -70,24 +69,20 @@ class BenchPort:
 
 PORTS = (
     BenchPort("numpy", "python", ("float64",), "reference.py"),
-    BenchPort("torch-sdpa", "python", BOTH, "torch's own kernel, [1, 1, n, d]", linear_memory=True),
-    BenchPort("torch-math", "python", BOTH, "torch_port.py"),
+    BenchPort("torch-sdpa", "python", DTYPES, "torch's own kernel, [1, 1, n, d]", linear_memory=True),
+    BenchPort("torch-math", "python", DTYPES, "torch_port.py"),
     BenchPort("typescript", "node", ("float64",), "attention.ts, number[][]", slow=True),
-    BenchPort("typescript-flash", "node", BOTH, "flash.ts, flat typed arrays", linear_memory=True),
+    BenchPort("typescript-flash", "node", DTYPES, "flash.ts, flat typed arrays", linear_memory=True),
     BenchPort("typescript-flash-nested", "node", ("float64",), "flash.ts, number[][] in and out"),
     BenchPort(
-        "typescript-simd", "node", BOTH, "simd.ts, WebAssembly SIMD, flat typed arrays", linear_memory=True
+        "typescript-simd", "node", DTYPES, "simd.ts, WebAssembly SIMD, flat typed arrays", linear_memory=True
     ),
-    BenchPort("typescript-simd-2w", "node", BOTH, "simd.ts, flat, workers: 2"),
+    BenchPort("typescript-simd-2w", "node", DTYPES, "simd.ts, flat, workers: 2"),
     BenchPort("typescript-simd-nested", "node", ("float64",), "simd.ts, number[][] in and out"),
-    BenchPort("onnxruntime-node", "node", BOTH, "CPU provider, peers.py's graph", peer=True),
-    BenchPort("onnxruntime-web", "node", BOTH, "WebAssembly backend in Node, peers.py's graph", peer=True),
+    BenchPort("onnxruntime-node", "node", DTYPES, "CPU provider, peers.py's graph", peer=True),
+    BenchPort("onnxruntime-web", "node", DTYPES, "WebAssembly backend in Node, peers.py's graph", peer=True),
 )
 PORT_NAMES = tuple(p.name for p in PORTS)
-
-
-class BenchError(Exception):
-    """The bench could not run at all (exit 2); the message is one line."""
 
 
 @dataclass
@@ -125,19 +120,10 @@ class MemoryResult:
 # Workers
 
 
-@dataclass
-class Finished:
-    returncode: int | None  # None: killed after the time-out
-    tail: list[str]  # the last lines it printed
-
-
-def run_process(command: list[str], env: dict[str, str], timeout: float, echo: bool) -> Finished:
-    """Run a worker, echoing its progress lines to stderr; kill it after `timeout` seconds.
-
-    Its peak memory is what the worker itself reads from /proc/self/status (VmHWM), not the
-    ru_maxrss that os.wait4 or getrusage give: Linux carries a process's maxrss across fork and
-    exec, so a child's ru_maxrss starts at the parent's own peak (here the parent has just held
-    the n x n reference matrices) and would hide a small worker's real peak."""
+def run_process(command: list[str], env: dict[str, str], timeout: float, echo: bool):
+    """Run a worker, echoing its progress lines to stderr; kill it after `timeout` seconds. Returns
+    its exit code (None: killed) and its last lines. Its peak memory is what the worker reads
+    itself, not os.wait4's ru_maxrss (worker.peak_rss_kib says why)."""
     process = subprocess.Popen(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         env=env, text=True, errors="replace",
@@ -160,7 +146,7 @@ def run_process(command: list[str], env: dict[str, str], timeout: float, echo: b
         process.wait()
         returncode = None
     reader.join(timeout=10)
-    return Finished(returncode, list(tail))
+    return returncode, list(tail)
 
 
 class Workers:
@@ -180,7 +166,7 @@ class Workers:
         self.versions: dict[str, dict] = {}
 
     def run(self, port: BenchPort, mode: str, cells: list[dict], timeout: float, corrupt: bool = False):
-        """(result document or None, Finished, a one-line problem or None)."""
+        """(result document or None, exit code or None when killed, a one-line problem or None)."""
         self.count += 1
         s = self.settings
         plan_path = self.scratch / f"plan-{self.count}.json"
@@ -197,20 +183,20 @@ class Workers:
             command = [sys.executable, "-m", "attention_port.bench.worker", str(plan_path)]
         else:
             command = [str(self.node), str(BENCH_TS), str(plan_path)]
-        finished = run_process(command, self.env, timeout, echo=mode == "time")
+        returncode, tail = run_process(command, self.env, timeout, echo=mode == "time")
         document = None
         if result_path.is_file():
             try:
                 document = json.loads(result_path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as error:
-                return None, finished, f"the worker wrote malformed JSON: {error}"
+                return None, returncode, f"the worker wrote malformed JSON: {error}"
             self.versions.setdefault(port.name, document.get("versions") or {})
-        if finished.returncode is None:
-            return document, finished, f"did not finish within {timeout:g} s"
-        if finished.returncode != 0 or document is None:
-            last = next((line for line in reversed(finished.tail) if line.strip()), "no output")
-            return document, finished, f"the worker exited with code {finished.returncode}: {last.strip()}"
-        return document, finished, None
+        if returncode is None:
+            return document, returncode, f"did not finish within {timeout:g} s"
+        if returncode != 0 or document is None:
+            last = next((line for line in reversed(tail) if line.strip()), "no output")
+            return document, returncode, f"the worker exited with code {returncode}: {last.strip()}"
+        return document, returncode, None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return _bench(args)
-    except (BenchError, NodeError) as error:
+    except NodeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
@@ -342,12 +328,7 @@ def _bench(args: argparse.Namespace) -> int:
     if any(p.peer for p in ports) and (why := peers.peers_missing()):
         skipped.update({p.name: why for p in ports if p.peer})
         ports = [p for p in ports if not p.peer]
-    node = None
-    if any(p.worker == "node" for p in ports):
-        node = find_node()
-        version = node_version(node)
-        if version[:2] < MINIMUM_NODE:
-            raise BenchError(f"{node} is Node {'.'.join(map(str, version))}; the bench needs >= 22.18")
+    node = checked_node() if any(p.worker == "node" for p in ports) else None
     machine = report.describe_machine(node)
     cells_by_port = {port.name: plan_cells(port, args) for port in ports}
     memory_cells = {
@@ -476,10 +457,10 @@ def measure_memory(workers: Workers, port: BenchPort, sizes: list[int], args) ->
         if idle_problem:
             row.note = f"idle process: {idle_problem}"
             continue
-        document, finished, problem = workers.run(port, "memory", [cell], args.memory_timeout)
+        document, returncode, problem = workers.run(port, "memory", [cell], args.memory_timeout)
         cell_error = ((document or {}).get("cells") or [{}])[0].get("error")
-        if finished.returncode is None:  # timed out: the readable port at large n
-            row.status, row.note = "not run", f"did not finish within {args.memory_timeout:g} s"
+        if returncode is None:  # timed out: the readable port at large n
+            row.status, row.note = "not run", problem
             continue
         if problem or cell_error:
             row.note = problem or cell_error

@@ -21,7 +21,7 @@ The plan (JSON, written by the parent):
     corrupt    test hook: add 0.01 to the last output element after timing, so that the test can see
                the parent refuse a wrong answer
 
-The result document: {"port", "mode", "versions", "threads", "cells": [{"n", "d", "dtype",
+The result document: {"port", "mode", "versions", "cells": [{"n", "d", "dtype",
 "causal", "warmup_runs", "runs_ms", "median_ms", "output", "backend"} or {..., "error"}],
 "vm_hwm_kib", "ru_maxrss_kib"}. "backend" is the kernel torch ran (torch-sdpa only). A cell that
 raises is recorded with its error and the others still run; the parent marks it FAILED. Progress
@@ -40,6 +40,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -120,32 +121,34 @@ def sdpa_backend(run: Callable[[], object]) -> str:
     return kernel.removeprefix("aten::") if kernel else "unknown (" + ", ".join(names[:3]) + ")"
 
 
+def wall_clock(run: Callable[[], object]) -> tuple[object, float]:
+    """One run and its wall-clock time in ms: time_cell's clock on the CPU."""
+    start = time.perf_counter()
+    output = run()
+    return output, (time.perf_counter() - start) * 1e3
+
+
 def time_cell(
-    run: Callable[[], object], min_runs: int, max_runs: int, budget_s: float, warmup_s: float
-) -> tuple[object, int, list[float]]:
+    run: Callable[[], object], min_runs: int, max_runs: int, budget_s: float, warmup_s: float,
+    max_warmup: int = 20, clock: Callable[[Callable[[], object]], tuple[object, float]] = wall_clock,
+) -> tuple[object, int, list[float]]:  # fmt: skip
     """Warm up, then time runs: at least `min_runs`; past that, more only while the timed runs
     have taken less than `budget_s` in all, up to `max_runs`. So a fast cell gets many runs and a
-    slow one exactly `min_runs`. Warm-up: one run, more while under `warmup_s` (at most 20), so
-    that caches, allocators and thread pools are settled before the clock starts.
+    slow one exactly `min_runs`. Warm-up: one run, more while under `warmup_s` (at most
+    `max_warmup`), so that caches, allocators and thread pools are settled before the clock starts.
+    gpu.py passes a clock of CUDA events, which also waits for each run to finish.
 
     Returns the last timed run's output (the one the parent checks), the warm-up count and the
     timed runs in milliseconds."""
-    started = time.perf_counter()
-    warmup_runs = 0
-    while True:
-        run()
+    warmup_runs, warmup_ms = 0, 0.0
+    while warmup_runs == 0 or (warmup_runs < max_warmup and warmup_ms < warmup_s * 1e3):
+        warmup_ms += clock(run)[1]
         warmup_runs += 1
-        if warmup_runs >= 20 or time.perf_counter() - started >= warmup_s:
-            break
     times_ms: list[float] = []
-    spent_s = 0.0
     output = None
-    while len(times_ms) < min_runs or (len(times_ms) < max_runs and spent_s < budget_s):
-        start = time.perf_counter()
-        output = run()
-        elapsed = time.perf_counter() - start
-        times_ms.append(elapsed * 1e3)
-        spent_s += elapsed
+    while len(times_ms) < min_runs or (len(times_ms) < max_runs and sum(times_ms) < budget_s * 1e3):
+        output, elapsed_ms = clock(run)
+        times_ms.append(elapsed_ms)
     return output, warmup_runs, times_ms
 
 
@@ -180,10 +183,6 @@ def peak_rss_kib() -> tuple[int | None, int]:
 def run_plan(plan: dict) -> dict:
     port = load_port(plan["port"], int(plan.get("threads", 1)))
     result: dict = {"port": plan["port"], "mode": plan["mode"], "versions": port.versions, "cells": []}
-    if "torch" in port.versions:
-        import torch
-
-        result["threads"] = torch.get_num_threads()
     inputs, outputs = Path(plan["inputs"]), Path(plan.get("outputs", "."))
     for cell in plan["cells"] if plan["mode"] != "idle" else []:
         n, d, dtype, causal = int(cell["n"]), int(cell["d"]), cell["dtype"], bool(cell["causal"])
@@ -191,15 +190,14 @@ def run_plan(plan: dict) -> dict:
         label = f"{plan['port']} {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
         try:
             q, k, v = (port.prepare(read_input(inputs, n, d, w), dtype) for w in ("query", "key", "value"))
+            run = partial(port.run, q, k, v, causal)
             if plan["mode"] == "memory":
-                port.run(q, k, v, causal)  # exactly one pass: the peak is read at exit
+                run()  # exactly one pass: the peak is read at exit
                 record["runs_ms"] = []
             else:
                 out, warmup_runs, times_ms = time_cell(
-                    lambda q=q, k=k, v=v, causal=causal: port.run(q, k, v, causal),
-                    int(plan["min_runs"]), int(plan["max_runs"]),
-                    float(plan["budget_s"]), float(plan["warmup_s"]),
-                )  # fmt: skip
+                    run, plan["min_runs"], plan["max_runs"], plan["budget_s"], plan["warmup_s"]
+                )
                 out64 = np.ascontiguousarray(port.to_float64(out), dtype="<f8")
                 if plan.get("corrupt"):
                     out64.reshape(-1)[-1] += 0.01  # test hook: a wrong answer the parent must catch
@@ -208,7 +206,7 @@ def run_plan(plan: dict) -> dict:
                 record.update(warmup_runs=warmup_runs, runs_ms=times_ms,
                               median_ms=statistics.median(times_ms), output=str(path))  # fmt: skip
                 if plan["port"] == "torch-sdpa":  # an untimed pass under the profiler
-                    record["backend"] = sdpa_backend(lambda q=q, k=k, v=v, c=causal: port.run(q, k, v, c))
+                    record["backend"] = sdpa_backend(run)
                 print(f"{label}: median {record['median_ms']:.3f} ms over {len(times_ms)} runs"
                       + (f", kernel {record['backend']}" if "backend" in record else ""),
                       file=sys.stderr, flush=True)  # fmt: skip
@@ -227,11 +225,16 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m attention_port.bench.worker PLAN.json", file=sys.stderr)
         return 2
     plan = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    result = run_plan(plan)
-    scratch = Path(plan["result"] + ".tmp")
-    scratch.write_text(json.dumps(result, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    scratch.replace(plan["result"])  # the parent never reads half a document
+    write_atomic(Path(plan["result"]), json.dumps(run_plan(plan), indent=1, allow_nan=False) + "\n")
     return 0
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write to a scratch file beside `path`, then rename it into place: whoever reads `path` (the
+    parent, a person, a later run) never sees half a file. report.py and gpu.py write theirs so too."""
+    scratch = path.with_name(f".{path.name}.tmp")
+    scratch.write_text(text, encoding="utf-8")
+    scratch.replace(path)
 
 
 if __name__ == "__main__":
