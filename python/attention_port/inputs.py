@@ -226,11 +226,8 @@ def to_mask_array(data: object) -> np.ndarray:
     first_kind: str | None = None
     first_path = ""
     for path, leaf in leaves(data, len(shape)):
-        if _is_boolean(leaf):
-            kind = "a boolean"
-        elif is_number(leaf):
-            kind = "a number"
-        else:
+        kind = "a boolean" if _is_boolean(leaf) else "a number" if is_number(leaf) else None
+        if kind is None:
             raise AttentionInputError(
                 "type", f"{name}{path} is {describe_value(leaf)}, expected a boolean or a number"
             )
@@ -323,7 +320,7 @@ def check_shapes(
     """Rank, batch, head, feature and length checks, then the mask's broadcast."""
     q, k, v = tuple(query_shape), tuple(key_shape), tuple(value_shape)
     qs, ks, vs = format_shape(q), format_shape(k), format_shape(v)
-    for name, shape in (("query", q), ("key", k), ("value", v)):
+    for name, shape in {"query": q, "key": k, "value": v}.items():
         if len(shape) < 2:
             raise AttentionInputError(
                 "rank", f"{name} must have at least 2 dimensions ([L, E]), got shape {format_shape(shape)}"
@@ -334,12 +331,12 @@ def check_shapes(
         )
     has_heads = len(q) >= 3
     batch_rank = max(len(q) - 3, 0)
-    for name, shape, text in (("key", k, ks), ("value", v, vs)):
+    for name, shape in {"key": k, "value": v}.items():
         if shape[:batch_rank] != q[:batch_rank]:
             raise AttentionInputError(
                 "shape",
                 f"{name} has batch dims {format_shape(shape[:batch_rank])} but query has"
-                f" {format_shape(q[:batch_rank])} (query {qs}, {name} {text})",
+                f" {format_shape(q[:batch_rank])} (query {qs}, {name} {format_shape(shape)})",
             )
     query_heads = q[-3] if has_heads else 1
     key_value_heads = k[-3] if has_heads else 1
@@ -410,6 +407,4 @@ def check_mask_shape(mask_shape: tuple[int, ...], scores_shape: tuple[int, ...])
 
 def resolve_scale(scale: float | None, features: int) -> float:
     """The default 1/sqrt(E) keeps the scores' spread near 1 whatever E is (see reference.py)."""
-    if scale is not None:
-        return float(scale)
-    return 1.0 / math.sqrt(features)
+    return 1.0 / math.sqrt(features) if scale is None else float(scale)
