@@ -114,10 +114,6 @@ def is_number(x: object) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) and _fits_float64(x)
 
 
-def _is_finite(x: object) -> bool:
-    return is_number(x) and math.isfinite(x)  # type: ignore[arg-type]
-
-
 def _is_boolean(x: object) -> bool:
     return isinstance(x, (bool, np.bool_))
 
@@ -255,9 +251,9 @@ def check_options(
         raise AttentionInputError("value", f"is_causal must be a boolean, got {describe_value(is_causal)}")
     if not _is_boolean(enable_gqa):
         raise AttentionInputError("value", f"enable_gqa must be a boolean, got {describe_value(enable_gqa)}")
-    if scale is not None and not _is_finite(scale):
+    if scale is not None and not (is_number(scale) and math.isfinite(scale)):  # type: ignore[arg-type]
         raise AttentionInputError("value", f"scale must be a finite number, got {describe_value(scale)}")
-    if not (_is_finite(softcap) and softcap >= 0):  # type: ignore[operator]
+    if not (is_number(softcap) and math.isfinite(softcap) and softcap >= 0):  # type: ignore[arg-type,operator]
         raise AttentionInputError(
             "value", f"softcap must be a finite number >= 0, got {describe_value(softcap)}"
         )

@@ -273,7 +273,7 @@ export function isShaped(x: unknown): x is { readonly shape: unknown; readonly d
 
 /** The shaped form's own checks (no Python twin: a numpy array's shape is always sound).
  * `expected` words what `data` must be, for the message. */
-export function checkShaped(
+function checkShaped(
   name: string,
   input: { readonly shape: unknown; readonly data: unknown },
   expected: string,
@@ -470,7 +470,7 @@ export function toMaskArray(data: unknown): MaskArray {
 
 /** query, key or value in flat form: a { shape, data } whose data is a Float64Array or a
  * Float32Array, with the shaped form's checks (checkShaped). Nothing is copied. */
-export function checkFlatTensor(
+function checkFlatTensor(
   name: string,
   tensor: unknown,
 ): { shape: number[]; data: Float64Array | Float32Array } {
@@ -492,7 +492,7 @@ export function checkFlatTensor(
 
 /** attnMask in flat form: its dtype, then the shaped form's checks, then the typed array its dtype
  * needs. Not widened: the kernels read it in place. */
-export function checkFlatMask(mask: unknown): KernelMask {
+function checkFlatMask(mask: unknown): KernelMask {
   const name = "attnMask";
   if (!isShaped(mask) || !("dtype" in mask)) {
     throw new AttentionInputError(
@@ -519,7 +519,7 @@ export function checkFlatMask(mask: unknown): KernelMask {
 }
 
 /** The scalar options, checked before any tensor is touched. */
-export function checkOptions(
+function checkOptions(
   isCausal: unknown,
   scale: unknown,
   enableGqa: unknown,
@@ -676,7 +676,7 @@ export function checkShapes(
 }
 
 /** numpy broadcasting, aligned on the right: each mask dim is 1 or the scores' dim. */
-export function checkMaskShape(maskShape: readonly number[], scoresShape: readonly number[]): void {
+function checkMaskShape(maskShape: readonly number[], scoresShape: readonly number[]): void {
   const [ms, ss] = [formatShape(maskShape), formatShape(scoresShape)];
   if (maskShape.length === 0) {
     throw new AttentionInputError("mask", `attnMask must have at least 1 dimension, got shape ${ms}`);
@@ -725,14 +725,9 @@ export interface CheckedInputs<Data extends Float64Array | Float32Array = Float6
 /** The options argument read with its defaults and checked: the scalar options are checked before
  * any tensor is touched. That the argument is an object (or left out) is TypeScript's own check,
  * as Python has keyword arguments instead. */
-export function readOptions<Mask>(options: unknown): {
-  readonly attnMask: Mask | null;
-  readonly isCausal: boolean;
-  readonly scale: number | null;
-  readonly enableGqa: boolean;
-  readonly softcap: number;
-  readonly memoryLimit: number;
-} {
+export function readOptions<Mask>(
+  options: unknown,
+): Required<Omit<AttentionOptions, "attnMask">> & { readonly attnMask: Mask | null } {
   if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
     throw new AttentionInputError("value", `options must be an object, got ${describeValue(options)}`);
   }
@@ -743,8 +738,7 @@ export function readOptions<Mask>(options: unknown): {
   return { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit };
 }
 
-/** Both entries' checks, in the readable port's order: the options, query, key and value
- * (`readTensor`), attnMask (`readMask`), then the shapes; the scale is resolved last. */
+/** Both entries' checks, in the order of the readable port's attentionSteps (attention.ts). */
 function checkEntry<Data extends Float64Array | Float32Array, Mask>(
   query: unknown,
   key: unknown,
@@ -789,8 +783,7 @@ export function checkInputs(
   });
 }
 
-/** The flat entry's inputs, checked: checkFlatTensor, checkFlatMask, then the shapes. Nothing is
- * copied; the tensors keep their float type. */
+/** The flat entry's inputs, checked in place: nothing is copied, the tensors keep their float type. */
 export function checkFlatInputs(
   query: unknown,
   key: unknown,
