@@ -244,7 +244,7 @@ def check_options(
     scale: object,
     enable_gqa: object,
     softcap: object,
-    memory_limit: object = DEFAULT_MEMORY_LIMIT,
+    memory_limit: object,
 ) -> None:
     """The scalar options, checked before any tensor is touched."""
     if not _is_boolean(is_causal):

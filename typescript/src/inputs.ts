@@ -470,10 +470,7 @@ export function toMaskArray(data: unknown): MaskArray {
 
 /** query, key or value in flat form: a { shape, data } whose data is a Float64Array or a
  * Float32Array, with the shaped form's checks (checkShaped). Nothing is copied. */
-function checkFlatTensor(
-  name: string,
-  tensor: unknown,
-): { shape: number[]; data: Float64Array | Float32Array } {
+function checkFlatTensor(name: string, tensor: unknown): FlatTensor {
   if (!isShaped(tensor)) {
     throw new AttentionInputError(
       "type",
@@ -524,7 +521,7 @@ function checkOptions(
   scale: unknown,
   enableGqa: unknown,
   softcap: unknown,
-  memoryLimit: unknown = DEFAULT_MEMORY_LIMIT,
+  memoryLimit: unknown,
 ): void {
   if (!isBoolean(isCausal)) {
     throw new AttentionInputError("value", `isCausal must be a boolean, got ${describeValue(isCausal)}`);
