@@ -114,10 +114,6 @@ def is_number(x: object) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) and _fits_float64(x)
 
 
-def _is_finite(x: object) -> bool:
-    return is_number(x) and math.isfinite(x)  # type: ignore[arg-type]
-
-
 def _is_boolean(x: object) -> bool:
     return isinstance(x, (bool, np.bool_))
 
@@ -226,11 +222,8 @@ def to_mask_array(data: object) -> np.ndarray:
     first_kind: str | None = None
     first_path = ""
     for path, leaf in leaves(data, len(shape)):
-        if _is_boolean(leaf):
-            kind = "a boolean"
-        elif is_number(leaf):
-            kind = "a number"
-        else:
+        kind = "a boolean" if _is_boolean(leaf) else "a number" if is_number(leaf) else None
+        if kind is None:
             raise AttentionInputError(
                 "type", f"{name}{path} is {describe_value(leaf)}, expected a boolean or a number"
             )
@@ -251,16 +244,16 @@ def check_options(
     scale: object,
     enable_gqa: object,
     softcap: object,
-    memory_limit: object = DEFAULT_MEMORY_LIMIT,
+    memory_limit: object,
 ) -> None:
     """The scalar options, checked before any tensor is touched."""
     if not _is_boolean(is_causal):
         raise AttentionInputError("value", f"is_causal must be a boolean, got {describe_value(is_causal)}")
     if not _is_boolean(enable_gqa):
         raise AttentionInputError("value", f"enable_gqa must be a boolean, got {describe_value(enable_gqa)}")
-    if scale is not None and not _is_finite(scale):
+    if scale is not None and not (is_number(scale) and math.isfinite(scale)):  # type: ignore[arg-type]
         raise AttentionInputError("value", f"scale must be a finite number, got {describe_value(scale)}")
-    if not (_is_finite(softcap) and softcap >= 0):  # type: ignore[operator]
+    if not (is_number(softcap) and math.isfinite(softcap) and softcap >= 0):  # type: ignore[arg-type,operator]
         raise AttentionInputError(
             "value", f"softcap must be a finite number >= 0, got {describe_value(softcap)}"
         )
@@ -323,7 +316,7 @@ def check_shapes(
     """Rank, batch, head, feature and length checks, then the mask's broadcast."""
     q, k, v = tuple(query_shape), tuple(key_shape), tuple(value_shape)
     qs, ks, vs = format_shape(q), format_shape(k), format_shape(v)
-    for name, shape in (("query", q), ("key", k), ("value", v)):
+    for name, shape in {"query": q, "key": k, "value": v}.items():
         if len(shape) < 2:
             raise AttentionInputError(
                 "rank", f"{name} must have at least 2 dimensions ([L, E]), got shape {format_shape(shape)}"
@@ -334,12 +327,12 @@ def check_shapes(
         )
     has_heads = len(q) >= 3
     batch_rank = max(len(q) - 3, 0)
-    for name, shape, text in (("key", k, ks), ("value", v, vs)):
+    for name, shape in {"key": k, "value": v}.items():
         if shape[:batch_rank] != q[:batch_rank]:
             raise AttentionInputError(
                 "shape",
                 f"{name} has batch dims {format_shape(shape[:batch_rank])} but query has"
-                f" {format_shape(q[:batch_rank])} (query {qs}, {name} {text})",
+                f" {format_shape(q[:batch_rank])} (query {qs}, {name} {format_shape(shape)})",
             )
     query_heads = q[-3] if has_heads else 1
     key_value_heads = k[-3] if has_heads else 1
@@ -410,6 +403,4 @@ def check_mask_shape(mask_shape: tuple[int, ...], scores_shape: tuple[int, ...])
 
 def resolve_scale(scale: float | None, features: int) -> float:
     """The default 1/sqrt(E) keeps the scores' spread near 1 whatever E is (see reference.py)."""
-    if scale is not None:
-        return float(scale)
-    return 1.0 / math.sqrt(features)
+    return 1.0 / math.sqrt(features) if scale is None else float(scale)

@@ -147,7 +147,7 @@ export function formatShape(shape: readonly number[]): string {
 /** What a non-number is, in words both languages share. (Numbers: String(x), which Python's
  * format_number imitates.) */
 export function describeValue(x: unknown): string {
-  if (x === null || x === undefined) {
+  if (x == null) {
     return "null";
   }
   if (typeof x === "boolean") {
@@ -189,40 +189,52 @@ export function path(indices: readonly number[]): string {
   return indices.map((i) => `[${i}]`).join("");
 }
 
+/** The shape nested arrays give by their first element at each depth (what inferShape then checks). */
+function nestedShape(data: unknown): number[] {
+  const shape: number[] = [];
+  let node = data;
+  while (isArray(node)) {
+    shape.push(node.length);
+    if (node.length === 0) {
+      break;
+    }
+    node = node[0];
+  }
+  return shape;
+}
+
 /** Shape of nested arrays, read from the first element at each depth, then checked everywhere.
  *
  * A ragged array throws kind "ragged" naming the first element (depth first) that disagrees.
  */
 export function inferShape(name: string, data: unknown): number[] {
-  const shape = firstShape(data);
+  const shape = nestedShape(data);
 
-  function walk(node: unknown, depth: number, indices: number[]): void {
-    const ragged = (problem: string) =>
-      new AttentionInputError(
-        "ragged",
-        `${name} is ragged: ${name}${path(indices)} ${problem}` +
-          ` (shape from the first elements: ${formatShape(shape)})`,
-      );
+  const ragged = (where: string, problem: string) =>
+    new AttentionInputError(
+      "ragged",
+      `${name} is ragged: ${where} ${problem} (shape from the first elements: ${formatShape(shape)})`,
+    );
+
+  function walk(node: unknown, depth: number, where: string): void {
     if (depth === shape.length) {
       if (isArray(node)) {
-        throw ragged("is an array, expected a scalar");
+        throw ragged(where, "is an array, expected a scalar");
       }
       return;
     }
     if (!isArray(node)) {
-      throw ragged(`is not an array, expected length ${shape[depth]}`);
+      throw ragged(where, `is not an array, expected length ${shape[depth]}`);
     }
     if (node.length !== shape[depth]) {
-      throw ragged(`has length ${node.length}, expected ${shape[depth]}`);
+      throw ragged(where, `has length ${node.length}, expected ${shape[depth]}`);
     }
     for (let i = 0; i < node.length; i++) {
-      indices.push(i);
-      walk(node[i], depth + 1, indices);
-      indices.pop();
+      walk(node[i], depth + 1, `${where}[${i}]`);
     }
   }
 
-  walk(data, 0, []);
+  walk(data, 0, name);
   return shape;
 }
 
@@ -261,7 +273,7 @@ export function isShaped(x: unknown): x is { readonly shape: unknown; readonly d
 
 /** The shaped form's own checks (no Python twin: a numpy array's shape is always sound).
  * `expected` words what `data` must be, for the message. */
-export function checkShaped(
+function checkShaped(
   name: string,
   input: { readonly shape: unknown; readonly data: unknown },
   expected: string,
@@ -290,21 +302,6 @@ export function checkShaped(
     );
   }
   return { shape: [...(shape as number[])], data: values };
-}
-
-/** The shape nested arrays claim: the lengths along the first elements (what inferShape reads
- * before checking). */
-function firstShape(data: unknown): number[] {
-  const shape: number[] = [];
-  let node = data;
-  while (isArray(node)) {
-    shape.push(node.length);
-    if (node.length === 0) {
-      break;
-    }
-    node = node[0];
-  }
-  return shape;
 }
 
 /** The fast path of toArray and toMaskArray for nested arrays: one walk that checks every array's
@@ -401,7 +398,7 @@ const newArray: Allocate = (_name, length) => new Float64Array(length);
 /** query, key or value as a float64 array: nested arrays or a shaped flat tensor. */
 export function toArray(name: string, data: unknown, allocate: Allocate = newArray): FloatArray {
   if (!isShaped(data)) {
-    const claimed = firstShape(data);
+    const claimed = nestedShape(data);
     const fast = allocate(name, product(claimed));
     if (fillNested(data, claimed, fast, isNumber)) {
       return { shape: claimed, data: fast };
@@ -429,7 +426,7 @@ export function toArray(name: string, data: unknown, allocate: Allocate = newArr
 export function toMaskArray(data: unknown): MaskArray {
   const name = "attnMask";
   if (!isShaped(data)) {
-    const claimed = firstShape(data);
+    const claimed = nestedShape(data);
     let first: unknown = data;
     for (let d = 0; d < claimed.length && isArray(first); d++) {
       first = first[0];
@@ -465,7 +462,7 @@ export function toMaskArray(data: unknown): MaskArray {
       );
     }
   }
-  if (leaves.length > 0 && isBoolean(leaves[0])) {
+  if (kindOf(leaves[0]) === "a boolean") {
     return { dtype: "bool", shape, data: Array.from(leaves as ArrayLike<boolean>) };
   }
   return { dtype: "float64", shape, data: Float64Array.from(leaves as ArrayLike<number>) };
@@ -473,10 +470,7 @@ export function toMaskArray(data: unknown): MaskArray {
 
 /** query, key or value in flat form: a { shape, data } whose data is a Float64Array or a
  * Float32Array, with the shaped form's checks (checkShaped). Nothing is copied. */
-export function checkFlatTensor(
-  name: string,
-  tensor: unknown,
-): { shape: number[]; data: Float64Array | Float32Array } {
+function checkFlatTensor(name: string, tensor: unknown): FlatTensor {
   if (!isShaped(tensor)) {
     throw new AttentionInputError(
       "type",
@@ -495,7 +489,7 @@ export function checkFlatTensor(
 
 /** attnMask in flat form: its dtype, then the shaped form's checks, then the typed array its dtype
  * needs. Not widened: the kernels read it in place. */
-export function checkFlatMask(mask: unknown): KernelMask {
+function checkFlatMask(mask: unknown): KernelMask {
   const name = "attnMask";
   if (!isShaped(mask) || !("dtype" in mask)) {
     throw new AttentionInputError(
@@ -522,12 +516,12 @@ export function checkFlatMask(mask: unknown): KernelMask {
 }
 
 /** The scalar options, checked before any tensor is touched. */
-export function checkOptions(
+function checkOptions(
   isCausal: unknown,
   scale: unknown,
   enableGqa: unknown,
   softcap: unknown,
-  memoryLimit: unknown = DEFAULT_MEMORY_LIMIT,
+  memoryLimit: unknown,
 ): void {
   if (!isBoolean(isCausal)) {
     throw new AttentionInputError("value", `isCausal must be a boolean, got ${describeValue(isCausal)}`);
@@ -535,7 +529,7 @@ export function checkOptions(
   if (!isBoolean(enableGqa)) {
     throw new AttentionInputError("value", `enableGqa must be a boolean, got ${describeValue(enableGqa)}`);
   }
-  if (scale !== null && scale !== undefined && !(isNumber(scale) && Number.isFinite(scale))) {
+  if (scale != null && !(isNumber(scale) && Number.isFinite(scale))) {
     throw new AttentionInputError("value", `scale must be a finite number, got ${describeValue(scale)}`);
   }
   if (!(isNumber(softcap) && Number.isFinite(softcap) && softcap >= 0)) {
@@ -581,10 +575,6 @@ export interface AttentionShapes {
   readonly outputShape: readonly number[]; // [B..., Hq, Lq, Ev] ([Lq, Ev] for rank 2)
 }
 
-function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((n, i) => n === b[i]);
-}
-
 /** Rank, batch, head, feature and length checks, then the mask's broadcast. */
 export function checkShapes(
   queryShape: readonly number[],
@@ -595,11 +585,7 @@ export function checkShapes(
 ): AttentionShapes {
   const [q, k, v] = [queryShape, keyShape, valueShape];
   const [qs, ks, vs] = [formatShape(q), formatShape(k), formatShape(v)];
-  for (const [name, shape] of [
-    ["query", q],
-    ["key", k],
-    ["value", v],
-  ] as const) {
+  for (const [name, shape] of Object.entries({ query: q, key: k, value: v })) {
     if (shape.length < 2) {
       throw new AttentionInputError(
         "rank",
@@ -615,15 +601,12 @@ export function checkShapes(
   }
   const hasHeads = q.length >= 3;
   const batchRank = Math.max(q.length - 3, 0);
-  for (const [name, shape, text] of [
-    ["key", k, ks],
-    ["value", v, vs],
-  ] as const) {
-    if (!sameShape(shape.slice(0, batchRank), q.slice(0, batchRank))) {
+  for (const [name, shape] of Object.entries({ key: k, value: v })) {
+    if (shape.slice(0, batchRank).some((n, i) => n !== q[i])) {
       throw new AttentionInputError(
         "shape",
         `${name} has batch dims ${formatShape(shape.slice(0, batchRank))} but query has` +
-          ` ${formatShape(q.slice(0, batchRank))} (query ${qs}, ${name} ${text})`,
+          ` ${formatShape(q.slice(0, batchRank))} (query ${qs}, ${name} ${formatShape(shape)})`,
       );
     }
   }
@@ -690,7 +673,7 @@ export function checkShapes(
 }
 
 /** numpy broadcasting, aligned on the right: each mask dim is 1 or the scores' dim. */
-export function checkMaskShape(maskShape: readonly number[], scoresShape: readonly number[]): void {
+function checkMaskShape(maskShape: readonly number[], scoresShape: readonly number[]): void {
   const [ms, ss] = [formatShape(maskShape), formatShape(scoresShape)];
   if (maskShape.length === 0) {
     throw new AttentionInputError("mask", `attnMask must have at least 1 dimension, got shape ${ms}`);
@@ -718,10 +701,7 @@ export function checkMaskShape(maskShape: readonly number[], scoresShape: readon
 
 /** The default 1/sqrt(E) keeps the scores' spread near 1 whatever E is (see attention.ts). */
 export function resolveScale(scale: number | null | undefined, features: number): number {
-  if (scale !== null && scale !== undefined) {
-    return scale;
-  }
-  return 1.0 / Math.sqrt(features);
+  return scale ?? 1.0 / Math.sqrt(features);
 }
 
 /** Every input of a fast port, checked in the readable port's order and in the form its kernels
@@ -742,14 +722,9 @@ export interface CheckedInputs<Data extends Float64Array | Float32Array = Float6
 /** The options argument read with its defaults and checked: the scalar options are checked before
  * any tensor is touched. That the argument is an object (or left out) is TypeScript's own check,
  * as Python has keyword arguments instead. */
-export function readOptions<Mask>(options: unknown): {
-  readonly attnMask: Mask | null;
-  readonly isCausal: boolean;
-  readonly scale: number | null;
-  readonly enableGqa: boolean;
-  readonly softcap: number;
-  readonly memoryLimit: number;
-} {
+export function readOptions<Mask>(
+  options: unknown,
+): Required<Omit<AttentionOptions, "attnMask">> & { readonly attnMask: Mask | null } {
   if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
     throw new AttentionInputError("value", `options must be an object, got ${describeValue(options)}`);
   }
@@ -760,8 +735,7 @@ export function readOptions<Mask>(options: unknown): {
   return { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit };
 }
 
-/** Both entries' checks, in the readable port's order: the options, query, key and value
- * (`readTensor`), attnMask (`readMask`), then the shapes; the scale is resolved last. */
+/** Both entries' checks, in the order of the readable port's attentionSteps (attention.ts). */
 function checkEntry<Data extends Float64Array | Float32Array, Mask>(
   query: unknown,
   key: unknown,
@@ -776,7 +750,6 @@ function checkEntry<Data extends Float64Array | Float32Array, Mask>(
   const v = readTensor("value", value); // [B..., Hkv, Lk, Ev]
   const mask = attnMask === null ? null : readMask(attnMask); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
-  const resolved = resolveScale(scale, shapes.features);
   return {
     query: q.data,
     key: k.data,
@@ -785,7 +758,7 @@ function checkEntry<Data extends Float64Array | Float32Array, Mask>(
     shapes,
     isCausal,
     softcap,
-    scale: resolved,
+    scale: resolveScale(scale, shapes.features),
     memoryLimit,
   };
 }
@@ -807,8 +780,7 @@ export function checkInputs(
   });
 }
 
-/** The flat entry's inputs, checked: checkFlatTensor, checkFlatMask, then the shapes. Nothing is
- * copied; the tensors keep their float type. */
+/** The flat entry's inputs, checked in place: nothing is copied, the tensors keep their float type. */
 export function checkFlatInputs(
   query: unknown,
   key: unknown,
