@@ -20,7 +20,7 @@ import {
 } from "../src/flash.ts";
 import { type ShapedMask, type ShapedTensor, toArray, toMaskArray } from "../src/inputs.ts";
 import { atTheEdges, attentionProblems, generator, type Problem } from "./generate.ts";
-import { assertFixtureError, broadcast, close, flatten, product, runCase } from "./helpers.ts";
+import { assertFixtureError, broadcast, close, expectError, flatten, product, runCase } from "./helpers.ts";
 
 const cases = loadFixtures();
 
@@ -415,17 +415,6 @@ describe("the flat entry point", () => {
       () =>
         scaledDotProductAttentionFlat(q as FlatTensor, k as FlatTensor, v as FlatTensor, o as never);
     const f64 = (shape: number[], n = product(shape)) => ({ shape, data: new Float64Array(n) });
-    const expectError = (run: () => unknown, kind: string, message: string | RegExp) =>
-      assert.throws(run, (error: unknown) => {
-        assert.ok(error instanceof AttentionInputError, String(error));
-        assert.equal(error.kind, kind);
-        if (typeof message === "string") {
-          assert.equal(error.message, message);
-        } else {
-          assert.match(error.message, message);
-        }
-        return true;
-      });
     const [q, k, v] = [f64([2, 4]), f64([3, 4]), f64([3, 2])];
     expectError(call(q, k, v, { isCausal: 1 }), "value", "isCausal must be a boolean, got 1");
     expectError(

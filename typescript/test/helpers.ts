@@ -108,3 +108,18 @@ export function assertFixtureError(
     return true;
   });
 }
+
+/** `run` throws an AttentionInputError of `kind` whose message is `message` (or matches it). */
+export function expectError(run: () => unknown, kind: ErrorKind, message: string | RegExp): void {
+  assert.throws(run, (error: unknown) => {
+    assert.ok(error instanceof AttentionInputError, `not an AttentionInputError: ${String(error)}`);
+    assert.equal(error.name, "AttentionInputError");
+    assert.equal(error.kind, kind);
+    if (typeof message === "string") {
+      assert.equal(error.message, message);
+    } else {
+      assert.match(error.message, message);
+    }
+    return true;
+  });
+}

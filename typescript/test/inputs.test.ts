@@ -22,6 +22,7 @@ import {
   formatShape,
   inferShape,
 } from "../src/inputs.ts";
+import { expectError } from "./helpers.ts";
 
 /** A tensor of the given shape (nested arrays; every dim > 0), filled with small numbers. */
 function tensor(...shape: number[]): unknown {
@@ -29,20 +30,6 @@ function tensor(...shape: number[]): unknown {
     return Array.from({ length: shape[0] }, (_, i) => (i % 3) - 1);
   }
   return Array.from({ length: shape[0] }, () => tensor(...shape.slice(1)));
-}
-
-function expectError(run: () => unknown, kind: ErrorKind, message: string | RegExp): void {
-  assert.throws(run, (error: unknown) => {
-    assert.ok(error instanceof AttentionInputError, `not an AttentionInputError: ${String(error)}`);
-    assert.equal(error.name, "AttentionInputError");
-    assert.equal(error.kind, kind);
-    if (typeof message === "string") {
-      assert.equal(error.message, message);
-    } else {
-      assert.match(error.message, message);
-    }
-    return true;
-  });
 }
 
 /** scaledDotProductAttention on untyped input, as a JavaScript caller (or a fixture) may give it. */
