@@ -233,6 +233,17 @@ def test_gpu_bench_smoke_on_the_cpu(tmp_path):
     assert all(row.rstrip(" |").endswith("_cpu") for row in rows)  # the fused kernel torch ran
 
 
+@pytest.mark.parametrize("option", ["--heads", "--repeats", "--max-repeats", "--budget"])
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_gpu_bench_refuses_counts_and_a_budget_that_are_not_positive(tmp_path, capsys, option, value):
+    out = tmp_path / "gpu-bench.md"
+    with pytest.raises(SystemExit) as exit_info:
+        gpu.main(["--device", "cpu", "--sizes", "64", option, value, "--out", str(out)])
+    assert exit_info.value.code == 2
+    assert f"argument {option}: must be > 0, not {value}" in capsys.readouterr().err
+    assert not out.exists()
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message; there is a GPU")
 def test_gpu_bench_without_a_gpu_says_so_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "gpu-bench.md"

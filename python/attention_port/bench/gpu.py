@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from .. import torch_port
 from ..node import REPO_ROOT
 from .check import Expected, check_output, expected_output
-from .run import CAUSAL, integers, names
+from .run import CAUSAL, integers, names, positive
 from .worker import sdpa_backend, time_cell, wall_clock, write_atomic
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
@@ -88,18 +88,20 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu (smoke mode)")
     parser.add_argument("--sizes", type=integers, default=[1024, 2048, 4096, 8192, 16384],
                         help="sequence lengths n (default: 1024,2048,4096,8192,16384)")  # fmt: skip
-    parser.add_argument("--heads", type=int, default=16, help="heads, batch 1 (default: 16)")
+    parser.add_argument("--heads", type=positive(int), default=16, help="heads, batch 1 (default: 16)")
     parser.add_argument(
         "--head-dims", type=integers, default=[64, 128], help="features per head d (default: 64,128)"
     )
     parser.add_argument("--dtypes", type=lambda t: names(t, tuple(DTYPES), "dtype"), default=None,
                         help="default: float32,bfloat16,float16 on cuda, float32 on cpu")  # fmt: skip
     parser.add_argument("--causal", choices=tuple(CAUSAL), default="off")
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per cell, at least (default: 5)")
-    parser.add_argument("--max-repeats", type=int, default=20, help="timed runs per cell, at most")
+    parser.add_argument(
+        "--repeats", type=positive(int), default=5, help="timed runs per cell, at least (default: 5)"
+    )
+    parser.add_argument("--max-repeats", type=positive(int), default=20, help="timed runs per cell, at most")
     parser.add_argument("--cell-budget", type=float, default=0.5, metavar="SECONDS",
                         help="past --repeats, keep timing while a cell's runs total under this")  # fmt: skip
-    parser.add_argument("--budget", type=float, default=240.0, metavar="SECONDS",
+    parser.add_argument("--budget", type=positive(float), default=240.0, metavar="SECONDS",
                         help="start no new cell after this long (default: 240)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="markdown report (default: %(default)s)")

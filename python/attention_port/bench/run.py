@@ -224,7 +224,7 @@ def names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
     return chosen
 
 
-def _positive(kind):
+def positive(kind):
     def parse(text: str):
         value = kind(text)
         if value <= 0:
@@ -256,7 +256,7 @@ def make_parser() -> argparse.ArgumentParser:
     add = parser.add_argument
     add("--sizes", type=integers, default=[64, 256, 1024, 2048, 4096],
         help="sequence lengths n (default: 64,256,1024,2048,4096)")  # fmt: skip
-    add("--d", type=_positive(int), default=64, help="features per row (default: 64)")
+    add("--d", type=positive(int), default=64, help="features per row (default: 64)")
     add("--odd-shape", type=_shape, default=(1000, 80),
         help="one more shape NxD, not causal, that fills no tile (default: 1000x80; none: skip)")  # fmt: skip
     add("--ports", type=lambda t: names(t, PORT_NAMES, "port"), default=list(PORT_NAMES),
@@ -264,25 +264,25 @@ def make_parser() -> argparse.ArgumentParser:
     add("--dtypes", type=lambda t: names(t, DTYPES, "dtype"), default=list(DTYPES),
         help="float64,float32 (default: both, where the port has them)")  # fmt: skip
     add("--causal", choices=("both", "on", "off"), default="both", help="causal masking (default: both)")
-    add("--repeats", type=_positive(int), default=5,
+    add("--repeats", type=positive(int), default=5,
         help="timed runs per cell, at least (default: 5); the median is reported")  # fmt: skip
-    add("--max-repeats", type=_positive(int), default=30, help="timed runs per cell, at most (default: 30)")
+    add("--max-repeats", type=positive(int), default=30, help="timed runs per cell, at most (default: 30)")
     add("--cell-budget", type=float, default=0.5, metavar="SECONDS",
         help="past --repeats, keep timing a cell only while its runs total less than this"
         " (default: 0.5): fast cells get more runs, slow ones fewer")  # fmt: skip
     add("--warmup", type=float, default=0.25, metavar="SECONDS",
         help="warm-up: one run, more while under this (default: 0.25)")  # fmt: skip
-    add("--threads", type=_positive(int), default=1, help="threads per worker (default: 1)")
+    add("--threads", type=positive(int), default=1, help="threads per worker (default: 1)")
     add("--seed", type=int, default=0, help="input seed (default: 0)")
-    add("--typescript-max-n", type=_positive(int), default=2048,
+    add("--typescript-max-n", type=positive(int), default=2048,
         help="largest n timed for the readable TypeScript port (default: 2048)")  # fmt: skip
     add("--memory-n", type=int, default=4096,
         help="n of every port's peak-memory pass (default: 4096; 0: no memory pass)")  # fmt: skip
     add("--linear-memory-n", type=int, default=16384,
         help="n of one more pass for ports with memory linear in n (default: 16384; 0: none)")  # fmt: skip
-    add("--memory-timeout", type=_positive(float), default=120.0, metavar="SECONDS",
+    add("--memory-timeout", type=positive(float), default=120.0, metavar="SECONDS",
         help="time allowed for one memory pass (default: 120); else 'not run'")  # fmt: skip
-    add("--worker-timeout", type=_positive(float), default=900.0, metavar="SECONDS",
+    add("--worker-timeout", type=positive(float), default=900.0, metavar="SECONDS",
         help="time allowed for one port's timing process (default: 900)")  # fmt: skip
     add("--out", default=str(DEFAULT_OUT), help="output folder (default: %(default)s)")
     add("--no-plot", action="store_true", help="do not write bench.png")
