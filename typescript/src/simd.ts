@@ -406,7 +406,7 @@ function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Ar
     return output;
   }
   const kernel = loadKernel(chosenBuild());
-  const { queryBlock, keyTile } = kernelBlocks();
+  const [queryBlock, keyTile] = [kernel.exports.queryBlock(), kernel.exports.keyTile()];
   const bytes = float32 ? 4 : 8;
   const sliceCount = parts.length; // (b, h) pairs, row-major over [B..., Hq]
   const kvSlices = (sliceCount / Hq) * Hkv;
