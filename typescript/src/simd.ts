@@ -150,8 +150,7 @@ export function attentionSteps(
   options: SimdAttentionOptions = {},
 ): AttentionSteps {
   const problem = checkedProblem(query, key, value, options);
-  const { workers: _, ...readableOptions } = options;
-  const steps = readable.attentionSteps(query, key, value, readableOptions); // holds its own memoryLimit
+  const steps = readable.attentionSteps(query, key, value, options); // holds its own memoryLimit
   return { ...steps, output: nest(attend(problem), problem.shapes.outputShape) as NestedArray };
 }
 
@@ -168,20 +167,26 @@ export function scaledDotProductAttentionFlat(
   const workers = checkWorkers(options.workers);
   const float32 = checked.query instanceof Float32Array;
   const data = attend({ ...checked, float32, workers });
-  const shapes = checked.shapes;
-  return { shape: shapes.outputShape, data };
+  return { shape: checked.shapes.outputShape, data };
 }
 
 /** The kernel's work split: query rows per work item, keys per tile, and the most bytes of query,
  * output or key rows that one chunk holds in the kernel's memory (tests aim at their edges). */
 export function kernelBlocks(): { queryBlock: number; keyTile: number; chunkBytes: number } {
-  const { exports } = loadKernel(chosenBuild());
+  const { exports } = loadKernel(kernelBuild());
   return { queryBlock: exports.queryBlock(), keyTile: exports.keyTile(), chunkBytes: CHUNK_BYTES };
 }
 
 /** Which build of the kernel runs: "relaxed" (fused multiply-add) or "baseline". */
 export function kernelBuild(): BuildName {
-  return chosenBuild();
+  if (forcedBuild !== null) {
+    return forcedBuild;
+  }
+  if (validatedBuild === null) {
+    checkStamp();
+    validatedBuild = WebAssembly.validate(readFileSync(BUILDS.relaxed.file)) ? "relaxed" : "baseline";
+  }
+  return validatedBuild;
 }
 
 /** Run a build other than the one WebAssembly.validate picked ("auto" goes back to that choice):
@@ -193,21 +198,14 @@ export function selectKernelBuild(build: BuildName | "auto"): void {
 /** exp(x) for each x, as the kernel computes it (exp2 of x · log2 e, with the polynomial above),
  * in float32 for a Float32Array, else float64. For the tests of the approximation. */
 export function kernelExp(x: Float32Array | Float64Array): Float32Array | Float64Array {
-  const kernel = loadKernel(chosenBuild());
-  const bytes = x.BYTES_PER_ELEMENT;
+  const kernel = loadKernel(kernelBuild());
+  const float32 = x instanceof Float32Array;
   const padded = Math.ceil(x.length / 2) * 2 * 2; // whole vectors of either width
-  const at = reserve(kernel, [padded * bytes])[0];
-  const view =
-    x instanceof Float32Array
-      ? new Float32Array(kernel.memory.buffer, at, padded)
-      : new Float64Array(kernel.memory.buffer, at, padded);
+  const at = reserve(kernel, [padded * x.BYTES_PER_ELEMENT])[0];
+  const view = floats(float32, kernel.memory.buffer as SharedArrayBuffer, at, padded);
   view.fill(0);
   view.set(x);
-  if (bytes === 4) {
-    kernel.exports.expF32(at, padded);
-  } else {
-    kernel.exports.expF64(at, padded);
-  }
+  (float32 ? kernel.exports.expF32 : kernel.exports.expF64)(at, padded);
   return view.slice(0, x.length);
 }
 
@@ -307,17 +305,6 @@ function buildFromEnvironment(): BuildName | null {
   );
 }
 
-function chosenBuild(): BuildName {
-  if (forcedBuild !== null) {
-    return forcedBuild;
-  }
-  if (validatedBuild === null) {
-    checkStamp();
-    validatedBuild = WebAssembly.validate(readFileSync(BUILDS.relaxed.file)) ? "relaxed" : "baseline";
-  }
-  return validatedBuild;
-}
-
 function checkStamp(): void {
   if (!buildIsFresh()) {
     throw new Error(
@@ -405,7 +392,7 @@ function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Ar
     computeRowsPlainly(problem, parts, output, false);
     return output;
   }
-  const kernel = loadKernel(chosenBuild());
+  const kernel = loadKernel(kernelBuild());
   const [queryBlock, keyTile] = [kernel.exports.queryBlock(), kernel.exports.keyTile()];
   const bytes = float32 ? 4 : 8;
   const sliceCount = parts.length; // (b, h) pairs, row-major over [B..., Hq]
@@ -595,16 +582,9 @@ function startWorkers(kernel: Kernel, control: Int32Array, count: number): void 
 
 // ---- Plain float64 rows, the readable port's algorithm, where the kernel cannot carry them. ----
 
-/** Query row i of one slice: its scores and logits [Lk] into `scores` and `logits` from `at`, in
- * float64 as the readable port computes them. Returns the row's largest logit (NaN if any is). */
-function rowLogits(
-  problem: Problem,
-  slice: Slice,
-  i: number,
-  scores: Float64Array,
-  logits: Float64Array,
-  at: number,
-): number {
+/** Query row i of one slice: its logits [Lk] into `logits`, in float64 as the readable port
+ * computes them. Returns the row's largest logit (NaN if any is). */
+function rowLogits(problem: Problem, slice: Slice, i: number, logits: Float64Array): number {
   const { shapes, mask, query, key, scale, softcap, isCausal } = problem;
   const { keyLength: Lk, features: E } = shapes;
   let max = -Infinity;
@@ -613,7 +593,6 @@ function rowLogits(
     for (let t = 0; t < E; t++) {
       s += query[slice.query + i * E + t] * key[slice.key + j * E + t];
     }
-    scores[at + j] = s;
     let x = s * scale;
     if (softcap > 0) {
       x = softcap * Math.tanh(x / softcap);
@@ -627,7 +606,7 @@ function rowLogits(
     if (isCausal && j > i) {
       x = -Infinity;
     }
-    logits[at + j] = x;
+    logits[j] = x;
     max = Math.max(max, x);
   }
   return max;
@@ -685,8 +664,7 @@ function computeRowsPlainly(
 ): void {
   const { shapes, value } = problem;
   const { queryLength: Lq, keyLength: Lk, valueFeatures: Ev } = shapes;
-  const scores = new Float64Array(Lk); // [Lk]  one row at a time
-  const logits = new Float64Array(Lk); // [Lk]
+  const logits = new Float64Array(Lk); // [Lk]  one row at a time
   const row = new Float64Array(Ev); // [Ev]
   for (const at of parts) {
     for (let i = 0; i < Lq; i++) {
@@ -698,7 +676,7 @@ function computeRowsPlainly(
       if (onlyNonFinite && finite) {
         continue;
       }
-      const max = rowLogits(problem, at, i, scores, logits, 0);
+      const max = rowLogits(problem, at, i, logits);
       if (max === -Infinity) {
         output.fill(0, out, out + Ev); // fully masked: +0.0, whatever value holds
         continue;
