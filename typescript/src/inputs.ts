@@ -447,6 +447,7 @@ export function toMaskArray(data: unknown): MaskArray {
   // error. Every leaf must be of the first leaf's kind.
   const { shape, leaves, where } = shapeAndLeaves(name, data, "an array of booleans or numbers");
   const kindOf = (leaf: unknown) => (isBoolean(leaf) ? "a boolean" : isNumber(leaf) ? "a number" : null);
+  const firstKind = kindOf(leaves[0]);
   for (let flat = 0; flat < leaves.length; flat++) {
     const kind = kindOf(leaves[flat]);
     if (kind === null) {
@@ -455,14 +456,14 @@ export function toMaskArray(data: unknown): MaskArray {
         `${where(flat)} is ${describeValue(leaves[flat])}, expected a boolean or a number`,
       );
     }
-    if (kind !== kindOf(leaves[0])) {
+    if (kind !== firstKind) {
       throw new AttentionInputError(
         "type",
-        `${name} mixes booleans and numbers: ${where(0)} is ${kindOf(leaves[0])} but ${where(flat)} is ${kind}`,
+        `${name} mixes booleans and numbers: ${where(0)} is ${firstKind} but ${where(flat)} is ${kind}`,
       );
     }
   }
-  if (kindOf(leaves[0]) === "a boolean") {
+  if (firstKind === "a boolean") {
     return { dtype: "bool", shape, data: Array.from(leaves as ArrayLike<boolean>) };
   }
   return { dtype: "float64", shape, data: Float64Array.from(leaves as ArrayLike<number>) };
