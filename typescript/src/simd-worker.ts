@@ -85,8 +85,9 @@ export interface WorkerStart {
   readonly index: number; // 1, 2, ...: the worker's scratch slot (0 is the calling thread's)
 }
 
-if (!isMainThread && (workerData as { simdWorker?: WorkerStart } | null)?.simdWorker) {
-  const { module, memory, control, index } = (workerData as { simdWorker: WorkerStart }).simdWorker;
+const start = (workerData as { simdWorker?: WorkerStart } | null)?.simdWorker;
+if (!isMainThread && start) {
+  const { module, memory, control, index } = start;
   const kernel = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as ItemRunner;
   const slots = new Int32Array(memory.buffer, control, CONTROL_BYTES / 4);
   const claim = new BigInt64Array(memory.buffer, control, 1);
