@@ -639,10 +639,8 @@ function kernelCanCarry(problem: Problem): boolean {
       masks = Math.max(masks, Math.abs(x));
     }
   }
-  const logits =
-    (softcap > 0
-      ? Math.min(softcap, Math.abs(scale) * queryRows * keys)
-      : Math.abs(scale) * queryRows * keys) + masks;
+  const scaled = Math.abs(scale) * queryRows * keys; // bounds every |score · scale|
+  const logits = (softcap > 0 ? Math.min(softcap, scaled) : scaled) + masks;
   const largest = float32 ? 3.4028234663852886e38 : Number.MAX_VALUE;
   return logits * 4 * Math.LOG2E < largest && queryRows * keys * 4 < largest; // false for NaN and Infinity
 }
