@@ -55,8 +55,7 @@ DOCUMENTS = ("README.md", "schema")
 
 
 def _scalar_json(x: object) -> str:
-    if isinstance(x, float):
-        return json.dumps(x, allow_nan=False)  # shortest round-trip repr, exact for float64
+    # A float is written as its shortest round-trip repr, exact for float64.
     return json.dumps(x, ensure_ascii=False, allow_nan=False)
 
 
