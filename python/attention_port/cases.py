@@ -26,12 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 
 Generator = np.random.Generator
-Spec = Union[tuple, list, np.ndarray, Callable[[Generator], object]]  # noqa: UP007
+Spec = tuple | list | np.ndarray | Callable[[Generator], object]
 
 
 def _three_digits(x: np.ndarray) -> np.ndarray:

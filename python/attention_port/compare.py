@@ -329,7 +329,7 @@ def step_budgets(case: FixtureCase, dtype: str) -> dict[str, np.ndarray]:
 def _first_divergent_step(checks: list[StepCheck]) -> str | None:
     """The earliest step out of its budget, named only when the output itself failed (a float32
     weight that underflows to 0 is out of its own yardstick yet harmless to the output)."""
-    if not checks or checks[-1].passed:
+    if checks[-1].passed:
         return None
     return next(c.step for c in checks if not c.passed)
 

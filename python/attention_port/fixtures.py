@@ -185,23 +185,24 @@ def _schema_problem(error: jsonschema.ValidationError) -> str:
     return f"field '{where}' {message[:120]}{'…' if len(message) > 120 else ''}"
 
 
-def _check_document(document: object, document_format: str, display: str) -> dict:
-    """Format and version first (an old folder is told to regenerate), then the schema."""
+def _check_document(data: bytes, document_format: str, path: Path) -> dict:
+    """JSON, then format and version (an old folder is told to regenerate), then the schema."""
+    document = _parse_json(data, path)
     if not isinstance(document, dict):
-        raise FixtureError(display, "is not a JSON object")
+        raise FixtureError(path, "is not a JSON object")
     found = document.get("format")
     if found != document_format:
-        raise FixtureError(display, f"format is {found!r}, expected {document_format!r}")
+        raise FixtureError(path, f"format is {found!r}, expected {document_format!r}")
     version = document.get("version")
     if version != FORMAT_VERSION:
         raise FixtureError(
-            display,
+            path,
             f"format version {version} is not supported (this code reads version {FORMAT_VERSION});"
             f" {REGENERATE_HINT}",
         )
     problem = jsonschema.exceptions.best_match(_validators()[document_format].iter_errors(document))
     if problem is not None:
-        raise FixtureError(display, _schema_problem(problem))
+        raise FixtureError(path, _schema_problem(problem))
     return document
 
 
@@ -209,62 +210,62 @@ def _check_document(document: object, document_format: str, display: str) -> dic
 # Files
 
 
-def _read_bytes(path: Path, display: str) -> bytes:
+def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise FixtureError(display, f"missing; {REGENERATE_HINT}") from None
+        raise FixtureError(path, f"missing; {REGENERATE_HINT}") from None
     except OSError as error:  # a directory where the file belongs, no permission, ...
-        raise FixtureError(display, f"cannot be read ({error.strerror or error})") from None
+        raise FixtureError(path, f"cannot be read ({error.strerror or error})") from None
 
 
 def _refuse_bare_constant(token: str) -> float:
     raise ValueError(f'holds a bare {token}, which JSON does not allow (write the string "{token}")')
 
 
-def _parse_json(data: bytes, display: str) -> object:
+def _parse_json(data: bytes, path: Path) -> object:
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_refuse_bare_constant)
     except UnicodeDecodeError as error:
-        raise FixtureError(display, f"cannot be read ({error})") from None
+        raise FixtureError(path, f"cannot be read ({error})") from None
     except json.JSONDecodeError as error:
-        raise FixtureError(display, f"is not valid JSON ({error})") from None
+        raise FixtureError(path, f"is not valid JSON ({error})") from None
     except ValueError as error:  # a bare NaN or Infinity
-        raise FixtureError(display, str(error)) from None
+        raise FixtureError(path, str(error)) from None
 
 
 # ---------------------------------------------------------------------------------------------
 # Cases
 
 
-def _read_tensor(entry: dict, display: str, where: str) -> np.ndarray:
+def _read_tensor(entry: dict, path: Path, where: str) -> np.ndarray:
     """A schema-checked tensor whose data must still match its shape and dtype."""
     shape, data, dtype = entry["shape"], entry["data"], entry.get("dtype", "float64")
     # A zero dim ends the nesting ([2, 0, 8] is written [[], []]), so compare up to it.
     cut = shape.index(0) + 1 if 0 in shape else len(shape)
     nested = nested_shape(data)
     if nested != shape[:cut]:
-        raise FixtureError(display, f"{where}.data has shape {nested}, expected {shape[:cut]}")
+        raise FixtureError(path, f"{where}.data has shape {nested}, expected {shape[:cut]}")
     try:
         values = np.array(decode_numbers(data), dtype=object)
     except ValueError:
         values = None
     if values is None or list(values.shape) != shape[:cut]:
-        raise FixtureError(display, f"{where}.data is ragged (expected shape {shape})")
+        raise FixtureError(path, f"{where}.data is ragged (expected shape {shape})")
     leaves = values.ravel().tolist()
     if dtype == "bool":
         if not all(isinstance(x, bool) for x in leaves):
-            raise FixtureError(display, f"{where}.data holds a non-boolean in a bool tensor")
+            raise FixtureError(path, f"{where}.data holds a non-boolean in a bool tensor")
         return np.array(leaves, dtype=bool).reshape(shape)
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in leaves):
-        raise FixtureError(display, f"{where}.data holds something that is not a number")
+        raise FixtureError(path, f"{where}.data holds something that is not a number")
     return np.array(leaves, dtype=np.float64).reshape(shape)
 
 
-def _read_case(path: Path, data: bytes, entry: dict, display: str) -> FixtureCase:
-    document = _check_document(_parse_json(data, display), CASE_FORMAT, display)
+def _read_case(path: Path, data: bytes, entry: dict) -> FixtureCase:
+    document = _check_document(data, CASE_FORMAT, path)
     if document["id"] != entry["id"]:
-        raise FixtureError(display, f"id {document['id']!r} does not match the manifest's {entry['id']!r}")
+        raise FixtureError(path, f"id {document['id']!r} does not match the manifest's {entry['id']!r}")
     inputs_doc = document["inputs"]
     params = {name: decode_numbers(value) for name, value in document["params"].items()}
     about = (document["id"], document["description"], tuple(document["tags"]), path)
@@ -273,17 +274,17 @@ def _read_case(path: Path, data: bytes, entry: dict, display: str) -> FixtureCas
         inputs = {n: None if t is None else decode_numbers(t["data"]) for n, t in inputs_doc.items()}
         return FixtureCase(*about, inputs, params, None, (error["kind"], error["message"]))
     inputs = {
-        name: None if tensor is None else _read_tensor(tensor, display, f"inputs.{name}")
+        name: None if tensor is None else _read_tensor(tensor, path, f"inputs.{name}")
         for name, tensor in inputs_doc.items()
     }
     expected = {
-        name: _read_tensor(document["expected"][name], display, f"expected.{name}") for name in EXPECTED_NAMES
+        name: _read_tensor(document["expected"][name], path, f"expected.{name}") for name in EXPECTED_NAMES
     }
     for name in ("error_scale", "magnitude", "error_floor"):
         if expected[name].shape != expected["output"].shape:
-            raise FixtureError(display, f"expected.{name} and expected.output differ in shape")
+            raise FixtureError(path, f"expected.{name} and expected.output differ in shape")
     if expected["spread"].shape != expected["output"].shape[:-1]:
-        raise FixtureError(display, "expected.spread is not one number per query row")
+        raise FixtureError(path, "expected.spread is not one number per query row")
     score_bound = float(decode_numbers(document["expected"]["score_bound"]))
     return FixtureCase(*about, inputs, params, ExpectedValues(**expected, score_bound=score_bound), None)
 
@@ -294,11 +295,10 @@ def load_fixtures(folder: Path | str, case_ids: Iterable[str] | None = None) -> 
     Any problem raises FixtureError naming the file; nothing is ever written."""
     folder = Path(folder)
     manifest_path = folder / "manifest.json"
-    display = str(manifest_path)
     if not folder.is_dir():
         raise FixtureError(folder, f"is not a fixture folder; {REGENERATE_HINT}")
-    data = _read_bytes(manifest_path, display)
-    manifest = _check_document(_parse_json(data, display), MANIFEST_FORMAT, display)
+    data = _read_bytes(manifest_path)
+    manifest = _check_document(data, MANIFEST_FORMAT, manifest_path)
     root = folder.resolve()
     seen = set()
     wanted = None if case_ids is None else set(case_ids)
@@ -306,18 +306,18 @@ def load_fixtures(folder: Path | str, case_ids: Iterable[str] | None = None) -> 
     for number, entry in enumerate(manifest["cases"]):
         case_id, file = entry["id"], entry["file"]
         if case_id in seen:
-            raise FixtureError(display, f"case id {case_id!r} appears twice")
+            raise FixtureError(manifest_path, f"case id {case_id!r} appears twice")
         seen.add(case_id)
         if os.path.isabs(file) or not (folder / file).resolve().is_relative_to(root):
-            raise FixtureError(display, f"cases[{number}].file {file!r} leaves the fixture folder")
+            raise FixtureError(manifest_path, f"cases[{number}].file {file!r} leaves the fixture folder")
         if wanted is None or case_id in wanted:
             selected.append(entry)
     if wanted is not None and wanted - seen:
-        raise FixtureError(display, f"no case named {sorted(wanted - seen)[0]!r}")
+        raise FixtureError(manifest_path, f"no case named {sorted(wanted - seen)[0]!r}")
     loaded = []
     for entry in selected:
         path = folder / entry["file"]
-        data = _read_bytes(path, str(path))
+        data = _read_bytes(path)
         actual = sha256(data)
         if actual != entry["sha256"]:
             raise FixtureError(
@@ -325,5 +325,5 @@ def load_fixtures(folder: Path | str, case_ids: Iterable[str] | None = None) -> 
                 f"sha256 {actual[:12]}… does not match the manifest's {entry['sha256'][:12]}…;"
                 f" the file was edited by hand or is damaged; {REGENERATE_HINT}",
             )
-        loaded.append(_read_case(path, data, entry, str(path)))
+        loaded.append(_read_case(path, data, entry))
     return loaded

@@ -55,8 +55,7 @@ DOCUMENTS = ("README.md", "schema")
 
 
 def _scalar_json(x: object) -> str:
-    if isinstance(x, float):
-        return json.dumps(x, allow_nan=False)  # shortest round-trip repr, exact for float64
+    # A float is written as its shortest round-trip repr, exact for float64.
     return json.dumps(x, ensure_ascii=False, allow_nan=False)
 
 
@@ -136,12 +135,12 @@ def render_case(case: Case) -> str:
 ORACLE_SAMPLE = 2  # valid cases whose expected values stale_cases recomputes: the smallest ones
 
 
-def stale_cases(on_disk: Iterable, table: Iterable[Case] = CASES) -> list[str]:
+def stale_cases(on_disk: Iterable) -> list[str]:
     """Ids of fixture cases (as loaded) that `attention-port generate` would write differently:
     every case's id, description, tags, seed, inputs, options and expected error against the table,
     and the expected values of the oracle_sample cases against the oracle. Cheap enough for every
     verify (the whole oracle takes seconds); `generate --check` is the full check."""
-    by_id = {case.id: case for case in table}
+    by_id = {case.id: case for case in CASES}
     known = [case for case in on_disk if case.id in by_id]
     stale = []
     for case in known:

@@ -225,16 +225,10 @@ def _row(i: int, q_row: list[float], mask_row, head: _Head) -> _Row:
     q_ints = [_exact_int(x) for x in q_row]
     key_length = len(keys)
     cap = mpmath.mpf(softcap)
+    bool_mask = mask_row is not None and mask_row.dtype == bool
     # Which cells a boolean mask or causality excludes: their logit is -inf whatever the score.
-    excluded = [
-        (is_causal and j > i)
-        or (mask_row is not None and isinstance(mask_row[j], (bool, np.bool_)) and not mask_row[j])
-        for j in range(key_length)
-    ]
-    biases = [
-        None if mask_row is None or isinstance(mask_row[j], (bool, np.bool_)) else float(mask_row[j])
-        for j in range(key_length)
-    ]
+    excluded = [(is_causal and j > i) or (bool_mask and not mask_row[j]) for j in range(key_length)]
+    biases = [None if mask_row is None or bool_mask else float(mask_row[j]) for j in range(key_length)]
     # |m_ij| of each finite float-mask value (0 where there is none), for the spread and the bound.
     bias_sizes = [mpmath.mpf(0) if b is None or not math.isfinite(b) else abs(mpmath.mpf(b)) for b in biases]
 
@@ -264,9 +258,10 @@ def _row(i: int, q_row: list[float], mask_row, head: _Head) -> _Row:
             logits[j] = _ieee_add(logits[j], mpmath.mpf(biases[j]))
     # Step 4: weights, softmax with the row max subtracted (as every port does, so that a +inf
     # logit gives inf - inf = NaN here too).
+    fully_masked = all(x == -_INF for x in logits)  # or Lk == 0
     if any(mpmath.isnan(x) for x in logits):
         weights = [_NAN] * key_length
-    elif all(x == -_INF for x in logits):  # fully masked, or Lk == 0
+    elif fully_masked:
         weights = [mpmath.mpf(0)] * key_length
     else:
         top = max(logits)
@@ -276,7 +271,6 @@ def _row(i: int, q_row: list[float], mask_row, head: _Head) -> _Row:
             exps = [mpmath.exp(x - top) if x != -_INF else mpmath.mpf(0) for x in logits]
             total = mpmath.fsum(exps)
             weights = [e / total for e in exps]
-    fully_masked = all(x == -_INF for x in logits)
     weights_f = [to_float(w) for w in weights]  # the float64 weights, for IEEE products below
 
     # Step 5: output, with the rule's magnitude and floor.
