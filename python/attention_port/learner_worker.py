@@ -131,7 +131,7 @@ class Learner:
 
 def returned_tensor(name: str, value) -> dict | str:
     """{"shape", "data"} for nested numbers (or an array), else a one-line reason."""
-    if isinstance(value, np.ndarray) or (hasattr(value, "tolist") and not isinstance(value, (list, tuple))):
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # a numpy or torch array
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
         return f"{name} is {_what(value)}, expected nested lists of numbers"
