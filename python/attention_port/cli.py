@@ -102,7 +102,8 @@ def _check_torch_device(device: str | None) -> None:
     try:
         torch.empty(0, device=device)
     except (RuntimeError, AssertionError, ValueError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        text = str(error).strip()
+        first = text.splitlines()[0] if text else type(error).__name__
         raise UsageError(f"--device {device}: torch cannot use this device here ({first})") from None
 
 
