@@ -32,7 +32,6 @@ from .ports import PortAnswer
 
 DEFAULT_TIMEOUT = 10.0  # seconds one case may take
 LEARNER = "your code"
-TS_NAMES = {"attn_mask": "attnMask", "is_causal": "isCausal", "enable_gqa": "enableGqa"}
 
 
 @dataclass
@@ -246,7 +245,7 @@ def check(
                 for line in result.lines:
                     say(f"  {line}")
             if any(r.status == "fail" for r in results):
-                failed_levels.append((n, level.name, results))
+                failed_levels.append(n)
                 if not run_all:
                     say("")
                     say(f"Stopped at {level_line(n, total, level.name, results)}.")
@@ -255,7 +254,7 @@ def check(
                     return 1
         say("")
         if failed_levels:
-            numbers = ", ".join(str(n) for n, _, _ in failed_levels)
+            numbers = ", ".join(map(str, failed_levels))
             say(f"{len(failed_levels)} of {total} levels fail (level {numbers}).")
             return 1
         say(f"Every level you attempted passes ({total} levels).")

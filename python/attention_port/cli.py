@@ -102,7 +102,8 @@ def _check_torch_device(device: str | None) -> None:
     try:
         torch.empty(0, device=device)
     except (RuntimeError, AssertionError, ValueError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        text = str(error).strip()
+        first = text.splitlines()[0] if text else type(error).__name__
         raise UsageError(f"--device {device}: torch cannot use this device here ({first})") from None
 
 
@@ -137,8 +138,7 @@ def command_verify(args: argparse.Namespace) -> int:
 
     verdicts: list[compare.CaseVerdict] = []
     broken: list[str] = []  # ports that could not run at all, one line each
-    runs: dict[str, tuple[ports.Port, ports.PortRun]] = {}  # by port name
-    timings = {}
+    runs: dict[str, tuple[ports.Port, ports.PortRun, float]] = {}  # by port name, with its seconds
     options = ports.PortOptions(Path(args.fixtures), args.device, dtypes, args.node_timeout)
     for port in ports.build_ports(names, options):
         started = time.perf_counter()
@@ -147,10 +147,9 @@ def command_verify(args: argparse.Namespace) -> int:
         except NodeError as error:
             broken.append(f"FAIL  {port.name}: {error}")
             continue
-        timings[port.name] = time.perf_counter() - started
-        runs[port.name] = (port, run)
+        runs[port.name] = (port, run, time.perf_counter() - started)
         verdicts += [compare.judge(by_id[i], port.name, port.dtype, a) for i, a in run.answers.items()]
-    verdicts += _cross_checks(list(runs.values()), by_id)
+    verdicts += _cross_checks([(port, run) for port, run, _ in runs.values()], by_id)
 
     order = {case.id: n for n, case in enumerate(cases)}
     verdicts.sort(key=lambda v: order[v.case_id])
@@ -161,8 +160,8 @@ def command_verify(args: argparse.Namespace) -> int:
         report = {
             "fixtures": str(args.fixtures),
             "ports": {
-                name: {"dtype": port.dtype, "seconds": timings[name], **run.notes}
-                for name, (port, run) in runs.items()
+                name: {"dtype": port.dtype, "seconds": seconds, **run.notes}
+                for name, (port, run, seconds) in runs.items()
             },
             "broken": broken,
             "results": [v.to_json() for v in verdicts],
@@ -186,7 +185,7 @@ def command_verify(args: argparse.Namespace) -> int:
         for line in broken:
             print(line)
         print()
-        _print_port_summary(verdicts, {name: run.notes for name, (_, run) in runs.items()}, timings)
+        _print_port_summary(verdicts, runs)
         print(f"{passed} passed, {failed} failed" + (f", {outside} outside the contract" if outside else ""))
     return 0 if failed == 0 else 1
 
@@ -211,18 +210,18 @@ def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> 
 
 
 def _print_port_summary(
-    verdicts: list[compare.CaseVerdict], notes: dict[str, dict[str, float]], timings: dict[str, float]
+    verdicts: list[compare.CaseVerdict], runs: dict[str, tuple[ports.Port, ports.PortRun, float]]
 ) -> None:
     print(f"{'port':<36} cases  failed  max budget used")
     for name in dict.fromkeys(v.port for v in verdicts):
         mine = [v for v in verdicts if v.port == name]
         budgets = [v.budget_used for v in mine if v.budget_used is not None]
-        worst = max(budgets, default=0.0)
-        shown = compare.format_budget(worst)
-        seconds = f"  ({timings[name]:.2f} s" if name in timings else ""
-        if "node_ms" in notes.get(name, {}):
-            seconds += f", {notes[name]['node_ms']:.0f} ms inside Node"
-        seconds += ")" if seconds else ""
+        shown = compare.format_budget(max(budgets, default=0.0))
+        seconds = ""  # none for a cross-check
+        if name in runs:
+            _, run, elapsed = runs[name]
+            inside = f", {run.notes['node_ms']:.0f} ms inside Node" if "node_ms" in run.notes else ""
+            seconds = f"  ({elapsed:.2f} s{inside})"
         print(f"{name:<36} {len(mine):>5}  {sum(compare.failed(v) for v in mine):>6}  {shown:>15}{seconds}")
 
 

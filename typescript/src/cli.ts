@@ -192,7 +192,7 @@ export function oneLine(message: string): string {
   return message.replace(/\s*\n\s*/g, " ").trim();
 }
 
-async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === "run") {
@@ -223,5 +223,3 @@ async function main(argv: string[]): Promise<number> {
 if (import.meta.main) {
   process.exitCode = await main(process.argv.slice(2));
 }
-
-export { main };

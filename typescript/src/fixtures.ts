@@ -254,7 +254,7 @@ function readCase(path: string, data: Buffer, id: string): FixtureCase {
  * Any problem throws FixtureError naming the file; nothing is ever written. */
 export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterable<string>): FixtureCase[] {
   const manifestPath = join(folder, "manifest.json");
-  let isFolder = false;
+  let isFolder: boolean;
   try {
     isFolder = statSync(folder).isDirectory();
   } catch {
