@@ -91,10 +91,8 @@ def signature_and_doc(text: str, header: str, source: Path) -> str:
         end = next(n for n in range(start, len(lines)) if lines[n].rstrip().endswith(":"))
         if lines[end + 1].strip().startswith('"""'):  # the docstring, one line or more
             end += 1
-            while lines[end].count('"""') % 2 == 1 and '"""' not in lines[end + 1]:
-                end += 1
-            if lines[end].count('"""') % 2 == 1:
-                end += 1  # the closing quotes' line
+            if lines[end].count('"""') == 1:  # opened here, closed on a later line
+                end = next(n for n in range(end + 1, len(lines)) if '"""' in lines[n])
         return "\n".join(lines[start : end + 1])
     end = next(n for n in range(start, len(lines)) if lines[n].rstrip().endswith(("{", ";")))
     return "\n".join(lines[_doc_comment_start(lines, start) : end + 1])
