@@ -14,11 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..node import node_version
 from .worker import write_atomic
 
 
-def describe_machine(node: Path | None) -> dict:
+def describe_machine() -> dict:
     try:
         torch_version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
@@ -34,7 +33,7 @@ def describe_machine(node: Path | None) -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "torch": torch_version,
-        "node": None if node is None else ".".join(map(str, node_version(node))),
+        "node": None,  # run.py fills it in from the Node workers' own report of their version
         "load_average_start": load_average(),  # 1-minute; other work on the machine skews the times
     }
 
