@@ -453,8 +453,8 @@ def measure_memory(workers: Workers, port: BenchPort, sizes: list[int], args) ->
     # The idle process loads what the port loads for these cells (onnxruntime: a session) and stops.
     idle, _, idle_problem = workers.run(port, "idle", cells[:1], args.memory_timeout)
     rows = []
-    for n, cell in zip(sizes, cells, strict=True):
-        row = MemoryResult(port=port.name, status="FAILED", n=n)
+    for cell in cells:
+        row = MemoryResult(port=port.name, status="FAILED", n=cell["n"])
         rows.append(row)
         if idle_problem:
             row.note = f"idle process: {idle_problem}"
