@@ -252,9 +252,8 @@ def write_plot(results: list, path: Path, settings: dict) -> str | None:
         axis.set_title("causal (flops counted as if full)" if causal else "not causal")
         axis.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel(f"GFLOP/s (4·n²·{settings['d']} flops per pass)")
-    axes[0][-1].legend(
-        fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1)
-    )  # beside the lines, not on them
+    # The legend beside the lines, not on them.
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     figure.suptitle(
         f"attention-port bench: single-head self-attention, {settings['threads']} thread(s) per port"
     )
