@@ -105,6 +105,11 @@ function simdPort(port: Port): Port {
   return { ...port, versions: { ...port.versions, "simd.ts kernel build": kernelBuild() } };
 }
 
+/** float64 [n, d] as the cell's dtype holds it: a Float32Array copy for float32. */
+function storage(x: Float64Array, cell: Cell): Float64Array | Float32Array {
+  return cell.dtype === "float32" ? Float32Array.from(x) : x;
+}
+
 function checkShape(shape: readonly number[], cell: Cell): void {
   if (shape.length !== 2 || shape[0] !== cell.n || shape[1] !== cell.d) {
     throw new Error(`output has shape [${shape.join(", ")}], expected [${cell.n}, ${cell.d}]`);
@@ -137,9 +142,8 @@ function nestedPort(attention: NestedAttention): Port {
 function flatPort(attention: FlatAttention): Port {
   return {
     prepare(query, key, value, cell) {
-      const storage = (x: Float64Array) => (cell.dtype === "float32" ? Float32Array.from(x) : x);
       const shape = [cell.n, cell.d];
-      const [Q, K, V] = [query, key, value].map((x): FlatTensor => ({ shape, data: storage(x) }));
+      const [Q, K, V] = [query, key, value].map((x): FlatTensor => ({ shape, data: storage(x, cell) }));
       return {
         run: () => attention(Q, K, V, { isCausal: cell.causal }),
         flatten(output) {
@@ -198,13 +202,8 @@ async function onnxPort(plan: Plan, name: "onnxruntime-node" | "onnxruntime-web"
     versions: { [name]: version.version },
     prepare(query, key, value, cell) {
       const session = sessions.get(modelName(cell))!;
-      const tensor = (x: Float64Array) =>
-        new ort.Tensor(cell.dtype, cell.dtype === "float32" ? Float32Array.from(x) : x, [cell.n, cell.d]);
-      const scale = new ort.Tensor(
-        cell.dtype,
-        new (cell.dtype === "float32" ? Float32Array : Float64Array)([1 / Math.sqrt(cell.d)]),
-        [],
-      );
+      const tensor = (x: Float64Array) => new ort.Tensor(cell.dtype, storage(x, cell), [cell.n, cell.d]);
+      const scale = new ort.Tensor(cell.dtype, storage(Float64Array.of(1 / Math.sqrt(cell.d)), cell), []);
       const feeds = { query: tensor(query), key: tensor(key), value: tensor(value), scale };
       return {
         run: () => session.run(feeds),

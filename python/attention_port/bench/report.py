@@ -14,11 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..node import node_version
 from .worker import write_atomic
 
 
-def describe_machine(node: Path | None) -> dict:
+def describe_machine() -> dict:
     try:
         torch_version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
@@ -34,7 +33,7 @@ def describe_machine(node: Path | None) -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "torch": torch_version,
-        "node": None if node is None else ".".join(map(str, node_version(node))),
+        "node": None,  # run.py fills it in from the Node workers' own report of their version
         "load_average_start": load_average(),  # 1-minute; other work on the machine skews the times
     }
 
@@ -253,9 +252,8 @@ def write_plot(results: list, path: Path, settings: dict) -> str | None:
         axis.set_title("causal (flops counted as if full)" if causal else "not causal")
         axis.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel(f"GFLOP/s (4·n²·{settings['d']} flops per pass)")
-    axes[0][-1].legend(
-        fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1)
-    )  # beside the lines, not on them
+    # The legend beside the lines, not on them.
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     figure.suptitle(
         f"attention-port bench: single-head self-attention, {settings['threads']} thread(s) per port"
     )

@@ -329,7 +329,7 @@ def _bench(args: argparse.Namespace) -> int:
         skipped.update({p.name: why for p in ports if p.peer})
         ports = [p for p in ports if not p.peer]
     node = checked_node() if any(p.worker == "node" for p in ports) else None
-    machine = report.describe_machine(node)
+    machine = report.describe_machine()
     cells_by_port = {port.name: plan_cells(port, args) for port in ports}
     memory_cells = {
         port.name: [n for n in (args.memory_n, args.linear_memory_n if port.linear_memory else 0) if n > 0]
@@ -368,6 +368,8 @@ def _bench(args: argparse.Namespace) -> int:
 
     machine["load_average_end"] = report.load_average()
     machine["versions"] = workers.versions
+    # As every Node worker reports it (process.versions.node): checked_node ran `node --version` already.
+    machine["node"] = next((v["node"] for v in workers.versions.values() if "node" in v), None)
     add_ratios(results)
     targets = check.check_targets(check.Measured(results, memory))
     failed = [r for r in results if r.status != "ok"] + [m for m in memory if m.status == "FAILED"]
@@ -451,8 +453,8 @@ def measure_memory(workers: Workers, port: BenchPort, sizes: list[int], args) ->
     # The idle process loads what the port loads for these cells (onnxruntime: a session) and stops.
     idle, _, idle_problem = workers.run(port, "idle", cells[:1], args.memory_timeout)
     rows = []
-    for n, cell in zip(sizes, cells, strict=True):
-        row = MemoryResult(port=port.name, status="FAILED", n=n)
+    for cell in cells:
+        row = MemoryResult(port=port.name, status="FAILED", n=cell["n"])
         rows.append(row)
         if idle_problem:
             row.note = f"idle process: {idle_problem}"
