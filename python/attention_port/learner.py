@@ -63,7 +63,8 @@ class Reply:
 def command_for(path: Path, fixtures_dir: Path) -> tuple[list[str], str]:
     """The command that runs the worker for this file, and the language it runs."""
     suffix = path.suffix.lower()
-    common = ["--module", str(path), "--fixtures", str(fixtures_dir)]
+    # The worker runs in the repository root: a relative path is the caller's, so it goes absolute.
+    common = ["--module", str(path.absolute()), "--fixtures", str(fixtures_dir.absolute())]
     if suffix in NODE_SUFFIXES:
         try:
             node = checked_node()

@@ -233,3 +233,20 @@ def test_a_learner_returning_every_step_is_told_the_first_step_that_differs():
     assert "attentionSteps takes (query, key, value), no options" in text
     # tutorial_seq3_dk4: Q·Kᵀ[0, 0] = 2 (two matching ones); scaled by 1/sqrt(4) it is 1.
     assert "      first step that differs: logits[0, 0] is 2, expected 1\n" in text
+
+
+@pytest.mark.parametrize("path", ["typescript/examples/my-attention.ts", "python/examples/my_attention.py"])
+def test_a_relative_path_is_read_from_the_current_folder(path, tmp_path, monkeypatch):
+    # A learner copies a starter into a folder of their own and runs check there (scripts/check,
+    # behind `npm run check -- PATH`, says so: "a relative PATH is read from where npm was started").
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    shutil.copy(REPO_ROOT / path, mine / Path(path).name)
+    monkeypatch.chdir(tmp_path)
+    fixtures = Path(os.path.relpath(FIXTURES_DIR, tmp_path))
+    lines: list[str] = []
+    code = check.check(Path("mine") / Path(path).name, fixtures, say=lines.append)
+    text = "\n".join(lines)
+    assert code == 1, text
+    assert text.count("cases pass") == 3, text
+    assert f"Stopped at level {level_number('batch and heads')} of {TOTAL}: batch and heads" in text
