@@ -250,3 +250,12 @@ def test_a_relative_path_is_read_from_the_current_folder(path, tmp_path, monkeyp
     assert code == 1, text
     assert text.count("cases pass") == 3, text
     assert f"Stopped at level {level_number('batch and heads')} of {TOTAL}: batch and heads" in text
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "nan", "inf"])
+def test_a_timeout_that_is_not_a_positive_number_is_a_wrong_command_line(seconds, capsys):
+    starter = str(REPO_ROOT / "python/examples/my_attention.py")
+    assert cli.main(["check", starter, "--timeout", seconds]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip() == f"error: --timeout must be a finite number of seconds > 0, got {seconds}"
