@@ -91,13 +91,15 @@ class Learner:
             parameters = list(inspect.signature(function).parameters.values())
         except (TypeError, ValueError):  # a builtin without a signature: assume the whole API
             parameters = None
-        if parameters is None or any(p.kind == p.VAR_KEYWORD for p in parameters):
-            self.option_names = set(OPTION_NAMES)
-            self.mask_positional = parameters is None or len(parameters) > 3
+        if parameters is None:
+            self.option_names, self.mask_positional = set(OPTION_NAMES), True
         else:
+            # A 4th positional parameter (or *args) is given the mask; else attn_mask goes by name.
             positional = [p for p in parameters if p.kind in POSITIONAL]
             self.mask_positional = len(positional) >= 4 or any(p.kind == p.VAR_POSITIONAL for p in parameters)
             named = {p.name for p in parameters if p.kind != p.POSITIONAL_ONLY} & set(OPTION_NAMES)
+            if any(p.kind == p.VAR_KEYWORD for p in parameters):
+                named = set(OPTION_NAMES)  # **kwargs takes every option by name
             self.option_names = named | ({"attn_mask"} if self.mask_positional else set())
         self.takes_options = bool(self.option_names)
 

@@ -259,3 +259,20 @@ def test_a_timeout_that_is_not_a_positive_number_is_a_wrong_command_line(seconds
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.strip() == f"error: --timeout must be a finite number of seconds > 0, got {seconds}"
+
+
+def test_options_by_keyword_reach_a_function_with_three_positional_parameters_and_kwargs(tmp_path):
+    # docs/learn.md: "attn_mask too [goes by name] when there is no 4th positional parameter".
+    path = tmp_path / "kwargs_attention.py"
+    path.write_text(
+        "from attention_port.reference import scaled_dot_product_attention as reference\n"
+        "\n"
+        "ACCEPTS_SHAPED_TENSORS = True\n"
+        "\n"
+        "\n"
+        "def scaled_dot_product_attention(query, key, value, **options):\n"
+        "    return reference(query, key, value, **options)\n"
+    )
+    code, text = run_check(str(path))
+    assert code == 0, text
+    assert "not attempted" not in text and "fail" not in text, text
