@@ -276,3 +276,14 @@ def test_options_by_keyword_reach_a_function_with_three_positional_parameters_an
     code, text = run_check(str(path))
     assert code == 0, text
     assert "not attempted" not in text and "fail" not in text, text
+
+
+def test_a_module_with_only_a_default_export_is_told_so(tmp_path):
+    path = tmp_path / "default-export.mjs"
+    path.write_text("export default function scaledDotProductAttention(q, k, v) {\n  return q;\n}\n")
+    code, text = run_check(str(path))
+    assert code == 2
+    assert text == (
+        f"error: {path} has no export named scaledDotProductAttention"
+        " (it has only a default export: export the function by that name)"
+    )

@@ -141,7 +141,13 @@ async function loadLearner(path: string): Promise<Loaded> {
   const run = scope[name];
   if (typeof run !== "function") {
     const names = Object.keys(scope).filter((k) => k !== "default");
-    const has = names.length === 0 ? "it exports nothing" : `it exports ${names.join(", ")}`;
+    let has = `it exports ${names.join(", ")}`;
+    if (names.length === 0) {
+      has =
+        typeof scope.default === "function"
+          ? "it has only a default export: export the function by that name"
+          : "it exports nothing";
+    }
     throw new Error(`${path} has no export named scaledDotProductAttention (${has})`);
   }
   return {
