@@ -91,6 +91,7 @@ class LearnerProcess:
         self.buffer = b""
         self.log = None  # what the learner's code printed (stdout and stderr)
         self.hello: Hello | None = None
+        self.restart_failed: str | None = None  # why a fresh process after a hang or crash would not load
 
     def start(self) -> Hello:
         """Start the process and read its hello; LearnerError when the file cannot be run."""
@@ -139,7 +140,13 @@ class LearnerProcess:
     def ask(self, case_id: str, options: bool, shaped: bool) -> Reply:
         """Run one case; a hang or a crash is a Reply too, and the next case starts a fresh process."""
         if self.process is None or self.process.poll() is not None:
-            self.start()
+            if self.restart_failed is None:
+                try:
+                    self.start()
+                except LearnerError as error:  # the file changed, say: this and every later case fail
+                    self.restart_failed = f"your code could not be started again: {error}"
+            if self.restart_failed is not None:
+                return Reply("died", message=self.restart_failed)
         request = json.dumps({"id": case_id, "options": options, "shaped": shaped}) + "\n"
         try:
             self.process.stdin.write(request.encode())

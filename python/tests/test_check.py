@@ -287,3 +287,31 @@ def test_a_module_with_only_a_default_export_is_told_so(tmp_path):
         f"error: {path} has no export named scaledDotProductAttention"
         " (it has only a default export: export the function by that name)"
     )
+
+
+def test_a_file_that_cannot_be_loaded_again_after_a_hang_fails_its_cases_in_one_line_each(tmp_path):
+    # The first case hangs, so the second needs a fresh process; by then the file no longer loads
+    # (as when a learner saves an edit in the middle of a run).
+    marker = tmp_path / "loaded-once"
+    path = tmp_path / "loads_once.py"
+    path.write_text(
+        "from pathlib import Path\n"
+        "\n"
+        f"MARKER = Path({str(marker)!r})\n"
+        "if MARKER.exists():\n"
+        "    raise RuntimeError('edited in the middle of the run')\n"
+        "MARKER.touch()\n"
+        "\n"
+        "\n"
+        "def scaled_dot_product_attention(query, key, value):\n"
+        "    while True:\n"
+        "        pass\n"
+    )
+    code, text = run_check(str(path), timeout=0.3)
+    assert code == 1, text
+    assert "  tutorial_seq3_dk4: no answer within 0.3 s (an endless loop?)" in text, text
+    assert (
+        f"  tutorial_seq4_dk8: your code could not be started again: {path} threw while loading:"
+        " RuntimeError: edited in the middle of the run\n" in text
+    ), text
+    assert "Stopped at level 1 of 13: the tutorial example — 2 of 2 cases fail." in text, text
