@@ -274,6 +274,8 @@ def command_side_by_side(args: argparse.Namespace) -> int:
 def command_check(args: argparse.Namespace) -> int:
     from . import check
 
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        return _error(f"--timeout must be a finite number of seconds > 0, got {args.timeout:g}")
     return check.check(Path(args.path), Path(args.fixtures), timeout=args.timeout, run_all=args.all)
 
 
