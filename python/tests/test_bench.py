@@ -298,3 +298,20 @@ def test_gpu_bench_refuses_a_time_that_is_not_finite_or_negative(tmp_path, capsy
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: argument {option}: "), lines
     assert not out.exists()
+
+
+def test_bench_and_gpu_bench_refuse_an_output_path_they_cannot_write_before_they_run(tmp_path, capsys):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    for out in (a_file, a_file / "results"):
+        assert cli.main(["bench", "--ports", "numpy", *TINY, *NO_EXTRAS, "--out", str(out)]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: --out ") and str(a_file) in lines[0], lines
+    for out in (tmp_path, a_file / "gpu-bench.md"):
+        assert gpu.main(["--device", "cpu", "--sizes", "64", "--heads", "2", "--head-dims", "16",
+                         "--repeats", "1", "--out", str(out)]) == 2  # fmt: skip
+        err = capsys.readouterr().err
+        assert "gpu-bench: float32" not in err, "refused before anything is measured"
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: --out ") and str(out.parent) in lines[0], lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"] and a_file.read_text() == "mine"

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from .. import torch_port
 from ..node import REPO_ROOT
 from .check import Expected, check_output, expected_output
-from .run import CAUSAL, OneLineParser, integers, names, not_negative, positive
+from .run import CAUSAL, OneLineParser, integers, names, not_negative, output_problem, positive
 from .worker import sdpa_backend, time_cell, wall_clock, write_atomic
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
@@ -165,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     device = torch.device(args.device)
     out = Path(args.out)
+    if problem := output_problem(out, folder=False):
+        print(f"error: --out {out}: {problem}", file=sys.stderr)
+        return 2
     if device.type == "cuda" and not torch.cuda.is_available():
         print(
             "gpu-bench: FAILED: no CUDA GPU: torch.cuda.is_available() is False"

@@ -313,6 +313,18 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def output_problem(path: Path, folder: bool) -> str | None:
+    """Why `path` cannot take an output (a folder if `folder`, else a file), said for `--out PATH: ...`;
+    None when it can. Checked before anything runs, so that no run ends in a failed write."""
+    if blocking := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
+        return f"{blocking} is a file, not a folder"
+    if folder and path.exists() and not path.is_dir():
+        return "is a file; give a folder"
+    if not folder and path.is_dir():
+        return "is a folder; give a file name"
+    return None
+
+
 def _log(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
@@ -344,7 +356,14 @@ def plan_cells(port: BenchPort, args: argparse.Namespace) -> list[dict]:
 def _bench(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if problem := output_problem(out, folder=True):
+        print(f"error: --out {out}: {problem}", file=sys.stderr)
+        return 2
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        print(f"error: --out {out}: cannot be created ({error.strerror or error})", file=sys.stderr)
+        return 2
     ports = [p for p in PORTS if p.name in args.ports]
     skipped: dict[str, str] = {}
     if any(p.peer for p in ports) and (why := peers.peers_missing()):
