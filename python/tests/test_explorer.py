@@ -248,3 +248,12 @@ def test_plot_sqrt_dk_refuses_a_bad_seed_or_output_path_in_one_line(tmp_path):
         assert run.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), run.stderr
         assert named in lines[0] and run.stdout == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"], "nothing is written"
+
+
+@pytest.mark.parametrize("port", ["-5", "65536"])
+def test_explore_refuses_a_port_out_of_range_in_one_line(port):
+    run = _cli("explore", "--port", port)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and lines == [
+        f"error: --port must be a whole number from 0 to 65535, got {port}"
+    ]
