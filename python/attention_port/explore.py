@@ -34,6 +34,9 @@ def explorer_command(build: Path | None = None, port: int = 0, fixtures: Path | 
 
 
 def command_explore(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:  # said here: Node's own refusal is several lines with its usage
+        print(f"error: --port must be a whole number from 0 to 65535, got {args.port}", file=sys.stderr)
+        return 2
     # --build with no DIR gives "": the default folder. Paths are the caller's, resolved here.
     build = None if args.build is None else (Path(args.build).resolve() if args.build else DEFAULT_BUILD_DIR)
     fixtures = None if args.fixtures is None else Path(args.fixtures).resolve()

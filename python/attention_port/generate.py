@@ -210,11 +210,18 @@ def write_fixtures(folder: Path | str, cases: Iterable[Case] = CASES) -> int:
     """Generate every case into a staging folder beside `folder`, check it reads back, then swap it
     in atomically (see the module's docstring). Returns the case count."""
     folder = Path(folder).resolve()
+    if blocking := next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None):
+        raise FixtureError(blocking, "is a file, not a folder; the fixtures need a folder there")
     if folder.exists() and any(folder.iterdir()) and not (folder / "manifest.json").exists():
         raise FixtureError(folder, "exists, is not empty and holds no manifest.json; refusing to replace it")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_staging(folder)
-    staging = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(folder)}{os.getpid()}-", dir=folder.parent))
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(folder)
+        staging = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(folder)}{os.getpid()}-", dir=folder.parent))
+    except OSError as error:
+        raise FixtureError(
+            folder.parent, f"cannot hold a new fixture folder ({error.strerror or error})"
+        ) from None
     try:
         staging.chmod(folder.stat().st_mode & 0o7777 if folder.exists() else 0o755)  # not mkdtemp's 0700
         count = _write_generated(staging, cases)

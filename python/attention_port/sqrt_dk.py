@@ -101,9 +101,14 @@ def plot(results: list[SqrtDkStats], out: Path) -> None:
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     temporary = out.with_name(f".{out.name}.tmp-{os.getpid()}.png")
-    figure.savefig(temporary, dpi=110)
-    plt.close(figure)
-    temporary.replace(out)
+    try:
+        figure.savefig(temporary, dpi=110)
+        temporary.replace(out)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(figure)
 
 
 def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
@@ -112,9 +117,22 @@ def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
     except ImportError:
         print("error: matplotlib is not installed (pip install -e '.[plot]')", file=sys.stderr)
         return 2
-    results = [measure(dk, seed=args.seed) for dk in DIMENSIONS]
+    if args.seed < 0:
+        print(f"error: --seed must be a whole number >= 0, got {args.seed}", file=sys.stderr)
+        return 2
     out = DEFAULT_OUT if args.out is None else Path(args.out)
-    plot(results, out)
+    if out.is_dir():
+        print(f"error: --out {out}: is a folder; give a .png file name", file=sys.stderr)
+        return 2
+    if blocking := next((p for p in out.parents if p.exists() and not p.is_dir()), None):
+        print(f"error: --out {out}: {blocking} is a file, not a folder", file=sys.stderr)
+        return 2
+    results = [measure(dk, seed=args.seed) for dk in DIMENSIONS]
+    try:
+        plot(results, out)
+    except OSError as error:
+        print(f"error: --out {out}: cannot be written ({error.strerror or error})", file=sys.stderr)
+        return 2
     print(f"{'d_k':>5}  {'max weight: scaled':>18}  {'unscaled':>8}  {'jacobian: scaled':>16}  unscaled")
     for r in results:
         print(

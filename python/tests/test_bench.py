@@ -19,6 +19,7 @@ from attention_port.inputs import resolve_scale
 from attention_port.node import REPO_ROOT
 
 TINY = ["--sizes", "16,32", "--repeats", "2", "--max-repeats", "2", "--cell-budget", "0", "--warmup", "0"]
+NO_EXTRAS = ["--memory-n", "0", "--linear-memory-n", "0", "--odd-shape", "none", "--no-plot"]
 OURS = ["numpy", "torch-sdpa", "torch-math", "typescript", "typescript-flash", "typescript-flash-nested"]
 
 
@@ -256,3 +257,61 @@ def test_the_cli_imports_the_bench_only_when_it_runs():
     code = "import sys, attention_port.cli; print(sorted(m for m in sys.modules if '.bench' in m))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--seed", "-1"),
+        ("--cell-budget", "nan"),
+        ("--cell-budget", "inf"),
+        ("--cell-budget", "-1"),
+        ("--warmup", "inf"),
+        ("--warmup", "-0.5"),
+        ("--memory-n", "-3"),
+        ("--linear-memory-n", "-3"),
+        ("--memory-timeout", "nan"),
+        ("--worker-timeout", "nan"),
+        ("--sizes", "0"),
+        ("--d", "x"),
+    ],
+)
+def test_bench_refuses_a_wrong_option_value_in_one_line_before_it_runs(tmp_path, capsys, option, value):
+    out = tmp_path / "results"
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bench", "--ports", "numpy", *TINY, *NO_EXTRAS, "--out", str(out), option, value])
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: argument {option}: "), lines
+    assert "parse" not in lines[0]  # argparse names the type: int or float, not the helper
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--cell-budget", "nan"), ("--cell-budget", "-1"), ("--budget", "inf")]
+)
+def test_gpu_bench_refuses_a_time_that_is_not_finite_or_negative(tmp_path, capsys, option, value):
+    out = tmp_path / "gpu-bench.md"
+    with pytest.raises(SystemExit) as exit_info:
+        gpu.main(["--device", "cpu", "--sizes", "64", option, value, "--out", str(out)])
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: argument {option}: "), lines
+    assert not out.exists()
+
+
+def test_bench_and_gpu_bench_refuse_an_output_path_they_cannot_write_before_they_run(tmp_path, capsys):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    for out in (a_file, a_file / "results"):
+        assert cli.main(["bench", "--ports", "numpy", *TINY, *NO_EXTRAS, "--out", str(out)]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: --out ") and str(a_file) in lines[0], lines
+    for out in (tmp_path, a_file / "gpu-bench.md"):
+        assert gpu.main(["--device", "cpu", "--sizes", "64", "--heads", "2", "--head-dims", "16",
+                         "--repeats", "1", "--out", str(out)]) == 2  # fmt: skip
+        err = capsys.readouterr().err
+        assert "gpu-bench: float32" not in err, "refused before anything is measured"
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: --out ") and str(out.parent) in lines[0], lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"] and a_file.read_text() == "mine"

@@ -232,3 +232,28 @@ def test_plot_sqrt_dk_writes_a_png(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"wrote {out}" in run.stdout
     assert [p.name for p in out.parent.iterdir()] == ["sqrt-dk.png"]  # no temporary left behind
+
+
+def test_plot_sqrt_dk_refuses_a_bad_seed_or_output_path_in_one_line(tmp_path):
+    pytest.importorskip("matplotlib")
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    for args, named in (
+        (("--seed", "-1", "--out", str(tmp_path / "p.png")), "--seed"),
+        (("--out", str(tmp_path)), str(tmp_path)),
+        (("--out", str(a_file / "p.png")), str(a_file)),
+    ):
+        run = _cli("plot-sqrt-dk", *args, env={**os.environ, "MPLBACKEND": "Agg"})
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), run.stderr
+        assert named in lines[0] and run.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"], "nothing is written"
+
+
+@pytest.mark.parametrize("port", ["-5", "65536"])
+def test_explore_refuses_a_port_out_of_range_in_one_line(port):
+    run = _cli("explore", "--port", port)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and lines == [
+        f"error: --port must be a whole number from 0 to 65535, got {port}"
+    ]

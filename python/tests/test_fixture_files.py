@@ -156,6 +156,19 @@ def test_generate_refuses_a_folder_that_is_not_fixtures(tmp_path):
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
+def test_generate_into_a_file_or_below_one_is_one_line_and_exit_2(tmp_path, capsys):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    for out in (a_file, a_file / "fixtures"):
+        status = cli.main(["generate", "--out", str(out)])
+        captured = capsys.readouterr()
+        lines = captured.err.strip().splitlines()
+        assert status == 2 and len(lines) == 1 and lines[0].startswith("error: "), captured.err
+        assert str(a_file) in lines[0] and "not a folder" in lines[0]
+    assert a_file.read_text() == "mine"
+    assert list(tmp_path.iterdir()) == [a_file], "nothing else is written"
+
+
 def _rewrite_case(folder: Path, case_id: str, edit) -> None:
     """Edit one case file and fix its sha256 in the manifest, so the edit itself is what fails."""
     manifest_path = folder / "manifest.json"

@@ -112,3 +112,33 @@ def test_budget_formatting():
     assert compare.format_budget(9999.0) == "999900.0%"
     assert compare.format_budget(2e4) == "> 1e6 %"
     assert compare.format_budget(float("inf")) == "> 1e6 %"
+
+
+def test_a_json_report_that_cannot_be_written_is_one_line_and_exit_2_before_any_port_runs(tmp_path, capsys):
+    (tmp_path / "a_file").write_text("")
+    for target in (tmp_path / "no_such_folder" / "report.json", tmp_path, tmp_path / "a_file" / "r.json"):
+        status, out, err = _verify(
+            capsys, "--ports", "numpy", "--case", "rank2_square", "--json", str(target)
+        )
+        assert status == 2 and out == "", target
+        assert len(err.strip().splitlines()) == 1 and err.startswith("error: --json"), err
+        assert str(target) in err
+
+
+def test_a_json_report_interrupted_midway_leaves_the_old_report_whole(tmp_path, capsys, monkeypatch):
+    report = tmp_path / "report.json"
+    report.write_text('{"old": "report"}\n')
+    real_write_text = Path.write_text
+
+    def write_half_then_fail(self, text, *args, **kwargs):
+        real_write_text(self, text[: len(text) // 2], *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", write_half_then_fail)
+    status, _, err = _verify(capsys, "--ports", "numpy", "--case", "rank2_square", "--json", str(report))
+    monkeypatch.undo()
+    assert status == 2 and err.strip() == "error: interrupted"
+    assert report.read_text() == '{"old": "report"}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"], "no scratch file is left behind"
+    status, _, _ = _verify(capsys, "--ports", "numpy", "--case", "rank2_square", "--json", str(report))
+    assert status == 0 and json.loads(report.read_text())["passed"] == 1

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from .. import torch_port
 from ..node import REPO_ROOT
 from .check import Expected, check_output, expected_output
-from .run import CAUSAL, integers, names, positive
+from .run import CAUSAL, OneLineParser, integers, names, not_negative, output_problem, positive
 from .worker import sdpa_backend, time_cell, wall_clock, write_atomic
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
@@ -80,7 +80,7 @@ class Row:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m attention_port.bench.gpu",
         description="Time torch's fused scaled_dot_product_attention against torch_port's explicit"
         " math on a CUDA GPU and write a markdown report.",
@@ -99,7 +99,7 @@ def make_parser() -> argparse.ArgumentParser:
         "--repeats", type=positive(int), default=5, help="timed runs per cell, at least (default: 5)"
     )
     parser.add_argument("--max-repeats", type=positive(int), default=20, help="timed runs per cell, at most")
-    parser.add_argument("--cell-budget", type=float, default=0.5, metavar="SECONDS",
+    parser.add_argument("--cell-budget", type=not_negative(float), default=0.5, metavar="SECONDS",
                         help="past --repeats, keep timing while a cell's runs total under this")  # fmt: skip
     parser.add_argument("--budget", type=positive(float), default=240.0, metavar="SECONDS",
                         help="start no new cell after this long (default: 240)")  # fmt: skip
@@ -165,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     device = torch.device(args.device)
     out = Path(args.out)
+    if problem := output_problem(out, folder=False):
+        print(f"error: --out {out}: {problem}", file=sys.stderr)
+        return 2
     if device.type == "cuda" and not torch.cuda.is_available():
         print(
             "gpu-bench: FAILED: no CUDA GPU: torch.cuda.is_available() is False"

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -225,13 +226,34 @@ def names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
 
 
 def positive(kind):
+    """An argparse type: a finite `kind` (int or float) > 0."""
+    return _bounded(kind, lambda value: value > 0, "> 0")
+
+
+def not_negative(kind):
+    """An argparse type: a finite `kind` (int or float) >= 0."""
+    return _bounded(kind, lambda value: value >= 0, ">= 0")
+
+
+def _bounded(kind, accept, bound: str):
     def parse(text: str):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, not {text}")
+        value = kind(text)  # a ValueError: argparse says "invalid int value" (or float), by __name__
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number {bound}, not {text}")
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"must be {bound}, not {text}")
         return value
 
+    parse.__name__ = kind.__name__
     return parse
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, with a bad command line said in one line (exit 2), as `attention-port` says it."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def _shape(text: str) -> tuple[int, int] | None:
@@ -247,7 +269,7 @@ def _shape(text: str) -> tuple[int, int] | None:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="attention-port bench",
         description="Time numpy, torch, the TypeScript ports and the onnxruntime peers on the same inputs,"
         " check every output against numpy float64 with compare.py's rule, and write bench.md, bench.json"
@@ -267,18 +289,18 @@ def make_parser() -> argparse.ArgumentParser:
     add("--repeats", type=positive(int), default=5,
         help="timed runs per cell, at least (default: 5); the median is reported")  # fmt: skip
     add("--max-repeats", type=positive(int), default=30, help="timed runs per cell, at most (default: 30)")
-    add("--cell-budget", type=float, default=0.5, metavar="SECONDS",
+    add("--cell-budget", type=not_negative(float), default=0.5, metavar="SECONDS",
         help="past --repeats, keep timing a cell only while its runs total less than this"
         " (default: 0.5): fast cells get more runs, slow ones fewer")  # fmt: skip
-    add("--warmup", type=float, default=0.25, metavar="SECONDS",
+    add("--warmup", type=not_negative(float), default=0.25, metavar="SECONDS",
         help="warm-up: one run, more while under this (default: 0.25)")  # fmt: skip
     add("--threads", type=positive(int), default=1, help="threads per worker (default: 1)")
-    add("--seed", type=int, default=0, help="input seed (default: 0)")
+    add("--seed", type=not_negative(int), default=0, help="input seed (default: 0)")
     add("--typescript-max-n", type=positive(int), default=2048,
         help="largest n timed for the readable TypeScript port (default: 2048)")  # fmt: skip
-    add("--memory-n", type=int, default=4096,
+    add("--memory-n", type=not_negative(int), default=4096,
         help="n of every port's peak-memory pass (default: 4096; 0: no memory pass)")  # fmt: skip
-    add("--linear-memory-n", type=int, default=16384,
+    add("--linear-memory-n", type=not_negative(int), default=16384,
         help="n of one more pass for ports with memory linear in n (default: 16384; 0: none)")  # fmt: skip
     add("--memory-timeout", type=positive(float), default=120.0, metavar="SECONDS",
         help="time allowed for one memory pass (default: 120); else 'not run'")  # fmt: skip
@@ -289,6 +311,18 @@ def make_parser() -> argparse.ArgumentParser:
     # Test hook: the named port's worker adds 0.01 to one output element, which must be caught.
     add("--corrupt-port", default=None, help=argparse.SUPPRESS)
     return parser
+
+
+def output_problem(path: Path, folder: bool) -> str | None:
+    """Why `path` cannot take an output (a folder if `folder`, else a file), said for `--out PATH: ...`;
+    None when it can. Checked before anything runs, so that no run ends in a failed write."""
+    if blocking := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
+        return f"{blocking} is a file, not a folder"
+    if folder and path.exists() and not path.is_dir():
+        return "is a file; give a folder"
+    if not folder and path.is_dir():
+        return "is a folder; give a file name"
+    return None
 
 
 def _log(message: str) -> None:
@@ -322,7 +356,14 @@ def plan_cells(port: BenchPort, args: argparse.Namespace) -> list[dict]:
 def _bench(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if problem := output_problem(out, folder=True):
+        print(f"error: --out {out}: {problem}", file=sys.stderr)
+        return 2
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        print(f"error: --out {out}: cannot be created ({error.strerror or error})", file=sys.stderr)
+        return 2
     ports = [p for p in PORTS if p.name in args.ports]
     skipped: dict[str, str] = {}
     if any(p.peer for p in ports) and (why := peers.peers_missing()):
