@@ -3,9 +3,10 @@ when there is one.
 
     output = softmax(query · keyᵀ · scale [+ mask]) · value
 
-Grown from the tutorial's attention_torch.py. Each step is explicit tensor maths on the device, with
-the same labels, order and names as reference.py (the numpy float64 port), so the two files read
-side by side. torch's own kernel is not used by the port: `torch_sdpa` below calls
+Grown from the tutorial's PyTorch version (docs/design.md, section 1: the chapter writes attention
+again in PyTorch and compares it with its numpy version). Each step is explicit tensor maths on the
+device, with the same labels, order and names as reference.py (the numpy float64 port), so the two
+files read side by side. torch's own kernel is not used by the port: `torch_sdpa` below calls
 torch.nn.functional.scaled_dot_product_attention only to cross-check the production kernel.
 
 Dimension letters (docs/design.md):
