@@ -289,7 +289,10 @@ def make_parser() -> argparse.ArgumentParser:
     add("--ports", default=",".join(ALL_PORTS),
         help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all)")  # fmt: skip
     add("--device", default=None, help="torch device (default: cuda, then mps, then cpu)")
-    add("--dtypes", help="torch dtypes (default: float64,float32, plus float16,bfloat16 on cuda)")
+    add(
+        "--dtypes",
+        help="torch dtypes (default: float64,float32, plus float16,bfloat16 on cuda; float32 on mps)",
+    )
     add("--case", action="append", metavar="IDS", help="run only these cases (comma-separated; repeatable)")
     add("--tag", action="append", help="run only the cases with this tag (repeatable: all of them)")
     add("--list", action="store_true", help="list the selected cases with their tags, run nothing")
