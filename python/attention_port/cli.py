@@ -18,9 +18,10 @@ DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
 EXIT_CODES = """exit codes:
   0  every port passed every case (cases outside the contract are reported apart)
   1  a port failed a case, or its run did not finish (crash, time-out, malformed results);
-     generate --check: the fixtures are stale
+     generate --check: the fixtures are stale; side-by-side --check: the page is stale;
+     check: a level you attempted fails
   2  the job could not run, said in one line: unusable fixtures, no usable Node, a torch
-     device this machine lacks, or a wrong command line"""
+     device this machine lacks, or a wrong command line (check: the file could not be run)"""
 ALL_PORTS = tuple(ports.PORTS)
 
 
