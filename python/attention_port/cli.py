@@ -19,9 +19,10 @@ DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
 EXIT_CODES = """exit codes:
   0  every port passed every case (cases outside the contract are reported apart)
   1  a port failed a case, or its run did not finish (crash, time-out, malformed results);
-     generate --check: the fixtures are stale
+     generate --check: the fixtures are stale; side-by-side --check: the page is stale;
+     check: a level you attempted fails
   2  the job could not run, said in one line: unusable fixtures, no usable Node, a torch
-     device this machine lacks, or a wrong command line"""
+     device this machine lacks, or a wrong command line (check: the file could not be run)"""
 ALL_PORTS = tuple(ports.PORTS)
 
 
@@ -320,7 +321,10 @@ def make_parser() -> argparse.ArgumentParser:
     add("--ports", default=",".join(ALL_PORTS),
         help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all)")  # fmt: skip
     add("--device", default=None, help="torch device (default: cuda, then mps, then cpu)")
-    add("--dtypes", help="torch dtypes (default: float64,float32, plus float16,bfloat16 on cuda)")
+    add(
+        "--dtypes",
+        help="torch dtypes (default: float64,float32, plus float16,bfloat16 on cuda; float32 on mps)",
+    )
     add("--case", action="append", metavar="IDS", help="run only these cases (comma-separated; repeatable)")
     add("--tag", action="append", help="run only the cases with this tag (repeatable: all of them)")
     add("--list", action="store_true", help="list the selected cases with their tags, run nothing")

@@ -39,6 +39,7 @@ the subnormal floor. Those diagnostics never decide a pass.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -56,6 +57,7 @@ UNIT_ROUNDOFF = {
 }
 # The smallest subnormal and the largest finite number of each dtype.
 TINY = {"float64": 2.0**-1074, "float32": 2.0**-149, "float16": 2.0**-24, "bfloat16": 2.0**-133}
+TINY_EXPONENT = {dtype: math.frexp(tiny)[1] - 1 for dtype, tiny in TINY.items()}  # tiny = 2^exponent
 LARGEST = {
     "float64": float(np.finfo(np.float64).max),
     "float32": float(np.finfo(np.float32).max),
@@ -213,7 +215,9 @@ def output_budget(expected: ExpectedValues, dtype: str) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         factor = K * u * (1 + expected.spread[..., None])  # [B..., Hq, Lq, 1]
         relative = factor * expected.magnitude
-        floor = (K * TINY[dtype] / TINY["float64"]) * expected.error_floor
+        # tiny / 2^-1074 as a power of two applied by ldexp: for float16 it is 2^1050, beyond
+        # float64 as a number, and the floor overflowing with it would drop the whole bound.
+        floor = K * np.ldexp(expected.error_floor, TINY_EXPONENT[dtype] + 1074)
         # Where the factor reaches 1, a port's logits may be off by 1 or more, so its weights are
         # not determined even roughly (two logits the dtype rounds alike split a weight the exact
         # ones give to one key): no bound built from the exact weights holds, and the fallback

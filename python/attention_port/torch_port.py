@@ -3,9 +3,10 @@ when there is one.
 
     output = softmax(query · keyᵀ · scale [+ mask]) · value
 
-Grown from the tutorial's attention_torch.py. Each step is explicit tensor maths on the device, with
-the same labels, order and names as reference.py (the numpy float64 port), so the two files read
-side by side. torch's own kernel is not used by the port: `torch_sdpa` below calls
+Grown from the tutorial's PyTorch version (docs/design.md, section 1: the chapter writes attention
+again in PyTorch and compares it with its numpy version). Each step is explicit tensor maths on the
+device, with the same labels, order and names as reference.py (the numpy float64 port), so the two
+files read side by side. torch's own kernel is not used by the port: `torch_sdpa` below calls
 torch.nn.functional.scaled_dot_product_attention only to cross-check the production kernel.
 
 Dimension letters (docs/design.md):
@@ -33,9 +34,9 @@ Checked dtypes (`supported_dtypes(device)`, the grid `verify` runs by default): 
 float32 on cpu and cuda, float32 alone on mps (Metal has no float64, the one dtype the port
 refuses), plus float16 and bfloat16 on cuda. Half precision on the CPU is left out of that list by
 choice, not refused: the port computes it when asked (torch 2.13's CPU build passes every fixture
-in float16 and bfloat16 with at most 6.4% of the error budget used), but CPU half arithmetic is
-mostly float32 arithmetic rounded per operation, so it says little about the GPU half kernels that
-half precision is used on, and it is slow at real sizes.
+in float16 and bfloat16 with at most 6.4% and 7.0% of the error budget used), but CPU half
+arithmetic is mostly float32 arithmetic rounded per operation, so it says little about the GPU half
+kernels that half precision is used on, and it is slow at real sizes.
 """
 
 from __future__ import annotations

@@ -255,3 +255,18 @@ def test_where_the_weights_are_not_determined_the_values_reach_decides():
         case, "p", "float64", compare.PortAnswer(steps={"output": np.array([[-np.inf]])})
     )
     assert not infinite.passed
+
+
+def test_float16_is_held_to_the_rule_not_only_to_the_values_reach():
+    # float16's smallest subnormal is 2^-24, and 2^-24 / 2^-1074 = 2^1050 is beyond float64: the
+    # floor term must not overflow on the way, or every float16 cell falls back to the values' reach.
+    case = _case("tutorial_seq3_dk4")
+    truth = case.expected.output
+    rounded = compare.judge(
+        case, "p", "float16", compare.PortAnswer(steps={"output": truth.astype(np.float16)})
+    )
+    assert rounded.passed and rounded.budget_used > 0 and rounded.problem is None
+    wrong = truth.copy()
+    wrong[0, 0] += 1.0  # 3.6 where 2.6 is right: within the values' reach (5.0), far beyond float16's error
+    verdict = compare.judge(case, "p", "float16", compare.PortAnswer(steps={"output": wrong}))
+    assert not verdict.passed

@@ -1,6 +1,7 @@
 /**
- * Batch dims, heads, grouped-query heads and mask broadcasting: the bookkeeping both TypeScript
- * ports share, so that each port only has to do attention on one (batch, head) slice.
+ * Batch dims, heads, grouped-query heads and mask broadcasting: the bookkeeping the TypeScript
+ * ports (attention.ts, flash.ts, simd.ts) share, so that each port only has to do attention on one
+ * (batch, head) slice.
  *
  * Every checked tensor is flat and row-major (inputs.ts's toArray), so a (batch, head) slice is a
  * contiguous block that starts at an offset; this module says where each block starts. The mask

@@ -11,6 +11,9 @@
  *     typescript-flash         flash.ts's flat entry, {shape, data} tensors: Float64Array for
  *                              float64, Float32Array for float32
  *     typescript-flash-nested  flash.ts through number[][], as a caller with nested arrays has it
+ *     typescript-simd          simd.ts's flat entry (Float32Array inputs computed in float32)
+ *     typescript-simd-2w       the same with `workers: 2`
+ *     typescript-simd-nested   simd.ts through number[][]
  *     onnxruntime-node         the peers, running run.py's ONNX graph (plan.models) from the
  *     onnxruntime-web          bench-only packages in plan.peers; Web is its WebAssembly backend
  *
