@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
 
 from . import compare, fixtures, generate, ports
 from .cases import LEVELS, level_of
+from .files import output_problem, write_atomic
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
 
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
@@ -109,30 +109,6 @@ def _check_torch_device(device: str | None) -> None:
         raise UsageError(f"--device {device}: torch cannot use this device here ({first})") from None
 
 
-def _check_report_path(given: str | None) -> None:
-    """A --json FILE that can be written (its folder there, the path not a folder), or UsageError in
-    one line before any port runs."""
-    if given is None or given == "-":
-        return
-    path = Path(given)
-    if path.is_dir():
-        raise UsageError(f"--json {given}: is a folder; give a file name")
-    if not path.parent.is_dir():
-        raise UsageError(f"--json {given}: the folder {path.parent} does not exist")
-
-
-def _write_report(path: Path, text: str) -> None:
-    """`text` into a scratch file beside `path`, then one rename: `path` is never half a report,
-    even when the write fails or is interrupted (the scratch file is removed then)."""
-    scratch = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        scratch.write_text(text, encoding="utf-8")
-        os.replace(scratch, path)
-    except BaseException:
-        scratch.unlink(missing_ok=True)
-        raise
-
-
 def command_verify(args: argparse.Namespace) -> int:
     names = [p.strip() for p in args.ports.split(",") if p.strip()]
     if not names:
@@ -145,7 +121,8 @@ def command_verify(args: argparse.Namespace) -> int:
         return _error(f"--ports names {twice[0]!r} twice")
     if not (math.isfinite(args.node_timeout) and args.node_timeout > 0):
         return _error(f"--node-timeout must be a finite number of seconds > 0, got {args.node_timeout:g}")
-    _check_report_path(args.json)
+    if args.json not in (None, "-") and (problem := output_problem(Path(args.json), folder=False)):
+        return _error(f"--json {args.json}: {problem}")  # said before any port runs
     cases = _selected_cases(args)
     if args.list:
         return _list_cases(cases)
@@ -201,7 +178,7 @@ def command_verify(args: argparse.Namespace) -> int:
             sys.stdout.write(text)
         else:
             try:
-                _write_report(Path(args.json), text)
+                write_atomic(Path(args.json), text)
             except OSError as error:
                 return _error(f"--json {args.json}: cannot be written ({error.strerror or error})")
     if args.json != "-":

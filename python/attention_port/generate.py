@@ -35,6 +35,7 @@ import numpy as np
 
 from . import oracle
 from .cases import CASES, Case
+from .files import output_problem
 from .fixtures import (
     CASE_FORMAT,
     EXPECTED_NAMES,
@@ -210,8 +211,8 @@ def write_fixtures(folder: Path | str, cases: Iterable[Case] = CASES) -> int:
     """Generate every case into a staging folder beside `folder`, check it reads back, then swap it
     in atomically (see the module's docstring). Returns the case count."""
     folder = Path(folder).resolve()
-    if blocking := next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None):
-        raise FixtureError(blocking, "is a file, not a folder; the fixtures need a folder there")
+    if problem := output_problem(folder, folder=True):
+        raise FixtureError(folder, problem)
     if folder.exists() and any(folder.iterdir()) and not (folder / "manifest.json").exists():
         raise FixtureError(folder, "exists, is not empty and holds no manifest.json; refusing to replace it")
     try:

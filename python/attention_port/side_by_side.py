@@ -14,6 +14,7 @@ import re
 import textwrap
 from pathlib import Path
 
+from .files import write_atomic
 from .node import REPO_ROOT
 
 PYTHON_SOURCE = REPO_ROOT / "python" / "attention_port" / "reference.py"
@@ -166,11 +167,7 @@ def render() -> str:
 
 
 def write(path: Path = OUTPUT) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = render()
-    scratch = path.with_name(f".{path.name}.tmp")
-    scratch.write_text(text, encoding="utf-8")
-    scratch.replace(path)  # atomic: never a half-written page
+    write_atomic(path, render())
 
 
 def is_fresh(path: Path = OUTPUT) -> bool:

@@ -14,7 +14,6 @@ with the default 1/√d_k). The plot needs matplotlib (the `plot` or `dev` extra
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import reference
+from .files import output_problem, save_atomic
 from .node import REPO_ROOT
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "sqrt-dk.png"
@@ -99,14 +99,8 @@ def plot(results: list[SqrtDkStats], out: Path) -> None:
         " softmax by reference.py",
         fontsize=11,
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_name(f".{out.name}.tmp-{os.getpid()}.png")
     try:
-        figure.savefig(temporary, dpi=110)
-        temporary.replace(out)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+        save_atomic(out, lambda scratch: figure.savefig(scratch, dpi=110))
     finally:
         plt.close(figure)
 
@@ -121,11 +115,8 @@ def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
         print(f"error: --seed must be a whole number >= 0, got {args.seed}", file=sys.stderr)
         return 2
     out = DEFAULT_OUT if args.out is None else Path(args.out)
-    if out.is_dir():
-        print(f"error: --out {out}: is a folder; give a .png file name", file=sys.stderr)
-        return 2
-    if blocking := next((p for p in out.parents if p.exists() and not p.is_dir()), None):
-        print(f"error: --out {out}: {blocking} is a file, not a folder", file=sys.stderr)
+    if problem := output_problem(out, folder=False):
+        print(f"error: --out {out}: {problem}", file=sys.stderr)
         return 2
     results = [measure(dk, seed=args.seed) for dk in DIMENSIONS]
     try:

@@ -116,13 +116,17 @@ def test_budget_formatting():
 
 def test_a_json_report_that_cannot_be_written_is_one_line_and_exit_2_before_any_port_runs(tmp_path, capsys):
     (tmp_path / "a_file").write_text("")
-    for target in (tmp_path / "no_such_folder" / "report.json", tmp_path, tmp_path / "a_file" / "r.json"):
+    for target in (tmp_path, tmp_path / "a_file" / "r.json"):
         status, out, err = _verify(
             capsys, "--ports", "numpy", "--case", "rank2_square", "--json", str(target)
         )
         assert status == 2 and out == "", target
         assert len(err.strip().splitlines()) == 1 and err.startswith("error: --json"), err
         assert str(target) in err
+    # A missing folder is made, as every other command's output folder is.
+    target = tmp_path / "new_folder" / "report.json"
+    status, _, _ = _verify(capsys, "--ports", "numpy", "--case", "rank2_square", "--json", str(target))
+    assert status == 0 and json.loads(target.read_text())["passed"] == 1
 
 
 def test_a_json_report_interrupted_midway_leaves_the_old_report_whole(tmp_path, capsys, monkeypatch):

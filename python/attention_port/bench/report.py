@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .worker import write_atomic
+from ..files import save_atomic, write_atomic
 
 
 def describe_machine() -> dict:
@@ -258,8 +258,8 @@ def write_plot(results: list, path: Path, settings: dict) -> str | None:
         f"attention-port bench: single-head self-attention, {settings['threads']} thread(s) per port"
     )
     figure.tight_layout()
-    scratch = path.with_name(f".{path.name}.tmp.png")
-    figure.savefig(scratch, dpi=120)
-    plt.close(figure)
-    scratch.replace(path)
+    try:
+        save_atomic(path, lambda scratch: figure.savefig(scratch, dpi=120))
+    finally:
+        plt.close(figure)
     return None

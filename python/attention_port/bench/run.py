@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import output_problem
 from ..node import REPO_ROOT, NodeError, checked_node
 from . import check, peers, report
 from .worker import input_path
@@ -311,18 +312,6 @@ def make_parser() -> argparse.ArgumentParser:
     # Test hook: the named port's worker adds 0.01 to one output element, which must be caught.
     add("--corrupt-port", default=None, help=argparse.SUPPRESS)
     return parser
-
-
-def output_problem(path: Path, folder: bool) -> str | None:
-    """Why `path` cannot take an output (a folder if `folder`, else a file), said for `--out PATH: ...`;
-    None when it can. Checked before anything runs, so that no run ends in a failed write."""
-    if blocking := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
-        return f"{blocking} is a file, not a folder"
-    if folder and path.exists() and not path.is_dir():
-        return "is a file; give a folder"
-    if not folder and path.is_dir():
-        return "is a folder; give a file name"
-    return None
 
 
 def _log(message: str) -> None:

@@ -45,6 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import write_atomic
+
 PYTHON_PORTS = ("numpy", "torch-sdpa", "torch-math")
 
 
@@ -227,14 +229,6 @@ def main(argv: list[str] | None = None) -> int:
     plan = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     write_atomic(Path(plan["result"]), json.dumps(run_plan(plan), indent=1, allow_nan=False) + "\n")
     return 0
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write to a scratch file beside `path`, then rename it into place: whoever reads `path` (the
-    parent, a person, a later run) never sees half a file. report.py and gpu.py write theirs so too."""
-    scratch = path.with_name(f".{path.name}.tmp")
-    scratch.write_text(text, encoding="utf-8")
-    scratch.replace(path)
 
 
 if __name__ == "__main__":
