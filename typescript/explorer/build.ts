@@ -16,7 +16,7 @@
  * --port is given), prints its URL and stops on Ctrl-C.
  */
 
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join, resolve } from "node:path";
@@ -24,7 +24,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 import { build } from "esbuild";
-
+import { writeAtomic } from "../src/files.ts";
 import {
   DEFAULT_FIXTURES,
   type FixtureCase,
@@ -159,9 +159,7 @@ export async function writePage(out: string, options: PageOptions = {}): Promise
   const { html, cases, left } = await buildPage(options);
   mkdirSync(out, { recursive: true });
   const target = join(out, "index.html");
-  const temporary = join(out, `.index.html.tmp-${process.pid}`);
-  writeFileSync(temporary, html);
-  renameSync(temporary, target);
+  writeAtomic(target, html);
   const size = Buffer.byteLength(html);
   const leftOut =
     left.length === 0 ? "" : `; left out as too large: ${left.join(", ")} (served mode has them)`;

@@ -22,12 +22,13 @@
  * Exit codes: 0 the result document is written (a cell that threw is recorded in it); 1 anything else.
  */
 
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { endianness } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { scaledDotProductAttention as readableAttention } from "./attention.ts";
+import { writeAtomic } from "./files.ts";
 import {
   type FlatTensor,
   scaledDotProductAttention as flashAttention,
@@ -358,8 +359,7 @@ export async function main(argv: string[]): Promise<number> {
   const plan = JSON.parse(readFileSync(argv[0], "utf8")) as Plan;
   try {
     const result = await runPlan(plan);
-    writeFileSync(`${plan.result}.tmp`, `${JSON.stringify(result, null, 1)}\n`);
-    renameSync(`${plan.result}.tmp`, plan.result);
+    writeAtomic(plan.result, `${JSON.stringify(result, null, 1)}\n`);
     return 0;
   } catch (error) {
     console.error(

@@ -17,9 +17,8 @@
  * cannot be used, said in one line on stderr.
  */
 
-import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-
+import { writeAtomic } from "./files.ts";
 import {
   DEFAULT_FIXTURES,
   type FixtureCase,
@@ -181,7 +180,7 @@ async function runCommand(args: string[]): Promise<void> {
     `{\n  "port": ${JSON.stringify(port)},\n  "elapsed_ms": ${elapsed.toFixed(3)},\n` +
     `  "cases": {\n${answers.join(",\n")}\n  }\n}\n`;
   try {
-    writeFileSync(values.out, document);
+    writeAtomic(values.out, document); // never half a results file
   } catch (error) {
     throw new UsageError(`cannot write --out ${values.out} (${(error as Error).message})`);
   }
