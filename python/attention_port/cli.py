@@ -64,6 +64,8 @@ def command_generate(args: argparse.Namespace) -> int:
 def _selected_cases(args: argparse.Namespace) -> list:
     """The fixture cases --case (ids, comma-separated or repeated) and --tag pick; all by default."""
     ids = [i.strip() for given in args.case or [] for i in given.split(",") if i.strip()]
+    if args.case and not ids:  # as --ports: an empty list is a slip, not "every case"
+        raise UsageError("--case names no case; give case ids (attention-port verify --list shows them)")
     cases = fixtures.load_fixtures(args.fixtures, ids or None)
     if args.tag:
         known = {tag for case in cases for tag in case.tags}

@@ -37,6 +37,10 @@ def _run(capsys, *args: str) -> tuple[int, list[str]]:
         (("--ports", " , "), "error: --ports names no port; choose from numpy, torch, torch-sdpa, typescript,"
                              " typescript-flash, typescript-simd, typescript-simd-float32"),
         (("--ports", "numpy,numpy"), "error: --ports names 'numpy' twice"),
+        (("--case", ","), "error: --case names no case; give case ids"
+                          " (attention-port verify --list shows them)"),
+        (("--case", ""), "error: --case names no case; give case ids"
+                          " (attention-port verify --list shows them)"),
         (("--ports", "numpy,typescript,numpy"), "error: --ports names 'numpy' twice"),
         (("--bogus",), "error: unrecognized arguments: --bogus (see attention-port --help)"),
     ],
