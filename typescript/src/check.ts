@@ -53,7 +53,7 @@ interface Loaded {
 
 /** How many parameters a function declares. `function.length` stops at the first parameter with a
  * default value (`options = {}` is not counted), so the parameter list in its source is counted too;
- * a rest parameter (`...args`) counts as many. */
+ * a rest parameter (`...args`) counts as many; comments in the list do not count. */
 export function declaredParameterCount(fn: (...args: never[]) => unknown): number {
   const source = Function.prototype.toString.call(fn);
   const arrow = /^(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>/.exec(source);
@@ -77,6 +77,12 @@ export function declaredParameterCount(fn: (...args: never[]) => unknown): numbe
       } else if (c === quote) {
         quote = null;
       }
+      continue;
+    }
+    if (c === "/" && (source[n + 1] === "*" || source[n + 1] === "/")) {
+      // A comment: its commas and brackets are not the list's. Skip to its end.
+      const end = source[n + 1] === "*" ? source.indexOf("*/", n + 2) + 1 : source.indexOf("\n", n);
+      n = end <= 0 ? source.length : end;
       continue;
     }
     if (c === '"' || c === "'" || c === "`") {

@@ -39,3 +39,16 @@ test("destructured options, defaults holding commas and brackets, and a rest par
     1,
   );
 });
+
+test("commas and brackets inside comments in the parameter list are not parameters", () => {
+  function blockComment(_q: unknown, _k: unknown, _v: unknown /*, options (a later version) */) {}
+  assert.equal(declaredParameterCount(blockComment), 3);
+  function lineComments(
+    _q: unknown, // [Lq, E], (rows)
+    _k: unknown, // [Lk, E]
+    _v: unknown, // [Lk, Ev], no options yet
+  ) {}
+  assert.equal(declaredParameterCount(lineComments), 3);
+  function commentedOptions(_q: unknown, _k: unknown, _v: unknown, /* { isCausal } */ _options = {}) {}
+  assert.equal(declaredParameterCount(commentedOptions), 4);
+});
