@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .fixtures import FixtureCase, encode_numbers, load_fixtures
-from .inputs import AttentionInputError, describe_value, infer_shape, is_number, leaves
+from .inputs import AttentionInputError, describe_value, format_shape, infer_shape, is_number, leaves
 
 STEP_NAMES = ("scores", "logits", "weights", "output")
 OPTION_NAMES = ("attn_mask", "is_causal", "scale", "enable_gqa", "softcap")
@@ -148,6 +148,25 @@ def returned_tensor(name: str, value) -> dict | str:
     return {"shape": list(shape), "data": encode_numbers(flat)}
 
 
+def _output_and_weights(learner: Learner, case: FixtureCase, returned) -> str | None:
+    """Many tutorials' attention returns (output, weights); the pair itself would read as a ragged or
+    wrongly shaped output, so it is named: two items, the first of the output's shape, the whole not."""
+    if case.expected is None or not isinstance(returned, (tuple, list)) or len(returned) != 2:
+        return None
+    want = list(case.expected.output.shape)
+    first, whole = returned_tensor("output", returned[0]), returned_tensor("output", returned)
+    if (
+        not isinstance(first, dict)
+        or first["shape"] != want
+        or (isinstance(whole, dict) and whole["shape"] == want)
+    ):
+        return None
+    return (
+        f"{learner.name} returned a pair whose first item has the output's shape {format_shape(want)}:"
+        " return the output alone, not (output, weights)"
+    )
+
+
 def _what(x) -> str:
     return "None" if x is None else describe_value(x)
 
@@ -171,6 +190,8 @@ def answer(learner: Learner, case: FixtureCase, with_options: bool, shaped: bool
         if "output" not in steps:
             return {"id": case.id, "bad": f"attention_steps returned {_what(returned)} without an output"}
     else:
+        if pair := _output_and_weights(learner, case, returned):
+            return {"id": case.id, "bad": pair}
         steps = {"output": returned}
     written = {}
     for name, value in steps.items():

@@ -315,3 +315,38 @@ def test_a_file_that_cannot_be_loaded_again_after_a_hang_fails_its_cases_in_one_
         " RuntimeError: edited in the middle of the run\n" in text
     ), text
     assert "Stopped at level 1 of 13: the tutorial example — 2 of 2 cases fail." in text, text
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "told"),
+    [
+        (
+            "pair.py",
+            "from attention_port.reference import attention_steps as reference_steps\n\n\n"
+            "def scaled_dot_product_attention(query, key, value, attn_mask=None):\n"
+            "    steps = reference_steps(query, key, value, attn_mask)\n"
+            "    return steps.output, steps.weights\n",
+            "scaled_dot_product_attention returned a pair whose first item has the output's shape [3, 2]:"
+            " return the output alone, not (output, weights)",
+        ),
+        (
+            "pair.ts",
+            'import { attentionSteps } from "'
+            + str(REPO_ROOT / "typescript/src/attention.ts")
+            + '";\n\nexport function scaledDotProductAttention(query, key, value, options = {}) {\n'
+            "  const steps = attentionSteps(query, key, value, options);\n"
+            "  return [steps.output, steps.weights];\n}\n",
+            "scaledDotProductAttention returned a pair whose first item has the output's shape [3, 2]:"
+            " return the output alone, not [output, weights]",
+        ),
+    ],
+)
+def test_a_function_that_returns_output_and_weights_is_told_to_return_the_output_alone(
+    name, source, told, tmp_path
+):
+    # Many tutorials' attention returns (output, weights): the pair must not read as a ragged output.
+    path = tmp_path / name
+    path.write_text(source)
+    code, text = run_check(str(path))
+    assert code == 1
+    assert f"  tutorial_seq3_dk4: {told}\n" in text + "\n", text

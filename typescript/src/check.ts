@@ -38,7 +38,7 @@ import {
   loadFixtures,
   portTensor,
 } from "./fixtures.ts";
-import { describeValue, indicesOf, inferShape, isShaped, leaves, path } from "./inputs.ts";
+import { describeValue, formatShape, indicesOf, inferShape, isShaped, leaves, path } from "./inputs.ts";
 
 const STEP_NAMES = ["scores", "logits", "weights", "output"] as const;
 
@@ -236,6 +236,26 @@ function caseOptions(c: FixtureCase, shaped: boolean): Record<string, unknown> {
 }
 
 /** One case's answer line. */
+/** Many tutorials' attention returns [output, weights]; the pair itself would read as a ragged or
+ * wrongly shaped output, so it is named: two items, the first of the output's shape, the whole not. */
+function outputAndWeights(learner: Loaded, c: FixtureCase, returned: unknown): string | null {
+  if (c.expected === null || !Array.isArray(returned) || returned.length !== 2) {
+    return null;
+  }
+  const want = c.expected.output.shape;
+  const shapeOf = (x: unknown) => {
+    const tensor = returnedTensor("output", x);
+    return "json" in tensor ? formatShape(JSON.parse(tensor.json).shape) : null;
+  };
+  if (shapeOf(returned[0]) !== formatShape(want) || shapeOf(returned) === formatShape(want)) {
+    return null;
+  }
+  return (
+    `${learner.name} returned a pair whose first item has the output's shape ${formatShape(want)}:` +
+    " return the output alone, not [output, weights]"
+  );
+}
+
 function answer(learner: Loaded, c: FixtureCase, withOptions: boolean, shaped: boolean): string {
   const id = JSON.stringify(c.id);
   const input = (x: unknown) => (c.expected === null ? x : givenTensor(x as FixtureTensor, shaped));
@@ -257,6 +277,10 @@ function answer(learner: Loaded, c: FixtureCase, withOptions: boolean, shaped: b
   }
   if (learner.name === "attentionSteps" && (typeof returned !== "object" || returned === null)) {
     return `{"id": ${id}, "bad": ${JSON.stringify(`attentionSteps returned ${what(returned)}, expected an object with scores, logits, weights and output`)}}`;
+  }
+  const pair = learner.name === "attentionSteps" ? null : outputAndWeights(learner, c, returned);
+  if (pair !== null) {
+    return `{"id": ${id}, "bad": ${JSON.stringify(pair)}}`;
   }
   const steps: Record<string, unknown> =
     learner.name === "attentionSteps" ? (returned as Record<string, unknown>) : { output: returned };
