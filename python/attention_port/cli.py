@@ -271,8 +271,9 @@ def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
     return sqrt_dk.command_plot_sqrt_dk(args)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with a bad command line said in one line (exit 2) instead of usage and error."""
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, with a bad command line said in one line (exit 2) instead of usage and error. The
+    benches' parsers are of this class too."""
 
     def error(self, message: str):  # type: ignore[override]
         print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
@@ -280,7 +281,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="attention-port",
         description="Scaled dot-product attention ports checked against golden fixtures.",
         epilog=EXIT_CODES,

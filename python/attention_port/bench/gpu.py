@@ -40,10 +40,11 @@ import torch
 import torch.nn.functional as F
 
 from .. import torch_port
+from ..cli import OneLineParser
 from ..files import output_problem, write_atomic
 from ..node import REPO_ROOT
 from .check import Expected, check_output, expected_output
-from .run import CAUSAL, OneLineParser, integers, names, not_negative, positive
+from .run import CAUSAL, integers, names, not_negative, positive
 from .worker import sdpa_backend, time_cell, wall_clock
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cli import OneLineParser
 from ..files import output_problem
 from ..node import REPO_ROOT, NodeError, checked_node
 from . import check, peers, report
@@ -247,14 +248,6 @@ def _bounded(kind, accept, bound: str):
 
     parse.__name__ = kind.__name__
     return parse
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, with a bad command line said in one line (exit 2), as `attention-port` says it."""
-
-    def error(self, message: str):  # type: ignore[override]
-        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def _shape(text: str) -> tuple[int, int] | None:
