@@ -184,7 +184,10 @@ function plain(x: unknown): unknown {
 }
 
 /** One returned tensor as {"shape", "data"} JSON, or a one-line reason it is not nested numbers. */
-function returnedTensor(name: string, value: unknown): { json: string } | { bad: string } {
+function returnedTensor(
+  name: string,
+  value: unknown,
+): { shape: readonly number[]; json: string } | { bad: string } {
   if (isShaped(value) && Array.isArray(value.shape)) {
     const data = plain(value.data);
     if (!Array.isArray(data)) {
@@ -195,7 +198,7 @@ function returnedTensor(name: string, value: unknown): { json: string } | { bad:
     if (bad >= 0) {
       return { bad: `${name}.data[${bad}] is ${what(data[bad])}, expected a number` };
     }
-    return { json: tensorJson(shape, data) };
+    return { shape, json: tensorJson(shape, data) };
   }
   const nested = plain(value);
   if (!Array.isArray(nested)) {
@@ -212,7 +215,7 @@ function returnedTensor(name: string, value: unknown): { json: string } | { bad:
   if (bad >= 0) {
     return { bad: `${name}${path(indicesOf(bad, shape))} is ${what(data[bad])}, expected a number` };
   }
-  return { json: tensorJson(shape, data) };
+  return { shape, json: tensorJson(shape, data) };
 }
 
 function what(x: unknown): string {
@@ -245,7 +248,7 @@ function outputAndWeights(learner: Loaded, c: FixtureCase, returned: unknown): s
   const want = c.expected.output.shape;
   const shapeOf = (x: unknown) => {
     const tensor = returnedTensor("output", x);
-    return "json" in tensor ? formatShape(JSON.parse(tensor.json).shape) : null;
+    return "json" in tensor ? formatShape(tensor.shape) : null;
   };
   if (shapeOf(returned[0]) !== formatShape(want) || shapeOf(returned) === formatShape(want)) {
     return null;
