@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from . import cases, compare, mistakes
+from .compare import PortAnswer
 from .fixtures import FixtureCase, load_fixtures
 from .inputs import format_number, format_shape
 from .learner import Hello, LearnerError, LearnerProcess, Reply
 from .learner_worker import OPTION_NAMES, options_set
-from .ports import PortAnswer
 
 DEFAULT_TIMEOUT = 10.0  # seconds one case may take
 LEARNER = "your code"

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from . import compare, fixtures, generate, ports
+from .args import OneLineParser
 from .cases import LEVELS, level_of
 from .files import output_problem, write_atomic
 from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
@@ -269,15 +270,6 @@ def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
     from . import sqrt_dk
 
     return sqrt_dk.command_plot_sqrt_dk(args)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, with a bad command line said in one line (exit 2) instead of usage and error. The
-    benches' parsers are of this class too."""
-
-    def error(self, message: str):  # type: ignore[override]
-        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def make_parser() -> argparse.ArgumentParser:

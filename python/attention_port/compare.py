@@ -44,9 +44,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .fixtures import ExpectedValues, FixtureCase, encode_numbers
+from .expected import ExpectedValues
+from .fixtures import FixtureCase, encode_numbers
 from .inputs import check_shapes, resolve_scale
-from .ports import PortAnswer
 
 K = 16
 UNIT_ROUNDOFF = {
@@ -65,6 +65,17 @@ LARGEST = {
     "bfloat16": 3.3895313892515355e38,
 }
 STEPS = ("scores", "logits", "weights", "output")
+
+
+@dataclass(frozen=True)
+class PortAnswer:
+    """What one port gave for one case, as the judge takes it: its steps, the error it raised, or
+    how it broke. ports.py (verify) and check.py (a learner's file) make these; neither is imported
+    here."""
+
+    steps: dict[str, np.ndarray] | None = None  # scores, logits, weights, output (as float64)
+    error: tuple[str, str] | None = None  # (kind, message) of an AttentionInputError
+    crash: str | None = None  # anything else: an unexpected exception, a missing result
 
 
 @dataclass(frozen=True)

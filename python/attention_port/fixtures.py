@@ -29,6 +29,7 @@ import jsonschema
 import numpy as np
 import referencing
 
+from .expected import ExpectedValues
 from .inputs import nested_shape
 
 MANIFEST_FORMAT = "attention-port-fixtures"
@@ -65,22 +66,6 @@ class FixtureError(Exception):
         super().__init__(f"{path}: {problem}")
         self.path = str(path)
         self.problem = problem
-
-
-@dataclass(frozen=True)
-class ExpectedValues:
-    """The oracle's values for a valid case (oracle.attention computes them, a fixture holds them),
-    each rounded once to float64."""
-
-    scores: np.ndarray  # [B..., Hq, Lq, Lk]  query · keyᵀ
-    logits: np.ndarray  # [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
-    weights: np.ndarray  # [B..., Hq, Lq, Lk]
-    output: np.ndarray  # [B..., Hq, Lq, Ev]
-    error_scale: np.ndarray  # [B..., Hq, Lq, Ev]  (1 + spread) * magnitude
-    spread: np.ndarray  # [B..., Hq, Lq]  S_i of the tolerance rule
-    magnitude: np.ndarray  # [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
-    error_floor: np.ndarray  # [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
-    score_bound: float  # the largest exact |score| or |logit| bound of a kept cell (inf: beyond float64)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 
-from .fixtures import ExpectedValues
+from .expected import ExpectedValues
 from .inputs import check_shapes
 
 PRECISION_BITS = 256  # carried through every step after the exact dot products

@@ -14,20 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .compare import STEPS, PortAnswer
 from .fixtures import FixtureCase, decode_numbers
 from .inputs import AttentionInputError
 from .node import DEFAULT_TIMEOUT, TYPESCRIPT_DTYPES, TYPESCRIPT_PORTS, NodeError, run_typescript
-
-STEP_NAMES = ("scores", "logits", "weights", "output")
-
-
-@dataclass(frozen=True)
-class PortAnswer:
-    """What one port gave for one case: its steps, the error it raised, or how it broke."""
-
-    steps: dict[str, np.ndarray] | None = None  # scores, logits, weights, output (as float64)
-    error: tuple[str, str] | None = None  # (kind, message) of an AttentionInputError
-    crash: str | None = None  # anything else: an unexpected exception, a missing result
 
 
 @dataclass(frozen=True)
@@ -63,7 +53,7 @@ def numpy_port() -> Port:
 
     def compute(*args, **kwargs) -> dict[str, np.ndarray]:
         steps = reference.attention_steps(*args, **kwargs)
-        return {name: getattr(steps, name) for name in STEP_NAMES}
+        return {name: getattr(steps, name) for name in STEPS}
 
     def run(cases: list[FixtureCase]) -> PortRun:
         return PortRun({case.id: _answer(compute, case) for case in cases})
@@ -80,7 +70,7 @@ def torch_port(device: str, dtype: str) -> Port:
 
     def compute(*args, **kwargs) -> dict[str, np.ndarray]:
         steps = port.attention_steps(*args, **kwargs, device=device, dtype=torch_dtype)
-        return {name: getattr(steps, name).detach().to("cpu", torch.float64).numpy() for name in STEP_NAMES}
+        return {name: getattr(steps, name).detach().to("cpu", torch.float64).numpy() for name in STEPS}
 
     def run(cases: list[FixtureCase]) -> PortRun:
         with port.tf32_disabled():
@@ -143,7 +133,7 @@ def decode_typescript_answer(entry: object) -> PortAnswer:
     if "crash" in entry:
         return PortAnswer(crash=str(entry["crash"]))
     try:
-        return PortAnswer(steps={name: decode_tensor(entry[name]) for name in STEP_NAMES if name in entry})
+        return PortAnswer(steps={name: decode_tensor(entry[name]) for name in STEPS if name in entry})
     except (ValueError, TypeError) as error:
         return PortAnswer(crash=f"malformed result: {error}")
 

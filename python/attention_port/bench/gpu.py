@@ -40,12 +40,12 @@ import torch
 import torch.nn.functional as F
 
 from .. import torch_port
-from ..cli import OneLineParser
+from ..args import OneLineParser, integers, names, not_negative, positive
 from ..files import output_problem, write_atomic
 from ..node import REPO_ROOT
 from .check import Expected, check_output, expected_output
-from .run import CAUSAL, integers, names, not_negative, positive
-from .worker import sdpa_backend, time_cell, wall_clock
+from .run import CAUSAL
+from .timing import sdpa_backend, time_cell, wall_clock
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
 DTYPES = {

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -44,11 +43,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli import OneLineParser
+from ..args import OneLineParser, integers, names, not_negative, positive
 from ..files import output_problem
 from ..node import REPO_ROOT, NodeError, checked_node
 from . import check, peers, report
-from .worker import input_path
+from .timing import input_path
 
 BENCH_TS = REPO_ROOT / "typescript" / "src" / "bench.ts"
 DEFAULT_OUT = REPO_ROOT / "bench-results"
@@ -204,50 +203,6 @@ class Workers:
 
 # ---------------------------------------------------------------------------------------------
 # The command
-
-
-def integers(text: str) -> list[int]:
-    """An argparse type: comma-separated positive integers, sorted, each once."""
-    try:
-        values = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        values = []
-    if not values or values[0] < 1:
-        raise argparse.ArgumentTypeError(f"takes comma-separated positive integers, not {text!r}")
-    return values
-
-
-def names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
-    """Comma-separated names from `allowed`, each once (the type of --ports and --dtypes)."""
-    chosen = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
-    unknown = [p for p in chosen if p not in allowed]
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f"unknown {what} {unknown[0] if unknown else text!r};"
-                                         f" choose from {', '.join(allowed)}")  # fmt: skip
-    return chosen
-
-
-def positive(kind):
-    """An argparse type: a finite `kind` (int or float) > 0."""
-    return _bounded(kind, lambda value: value > 0, "> 0")
-
-
-def not_negative(kind):
-    """An argparse type: a finite `kind` (int or float) >= 0."""
-    return _bounded(kind, lambda value: value >= 0, ">= 0")
-
-
-def _bounded(kind, accept, bound: str):
-    def parse(text: str):
-        value = kind(text)  # a ValueError: argparse says "invalid int value" (or float), by __name__
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be a finite number {bound}, not {text}")
-        if not accept(value):
-            raise argparse.ArgumentTypeError(f"must be {bound}, not {text}")
-        return value
-
-    parse.__name__ = kind.__name__
-    return parse
 
 
 def _shape(text: str) -> tuple[int, int] | None:

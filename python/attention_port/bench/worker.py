@@ -14,7 +14,7 @@ The plan (JSON, written by the parent):
     port       numpy | torch-sdpa | torch-math
     inputs     folder with n{n}-d{d}-query.f64, -key.f64, -value.f64 ([n, d] row-major)
     cells      [{"n", "d", "dtype": "float64" | "float32", "causal": bool}, ...]
-    min_runs, max_runs, budget_s, warmup_s   the timing loop (see time_cell)
+    min_runs, max_runs, budget_s, warmup_s   the timing loop (see timing.time_cell)
     threads    torch.set_num_threads; the parent also sets OMP/OPENBLAS/MKL_NUM_THREADS
     outputs    folder for the outputs, raw little-endian float64 [n, d]
     result     where to write the result document (JSON)
@@ -31,12 +31,9 @@ goes to stderr, one line per cell.
 from __future__ import annotations
 
 import json
-import os
-import re
 import resource
 import statistics
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files import write_atomic
+from .timing import input_path, sdpa_backend, time_cell
 
 PYTHON_PORTS = ("numpy", "torch-sdpa", "torch-math")
 
@@ -107,55 +105,6 @@ def load_port(name: str, threads: int) -> Port:
             versions={"numpy": np.__version__, "torch": torch.__version__},
         )
     raise ValueError(f"unknown Python port {name!r}; choose from {', '.join(PYTHON_PORTS)}")
-
-
-def sdpa_backend(run: Callable[[], object]) -> str:
-    """The kernel torch's scaled_dot_product_attention ran for one call, as the profiler saw it:
-    the aten op it dispatched to (e.g. _scaled_dot_product_flash_attention_for_cpu, or
-    _scaled_dot_product_attention_math for the explicit maths)."""
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # above its highest level: no start/stop lines
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU]) as profiler:
-        run()
-    names = [event.name for event in profiler.events()]
-    kernel = next((n for n in names if re.fullmatch(r"aten::_scaled_dot_product_\w+", n)), None)
-    return kernel.removeprefix("aten::") if kernel else "unknown (" + ", ".join(names[:3]) + ")"
-
-
-def wall_clock(run: Callable[[], object]) -> tuple[object, float]:
-    """One run and its wall-clock time in ms: time_cell's clock on the CPU."""
-    start = time.perf_counter()
-    output = run()
-    return output, (time.perf_counter() - start) * 1e3
-
-
-def time_cell(
-    run: Callable[[], object], min_runs: int, max_runs: int, budget_s: float, warmup_s: float,
-    max_warmup: int = 20, clock: Callable[[Callable[[], object]], tuple[object, float]] = wall_clock,
-) -> tuple[object, int, list[float]]:  # fmt: skip
-    """Warm up, then time runs: at least `min_runs`; past that, more only while the timed runs
-    have taken less than `budget_s` in all, up to `max_runs`. So a fast cell gets many runs and a
-    slow one exactly `min_runs`. Warm-up: one run, more while under `warmup_s` (at most
-    `max_warmup`), so that caches, allocators and thread pools are settled before the clock starts.
-    gpu.py passes a clock of CUDA events, which also waits for each run to finish.
-
-    Returns the last timed run's output (the one the parent checks), the warm-up count and the
-    timed runs in milliseconds."""
-    warmup_runs, warmup_ms = 0, 0.0
-    while warmup_runs == 0 or (warmup_runs < max_warmup and warmup_ms < warmup_s * 1e3):
-        warmup_ms += clock(run)[1]
-        warmup_runs += 1
-    times_ms: list[float] = []
-    output = None
-    while len(times_ms) < min_runs or (len(times_ms) < max_runs and sum(times_ms) < budget_s * 1e3):
-        output, elapsed_ms = clock(run)
-        times_ms.append(elapsed_ms)
-    return output, warmup_runs, times_ms
-
-
-def input_path(folder: Path, n: int, d: int, which: str) -> Path:
-    return folder / f"n{n}-d{d}-{which}.f64"
 
 
 def read_input(folder: Path, n: int, d: int, which: str) -> np.ndarray:
