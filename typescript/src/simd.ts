@@ -80,7 +80,7 @@
 import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 
-import { BUILDS, type BuildName, buildIsFresh } from "../wasm/build.ts";
+import { BUILDS, type BuildName, buildIsFresh } from "../wasm/stamp.ts";
 import * as readable from "./attention.ts";
 import { nest, type Slice, slices } from "./batching.ts";
 import {

@@ -29,7 +29,7 @@ import {
   expectedStamp,
   KERNEL_SOURCE,
   outputHashes,
-} from "../wasm/build.ts";
+} from "../wasm/stamp.ts";
 import { attentionProblems, generator, type Problem } from "./generate.ts";
 import { assertFixtureError, flatten, product, runCase } from "./helpers.ts";
 

@@ -1,0 +1,64 @@
+// Imports in typescript/ go one way (`npm run deps`, run by scripts/test): the ports import only
+// ports, nothing imports a command's entry point, no circles. Python's twin is the import-linter
+// contracts in pyproject.toml.
+
+/** The ports and what they compute with. A port runs in a consumer's program (and in a browser,
+ * bundled), so it must not pull in the harness, a command or a build script. */
+const PORTS = "^typescript/src/(attention|flash|simd|simd-worker|inputs|batching)[.]ts$";
+/** What the ports may import besides each other: the SIMD kernel's build files and stamp. */
+const PORT_DATA = "^typescript/wasm/stamp[.]ts$";
+/** Entry points, each run as a process (by a person, scripts/setup or the Python harness): what
+ * another module needs of one belongs in a module of its own. */
+const ENTRIES = "^typescript/(src/(cli|check|bench)|wasm/build|explorer/build)[.]ts$";
+/** The tests exercise the entry points' functions, and may. */
+const TESTS = "^typescript/test/";
+
+module.exports = {
+  forbidden: [
+    {
+      name: "ports-import-only-ports",
+      comment: "a port imports only the ports, inputs.ts, batching.ts and the kernel's stamp",
+      severity: "error",
+      from: { path: PORTS },
+      to: { path: "^typescript/", pathNot: [PORTS, PORT_DATA] },
+    },
+    {
+      name: "no-entry-imports",
+      comment: "a command's or build script's entry point is run, never imported (tests excepted)",
+      severity: "error",
+      from: { pathNot: [TESTS, "^typescript/src/check[.]ts$"] },
+      to: { path: ENTRIES },
+    },
+    {
+      // To be removed, with the pathNot above, once check.ts reads the learner protocol from a
+      // module of its own instead of cli.ts.
+      name: "no-entry-imports-from-check",
+      comment: "check.ts may import only cli.ts of the entry points, for now",
+      severity: "error",
+      from: { path: "^typescript/src/check[.]ts$" },
+      to: { path: ENTRIES, pathNot: "^typescript/src/cli[.]ts$" },
+    },
+    {
+      name: "no-circular",
+      comment: "no module imports, through others, itself",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "not-to-unresolvable",
+      comment: "every import names a file or package that is there",
+      severity: "error",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    // TypeScript 7 has no JavaScript API for dependency-cruiser to parse with; swc (a pinned dev
+    // dependency) parses the .ts files, type-only imports included.
+    parser: "swc",
+    includeOnly: "^typescript/",
+    exclude: { path: ["^typescript/bench-peers/", "^typescript/wasm/kernel[.]ts$"] },
+    doNotFollow: { path: "node_modules" },
+  },
+};
