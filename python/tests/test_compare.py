@@ -204,6 +204,16 @@ def test_judge_names_the_first_divergent_step():
     assert not verdict.passed and verdict.first_divergent_step == "scores"
 
 
+def test_a_port_that_gives_the_output_alone_names_no_first_divergent_step():
+    # torch-sdpa and the SIMD port give no scores, logits or weights of their own: "first diverged:
+    # output" would say nothing about where they went wrong.
+    case = _case("rank2_square")
+    answer = compare.PortAnswer(steps={"output": case.expected.output + 1e-6})
+    verdict = compare.judge(case, "p", "float64", answer)
+    assert not verdict.passed and verdict.first_divergent_step is None
+    assert "first diverged" not in compare.format_verdict(verdict)
+
+
 def test_a_forgotten_scale_first_diverges_at_logits():
     # The scores are right and the softmax input is not: the report must blame `logits`, the step
     # the fixtures store between the two, not `weights`.

@@ -8,10 +8,12 @@
  * where an answer is {"scores", "logits", "weights", "output"} (each {"shape", "data"}, data flat row-major),
  * {"error": {"kind", "message"}} for an AttentionInputError, or {"crash": "..."} for anything else.
  * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"), and -0.0 keeps its sign.
- * --port attention runs the readable port (attention.ts), --port flash the fast one (flash.ts),
- * --port simd the SIMD port (simd.ts) in float64: each through its attentionSteps, so every step is
- * written. --port simd-float32 runs the SIMD port's flat entry on Float32Array inputs (float32
- * arithmetic) and writes the output only.
+ * --port attention runs the readable port (attention.ts), --port flash the fast one (flash.ts): each
+ * through its attentionSteps, so every step is written. --port simd runs the SIMD port (simd.ts) in
+ * float64 and writes the output only: its kernel keeps no scores, logits or weights (simd.ts's
+ * attentionSteps returns the readable port's), so verify judges only what the kernel computed, and
+ * names no first diverging step for it. --port simd-float32 runs the SIMD port's flat entry on
+ * Float32Array inputs (float32 arithmetic) and writes the output only.
  * The CLI judges nothing (compare.py does). Exit codes: 0 the results are written (a case that
  * threw is recorded in them); 2 it cannot run: bad command-line usage or a fixture folder that
  * cannot be used, said in one line on stderr.
@@ -75,8 +77,15 @@ async function loadPort(name: PortName): Promise<CaseRunner> {
       ...c.params,
     });
   };
-  if (name !== "simd-float32") {
+  if (name === "attention" || name === "flash") {
     return nested;
+  }
+  if (name === "simd") {
+    // The same checks and errors as attentionSteps; of its steps, only the kernel's output is kept.
+    return (c) => {
+      const { output, outputShape } = nested(c);
+      return { output, scoresShape: [], outputShape };
+    };
   }
   // The SIMD port in float32: its flat entry with Float32Array tensors, which computes in float32.
   // It gives the output only (compare.py judges the output; the other steps are diagnostics).

@@ -63,7 +63,8 @@
  * `attentionSteps` returns every step, as flash.ts does; but here only `output` comes from the
  * kernel. The diagnostic steps (scores, logits, weights [B..., Hq, Lq, Lk]) are the readable
  * port's (attention.ts computes them), because the kernel never holds them in natural units (it
- * keeps log2-unit logits, one tile at a time).
+ * keeps log2-unit logits, one tile at a time). So `verify` takes only the output from this port
+ * (cli.ts) and names no first diverging step for it.
  *
  * Memory: the kernel's memory holds a copy of value, the key's transposed tiles and the mask as
  * given (not broadcast), each read by every query block; the query goes in and the output comes out

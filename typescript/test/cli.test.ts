@@ -157,3 +157,21 @@ test("the process itself exits with code 2 and one line on stderr", () => {
   assert.equal(bare.status, 2, bare.stderr);
   assert.match(bare.stderr, /no command given/);
 });
+
+test("--port simd writes the kernel's output alone: the readable port's steps are not the kernel's", async () => {
+  const cases = ["tutorial_seq3_dk4", "error_ragged_mask"];
+  const read = async (port: string) => {
+    const out = join(scratch, `results-${port}-alone.json`);
+    assert.equal(
+      await main(["run", "--out", out, "--port", port, ...cases.flatMap((id) => ["--case", id])]),
+      0,
+    );
+    return JSON.parse(readFileSync(out, "utf8")).cases;
+  };
+  const [simd, readable] = [await read("simd"), await read("attention")];
+  assert.deepEqual(Object.keys(simd.tutorial_seq3_dk4), ["output"]);
+  assert.deepEqual(simd.tutorial_seq3_dk4.output.shape, readable.tutorial_seq3_dk4.output.shape);
+  const output = (doc: typeof simd) => decodeNumbers(doc.tutorial_seq3_dk4.output.data) as number[];
+  output(simd).forEach((x, n) => assert.ok(Math.abs(x - output(readable)[n]) <= 1e-14 * Math.abs(x), `${x}`));
+  assert.deepEqual(simd.error_ragged_mask, readable.error_ragged_mask);
+});
