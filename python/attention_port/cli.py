@@ -185,19 +185,29 @@ def command_verify(args: argparse.Namespace) -> int:
             except OSError as error:
                 return _error(f"--json {args.json}: cannot be written ({error.strerror or error})")
     if args.json != "-":
-        for verdict in verdicts:
-            if verdict.passed and not args.verbose:
-                continue
+        # By default only what went wrong has a line of its own; a case outside the contract is no
+        # failure, and is counted in the summary (-v lists every case, those too).
+        shown = [v for v in verdicts if args.verbose or compare.failed(v)]
+        for verdict in shown:
             line = compare.format_verdict(verdict)
             if not verdict.passed:
                 line += f"  -- {by_id[verdict.case_id].description}"
             print(line)
         for line in broken:
             print(line)
-        print()
+        if shown or broken:
+            print()
         _print_port_summary(verdicts, runs)
-        print(f"{passed} passed, {failed} failed" + (f", {outside} outside the contract" if outside else ""))
+        print(_summary_line(passed, failed, outside, args.verbose))
     return 0 if failed == 0 else 1
+
+
+def _summary_line(passed: int, failed: int, outside: int, verbose: bool) -> str:
+    """verify's last line: "12 passed, 0 failed, 27 outside the contract (-v lists them)"."""
+    line = f"{passed} passed, {failed} failed"
+    if outside:
+        line += f", {outside} outside the contract" + ("" if verbose else " (-v lists them)")
+    return line
 
 
 def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> list[compare.CaseVerdict]:
@@ -304,7 +314,8 @@ def make_parser() -> argparse.ArgumentParser:
     add("--node-timeout", type=float, default=DEFAULT_TIMEOUT,
         help="seconds the TypeScript run may take (default: %(default)g)")  # fmt: skip
     add("-v", "--verbose", action="store_true",
-        help="print every case's line (default: failures and the summary)")  # fmt: skip
+        help="print every case's line, passes and cases outside the contract too"
+        " (default: failures, then one line per port and the summary)")  # fmt: skip
     verify.set_defaults(handler=command_verify)
 
     pages = commands.add_parser("side-by-side", help="write docs/side-by-side.md from the two readable ports")
