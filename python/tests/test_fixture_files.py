@@ -65,6 +65,10 @@ def test_no_bare_nan_or_infinity_in_files():
         )
 
 
+# The staging and swap tests need a folder of a few cases, not the oracle's run over every case.
+FEW = case_table.CASES[:3]
+
+
 def _copy(tmp_path) -> Path:
     target = tmp_path / "fixtures"
     shutil.copytree(FIXTURES_DIR, target)
@@ -109,9 +113,11 @@ def test_the_swap_never_leaves_the_folder_missing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(generate.os, "rename", rename)
     monkeypatch.setattr(generate, "_exchange", exchange)
-    generate.write_fixtures(target)
+    generate.write_fixtures(target, FEW)
     assert seen == [True, True]
-    assert _tree(target) == _tree(FIXTURES_DIR)
+    # The new folder, whole: its cases alone (the old folder's, stale_case.json too, went with it).
+    assert sorted(p.name for p in (target / "cases").iterdir()) == sorted(f"{c.id}.json" for c in FEW)
+    assert [case.id for case in fixtures.load_fixtures(target)] == [c.id for c in FEW]
     assert [p.name for p in tmp_path.iterdir()] == ["fixtures"], "the old folder is removed"
 
 
@@ -132,7 +138,7 @@ def test_failed_swap_puts_the_old_folder_back(tmp_path, monkeypatch):
     monkeypatch.setattr(generate, "_exchange", lambda first, second: False)
     monkeypatch.setattr(generate.os, "rename", rename)
     with pytest.raises(OSError):
-        generate.write_fixtures(target)
+        generate.write_fixtures(target, FEW)
     assert failed and _tree(target) == before
     assert [p.name for p in tmp_path.iterdir()] == ["fixtures"]
 
@@ -145,7 +151,7 @@ def test_generate_removes_staging_folders_left_by_a_killed_run(tmp_path):
     for folder in (dead, unnamed, alive):
         (folder / "cases").mkdir(parents=True)
         (folder / "manifest.json").write_text("{}")
-    generate.write_fixtures(target)
+    generate.write_fixtures(target, FEW)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["fixtures", alive.name])
 
 
