@@ -10,6 +10,7 @@ ATTENTION_PORT_SCREENSHOT=docs/explorer.png also writes the README's screenshot 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import statistics
@@ -135,6 +136,43 @@ def test_opens_on_the_tutorial_example_with_the_output_nodes_attention_ts_gives(
     assert page.row_sums() == pytest.approx([1, 1, 1], abs=1e-15)
 
 
+def oracle_output(case_id: str) -> list[float]:
+    """The oracle's output of a fixture case, flat: the expected values of every backend."""
+    from attention_port.cli import DEFAULT_FIXTURES
+    from attention_port.fixtures import load_fixtures
+
+    (case,) = load_fixtures(DEFAULT_FIXTURES, [case_id])
+    return [float(x) for x in case.expected.output.ravel()]
+
+
+def wait_idle(page) -> None:
+    """Until the newest recompute has been drawn (a backend may answer asynchronously)."""
+    page.page.wait_for_function("() => document.body.dataset.busy === undefined")
+
+
+@pytest.mark.parametrize("backend", ["readable", "flash", "simd"])
+def test_every_backend_gives_the_oracles_numbers_on_the_tutorial_and_a_fixture_case(page, backend):
+    assert page.page.is_enabled(f'#backend option[value="{backend}"]'), page.page.inner_text("#backend-note")
+    page.page.select_option("#backend", backend)
+    wait_idle(page)
+    assert page.page.get_attribute("#status", "data-backend") == backend
+    # The tutorial example is the fixture case tutorial_seq3_dk4: the oracle's output, to 1e-15.
+    flat = [x for row in page.values("output") for x in row]
+    assert flat == pytest.approx(oracle_output("tutorial_seq3_dk4"), abs=1e-15, rel=0)
+    assert page.row_sums() == pytest.approx([1, 1, 1], abs=1e-15)
+    # A fixture case with grouped-query heads, causal and a mask, held to the tolerance rule.
+    page.page.select_option("#preset", "case:gqa_causal_masked")
+    wait_idle(page)
+    verdict = page.page.locator("#fixture-verdict")
+    assert verdict.inner_text().startswith("within budget"), verdict.inner_text()
+    # Switching backend keeps the case loaded and judges the new backend's output.
+    other = "readable" if backend != "readable" else "flash"
+    page.page.select_option("#backend", other)
+    wait_idle(page)
+    assert page.page.get_attribute("#status", "data-backend") == other
+    assert page.page.locator("#fixture-verdict").inner_text().startswith("within budget")
+
+
 def test_causal_makes_the_weights_lower_triangular(page):
     page.page.check("#causal")
     weights = page.values("weights")
@@ -176,7 +214,12 @@ def test_hovering_a_weight_shows_its_arithmetic(page):
     page.page.hover('#table-weights td[data-i="0"][data-j="2"]')
     text = page.page.inner_text("#arithmetic")
     assert "q0·k2 = 1×1 + 0×1 + 1×0 + 0×0 = 1" in text
-    assert "× scale 0.5 = 0.5" in text and "÷ row sum" in text
+    assert "× scale 0.5 = 0.5" in text
+    # Full precision, the subtraction of the row max written out, a negative in parentheses.
+    logits_row = [0.5 * x for x in (2, 0, 1)]  # scores row 0 of the tutorial are [2, 0, 1]
+    assert "row max = 1" in text and "x − row max = 0.5 − 1 = -0.5" in text
+    total = sum(math.exp(x - 1) for x in logits_row)
+    assert f"row sum Σ exp(logit − row max) = {total!r}" in text
     lit = page.page.eval_on_selector_all(".lit-cell", "t => t.map(x => x.closest('table').dataset.step)")
     assert lit == ["weights"]
     assert page.page.is_visible('table.cells-edit[data-input="query"] tr.lit[data-row="0"]')
