@@ -429,7 +429,38 @@ function drawSteps(): void {
   }
   $("steps").replaceChildren(...figures);
   $("step-logits").classList.add("clickable");
+  drawAllHeads();
   refreshExplanation();
+}
+
+/** Every head's weights side by side, each labelled with the key/value head it reads (under
+ * grouped-query attention, Hq / Hkv query heads share one). */
+function drawAllHeads(): void {
+  const holder = $("multi-head");
+  const result = state.result;
+  const wanted = $<HTMLInputElement>("all-heads").checked;
+  if (!wanted || result === null) {
+    holder.replaceChildren();
+    return;
+  }
+  const { steps } = result;
+  const outerShape = steps.scoresShape.slice(0, -2);
+  const [lq, lk] = steps.scoresShape.slice(-2);
+  const heads = outerShape.at(-1) ?? 1;
+  const kvHeads = shapeOf(result.inputs.key).length >= 3 ? (shapeOf(result.inputs.key).at(-3) ?? 1) : 1;
+  const group = Math.max(1, heads / kvHeads);
+  holder.replaceChildren(
+    ...outerIndices(outerShape).map((outer, n) => {
+      const h = outer.at(-1) ?? 0;
+      const batch = outer.slice(0, -1);
+      const words = [
+        ...batch.map((b) => `batch ${b}`),
+        outer.length === 0 ? "the only head" : `head ${h}`,
+        outer.length === 0 ? "" : `reads key/value head ${Math.floor(h / group)}`,
+      ].filter((w) => w !== "");
+      return heatmap(`weights@${n}`, `weights, ${words.join(", ")}`, sliceAt(steps.weights, outer), [lq, lk]);
+    }),
+  );
 }
 
 /** The keyboard's cell in each heatmap (a roving tabindex: one Tab stop per heatmap, arrow keys
@@ -653,6 +684,16 @@ function explain(step: string, i: number, j: number): void {
     return;
   }
   state.lit = { step, i, j };
+  if (step.includes("@")) {
+    // A head of the side-by-side view: its value; the full arithmetic is in the step view.
+    const value = shown[step]?.[i]?.[j];
+    const title = $(`caption-${step}`).firstChild?.textContent ?? step;
+    $("arithmetic").replaceChildren(
+      element("p", { class: "mono" }, `${title}: [${i}][${j}] = ${numberText(value)}`),
+      element("p", { class: "hint" }, "Choose this head under “view” to see its arithmetic step by step."),
+    );
+    return;
+  }
   const outer = currentOuter();
   if (outer === null) {
     return;
@@ -799,7 +840,12 @@ async function toggleMask(i: number, j: number): Promise<void> {
 const LONG_PRESS_MS = 500;
 
 function wireHeatmaps(): void {
-  const steps = $("steps");
+  for (const holder of [$("steps"), $("multi-head")]) {
+    wireHeatmapsIn(holder);
+  }
+}
+
+function wireHeatmapsIn(steps: HTMLElement): void {
   const show = (event: Event) => {
     const cell = cellOf(event);
     if (cell !== null) {
@@ -945,6 +991,30 @@ function drawErrorVerdict(got: { kind: string; message: string } | null): void {
   $("fixture-panel").replaceChildren(
     element("p", { id: "fixture-verdict", class: passed ? "verdict-good" : "verdict-bad" }, text),
   );
+}
+
+// ---- Narrow screens -------------------------------------------------------------------------------
+
+/** At 480 px or less the page is one column, and the heatmaps would sit below every input: they
+ * move to just after the input box being edited (and back, on a wider screen). */
+function wireNarrowScreens(): void {
+  const narrow = window.matchMedia("(max-width: 480px)");
+  const home = $("steps-home");
+  const place = (box: Element | null) => {
+    const steps = $("steps");
+    if (narrow.matches && box !== null) {
+      box.after(steps);
+    } else if (!narrow.matches && steps.previousElementSibling !== home) {
+      home.after(steps);
+    }
+  };
+  $("inputs-panel").addEventListener("focusin", (event) => {
+    place((event.target as HTMLElement).closest(".input-box, fieldset, .row"));
+  });
+  narrow.addEventListener("change", () => place(narrow.matches ? $("preset").closest(".row") : null));
+  if (narrow.matches) {
+    place($("preset").closest(".row"));
+  }
 }
 
 // ---- Step by step ------------------------------------------------------------------------------------
@@ -1112,6 +1182,12 @@ function wireGuide(): void {
   $("guide-start").addEventListener("click", () => {
     guide.open = true;
     guide.step = 0;
+    // Key row: the last one, so it differs from query row 0 (and causal would hide it).
+    const keys = state.result?.steps.scoresShape.at(-1) ?? 1;
+    $<HTMLSelectElement>("guide-key").replaceChildren(
+      ...Array.from({ length: keys }, (_, n) => element("option", { value: String(n) }, String(n))),
+    );
+    $<HTMLSelectElement>("guide-key").value = String(Math.max(keys - 1, 0));
     $("guide").hidden = false;
     drawGuide();
     $("guide-next").focus();
@@ -1323,8 +1399,10 @@ function metricPair(
   return point[key];
 }
 
+/** The slider is log2(d_k), so d_k 1-16 has as much of the track as 64-1024, as on the charts. */
 function drawSqrtDk(): void {
-  const dk = Number($<HTMLInputElement>("dk").value);
+  const dk = Math.round(2 ** Number($<HTMLInputElement>("dk").value));
+  $("dk").setAttribute("aria-valuetext", `d_k = ${dk}`);
   $("dk-value").textContent = String(dk);
   sqrtDkCurve ??= SQRT_DK_GRID.map((d) => sqrtDkPoint(d));
   const here = sqrtDkPoint(dk);
@@ -1457,7 +1535,14 @@ async function start(): Promise<void> {
   });
   $("head").addEventListener("change", () => {
     drawSteps();
+    drawGuide();
   });
+  $("all-heads").addEventListener("change", drawAllHeads);
+  // Seeded random: a new size or seed draws at once (no button to press first).
+  for (const field of ["lq", "lk", "e", "ev", "hq", "hkv", "seed"]) {
+    $(`random-${field}`).addEventListener("input", drawRandom);
+  }
+  wireNarrowScreens();
   $("show-numbers").addEventListener("change", () => {
     document.body.classList.toggle("show-numbers", $<HTMLInputElement>("show-numbers").checked);
   });
