@@ -33,6 +33,7 @@ import {
   sqrtDkPoint,
   tutorialInputs,
   viridis,
+  viridisRgb,
   weightArithmetic,
 } from "./model.ts";
 
@@ -538,7 +539,9 @@ function heatmap(
   return figure;
 }
 
-const CANVAS_CELL = 7; // pixels per cell of a canvas heatmap
+const CANVAS_CELL = 7; // CSS pixels per cell of a canvas heatmap
+const MASKED_RGB: [number, number, number] = [0xe4, 0xe4, 0xea];
+const NAN_RGB: [number, number, number] = [0xff, 0x8a, 0x80];
 
 /** A heatmap too wide for numbers, painted on one canvas: one element where a table would have
  * Lq x Lk cells to build, style and lay out (the slow part at 64 x 64). */
@@ -550,12 +553,15 @@ function canvasHeatmap(
   label: string,
 ): HTMLElement {
   const holder = element("div", { class: "canvas-holder" });
+  // One pixel per cell, drawn as one ImageData write and enlarged by CSS (image-rendering:
+  // pixelated): no per-cell fill style to parse.
   const canvas = element("canvas", {
     id: `canvas-${step}`,
     class: "heat-canvas",
     "data-step": step,
-    width: String(cols * CANVAS_CELL),
-    height: String(rows * CANVAS_CELL),
+    width: String(cols),
+    height: String(rows),
+    style: `width:${cols * CANVAS_CELL}px;height:${rows * CANVAS_CELL}px`,
     tabindex: "0",
     role: "img",
     "aria-label": label,
@@ -563,18 +569,25 @@ function canvasHeatmap(
   });
   const context = canvas.getContext("2d");
   const [low, high] = finiteRange(matrix);
-  if (context !== null) {
+  if (context !== null && rows > 0 && cols > 0) {
+    const image = context.createImageData(cols, rows);
+    const pixels = image.data; // [rows, cols, 4] RGBA
     matrix.forEach((row, i) => {
       row.forEach((x, j) => {
-        context.fillStyle =
+        const [r, g, b] =
           x === -Infinity
-            ? "#e4e4ea"
+            ? MASKED_RGB
             : Number.isNaN(x)
-              ? "#ff8a80"
-              : viridis(high > low ? (x - low) / (high - low) : 0.5).colour;
-        context.fillRect(j * CANVAS_CELL, i * CANVAS_CELL, CANVAS_CELL, CANVAS_CELL);
+              ? NAN_RGB
+              : viridisRgb(high > low ? (x - low) / (high - low) : 0.5);
+        const at = (i * cols + j) * 4;
+        pixels[at] = r;
+        pixels[at + 1] = g;
+        pixels[at + 2] = b;
+        pixels[at + 3] = 255;
       });
     });
+    context.putImageData(image, 0, 0);
   }
   holder.append(canvas, element("div", { class: "canvas-cursor", hidden: "" }));
   return holder;

@@ -282,13 +282,19 @@ const VIRIDIS = [
 
 /** Viridis at t in [0, 1], as an rgb() colour and whether dark text reads on it. */
 export function viridis(t: number): { readonly colour: string; readonly darkText: boolean } {
+  const [r, g, b] = viridisRgb(t);
+  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  return { colour: `rgb(${r}, ${g}, ${b})`, darkText: luminance > 140 };
+}
+
+/** Viridis at t in [0, 1] as [red, green, blue], 0-255 (a canvas writes these straight into pixels). */
+export function viridisRgb(t: number): [number, number, number] {
   const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (VIRIDIS.length - 1);
   const low = Math.floor(x);
   const high = Math.min(low + 1, VIRIDIS.length - 1);
   const f = x - low;
-  const [r, g, b] = [0, 1, 2].map((c) => Math.round(VIRIDIS[low][c] * (1 - f) + VIRIDIS[high][c] * f));
-  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  return { colour: `rgb(${r}, ${g}, ${b})`, darkText: luminance > 140 };
+  const channel = (c: number) => Math.round(VIRIDIS[low][c] * (1 - f) + VIRIDIS[high][c] * f);
+  return [channel(0), channel(1), channel(2)];
 }
 
 /** The finite range of a matrix, for its colour scale ([0, 0] when nothing is finite). */
