@@ -4,7 +4,8 @@ The page lives in typescript/explorer/ (index.html, main.ts, model.ts) and runs 
 typescript/src/attention.ts, bundled for the browser by esbuild; typescript/explorer/build.ts
 builds and serves it. This module only finds the project's Node and hands over:
 
-    attention-port explore                   serve on 127.0.0.1 (a free port), print the URL, Ctrl-C stops
+    attention-port explore                   serve on 127.0.0.1 (a free port), print the URL; Ctrl-C,
+                                             SIGTERM or SIGHUP stops it
     attention-port explore --port 8000       the same on a chosen port
     attention-port explore --build [DIR]     write DIR/index.html (default docs/explorer/): one file
                                              that works opened from disk, offline

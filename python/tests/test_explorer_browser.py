@@ -13,7 +13,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import threading
@@ -387,10 +386,15 @@ def test_every_head_side_by_side_names_the_key_value_head_it_reads(page):
 
 
 def test_guided_mode_walks_the_five_steps_with_the_real_source_lines(page):
-    from attention_port.side_by_side import PYTHON_SOURCE, TYPESCRIPT_SOURCE, step_blocks
+    from attention_port.side_by_side import PYTHON_SOURCE, TYPESCRIPT_SOURCE, function_source, step_blocks
 
-    python = step_blocks(PYTHON_SOURCE.read_text(encoding="utf-8"), "#", PYTHON_SOURCE)
-    typescript = step_blocks(TYPESCRIPT_SOURCE.read_text(encoding="utf-8"), "//", TYPESCRIPT_SOURCE)
+    python_text = PYTHON_SOURCE.read_text(encoding="utf-8")
+    typescript_text = TYPESCRIPT_SOURCE.read_text(encoding="utf-8")
+    python = step_blocks(python_text, "#", PYTHON_SOURCE)
+    typescript = step_blocks(typescript_text, "//", TYPESCRIPT_SOURCE)
+    # Step 4 shows the softmax it calls, where the row max is subtracted.
+    python[4] += "\n\n" + function_source(python_text, "def softmax(", PYTHON_SOURCE)
+    typescript[4] += "\n\n" + function_source(typescript_text, "export function softmax(", TYPESCRIPT_SOURCE)
     page.page.click("#guide-start")
     seen = []
     for step in range(1, 6):
@@ -480,29 +484,21 @@ def test_sqrt_dk_panel_unscaled_max_weight_rises_towards_one(page):
     assert float(row.split()[-1]) > 0.9
 
 
-def test_recompute_time_at_64(page, capsys):
+def test_at_64_the_heatmaps_are_canvases_that_hover_and_arrow_keys_explain(page):
+    # Speed is measured by python -m attention_port.bench.explorer, not asserted here.
     for field in ("lq", "lk", "e", "ev"):
         page.page.fill(f"#random-{field}", "64")
-    page.page.click("#random-draw")
-    compute, total, layout = [], [], []
-    for _ in range(6):
-        # One click recomputes everything; then the page is laid out (offsetHeight forces it).
-        timing = page.page.evaluate(
-            """() => { const t0 = performance.now(); document.getElementById('causal').click();
-                       const t1 = performance.now(); document.body.offsetHeight;
-                       return [t1 - t0, performance.now() - t1]; }"""
-        )
-        status = page.page.locator("#status")
-        compute.append(float(status.get_attribute("data-compute-ms")))
-        total.append(timing[0])
-        layout.append(timing[1])
-    assert len(page.values("weights")) == 64
-    with capsys.disabled():
-        print(
-            f"\nexplorer recompute at Lq = Lk = E = Ev = 64 in Chromium (median of 6): attention.ts"
-            f" {statistics.median(compute):.1f} ms; with heatmaps built {statistics.median(total):.1f} ms;"
-            f" then layout {statistics.median(layout):.1f} ms"
-        )
+    assert page.page.locator("#canvas-weights").count() == 1
+    assert page.page.locator("#table-weights").count() == 0
+    box = page.page.locator("#canvas-weights").bounding_box()
+    assert box["width"] == 64 * 7 and box["height"] == 64 * 7
+    page.page.mouse.move(box["x"] + 5 * 7 + 3, box["y"] + 9 * 7 + 3)  # row 9, column 5
+    assert "q9·k5" in page.page.inner_text("#arithmetic")
+    page.page.focus("#canvas-weights")
+    page.page.keyboard.press("ArrowDown")
+    assert "q10·k5" in page.page.inner_text("#arithmetic")
+    weights = page.page.evaluate("() => document.getElementById('canvas-weights').getAttribute('aria-label')")
+    assert weights.startswith("4. weights = softmax(logits): 64 by 64")
 
 
 def test_built_file_works_from_disk_with_the_network_blocked(page):
@@ -516,9 +512,26 @@ def test_built_file_works_from_disk_with_the_network_blocked(page):
     assert len(options) > 40
     screenshot = os.environ.get("ATTENTION_PORT_SCREENSHOT")
     if screenshot:
+        # docs/explorer.png: step by step on the tutorial example, at the softmax (step 4).
         page.page.select_option("#preset", "tutorial")
-        page.page.hover('#table-weights td[data-i="0"][data-j="2"]')
-        page.page.screenshot(path=screenshot, full_page=True)
+        page.page.click("#guide-start")
+        for _ in range(3):
+            page.page.click("#guide-next")
+        page.page.screenshot(path=screenshot, clip={"x": 0, "y": 0, "width": 1400, "height": 960})
+        # docs/explorer-heads.png beside it: four query heads over two key/value heads.
+        page.page.click("#guide-close")
+        for field, value in (("lq", "6"), ("lk", "6"), ("e", "4"), ("ev", "3"), ("hq", "4"), ("hkv", "2")):
+            page.page.fill(f"#random-{field}", value)
+        page.page.check("#all-heads")
+        page.page.hover('[id="table-weights@2"] td[data-i="3"][data-j="1"]')
+        heads = Path(screenshot).with_name("explorer-heads.png")
+        top = page.page.eval_on_selector("#inputs-panel", "e => e.getBoundingClientRect().top")
+        bottom = page.page.eval_on_selector("#arithmetic", "e => e.getBoundingClientRect().bottom")
+        page.page.screenshot(
+            path=str(heads),
+            full_page=True,
+            clip={"x": 0, "y": top - 8, "width": 1400, "height": bottom - top + 16},
+        )
 
 
 def test_served_page_has_every_fixture_and_a_quiet_console(browser):

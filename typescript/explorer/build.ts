@@ -204,14 +204,47 @@ export function stepBlocks(text: string, comment: string, source: string): Recor
   return blocks;
 }
 
+/** A top-level function from its header line to its end (the next line at column 0), with the
+ * /** doc comment above it: the twin of side_by_side.py's function_source. */
+export function functionSource(text: string, header: string, source: string): string {
+  const lines = text.split("\n");
+  const start = lines.findIndex((line) => line.startsWith(header));
+  if (start < 0) {
+    throw new Error(`${source}: no line starts with ${JSON.stringify(header)}`);
+  }
+  let end = start + 1;
+  while (end < lines.length && (lines[end] === "" || " \t)".includes(lines[end][0]))) {
+    end++;
+  }
+  if (end < lines.length && lines[end].startsWith("}")) {
+    end++; // TypeScript's closing brace belongs to the function
+  }
+  let begin = start;
+  if (start > 0 && lines[start - 1].trimEnd().endsWith("*/")) {
+    begin = start - 1;
+    while (begin > 0 && !lines[begin].trimStart().startsWith("/**")) {
+      begin--;
+    }
+  }
+  return lines.slice(begin, end).join("\n").trimEnd();
+}
+
+/** What the guided mode shows of one source: its five steps, and the softmax that step 4 calls. */
+export interface SourceSteps {
+  readonly steps: Record<number, string>;
+  readonly softmax: string;
+}
+
 /** The five steps of attention.ts and of reference.py, as the guided mode shows them. */
-export function sourceSteps(): { typescript: Record<number, string>; python: Record<number, string> } {
+export function sourceSteps(): { typescript: SourceSteps; python: SourceSteps } {
   const root = resolve(HERE, "..", "..");
-  const typescript = join(root, "typescript", "src", "attention.ts");
-  const python = join(root, "python", "attention_port", "reference.py");
+  const read = (path: string, comment: string, softmax: string): SourceSteps => {
+    const text = readFileSync(join(root, path), "utf8");
+    return { steps: stepBlocks(text, comment, path), softmax: functionSource(text, softmax, path) };
+  };
   return {
-    typescript: stepBlocks(readFileSync(typescript, "utf8"), "//", "typescript/src/attention.ts"),
-    python: stepBlocks(readFileSync(python, "utf8"), "#", "python/attention_port/reference.py"),
+    typescript: read("typescript/src/attention.ts", "//", "export function softmax("),
+    python: read("python/attention_port/reference.py", "#", "def softmax("),
   };
 }
 

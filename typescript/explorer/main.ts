@@ -136,7 +136,12 @@ function drawCellEditors(name: InputName, value: unknown): void {
     return;
   }
   const rows = value as number[][];
-  const table = element("table", { class: "cells-edit", "data-input": name });
+  const table = element("table", {
+    class: "cells-edit",
+    "data-input": name,
+    "aria-label": `${name}, one cell per number: arrow keys move between cells`,
+  });
+  const here = editorCursor[name] ?? { r: 0, c: 0 };
   rows.forEach((row, r) => {
     const tr = element("tr", { "data-row": String(r) });
     row.forEach((x, c) => {
@@ -145,6 +150,11 @@ function drawCellEditors(name: InputName, value: unknown): void {
         type: "text",
         value: numberText(x),
         "aria-label": `${name}[${r}][${c}]`,
+        "data-r": String(r),
+        "data-c": String(c),
+        // One Tab stop per input (a roving tabindex), as for the heatmaps.
+        tabindex:
+          r === Math.min(here.r, rows.length - 1) && c === Math.min(here.c, row.length - 1) ? "0" : "-1",
       });
       input.addEventListener("change", () => {
         const parsed = parseTensorText(textOf(name).value);
@@ -163,8 +173,44 @@ function drawCellEditors(name: InputName, value: unknown): void {
     });
     table.append(tr);
   });
+  table.addEventListener("focusin", (event) => {
+    const input = event.target as HTMLInputElement;
+    editorCursor[name] = { r: Number(input.dataset.r), c: Number(input.dataset.c) };
+    for (const other of table.querySelectorAll<HTMLInputElement>('input[tabindex="0"]')) {
+      other.tabIndex = -1;
+    }
+    input.tabIndex = 0;
+  });
+  table.addEventListener("keydown", (event) => {
+    const input = event.target as HTMLInputElement;
+    const [r, c] = [Number(input.dataset.r), Number(input.dataset.c)];
+    const atStart = input.selectionStart === 0 && input.selectionEnd === 0;
+    const atEnd = input.selectionStart === input.value.length;
+    // Up and down always move; left and right once the caret is at the edge of the number.
+    const to =
+      event.key === "ArrowUp"
+        ? [r - 1, c]
+        : event.key === "ArrowDown"
+          ? [r + 1, c]
+          : event.key === "ArrowLeft" && atStart
+            ? [r, c - 1]
+            : event.key === "ArrowRight" && atEnd
+              ? [r, c + 1]
+              : null;
+    const next =
+      to === null
+        ? null
+        : table.querySelector<HTMLInputElement>(`input[data-r="${to[0]}"][data-c="${to[1]}"]`);
+    if (next !== null) {
+      event.preventDefault();
+      next.focus();
+    }
+  });
   holder.append(table);
 }
+
+/** The Tab stop of each input's cell editor, kept when the editors are redrawn. */
+const editorCursor: Partial<Record<InputName, { r: number; c: number }>> = {};
 
 // ---- Options -----------------------------------------------------------------------------------------
 
@@ -1034,7 +1080,7 @@ function wireNarrowScreens(): void {
 
 declare global {
   interface Window {
-    EXPLORER_SOURCES?: { typescript: Record<number, string>; python: Record<number, string> };
+    EXPLORER_SOURCES?: Record<"typescript" | "python", { steps: Record<number, string>; softmax: string }>;
   }
 }
 
@@ -1170,8 +1216,12 @@ function drawGuide(): void {
     ...guideLines(guide.step, i, j).map((line) => element("p", { class: "mono" }, line)),
   );
   const sources = window.EXPLORER_SOURCES;
-  $("guide-typescript").textContent = sources?.typescript[guide.step + 1] ?? "";
-  $("guide-python").textContent = sources?.python[guide.step + 1] ?? "";
+  for (const language of ["typescript", "python"] as const) {
+    const source = sources?.[language];
+    // Step 4 calls softmax: its body is where the row max is subtracted, so it is shown too.
+    const extra = name === "weights" && source !== undefined ? `\n\n${source.softmax}` : "";
+    $(`guide-${language}`).textContent = `${source?.steps[guide.step + 1] ?? ""}${extra}`;
+  }
   document.body.dataset.guideStep = name;
   if (rows > 0 && cols > 0) {
     const target =

@@ -6,8 +6,10 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { buildPage, bundle, explorerCase, jsLiteral } from "../explorer/build.ts";
 import {
+  camelCaseMessage,
   checkOutput,
   errorTarget,
+  errorVerdict,
   formatTensorText,
   jacobianSize,
   K,
@@ -231,6 +233,40 @@ describe("the √d_k experiment", () => {
     const n = 4;
     const expected = Math.sqrt(n * (1 / n - 1 / n ** 2) ** 2 + (n * n - n) / n ** 4);
     assert.ok(Math.abs(jacobianSize([0.25, 0.25, 0.25, 0.25]) - expected) < 1e-15);
+    // Not largest at uniform: over 32 keys uniform gives √(1/32 − 1/32²) ≈ 0.174, an even split
+    // between two keys gives 0.5 (entries ±1/4, four of them).
+    assert.ok(Math.abs(jacobianSize(new Array(32).fill(1 / 32)) - Math.sqrt(1 / 32 - 1 / 32 ** 2)) < 1e-15);
+    assert.equal(jacobianSize([0.5, 0.5, ...new Array(30).fill(0)]), 0.5);
+  });
+});
+
+describe("an invalid fixture case's verdict", () => {
+  test("every error case: the readable port's error is the expected one, in camelCase", () => {
+    const invalid = loadFixtures().filter((c) => c.expectedError !== null);
+    assert.ok(invalid.length > 10);
+    for (const fixture of invalid) {
+      const { query, key, value, attnMask } = fixture.inputs as Record<string, never>;
+      let got: { kind: string; message: string } | null = null;
+      try {
+        attentionSteps(query, key, value, { ...(fixture.params as object), attnMask });
+      } catch (error) {
+        got = { kind: (error as { kind: string }).kind, message: (error as Error).message };
+      }
+      const verdict = errorVerdict(fixture.expectedError as { kind: string; message: string }, got);
+      assert.ok(verdict.passed, `${fixture.id}: ${verdict.text}`);
+    }
+  });
+
+  test("a different message, or none, fails and says both", () => {
+    const expected = { kind: "mask", message: "attn_mask of shape [2] does not broadcast" };
+    assert.equal(camelCaseMessage(expected.message), "attnMask of shape [2] does not broadcast");
+    const wrong = errorVerdict(expected, { kind: "mask", message: "attnMask is wrong" });
+    assert.equal(wrong.passed, false);
+    assert.match(
+      wrong.text,
+      /got AttentionInputError \(mask\): attnMask is wrong; expected .*attnMask of shape/,
+    );
+    assert.equal(errorVerdict(expected, null).passed, false);
   });
 });
 
