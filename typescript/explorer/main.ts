@@ -496,7 +496,10 @@ function drawAllHeads(): void {
   const heads = outerShape.at(-1) ?? 1;
   const kvHeads = shapeOf(result.inputs.key).length >= 3 ? (shapeOf(result.inputs.key).at(-3) ?? 1) : 1;
   const group = Math.max(1, heads / kvHeads);
-  holder.replaceChildren(
+  const title = element("h2", {}, "Every head side by side: the weights");
+  const figures = element("div", { class: "heads" });
+  holder.replaceChildren(title, figures);
+  figures.replaceChildren(
     ...outerIndices(outerShape).map((outer, n) => {
       const h = outer.at(-1) ?? 0;
       const batch = outer.slice(0, -1);
@@ -695,6 +698,14 @@ function cellOf(event: Event): { step: string; i: number; j: number } | null {
 function highlight(step: string, i: number, j: number): void {
   for (const node of document.querySelectorAll(".lit-row, .lit-col, .lit-cell, tr.lit")) {
     node.classList.remove("lit-row", "lit-col", "lit-cell", "lit");
+  }
+  if (step.includes("@")) {
+    // A head of the side-by-side view: only its own cell (the step view may show another head).
+    document
+      .getElementById(`table-${step}`)
+      ?.querySelector(`td.num[data-i="${i}"][data-j="${j}"]`)
+      ?.classList.add("lit-cell");
+    return;
   }
   const square = step === "scores" || step === "logits" || step === "weights";
   for (const table of document.querySelectorAll<HTMLElement>("#steps table.heat")) {
@@ -1252,12 +1263,14 @@ function wireGuide(): void {
     );
     $<HTMLSelectElement>("guide-key").value = String(Math.max(keys - 1, 0));
     $("guide").hidden = false;
+    $("guide-code").hidden = false;
     drawGuide();
     $("guide-next").focus();
   });
   $("guide-close").addEventListener("click", () => {
     guide.open = false;
     $("guide").hidden = true;
+    $("guide-code").hidden = true;
     delete document.body.dataset.guideStep;
     $("guide-start").focus();
   });
