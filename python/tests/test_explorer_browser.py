@@ -410,6 +410,12 @@ def test_guided_mode_walks_the_five_steps_with_the_real_source_lines(page):
     page.page.click("#guide-prev")
     text = page.page.inner_text("#guide-text")
     assert "row max m = 1" in text and "x − m = [0, -1, -0.5]" in text
+    # The guide follows a change made while it is open: at the mask step, causal hides key 2.
+    page.page.click("#guide-prev")
+    assert "causal is off" in page.page.inner_text("#guide-text")
+    page.page.check("#causal")
+    text = page.page.inner_text("#guide-text")
+    assert "causal is on" in text and "logits[0][2] = −∞" in text
 
 
 def test_copy_as_a_typescript_call_runs_in_node_to_the_pages_output(page, tmp_path):

@@ -478,6 +478,7 @@ function drawSteps(): void {
   $("step-logits").classList.add("clickable");
   drawAllHeads();
   refreshExplanation();
+  drawGuide(); // the guide too is redone on every change (causal ticked, a new head, new inputs)
 }
 
 /** Every head's weights side by side, each labelled with the key/value head it reads (under
@@ -1609,10 +1610,7 @@ async function start(): Promise<void> {
     state.fixture = null;
     recompute();
   });
-  $("head").addEventListener("change", () => {
-    drawSteps();
-    drawGuide();
-  });
+  $("head").addEventListener("change", drawSteps);
   $("all-heads").addEventListener("change", drawAllHeads);
   // Seeded random: a new size or seed draws at once (no button to press first).
   for (const field of ["lq", "lk", "e", "ev", "hq", "hkv", "seed"]) {

@@ -244,7 +244,7 @@ export function flatten(x: unknown): number[] {
 
 // ---- Numbers on screen ------------------------------------------------------------------------------
 
-/** A short form for a heatmap cell: 3 significant digits, -∞ for a masked logit. */
+/** A short form for a heatmap cell: 3 significant digits (4 from 100 up), −∞ for a masked logit. */
 export function shortNumber(x: number): string {
   if (Number.isNaN(x)) {
     return "NaN";
@@ -262,7 +262,9 @@ export function shortNumber(x: number): string {
   if (magnitude >= 1e4 || magnitude < 1e-3) {
     return x.toExponential(1);
   }
-  return String(Number(x.toPrecision(3)));
+  // From 100 up, four digits: -1000 and -1002 (logits a softmax tells apart) must not both
+  // read -1000. The arithmetic panel has every digit.
+  return String(Number(x.toPrecision(magnitude >= 100 ? 4 : 3)));
 }
 
 // Viridis (matplotlib's perceptually uniform map, readable with the common colour-vision
