@@ -448,6 +448,14 @@ def test_at_480_px_the_heatmaps_follow_the_input_being_edited(browser, built_pag
     tab.tap('#table-logits td[data-i="0"][data-j="1"]')
     assert "q0·k1" in tab.inner_text("#arithmetic")
     assert tab.input_value("#text-attnMask") == ""
+    # A long press masks it.
+    cell = '#table-logits td[data-i="0"][data-j="1"]'
+    tab.dispatch_event(cell, "pointerdown", {"pointerType": "touch", "bubbles": True})
+    tab.wait_for_timeout(800)
+    tab.dispatch_event(cell, "pointerup", {"pointerType": "touch", "bubbles": True})
+    assert json.loads(tab.input_value("#text-attnMask").replace("\n", "")) == [
+        [True, False, True], [True, True, True], [True, True, True],
+    ]  # fmt: skip
     context.close()
 
 
