@@ -1,5 +1,5 @@
 /**
- * The attention explorer's page: reads the controls, calls typescript/src/attention.ts, draws the
+ * The attention explorer's page: reads the controls, calls the chosen port (backends.ts), draws the
  * steps. Bundled for the browser by build.ts (esbuild); the logic it leans on is in model.ts.
  *
  * Nothing here throws to the console: every input goes through the port's own checks, and an
@@ -284,13 +284,11 @@ function showError(target: ErrorTarget, message: string): void {
   $("steps").classList.add("stale");
   $("status").textContent = "showing the last good result";
   drawFixturePanel(null);
-  $("arithmetic").replaceChildren(
-    element(
-      "p",
-      { class: "hint" },
-      "The inputs or options have an error (see the red line): nothing to explain.",
-    ),
-  );
+  const words = "The inputs or options have an error (see the red line): nothing to explain.";
+  $("arithmetic").replaceChildren(element("p", { class: "hint" }, words));
+  if (guide.open) {
+    $("guide-text").replaceChildren(element("p", { class: "hint" }, words));
+  }
 }
 
 /** Recompute with the chosen backend. Asynchronous, since a backend may be (a GPU's is); the page
@@ -1041,7 +1039,7 @@ function drawFixturePanel(steps: AttentionSteps | null): void {
     element(
       "p",
       { class: "hint" },
-      `fixture ${fixture.id}: attention.ts's output against the oracle's (exact, then 256-bit, rounded once to float64), ` +
+      `fixture ${fixture.id}: ${state.backend.source.split("/").at(-1)}'s output against the oracle's (exact, then 256-bit, rounded once to float64), ` +
         `every head; largest |difference| ${check.maxAbsError.toExponential(2)}. ` +
         "The rule, as compare.py: |x − expected| ≤ 16 · u · (1 + spread) · magnitude + 16 · error_floor, u = 2⁻⁵³, " +
         "from the fixture; NaN must meet NaN, an infinity the same infinity, a fully-masked row must be exactly +0.0.",
@@ -1316,7 +1314,7 @@ function typescriptCall(): string {
   if (options.enableGqa === true) {
     given.push("enableGqa: true");
   }
-  const tensor = (name: string, x: unknown) => `const ${name} = ${formatTensorText(x, "  ".slice(0, 0))};`;
+  const tensor = (name: string, x: unknown) => `const ${name} = ${formatTensorText(x)};`;
   return [
     'import { scaledDotProductAttention } from "./typescript/src/attention.ts";',
     "",

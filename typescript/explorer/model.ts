@@ -2,10 +2,12 @@
  * The attention explorer's logic, without the page: everything here is plain data in, plain data
  * out, so Node's test runner can check it and the page (main.ts) only draws.
  *
- * The attention itself is never computed here: the page calls typescript/src/attention.ts, the
- * readable port that `attention-port verify` holds to the fixtures. This file holds what the page
- * needs around it: reading what a reader types, the presets, slicing one (batch, head) out of the
- * steps, the colour map, the tolerance rule for a fixture case, and the √d_k experiment.
+ * The attention itself is never computed here: the page calls one of the project's ports
+ * (backends.ts; the √d_k experiment calls typescript/src/attention.ts), which `attention-port verify`
+ * holds to the fixtures. This file holds what the page needs around it: reading what a reader
+ * types, the presets, slicing one (batch, head) out of the steps, the colour map, the arithmetic
+ * behind a cell, the tolerance rule and the error verdict for a fixture case, and the √d_k
+ * experiment.
  */
 
 import { attentionSteps, type NestedArray } from "../src/attention.ts";
