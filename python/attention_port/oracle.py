@@ -45,11 +45,16 @@ import itertools
 import math
 from dataclasses import dataclass
 
-import mpmath
 import numpy as np
 
+from .extras import missing_extra
 from .fixtures import ExpectedValues
 from .inputs import check_shapes
+
+try:
+    import mpmath
+except ModuleNotFoundError as error:
+    raise missing_extra(error, "the oracle (attention_port.oracle)", "harness") from error
 
 PRECISION_BITS = 256  # carried through every step after the exact dot products
 _SHIFT = 1074  # every float64 is an integer multiple of 2^-1074

@@ -29,9 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..node import REPO_ROOT
+from ..paths import BENCH_PEERS as PEERS_FOLDER
 
-PEERS_FOLDER = REPO_ROOT / "typescript" / "bench-peers"
 OPSET = 21  # Trilu, ConstantOfShape and Softmax over the last axis in every onnxruntime >= 1.18
 ONNX_DTYPES = ("float64", "float32")
 
