@@ -20,7 +20,7 @@ provider computes it in float32 only, and the peers are measured in float64 too.
 
 The bench-only packages (`onnx` from PyPI; onnxruntime-node and onnxruntime-web from npm, pinned in
 typescript/bench-peers/package-lock.json) are installed by `scripts/bench` on first use, not by
-the README's set-up.
+scripts/setup.
 """
 
 from __future__ import annotations
