@@ -200,7 +200,7 @@ def npm_consumer(tmp_path_factory) -> tuple[Path, list[str]]:
     root = tmp_path_factory.mktemp("npm")
     packed = _run([str(NPM), "pack", "--json", "--pack-destination", str(root)], REPO_ROOT, _node_env())
     assert packed.returncode == 0, packed.stdout + packed.stderr
-    report = json.loads(packed.stdout[packed.stdout.index("[") :])[0]
+    (report,) = json.loads(packed.stdout)
     consumer = root / "consumer"
     consumer.mkdir()
     (consumer / "package.json").write_text('{"name": "consumer", "private": true, "type": "module"}\n')

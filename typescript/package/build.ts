@@ -66,7 +66,9 @@ function main(): void {
       }),
     );
     const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
-    const compiled = spawnSync(process.execPath, [tsc, "-p", config], { cwd: ROOT, stdio: "inherit" });
+    // Everything this prints goes to stderr, so that `npm pack --json` (which runs this first)
+    // still prints nothing but its JSON on stdout.
+    const compiled = spawnSync(process.execPath, [tsc, "-p", config], { cwd: ROOT, stdio: ["ignore", 2, 2] });
     if (compiled.status !== 0) {
       throw new Error(`tsc failed (exit ${String(compiled.status ?? compiled.signal)})`);
     }
@@ -81,7 +83,7 @@ function main(): void {
     rmSync(config, { force: true });
     rmSync(scratch, { recursive: true, force: true });
   }
-  console.log(`built ${relative(process.cwd(), DIST) || "."}/ from ${entryPoints(manifest).join(", ")}`);
+  console.error(`built ${relative(process.cwd(), DIST) || "."}/ from ${entryPoints(manifest).join(", ")}`);
 }
 
 if (import.meta.main) {
