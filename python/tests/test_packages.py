@@ -8,12 +8,15 @@ package has no dependencies, so `npm install` of the tarball works offline.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.metadata
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -29,6 +32,15 @@ pytestmark = pytest.mark.skipif(not paths.IN_CHECKOUT, reason="builds the packag
 
 def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300):
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@contextlib.contextmanager
+def _building():
+    """One build from the checkout at a time: both write into it (dist/, build/), and pytest may
+    run these tests in several processes at once."""
+    with open(Path(tempfile.gettempdir()) / "attention-port-package-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 # ---------------------------------------------------------------------------------------------
@@ -71,21 +83,9 @@ def wheel_venv(tmp_path_factory) -> Path:
     """A fresh virtualenv with the wheel built from this checkout installed, non-editable, and
     nothing else."""
     root = tmp_path_factory.mktemp("wheel")
-    built = _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(root),
-            str(REPO_ROOT),
-        ],
-        cwd=root,
-    )
+    wheel_command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    with _building():
+        built = _run([*wheel_command, "-w", str(root), str(REPO_ROOT)], cwd=root)
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = root.glob("attention_port-*.whl")
     venv.create(root / "venv", with_pip=False)
@@ -198,7 +198,8 @@ def npm_consumer(tmp_path_factory) -> tuple[Path, list[str]]:
     if not (NPM.is_file() and TSC.is_file()):
         pytest.skip("needs the project's npm and tsc (run scripts/setup)")
     root = tmp_path_factory.mktemp("npm")
-    packed = _run([str(NPM), "pack", "--json", "--pack-destination", str(root)], REPO_ROOT, _node_env())
+    with _building():
+        packed = _run([str(NPM), "pack", "--json", "--pack-destination", str(root)], REPO_ROOT, _node_env())
     assert packed.returncode == 0, packed.stdout + packed.stderr
     (report,) = json.loads(packed.stdout)
     consumer = root / "consumer"
