@@ -74,6 +74,10 @@
  * process keeps that much reserved; so does the nested entry's float64 copy of its inputs and
  * output, kept from call to call (`kept`).
  *
+ * What it needs from the engine: WebAssembly with 128-bit SIMD and threads (a shared memory);
+ * relaxed SIMD is optional (item 5). Where they are missing, a call throws one line that says so
+ * (ENGINE_NEEDS); flash.ts needs none of them.
+ *
  * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features.
  */
 
