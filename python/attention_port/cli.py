@@ -12,12 +12,14 @@ import sys
 import time
 from pathlib import Path
 
-from . import compare, fixtures, generate, ports
+from . import compare, fixtures, ports
 from .cases import CASES, LEVELS, level_of
+from .extras import MissingExtra
 from .files import output_problem, write_atomic
-from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
+from .node import DEFAULT_TIMEOUT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
+from .paths import FIXTURES as DEFAULT_FIXTURES
+from .paths import NotACheckout
 
-DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
 EXIT_CODES = """exit codes:
   0  every port passed every case (cases outside the contract are reported apart)
   1  a port failed a case, or its run did not finish (crash, time-out, malformed results);
@@ -59,6 +61,8 @@ def seconds_problem(option: str, seconds: float) -> str | None:
 
 
 def command_generate(args: argparse.Namespace) -> int:
+    from . import generate  # the oracle's mpmath comes with the `harness` extra
+
     out = Path(args.out)
     if args.check:
         if problem := output_problem(out, folder=True):
@@ -110,6 +114,8 @@ def _warn_if_stale(folder: Path, cases: list, args: argparse.Namespace) -> None:
     """A warning line when the fixture files differ from what cases.py and the oracle give today
     (a case edited, the oracle changed, and nobody ran `attention-port generate`), and one when
     the folder's cases are not the table's (one added or dropped in the folder or the table)."""
+    from . import generate
+
     stale = generate.stale_cases(cases)
     if stale:
         print(
@@ -279,8 +285,9 @@ def _print_port_summary(
 
 
 def command_side_by_side(args: argparse.Namespace) -> int:
-    from . import side_by_side
+    from . import paths, side_by_side
 
+    paths.require_checkout("side-by-side")  # it writes docs/side-by-side.md
     if args.check:
         if side_by_side.is_fresh():
             print(f"{side_by_side.OUTPUT} is up to date")
@@ -419,7 +426,7 @@ def _main(argv: list[str]) -> int:
     args = make_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (fixtures.FixtureError, UsageError, NodeError) as error:
+    except (fixtures.FixtureError, UsageError, NodeError, MissingExtra, NotACheckout) as error:
         return _error(str(error))
     except KeyboardInterrupt:
         return _error("interrupted")
