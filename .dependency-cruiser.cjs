@@ -9,7 +9,7 @@ const PORTS = "^typescript/src/(attention|flash|simd|simd-worker|inputs|batching
 const PORT_DATA = "^typescript/wasm/stamp[.]ts$";
 /** Entry points, each run as a process (by a person, scripts/setup or the Python harness): what
  * another module needs of one belongs in a module of its own. */
-const ENTRIES = "^typescript/(src/(cli|check|bench)|wasm/build|explorer/build)[.]ts$";
+const ENTRIES = "^typescript/(src/(cli|check|bench)|wasm/build|explorer/build|package/build)[.]ts$";
 /** The tests exercise the entry points' functions, and may. */
 const TESTS = "^typescript/test/";
 

@@ -144,7 +144,7 @@ def test_broken_weights_are_caught_at_the_weights_step(tmp_path, monkeypatch, ca
     assert status == 1
     line = next(line for line in text.splitlines() if line.startswith("FAIL") and "rank2_square" in line)
     assert "first diverged: weights" in line, text
-    assert text.rstrip().endswith("0 passed, 1 failed")
+    assert text.rstrip().endswith(f"0 passed, 1 failed{cli.TRUSTED}")
 
 
 def test_missing_node_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
@@ -218,7 +218,8 @@ def test_verify_json_report(tmp_path, capsys):
     assert header.split()[:2] == ["port", "cases"]
     assert [line.split()[0] for line in ports] == ["numpy", "typescript"]
     passed = 2 * (len(ALL_CASES) - outside)
-    assert summary == f"{passed} passed, 0 failed, {2 * outside} outside the contract (-v lists them)"
+    outside_line = f"{2 * outside} outside the contract (-v lists them)"
+    assert summary == f"{passed} passed, 0 failed, {outside_line}{cli.TRUSTED}"
 
 
 def test_typescript_runs_every_case_in_one_node_process():

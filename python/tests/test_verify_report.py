@@ -78,7 +78,7 @@ def test_default_report_is_failures_with_descriptions_then_the_summary(tmp_path,
     count = len(json.loads((folder / "manifest.json").read_text())["cases"])
     # score_overflow has no answer to judge: counted in the summary, listed only with -v.
     assert not any(line.startswith("OUT ") for line in lines)
-    assert lines[-1] == f"{count - 2} passed, 1 failed, 1 outside the contract (-v lists them)"
+    assert lines[-1] == f"{count - 2} passed, 1 failed, 1 outside the contract (-v lists them){cli.TRUSTED}"
 
 
 def test_verbose_prints_every_case_and_no_warning_for_fresh_fixtures(capsys):
@@ -91,7 +91,7 @@ def test_verbose_prints_every_case_and_no_warning_for_fresh_fixtures(capsys):
     assert [line.split()[2] for line in passes] == ["rank2_square", "softcap"]
     (outside,) = [line for line in lines if line.startswith("OUT ")]
     assert "score_overflow" in outside and "outside the contract: score overflow" in outside
-    assert lines[-1] == "2 passed, 0 failed, 1 outside the contract"
+    assert lines[-1] == f"2 passed, 0 failed, 1 outside the contract{cli.TRUSTED}"
 
 
 def test_tag_selects_cases_that_carry_every_tag_given(capsys):
