@@ -123,10 +123,8 @@ def _default_ports() -> list[str]:
 
 
 def command_verify(args: argparse.Namespace) -> int:
-    if args.ports is None:
-        names = _default_ports()
-    else:
-        names = [p.strip() for p in args.ports.split(",") if p.strip()]
+    given = ",".join(ALL_PORTS) if args.ports is None else args.ports
+    names = [p.strip() for p in given.split(",") if p.strip()]
     if not names:
         return _error(f"--ports names no port; choose from {', '.join(ALL_PORTS)}")
     unknown = [p for p in names if p not in ALL_PORTS]
@@ -142,6 +140,8 @@ def command_verify(args: argparse.Namespace) -> int:
     cases = _selected_cases(args)
     if args.list:
         return _list_cases(cases)
+    if args.ports is None:
+        names = _default_ports()
     _warn_if_stale(Path(args.fixtures), cases)
     by_id = {case.id: case for case in cases}
     dtypes = [d.strip() for d in args.dtypes.split(",")] if args.dtypes else None

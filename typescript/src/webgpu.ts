@@ -361,13 +361,18 @@ export function planDispatches(
     }
   }
   const kvOf = (n: number) => (Lk === 0 ? 0 : parts[n].key / (Lk * E));
-  // Mask cells read by rows row0 .. row1 - 1 of slices s0 .. s1 - 1 (offsets grow with the slice).
+  // Mask cells read by rows row0 .. row1 - 1 of slices s0 .. s1 - 1. (Not in the slices' order:
+  // a mask that broadcasts over a batch dim starts again at each batch.)
   const maskRange = (s0: number, s1: number, row0: number, row1: number): [number, number] => {
     if (maskShape === null || Lk === 0) {
       return [0, 0];
     }
-    const first = parts[s0].mask + row0 * parts[s0].maskI;
-    const last = parts[s1 - 1].mask + (row1 - 1) * parts[s1 - 1].maskI + (Lk - 1) * parts[s1 - 1].maskJ;
+    let [first, last] = [Infinity, -Infinity];
+    for (let s = s0; s < s1; s++) {
+      const { mask, maskI, maskJ } = parts[s];
+      first = Math.min(first, mask + row0 * maskI);
+      last = Math.max(last, mask + (row1 - 1) * maskI + (Lk - 1) * maskJ);
+    }
     return [first, last + 1];
   };
   const fits = (s0: number, s1: number, row0: number, row1: number): boolean => {
