@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from attention_port import browser, cli, compare, fixtures
+from attention_port import browser, cli, compare, fixtures, reference
 
 pytestmark = pytest.mark.browser
 
@@ -137,6 +137,20 @@ def _raw_call(case_id: str) -> dict:
             "softcap": params["softcap"],
         },
     }
+
+
+def test_values_near_float32s_largest_give_the_exact_output_not_an_overflow(page):
+    # acc = sum of p * value overflows float32 here (p = 1 for the largest logit, and the others
+    # are close), while every exact output is below the largest float32: the kernel computes such
+    # cells again with the weights divided first.
+    query = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    key = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
+    value = 2.0**127 * np.array([[1.5, -1.0], [1.25, 1.0], [1.75, 1.875], [1.0, 1.5]])  # float32 holds them
+    answer = page.call("attend", {"query": query.tolist(), "key": key.tolist(), "value": value.tolist()})
+    expected = reference.scaled_dot_product_attention(query, key, value)  # float64: no overflow
+    assert np.all(np.abs(expected) < np.finfo(np.float32).max)
+    assert np.all(np.isfinite(answer["output"]))
+    np.testing.assert_allclose(answer["output"], expected, rtol=1e-5)
 
 
 def test_the_adapter_is_named_and_swiftshader_is_an_emulation(page):

@@ -125,10 +125,55 @@ fn softcapped(x: f32, softcap: f32) -> f32 {
   return softcap * tanh(clamp(y, -20.0, 20.0));
 }
 
-// The mask's cell at offset n: false for a masked boolean cell, else its float (added).
+// The boolean mask's cell at offset n (bytes, four to a word): whether it allows the cell.
 fn maskAllows(n: u32) -> bool {
   let word = mask[n / 4u];
   return ((word >> ((n % 4u) * 8u)) & 0xffu) != 0u;
+}
+
+// Steps 2-3 for one cell, (row, j) of the slice whose mask starts at maskBase (row counts from the
+// dispatch's first row): the score scaled, softcapped and masked. A masked cell is -inf: a false
+// boolean cell or causality whatever the score (even NaN), a float mask by addition.
+fn logit(score: f32, maskBase: u32, row: u32, j: u32) -> f32 {
+  var x = score * params.scale;
+  if (params.softcap > 0.0) {
+    x = softcapped(x, params.softcap);
+  }
+  let cell = maskBase + row * params.maskI + j * params.maskJ;
+  if (params.isCausal != 0u && j > params.rowStart + row) {
+    return params.negativeInfinity;
+  }
+  if (params.maskKind == MASK_BOOL && !maskAllows(cell)) {
+    return params.negativeInfinity;
+  }
+  if (params.maskKind == MASK_FLOAT) {
+    x = x + bitcast<f32>(mask[cell]);       // -inf masks; a finite value is a bias
+  }
+  return x;
+}
+
+// One output cell the readable port's way, for a row whose acc overflowed: each weight
+// exp(logit - m) / l first, then their sum of value[., column], which stays within the values'
+// own size. acc sums exp(logit - m) · value before dividing by l, so with |value| near float32's
+// largest it can overflow where the exact output is an ordinary number (flash.ts does the same).
+// One more pass over the keys, for such cells only; scores summed in the tiles' order.
+fn normalisedCell(queryRow: u32, kv: u32, maskBase: u32, row: u32, column: u32, keyEnd: u32,
+                  m: f32, l: f32) -> f32 {
+  let E = params.features;
+  var out = 0.0;
+  for (var j = 0u; j < keyEnd; j++) {
+    var score = 0.0;
+    for (var e = 0u; e < E; e++) {
+      score = fma(query[queryRow * E + e], key[(kv * params.keyLength + j) * E + e], score);
+    }
+    let x = logit(score, maskBase, row, j);
+    var weight = 0.0;
+    if (bitcast<u32>(x) != NEGATIVE_INFINITY) {
+      weight = exp2Weight((x - m) * LOG2_E) / l;
+    }
+    out = fma(weight, value[(kv * params.keyLength + j) * params.valueFeatures + column], out);
+  }
+  return out;
 }
 
 @compute @workgroup_size(${KEY_TILE})
@@ -191,22 +236,13 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
       workgroupBarrier();
     }
 
-    // Steps 2-3: scale, softcap, mask; the logits go to the tile. A masked cell is -inf.
-    let j = j0 + t;
+    // Steps 2-3: scale, softcap, mask; the logits go to the tile (-inf past the last key).
     for (var r = 0u; r < rows; r++) {
-      var x = score[r] * params.scale;
-      if (params.softcap > 0.0) {
-        x = softcapped(x, params.softcap);
+      var x = params.negativeInfinity;
+      if (t < cols) {
+        x = logit(score[r], maskBase, i0 + r, j0 + t);
       }
-      let i = params.rowStart + i0 + r;     // the row's index in Lq
-      let cell = maskBase + (i0 + r) * params.maskI + j * params.maskJ;
-      var masked = t >= cols || (params.isCausal != 0u && j > i);
-      if (!masked && params.maskKind == MASK_BOOL) {
-        masked = !maskAllows(cell);
-      } else if (!masked && params.maskKind == MASK_FLOAT) {
-        x = x + bitcast<f32>(mask[cell]);  // -inf masks; a finite value is a bias
-      }
-      tile[r * KEY_TILE + t] = select(x, params.negativeInfinity, masked);
+      tile[r * KEY_TILE + t] = x;
     }
     workgroupBarrier();
 
@@ -285,6 +321,9 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
       out = 0.0;                            // fully masked (or Lk = 0): +0.0, whatever value holds
     } else if (state == NAN_ROW || skippedNonFinite) {
       out = params.nan;
+    } else if (isNan(out) || isInfinite(out)) {
+      out = normalisedCell(slice * params.rows + i0 + r, kv, maskBase, i0 + r, column, keyEnd,
+                           rowMax[r], rowSum[r]);
     }
     output[(slice * params.rows + i0 + r) * Ev + column] = out;
   }

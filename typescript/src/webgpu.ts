@@ -3,7 +3,82 @@
  *
  *     output = softmax(query · keyᵀ · scale [+ mask]) · value
  *
- * HEADER-PLACEHOLDER
+ * Same contract, same errors as the readable port (attention.ts), flash.ts and simd.ts; read those
+ * first. The arithmetic runs on the GPU, in float32, in a WGSL compute shader (webgpu-kernel.ts);
+ * this file checks the inputs (inputs.ts, before any device is touched), plans the dispatches
+ * within the device's limits, uploads, dispatches and reads the output back. The API is
+ * asynchronous, as WebGPU is: every entry returns a Promise.
+ *
+ * The kernel is flash.ts's tiled online softmax, with flash.ts's tiles mapped onto a GPU's
+ * hierarchy: a workgroup of 64 threads owns one block of Br = 16 query rows of one (batch, head)
+ * slice (flash.ts's query block), and walks the keys a tile of Bc = 64 at a time (flash.ts's key
+ * tile). Thread t is key j0 + t of the tile while scoring, and output column c0 + t while summing.
+ * attention.ts's five steps, tile by tile:
+ *
+ *  1. scores = query · keyᵀ. The block's query rows and the tile's key rows are staged through
+ *     workgroup memory, 16 features at a time (any E): the query chunk [16, 16] and the key chunk
+ *     transposed to [16, 64], loaded once by the whole workgroup with neighbouring threads reading
+ *     neighbouring addresses, then read by every thread from workgroup memory. Thread t sums its
+ *     key's 16 scores (one per row) in registers: each key number it reads serves 16 rows, each
+ *     query number (the same address for every thread, a broadcast) 64 keys. flash.ts's register
+ *     blocking, 2 rows x 4 keys, becomes 16 rows x 1 key per thread x 64 threads.
+ *  2. scale, then softcap. 3. the mask: boolean (bytes, four to a 32-bit word: WGSL has no 8-bit
+ *     type), float (added) or causal, read in place through the mask's strides, as flash.ts does;
+ *     a masked cell is -inf. The tile of logits [16, 64] goes to workgroup memory.
+ *  4. softmax, online, as flash.ts's softmaxTile: the owner of row r (thread r) finds the tile's
+ *     largest logit, the new running max m and alpha = exp(m_old - m_new); then every thread turns
+ *     its column's logits into p = exp(logit - m), in place; then the owner adds the tile's p to
+ *     the running sum l = l · alpha + sum(p). A barrier between each: they read each other's work.
+ *  5. weights · value, online, as flash.ts's accumulateTile: each thread keeps acc [16] for its
+ *     output column (one running sum per row, in registers), rescales it by alpha, and adds
+ *     p · value for the tile's keys, the value rows staged through workgroup memory 16 at a time
+ *     (again loaded once, read by all). After the last tile, output = acc / l, once per row.
+ *
+ * So no [Lq, Lk] matrix exists anywhere (workgroup memory holds 9.3 KiB, under the 16 KiB every
+ * WebGPU device offers), each key and value number is read from GPU memory once per block of 16
+ * rows, and every barrier guards one hand-over between threads. With isCausal the key tiles past a
+ * block's last row are skipped, as in flash.ts. Ev > 64 takes more workgroups along the dispatch's
+ * z dimension, each recomputing the scores of its rows for its 64 columns: a thread then still
+ * holds only 16 sums, for any Ev. Grouped-query heads and the mask's broadcast are a per-slice
+ * table of (key/value slice, first mask cell) that batching.ts computes.
+ *
+ * Why WebGPU's constraints shape it so:
+ *  - Float32 only: WebGPU has no float64 in shaders (and shader-f16 is optional), so the port is
+ *    held to float32's budget, as typescript-simd-float32 is; inputs float32 cannot hold are outside
+ *    the contract (docs/design.md, section 3). Float64Array inputs are rounded to float32 once.
+ *  - exp is computed as simd.ts's kernel does it (exp2 of x · log2 e by a degree-7 polynomial and
+ *    exponent bits), not by WGSL's exp, whose accuracy the spec bounds only by 3 + 2·|x| ULP and
+ *    leaves to the device. On SwiftShader both use under 10% of the budget on every fixture group
+ *    (docs/webgpu.md has the figures); the polynomial's error is the same on every GPU.
+ *  - Special values by their bits. WGSL lets an implementation assume there is no NaN or infinity,
+ *    and its max() of a NaN is undefined, so the kernel tests bits, never relies on NaN comparisons:
+ *    a NaN or +inf logit marks its row NaN, -inf is a masked cell with p = 0 exactly, a row that saw
+ *    no finite logit (fully masked, or Lk = 0) is written +0.0. NaN and -inf come in the uniform
+ *    block, since WGSL refuses them as constants. value's NaN and infinities go through IEEE's
+ *    0 · NaN = NaN in the multiply-adds, as in the readable port; a key a causal block skips cannot
+ *    carry them, so the host marks, per key/value slice and column, the last key whose value is NaN
+ *    or ±inf (lastNonFiniteRows) and the kernel makes such a column NaN, as flash.ts does.
+ *  - Limits. One storage binding holds at most maxStorageBufferBindingSize bytes and one dispatch
+ *    at most maxComputeWorkgroupsPerDimension workgroups along each dimension; planDispatches groups
+ *    the slices into dispatches that fit, and cuts a slice too large for one into blocks of query
+ *    rows. What cannot be cut (one key/value slice, the value columns, one block's mask cells) and
+ *    does not fit is refused with kind "size". Each dispatch's buffers live only for that dispatch.
+ *  - Intermediate overflow: acc = Σ p · value, before the division by l, can overflow float32 where
+ *    the exact output is representable (|value| within a factor of about Lk of float32's largest
+ *    number). A cell whose output is not finite while its row's max is, and that no NaN rule
+ *    explains, is computed again in the kernel the readable port's way (normalisedCell: weights
+ *    divided by l first), as flash.ts and simd.ts compute such rows again.
+ *
+ * `attentionSteps` returns every step: the output is the kernel's; scores, logits and weights are
+ * the readable port's (attention.ts computes them), since the kernel holds them a tile at a time.
+ *
+ * Where it runs: a browser with WebGPU on a secure context (https, 127.0.0.1 or file://), where
+ * navigator.gpu is; in Node with a WebGPU binding passed as createAttention({ gpu }), e.g. the npm
+ * package `webgpu` (Dawn). `attention-port verify --ports webgpu` runs it in headless Chromium
+ * on SwiftShader, Chromium's own WebGPU on the CPU: an emulation, right in its numbers, slow.
+ *
+ * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features,
+ * Br (QUERY_BLOCK) query rows per workgroup, Bc (KEY_TILE) keys per tile.
  */
 
 import * as readable from "./attention.ts";
