@@ -213,6 +213,8 @@ def command_verify(args: argparse.Namespace) -> int:
         for line in broken:
             print(line)
         print()
+        if args.by_level:
+            _print_levels(verdicts, by_id)
         _print_port_summary(verdicts, runs)
         print(f"{passed} passed, {failed} failed" + (f", {outside} outside the contract" if outside else ""))
     return 0 if failed == 0 else 1
@@ -235,6 +237,23 @@ def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> 
             )
             verdicts.append(verdict)
     return verdicts
+
+
+def _print_levels(verdicts: list[compare.CaseVerdict], by_id: dict) -> None:
+    """--by-level: per port and level of `attention-port check`, the most budget a case used."""
+    print(f"{'port':<36} {'level':<42} cases  outside  max budget used")
+    for name in dict.fromkeys(v.port for v in verdicts):
+        for number, level in enumerate(LEVELS, 1):
+            mine = [v for v in verdicts if v.port == name and level_of(by_id[v.case_id].tags) == number]
+            if not mine:
+                continue
+            budgets = [v.budget_used for v in mine if v.budget_used is not None]
+            shown = compare.format_budget(max(budgets)) if budgets else "-"
+            outside = sum(v.outside is not None for v in mine)
+            print(
+                f"{name:<36} {f'{number:>2} {level.name}'[:42]:<42} {len(mine):>5}  {outside:>7}  {shown:>15}"
+            )
+    print()
 
 
 def _print_port_summary(
@@ -332,6 +351,8 @@ def make_parser() -> argparse.ArgumentParser:
     add("--json", metavar="FILE", help="also write a JSON report to FILE ('-': stdout only)")
     add("--node-timeout", type=float, default=DEFAULT_TIMEOUT,
         help="seconds the TypeScript run may take (default: %(default)g)")  # fmt: skip
+    add("--by-level", action="store_true",
+        help="also print, per port and level of `check`, the most budget a case used")  # fmt: skip
     add("-v", "--verbose", action="store_true",
         help="print every case's line (default: failures and the summary)")  # fmt: skip
     verify.set_defaults(handler=command_verify)

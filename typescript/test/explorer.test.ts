@@ -245,7 +245,7 @@ describe("an invalid fixture case's verdict", () => {
     const invalid = loadFixtures().filter((c) => c.expectedError !== null);
     assert.ok(invalid.length > 10);
     for (const fixture of invalid) {
-      const { query, key, value, attnMask } = fixture.inputs as Record<string, never>;
+      const { query, key, value, attnMask } = fixture.inputs as unknown as Record<string, never>;
       let got: { kind: string; message: string } | null = null;
       try {
         attentionSteps(query, key, value, { ...(fixture.params as object), attnMask });
