@@ -193,70 +193,112 @@ export interface WebGpuAttention {
 /** softmax(query · keyᵀ · scale [+ mask]) · value in float32 on the GPU; nested arrays (or
  * shaped tensors) in, nested arrays out. Inputs are checked first (AttentionInputError); then a
  * device is made on first use and kept (WebGpuUnavailableError when there is none). */
-export async function scaledDotProductAttention(
+export function scaledDotProductAttention(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
   options: AttentionOptions = {},
 ): Promise<NestedArray> {
-  const problem = checkInputs(query, key, value, options);
-  return nestedOutput(await compute(gpuOf(await sharedAttention()), problem), problem);
+  return nestedEntry(sharedGpu, query, key, value, options);
 }
 
 /** The same on flat row-major tensors ({ shape, data } with a Float32Array or Float64Array);
  * computed in float32, the output in query.data's type. */
-export async function scaledDotProductAttentionFlat(
+export function scaledDotProductAttentionFlat(
   query: FlatTensor,
   key: FlatTensor,
   value: FlatTensor,
   options: FlatAttentionOptions = {},
 ): Promise<FlatTensor> {
-  const problem = checkFlatInputs(query, key, value, options);
-  const output = await compute(gpuOf(await sharedAttention()), problem);
-  return { shape: problem.shapes.outputShape, data: outputOfType(output, query.data) };
+  return flatEntry(sharedGpu, query, key, value, options);
 }
 
 /** Every step, as attention.ts returns them: the output is the kernel's; scores, logits and
  * weights [B..., Hq, Lq, Lk] are the readable port's, since the kernel holds them only a tile at a
  * time and never writes them out. */
-export async function attentionSteps(
+export function attentionSteps(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
   options: AttentionOptions = {},
 ): Promise<AttentionSteps> {
-  return (await sharedAttention()).attentionSteps(query, key, value, options);
+  return stepsEntry(sharedGpu, query, key, value, options);
 }
 
 /** The adapter the shared device runs on (made on first use). */
 export async function adapterDescription(): Promise<AdapterDescription> {
-  return (await sharedAttention()).adapter;
+  return (await sharedDevice()).attention.adapter;
 }
 
-let shared: Promise<WebGpuAttention> | null = null;
-/** The device behind each WebGpuAttention (for the module's entry points, which check the inputs
- * before they ask for a device). */
-const devices = new WeakMap<WebGpuAttention, Gpu>();
+// ---- The entries' work, on a device asked for only once the inputs are checked. ----
 
-function gpuOf(attention: WebGpuAttention): Gpu {
-  return devices.get(attention)!;
+async function nestedEntry(
+  gpu: () => Promise<Gpu>,
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: AttentionOptions,
+): Promise<NestedArray> {
+  const problem = checkInputs(query, key, value, options);
+  return nestedOutput(await compute(await gpu(), problem), problem);
 }
+
+async function flatEntry(
+  gpu: () => Promise<Gpu>,
+  query: FlatTensor,
+  key: FlatTensor,
+  value: FlatTensor,
+  options: FlatAttentionOptions,
+): Promise<FlatTensor> {
+  const problem = checkFlatInputs(query, key, value, options);
+  const output = await compute(await gpu(), problem);
+  return { shape: problem.shapes.outputShape, data: outputOfType(output, query.data) };
+}
+
+async function stepsEntry(
+  gpu: () => Promise<Gpu>,
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: AttentionOptions,
+): Promise<AttentionSteps> {
+  const problem = checkInputs(query, key, value, options);
+  const output = await compute(await gpu(), problem);
+  const steps = readable.attentionSteps(query, key, value, options); // holds its own memoryLimit
+  return { ...steps, output: nestedOutput(output, problem) };
+}
+
+/** A device as the port holds it, with the WebGpuAttention that calls it. */
+interface Device {
+  readonly attention: WebGpuAttention;
+  readonly gpu: Gpu;
+}
+
+let shared: Promise<Device> | null = null;
 
 /** The shared device: made once, made again after it is lost or after making it failed. */
-async function sharedAttention(): Promise<WebGpuAttention> {
+async function sharedDevice(): Promise<Device> {
   if (shared !== null) {
-    const attention = await shared.catch(() => null);
-    if (attention !== null && !attention.lost) {
-      return attention;
+    const device = await shared.catch(() => null);
+    if (device !== null && !device.gpu.lost) {
+      return device;
     }
   }
-  shared = createAttention();
+  shared = makeDevice({});
   return shared;
+}
+
+async function sharedGpu(): Promise<Gpu> {
+  return (await sharedDevice()).gpu;
 }
 
 /** A device and its pipeline, for calls of your own: keep it to skip the set-up (adapter, device,
  * shader compilation) on every call, and destroy() it when done. */
 export async function createAttention(setup: WebGpuSetup = {}): Promise<WebGpuAttention> {
+  return (await makeDevice(setup)).attention;
+}
+
+async function makeDevice(setup: WebGpuSetup): Promise<Device> {
   const gpu = setup.gpu ?? findGpu();
   const adapter = await gpu.requestAdapter(
     setup.powerPreference === undefined ? undefined : { powerPreference: setup.powerPreference },
@@ -302,38 +344,28 @@ export async function createAttention(setup: WebGpuSetup = {}): Promise<WebGpuAt
       setup.limits?.maxComputeWorkgroupsPerDimension ?? Infinity,
     ),
   };
-  const gpuState: Gpu = { device, pipeline, limits, lost: false };
+  const state: Gpu = { device, pipeline, limits, lost: false };
   void device.lost.then(() => {
-    gpuState.lost = true;
+    state.lost = true;
   });
+  const own = async () => state;
   const attention: WebGpuAttention = {
     adapter: describeAdapter(adapter),
     limits,
     get lost() {
-      return gpuState.lost;
+      return state.lost;
     },
-    async scaledDotProductAttention(query, key, value, options = {}) {
-      const problem = checkInputs(query, key, value, options);
-      return nestedOutput(await compute(gpuState, problem), problem);
-    },
-    async scaledDotProductAttentionFlat(query, key, value, options = {}) {
-      const problem = checkFlatInputs(query, key, value, options);
-      const output = await compute(gpuState, problem);
-      return { shape: problem.shapes.outputShape, data: outputOfType(output, query.data) };
-    },
-    async attentionSteps(query, key, value, options = {}) {
-      const problem = checkInputs(query, key, value, options);
-      const output = await compute(gpuState, problem);
-      const steps = readable.attentionSteps(query, key, value, options); // holds its own memoryLimit
-      return { ...steps, output: nestedOutput(output, problem) };
-    },
+    scaledDotProductAttention: (query, key, value, options = {}) =>
+      nestedEntry(own, query, key, value, options),
+    scaledDotProductAttentionFlat: (query, key, value, options = {}) =>
+      flatEntry(own, query, key, value, options),
+    attentionSteps: (query, key, value, options = {}) => stepsEntry(own, query, key, value, options),
     destroy() {
-      gpuState.lost = true;
+      state.lost = true;
       device.destroy();
     },
   };
-  devices.set(attention, gpuState);
-  return attention;
+  return { attention, gpu: state };
 }
 
 /** navigator.gpu, or WebGpuUnavailableError saying why there is none. */

@@ -11,6 +11,7 @@ import fc from "fast-check";
 import { loadFixtures } from "../src/fixtures.ts";
 import { AttentionInputError, checkShapes, type ErrorKind } from "../src/inputs.ts";
 import {
+  attentionSteps,
   createAttention,
   type DispatchLimits,
   describeAdapter,
@@ -43,6 +44,7 @@ test("every invalid fixture gives its error before any device is asked for (Node
   for (const c of invalid) {
     const { kind, message } = c.expectedError!;
     await rejectsWith(() => runCase(scaledDotProductAttention, c), kind, message);
+    await rejectsWith(() => runCase(attentionSteps, c), kind, message);
   }
 });
 
