@@ -153,6 +153,26 @@ def test_values_near_float32s_largest_give_the_exact_output_not_an_overflow(page
     np.testing.assert_allclose(answer["output"], expected, rtol=1e-5)
 
 
+def test_the_bench_row_is_checked_and_names_the_adapter_as_an_emulation(tmp_path):
+    code = cli.main(["bench", "--ports", "webgpu", "--sizes", "16,40", "--repeats", "2", "--max-repeats", "2",
+                     "--cell-budget", "0", "--warmup", "0", "--odd-shape", "none", "--memory-n", "32",
+                     "--no-plot", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    report = json.loads((tmp_path / "bench.json").read_text(encoding="utf-8"))
+    cells = report["results"]
+    assert {(c["dtype"], c["causal"], c["n"]) for c in cells} == {
+        ("float32", causal, n) for causal in (False, True) for n in (16, 40)
+    }
+    for cell in cells:
+        assert cell["status"] == "ok" and len(cell["runs_ms"]) == 2, cell
+        assert 0 <= cell["budget_used"] <= 1  # checked against numpy float64 at float32's budget
+        assert cell["backend"] == "google swiftshader (CPU emulation)"
+    assert report["memory"] == []  # Chromium's GPU process is not the worker's: no memory pass
+    markdown = (tmp_path / "bench.md").read_text(encoding="utf-8")
+    assert "| webgpu | float32 | no | 16 | 64 |" in markdown
+    assert "| google swiftshader (CPU emulation) |" in markdown
+
+
 def test_the_adapter_is_named_and_swiftshader_is_an_emulation(page):
     adapter = page.call("adapter")
     assert adapter["architecture"] == "swiftshader" and adapter["emulated"] is True

@@ -155,6 +155,9 @@ def format_markdown(report: dict, results: list, plot_note: str | None, order: d
     if s["typescript_max_n"] < max(s["sizes"]) and "typescript" in s["ports"]:
         lines.append(f"- The readable typescript port is timed up to n={s['typescript_max_n']} only"
                      " (it holds the n x n matrices in nested arrays and is slow).")  # fmt: skip
+    if s["typescript_max_n"] < max(s["sizes"]) and "webgpu" in s["ports"]:
+        lines.append(f"- webgpu is timed up to n={s['typescript_max_n']} only (on a CPU emulation such as"
+                     " SwiftShader a call at n=4096 takes minutes).")  # fmt: skip
     lines += _gflops_pivot(results, order)
     if report["memory"]:
         lines += [

@@ -89,7 +89,8 @@ PORTS = (
         ("float32",),
         "webgpu.ts in headless Chromium, whole calls; the kernel column names the adapter",
         browser=True,
-    ),  # fmt: skip
+        slow=True,  # on SwiftShader, a CPU emulation, one call at n = 4096 takes minutes
+    ),
     BenchPort("onnxruntime-node", "node", DTYPES, "CPU provider, peers.py's graph", peer=True),
     BenchPort("onnxruntime-web", "node", DTYPES, "WebAssembly backend in Node, peers.py's graph", peer=True),
 )
@@ -299,7 +300,7 @@ def make_parser() -> argparse.ArgumentParser:
     add("--threads", type=positive(int), default=1, help="threads per worker (default: 1)")
     add("--seed", type=not_negative(int), default=0, help="input seed (default: 0)")
     add("--typescript-max-n", type=positive(int), default=2048,
-        help="largest n timed for the readable TypeScript port (default: 2048)")  # fmt: skip
+        help="largest n timed for the readable TypeScript port and webgpu (default: 2048)")  # fmt: skip
     add("--memory-n", type=not_negative(int), default=4096,
         help="n of every port's peak-memory pass (default: 4096; 0: no memory pass)")  # fmt: skip
     add("--linear-memory-n", type=not_negative(int), default=16384,
