@@ -3,6 +3,7 @@ serve commands, and the √d_k experiment and plot. (The page in Chromium: test_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -18,7 +19,8 @@ import pytest
 
 from attention_port import compare, fixtures, sqrt_dk
 from attention_port.cli import DEFAULT_FIXTURES
-from attention_port.node import REPO_ROOT, find_node
+from attention_port.node import find_node
+from attention_port.paths import REPO_ROOT
 
 MODEL = REPO_ROOT / "typescript" / "explorer" / "model.ts"
 ATTENTION = REPO_ROOT / "typescript" / "src" / "attention.ts"
@@ -230,9 +232,10 @@ def test_explore_stops_its_server_on_sigterm_and_sighup(name):
         with pytest.raises(urllib.error.URLError):  # nothing listens there any more
             urllib.request.urlopen(url, timeout=5)
     finally:
-        if process.poll() is None:
+        # The whole session, Node included: a failing run must not leave a server behind either.
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        process.wait()
 
 
 def test_explore_refuses_a_bad_fixture_folder(tmp_path):

@@ -4,7 +4,8 @@ Playwright never downloads a browser here: it drives the Chromium found on the m
 `chromium`, or $CHROMIUM). Without one, or without the playwright package, these tests skip with a
 reason (scripts/test says so in one line). One browser for the module; the page is built once.
 
-ATTENTION_PORT_SCREENSHOT=docs/explorer.png also writes the README's screenshot of the built page.
+ATTENTION_PORT_SCREENSHOT=docs/explorer.png also writes the README's screenshot of the built page
+(step by step) and docs/explorer-heads.png beside it (every head side by side).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import numpy as np
 import pytest
 
 from attention_port.explore import explorer_command
-from attention_port.node import REPO_ROOT, find_node
+from attention_port.node import find_node
+from attention_port.paths import REPO_ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -471,6 +473,12 @@ def test_guided_mode_walks_the_five_steps_with_the_real_source_lines(page):
     page.page.click("#guide-prev")
     text = page.page.inner_text("#guide-text")
     assert "row max m = 1" in text and "x − m = [0, -1, -0.5]" in text
+    # The guide follows a change made while it is open: at the mask step, causal hides key 2.
+    page.page.click("#guide-prev")
+    assert "causal is off" in page.page.inner_text("#guide-text")
+    page.page.check("#causal")
+    text = page.page.inner_text("#guide-text")
+    assert "causal is on" in text and "logits[0][2] = −∞" in text
 
 
 def test_copy_as_a_typescript_call_runs_in_node_to_the_pages_output(page, tmp_path):
@@ -496,13 +504,21 @@ def test_at_480_px_the_heatmaps_follow_the_input_being_edited(browser, built_pag
     tab.goto(built_page.as_uri())
     tab.wait_for_selector("#table-output td.num")
     tab.focus("#text-value")
-    box = tab.eval_on_selector("#box-value", "e => e.getBoundingClientRect().bottom")
-    steps = tab.eval_on_selector("#steps", "e => e.getBoundingClientRect().top")
+    box = tab.eval_on_selector("#box-value", "e => e.getBoundingClientRect().bottom + window.scrollY")
+    steps = tab.eval_on_selector("#steps", "e => e.getBoundingClientRect().top + window.scrollY")
     assert 0 <= steps - box < 50
     # On touch, a tap on a logits cell explains it and masks nothing.
     tab.tap('#table-logits td[data-i="0"][data-j="1"]')
     assert "q0·k1" in tab.inner_text("#arithmetic")
     assert tab.input_value("#text-attnMask") == ""
+    # A long press masks it.
+    cell = '#table-logits td[data-i="0"][data-j="1"]'
+    tab.dispatch_event(cell, "pointerdown", {"pointerType": "touch", "bubbles": True})
+    tab.wait_for_timeout(800)
+    tab.dispatch_event(cell, "pointerup", {"pointerType": "touch", "bubbles": True})
+    assert json.loads(tab.input_value("#text-attnMask").replace("\n", "")) == [
+        [True, False, True], [True, True, True], [True, True, True],
+    ]  # fmt: skip
     context.close()
 
 
@@ -579,7 +595,13 @@ def test_built_file_works_from_disk_with_the_network_blocked(page):
         page.page.click("#guide-start")
         for _ in range(3):
             page.page.click("#guide-next")
-        page.page.screenshot(path=screenshot, clip={"x": 0, "y": 0, "width": 1400, "height": 960})
+        bottom = (
+            page.page.eval_on_selector("#guide-code", "e => e.getBoundingClientRect().top + window.scrollY")
+            + 260
+        )
+        page.page.screenshot(
+            path=screenshot, full_page=True, clip={"x": 0, "y": 0, "width": 1400, "height": bottom}
+        )
         # docs/explorer-heads.png beside it: four query heads over two key/value heads.
         page.page.click("#guide-close")
         for field, value in (("lq", "6"), ("lk", "6"), ("e", "4"), ("ev", "3"), ("hq", "4"), ("hkv", "2")):
@@ -587,8 +609,12 @@ def test_built_file_works_from_disk_with_the_network_blocked(page):
         page.page.check("#all-heads")
         page.page.hover('[id="table-weights@2"] td[data-i="3"][data-j="1"]')
         heads = Path(screenshot).with_name("explorer-heads.png")
-        top = page.page.eval_on_selector("#inputs-panel", "e => e.getBoundingClientRect().top")
-        bottom = page.page.eval_on_selector("#arithmetic", "e => e.getBoundingClientRect().bottom")
+        top = page.page.eval_on_selector(
+            "#inputs-panel", "e => e.getBoundingClientRect().top + window.scrollY"
+        )
+        bottom = page.page.eval_on_selector(
+            "#arithmetic", "e => e.getBoundingClientRect().bottom + window.scrollY"
+        )
         page.page.screenshot(
             path=str(heads),
             full_page=True,

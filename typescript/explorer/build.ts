@@ -152,7 +152,9 @@ function simdInThePage(): Plugin {
 export async function bundle(): Promise<{ code: string; inputs: string[] }> {
   const result = await build({
     plugins: [simdInThePage()],
-    define: { "process.env.ATTENTION_PORT_SIMD_BUILD": '"auto"' },
+    // simd.ts reads an environment variable, and import.meta.url (the address its worker module is
+    // found from; an iife has no import.meta): in the page, "auto" and the page's own address.
+    define: { "process.env.ATTENTION_PORT_SIMD_BUILD": '"auto"', "import.meta.url": "document.baseURI" },
     absWorkingDir: resolve(HERE, "..", ".."),
     entryPoints: [join(HERE, "main.ts")],
     bundle: true,

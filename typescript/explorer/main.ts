@@ -1,5 +1,5 @@
 /**
- * The attention explorer's page: reads the controls, calls typescript/src/attention.ts, draws the
+ * The attention explorer's page: reads the controls, calls the chosen port (backends.ts), draws the
  * steps. Bundled for the browser by build.ts (esbuild); the logic it leans on is in model.ts.
  *
  * Nothing here throws to the console: every input goes through the port's own checks, and an
@@ -285,13 +285,11 @@ function showError(target: ErrorTarget, message: string): void {
   $("steps").classList.add("stale");
   $("status").textContent = "showing the last good result";
   drawFixturePanel(null);
-  $("arithmetic").replaceChildren(
-    element(
-      "p",
-      { class: "hint" },
-      "The inputs or options have an error (see the red line): nothing to explain.",
-    ),
-  );
+  const words = "The inputs or options have an error (see the red line): nothing to explain.";
+  $("arithmetic").replaceChildren(element("p", { class: "hint" }, words));
+  if (guide.open) {
+    $("guide-text").replaceChildren(element("p", { class: "hint" }, words));
+  }
 }
 
 /** Recompute with the chosen backend. Asynchronous, since a backend may be (a GPU's is); the page
@@ -479,6 +477,7 @@ function drawSteps(): void {
   $("step-logits").classList.add("clickable");
   drawAllHeads();
   refreshExplanation();
+  drawGuide(); // the guide too is redone on every change (causal ticked, a new head, new inputs)
 }
 
 /** Every head's weights side by side, each labelled with the key/value head it reads (under
@@ -497,7 +496,10 @@ function drawAllHeads(): void {
   const heads = outerShape.at(-1) ?? 1;
   const kvHeads = shapeOf(result.inputs.key).length >= 3 ? (shapeOf(result.inputs.key).at(-3) ?? 1) : 1;
   const group = Math.max(1, heads / kvHeads);
-  holder.replaceChildren(
+  const title = element("h2", {}, "Every head side by side: the weights");
+  const figures = element("div", { class: "heads" });
+  holder.replaceChildren(title, figures);
+  figures.replaceChildren(
     ...outerIndices(outerShape).map((outer, n) => {
       const h = outer.at(-1) ?? 0;
       const batch = outer.slice(0, -1);
@@ -696,6 +698,14 @@ function cellOf(event: Event): { step: string; i: number; j: number } | null {
 function highlight(step: string, i: number, j: number): void {
   for (const node of document.querySelectorAll(".lit-row, .lit-col, .lit-cell, tr.lit")) {
     node.classList.remove("lit-row", "lit-col", "lit-cell", "lit");
+  }
+  if (step.includes("@")) {
+    // A head of the side-by-side view: only its own cell (the step view may show another head).
+    document
+      .getElementById(`table-${step}`)
+      ?.querySelector(`td.num[data-i="${i}"][data-j="${j}"]`)
+      ?.classList.add("lit-cell");
+    return;
   }
   const square = step === "scores" || step === "logits" || step === "weights";
   for (const table of document.querySelectorAll<HTMLElement>("#steps table.heat")) {
@@ -1260,12 +1270,14 @@ function wireGuide(): void {
     );
     $<HTMLSelectElement>("guide-key").value = String(Math.max(keys - 1, 0));
     $("guide").hidden = false;
+    $("guide-code").hidden = false;
     drawGuide();
     $("guide-next").focus();
   });
   $("guide-close").addEventListener("click", () => {
     guide.open = false;
     $("guide").hidden = true;
+    $("guide-code").hidden = true;
     delete document.body.dataset.guideStep;
     $("guide-start").focus();
   });
@@ -1310,7 +1322,7 @@ function typescriptCall(): string {
   if (options.enableGqa === true) {
     given.push("enableGqa: true");
   }
-  const tensor = (name: string, x: unknown) => `const ${name} = ${formatTensorText(x, "  ".slice(0, 0))};`;
+  const tensor = (name: string, x: unknown) => `const ${name} = ${formatTensorText(x)};`;
   return [
     'import { scaledDotProductAttention } from "./typescript/src/attention.ts";',
     "",
@@ -1604,10 +1616,7 @@ async function start(): Promise<void> {
     state.fixture = null;
     recompute();
   });
-  $("head").addEventListener("change", () => {
-    drawSteps();
-    drawGuide();
-  });
+  $("head").addEventListener("change", drawSteps);
   $("all-heads").addEventListener("change", drawAllHeads);
   // Seeded random: a new size or seed draws at once (no button to press first).
   for (const field of ["lq", "lk", "e", "ev", "hq", "hkv", "seed"]) {

@@ -2,10 +2,12 @@
  * The attention explorer's logic, without the page: everything here is plain data in, plain data
  * out, so Node's test runner can check it and the page (main.ts) only draws.
  *
- * The attention itself is never computed here: the page calls typescript/src/attention.ts, the
- * readable port that `attention-port verify` holds to the fixtures. This file holds what the page
- * needs around it: reading what a reader types, the presets, slicing one (batch, head) out of the
- * steps, the colour map, the tolerance rule for a fixture case, and the √d_k experiment.
+ * The attention itself is never computed here: the page calls one of the project's ports
+ * (backends.ts; the √d_k experiment calls typescript/src/attention.ts), which `attention-port verify`
+ * holds to the fixtures. This file holds what the page needs around it: reading what a reader
+ * types, the presets, slicing one (batch, head) out of the steps, the colour map, the arithmetic
+ * behind a cell, the tolerance rule and the error verdict for a fixture case, and the √d_k
+ * experiment.
  */
 
 import { attentionSteps, type NestedArray } from "../src/attention.ts";
@@ -244,7 +246,7 @@ export function flatten(x: unknown): number[] {
 
 // ---- Numbers on screen ------------------------------------------------------------------------------
 
-/** A short form for a heatmap cell: 3 significant digits, -∞ for a masked logit. */
+/** A short form for a heatmap cell: 3 significant digits (4 from 100 up), −∞ for a masked logit. */
 export function shortNumber(x: number): string {
   if (Number.isNaN(x)) {
     return "NaN";
@@ -262,7 +264,9 @@ export function shortNumber(x: number): string {
   if (magnitude >= 1e4 || magnitude < 1e-3) {
     return x.toExponential(1);
   }
-  return String(Number(x.toPrecision(3)));
+  // From 100 up, four digits: -1000 and -1002 (logits a softmax tells apart) must not both
+  // read -1000. The arithmetic panel has every digit.
+  return String(Number(x.toPrecision(magnitude >= 100 ? 4 : 3)));
 }
 
 // Viridis (matplotlib's perceptually uniform map, readable with the common colour-vision

@@ -121,6 +121,9 @@ describe("presets and slices", () => {
     assert.equal(shortNumber(-Infinity), "−∞");
     assert.equal(shortNumber(0.506480391055654), "0.506");
     assert.equal(shortNumber(-0), "-0");
+    assert.equal(shortNumber(-1000), "-1000");
+    assert.equal(shortNumber(-1002), "-1002"); // not -1000 like its neighbour
+    assert.equal(shortNumber(123.456), "123.5");
     assert.equal(viridis(0).colour, "rgb(68, 1, 84)");
     assert.equal(viridis(1).colour, "rgb(253, 231, 37)");
     assert.equal(viridis(0).darkText, false);

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from ..explore import explorer_command
-from ..node import REPO_ROOT
+from ..paths import NotACheckout, require_checkout
 
 PAINTED = """async () => {
   const t0 = performance.now();
@@ -80,8 +80,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         page = args.page
         if page is None:
+            try:
+                checkout = require_checkout("python -m attention_port.bench.explorer without --page")
+            except NotACheckout as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 2
             subprocess.run(
-                explorer_command(build=Path(folder)), check=True, capture_output=True, cwd=REPO_ROOT
+                explorer_command(build=Path(folder)), check=True, capture_output=True, cwd=checkout
             )
             page = Path(folder) / "index.html"
         result = measure(page.resolve(), args.runs, args.backend, chromium)
