@@ -26,9 +26,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .node import REPO_ROOT, NodeError, NodeUnavailable, checked_node
+from .node import NodeError, NodeUnavailable, checked_node
+from .paths import IN_CHECKOUT, NODE_MODULES, REPO_ROOT
 
-PAGE_BUILDER = REPO_ROOT / "typescript" / "src" / "webgpu-page.ts"
+PAGE_BUILDER = REPO_ROOT / "typescript" / "src" / "webgpu-page.ts"  # bundles with esbuild: a checkout only
 # Chromium's switches for WebGPU in a headless run. --no-sandbox: CI runs as root, where Chromium's
 # sandbox refuses to start. --enable-unsafe-webgpu: WebGPU where Chromium does not enable it by
 # default (Linux). Vulkan: the backend both SwiftShader and a GPU's driver are reached through.
@@ -58,7 +59,12 @@ def find_chromium() -> str | None:
 
 
 def unavailable_reason() -> str | None:
-    """Why the WebGPU port cannot run here (no Chromium, no playwright, no Node), or None."""
+    """Why the WebGPU port cannot run here (an installed package, no esbuild, no Chromium, no
+    playwright, no Node), or None."""
+    if not IN_CHECKOUT:
+        return "it runs from a checkout of the repository (its page is bundled by esbuild there)"
+    if not (NODE_MODULES / "esbuild").is_dir():
+        return "esbuild is not installed (run scripts/setup)"
     if find_chromium() is None:
         return "no Chromium found (apt-get install chromium, or set $CHROMIUM)"
     try:

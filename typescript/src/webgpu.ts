@@ -145,12 +145,27 @@ export interface AdapterDescription {
   readonly summary: string;
 }
 
+/** WebGPU's entry object (navigator.gpu, or a binding's), as far as this file's public types name
+ * it: they stay free of the WebGPU type declarations, so that a caller needs none to use them. */
+export interface GpuEntry {
+  requestAdapter(options?: { readonly powerPreference?: "low-power" | "high-performance" }): Promise<unknown>;
+}
+
+/** What an adapter says of itself (GPUAdapterInfo), for describeAdapter. */
+export interface AdapterInfo {
+  readonly vendor?: string;
+  readonly architecture?: string;
+  readonly device?: string;
+  readonly description?: string;
+  readonly isFallbackAdapter?: boolean;
+}
+
 export interface WebGpuSetup {
   /** The GPU object to use (navigator.gpu by default). In Node, a binding's, e.g. the npm package
    * `webgpu`'s create([]). */
-  readonly gpu?: GPU;
+  readonly gpu?: GpuEntry;
   /** Passed to requestAdapter. */
-  readonly powerPreference?: GPUPowerPreference;
+  readonly powerPreference?: "low-power" | "high-performance";
   /** Lower limits than the device's, to split problems earlier (the tests use it to reach the
    * splitting with small inputs). Never raises a limit. */
   readonly limits?: Partial<DispatchLimits>;
@@ -299,7 +314,7 @@ export async function createAttention(setup: WebGpuSetup = {}): Promise<WebGpuAt
 }
 
 async function makeDevice(setup: WebGpuSetup): Promise<Device> {
-  const gpu = setup.gpu ?? findGpu();
+  const gpu = (setup.gpu as GPU | undefined) ?? findGpu();
   const adapter = await gpu.requestAdapter(
     setup.powerPreference === undefined ? undefined : { powerPreference: setup.powerPreference },
   );
@@ -385,14 +400,14 @@ function findGpu(): GPU {
 }
 
 /** The adapter in words (adapter.info; older browsers had requestAdapterInfo() instead). */
-export function describeAdapter(adapter: { readonly info?: Partial<GPUAdapterInfo> }): AdapterDescription {
+export function describeAdapter(adapter: { readonly info?: AdapterInfo }): AdapterDescription {
   const info = adapter.info ?? {};
   const vendor = info.vendor ?? "";
   const architecture = info.architecture ?? "";
   const device = info.device ?? "";
   const description = info.description ?? "";
   const words = `${vendor} ${architecture} ${device} ${description}`;
-  const fallback = (info as { isFallbackAdapter?: boolean }).isFallbackAdapter === true;
+  const fallback = info.isFallbackAdapter === true;
   const emulated = fallback || /swiftshader|llvmpipe|lavapipe|\bwarp\b|basic render|software/i.test(words);
   const named = [vendor, architecture, device].filter((x) => x !== "").join(" ") || description || "unnamed";
   return {
