@@ -32,6 +32,7 @@ import {
   loadFixtures,
   portTensor,
 } from "../src/fixtures.ts";
+import { jsLiteral } from "../src/js-literal.ts";
 import { BUILDS, buildIsFresh } from "../wasm/stamp.ts";
 import type { ExplorerCase, FlatTensor } from "./model.ts";
 
@@ -44,23 +45,6 @@ export const CASE_BYTES_LIMIT = 48_000;
 const USAGE =
   "usage: node typescript/explorer/build.ts build [--out DIR] [--all-cases] [--fixtures DIR]\n" +
   "       node typescript/explorer/build.ts serve [--port N] [--fixtures DIR]";
-
-/** A value as JavaScript source: numbers in shortest round-trip form with NaN, ±Infinity and -0
- * kept (JSON has none of them), so the page reads the fixtures' numbers exactly. */
-export function jsLiteral(value: unknown): string {
-  if (typeof value === "number") {
-    return Object.is(value, -0) ? "-0" : String(value);
-  }
-  if (Array.isArray(value)) {
-    return `[${value.map(jsLiteral).join(",")}]`;
-  }
-  if (typeof value === "object" && value !== null) {
-    return `{${Object.entries(value)
-      .map(([k, v]) => `${JSON.stringify(k)}:${jsLiteral(v)}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
 
 function flatTensor(tensor: FixtureTensor): FlatTensor {
   return { shape: tensor.shape, data: tensor.data as number[] };

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { buildPage, bundle, explorerCase, jsLiteral } from "../explorer/build.ts";
+import { buildPage, bundle, explorerCase } from "../explorer/build.ts";
 import {
   camelCaseMessage,
   checkOutput,
@@ -26,6 +26,7 @@ import {
 } from "../explorer/model.ts";
 import { attentionSteps, scaledDotProductAttention } from "../src/attention.ts";
 import { loadFixtures } from "../src/fixtures.ts";
+import { jsLiteral } from "../src/js-literal.ts";
 
 describe("reading what a reader types", () => {
   test("JSON with the bare words NaN, Infinity and -Infinity", () => {
