@@ -98,7 +98,7 @@ function simdInThePage(): Plugin {
     ]),
   );
   const modules: Record<string, string> = {
-    "wasm-build": `export const BUILDS = ${JSON.stringify(
+    "wasm-stamp": `export const BUILDS = ${JSON.stringify(
       Object.fromEntries(Object.entries(BUILDS).map(([name, { file }]) => [name, { file: basename(file) }])),
     )};\nexport function buildIsFresh() { return true; }\n`,
     fs:
@@ -119,8 +119,8 @@ function simdInThePage(): Plugin {
         path: args.path.slice("node:".length),
         namespace: "simd-in-the-page",
       }));
-      plugin.onResolve({ filter: /\/wasm\/build\.ts$/ }, () => ({
-        path: "wasm-build",
+      plugin.onResolve({ filter: /\/wasm\/stamp\.ts$/ }, () => ({
+        path: "wasm-stamp",
         namespace: "simd-in-the-page",
       }));
       plugin.onLoad({ filter: /.*/, namespace: "simd-in-the-page" }, (args) => ({
