@@ -117,7 +117,7 @@ def _as_expected_shape(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
 
 
 def _shaped_hint(case: FixtureCase, language: str) -> str | None:
-    """A crash on a case whose tensors come with their shape: say so, in the learner's terms."""
+    """An error on a case whose tensors come with their shape: say so, in the learner's terms."""
     for name in ("query", "key", "value", "attn_mask"):
         tensor = case.inputs[name]
         if tensor is not None and 0 in tensor.shape:
@@ -134,7 +134,7 @@ def _shaped_hint(case: FixtureCase, language: str) -> str | None:
 
 
 def _gqa_hint(case: FixtureCase, language: str) -> str | None:
-    """A crash on grouped-query heads: how query heads map to key/value heads."""
+    """An error on grouped-query heads: how query heads map to key/value heads."""
     query, key = case.inputs["query"].shape, case.inputs["key"].shape
     if case.params["enable_gqa"] is not True or len(query) < 3 or query[-3] == key[-3]:
         return None
@@ -156,8 +156,9 @@ def _rank_hint(case: FixtureCase) -> str | None:
     )
 
 
-def _crash_hint(case: FixtureCase, language: str) -> str | None:
-    """What about this case most likely tripped code that passed the earlier levels."""
+def _case_hint(case: FixtureCase, language: str) -> str | None:
+    """What about this case most likely tripped code that passed the earlier levels, said after an
+    error on a valid case (a crash, or a throw of the learner's own that refused valid input)."""
     return _shaped_hint(case, language) or _gqa_hint(case, language) or _rank_hint(case)
 
 
@@ -206,7 +207,7 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float, language: str =
             "threw": _threw(reply) if reply.how == "threw" else "",
         }[reply.how]
         verdict = compare.judge(case, LEARNER, "float64", PortAnswer(crash=problem))
-        hint = _crash_hint(case, language) if reply.how == "threw" and not reply.deliberate else None
+        hint = _case_hint(case, language) if reply.how == "threw" else None
         return _result(case, verdict, [_joined(f"{prefix} {problem}", hint), description])
     expected = case.expected
     steps = {name: _as_expected_shape(a, getattr(expected, name)) for name, a in reply.steps.items()}

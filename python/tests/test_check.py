@@ -301,6 +301,23 @@ def test_all_runs_every_level_and_a_tensor_with_a_zero_size_dim_comes_with_its_s
     assert case_lines and all(line.startswith(("  pass ", "  fail ")) for line in case_lines), text
 
 
+def test_a_throw_of_the_learners_own_on_a_shaped_tensor_is_told_the_tensor_came_with_its_shape(tmp_path):
+    path = tmp_path / "arrays-only.mjs"
+    path.write_text(
+        "export function scaledDotProductAttention(query, key, value) {\n"
+        '  if (!Array.isArray(query)) throw new TypeError("query must be an array");\n'
+        "  return query;\n"
+        "}\n"
+    )
+    code, text = run_check(str(path), run_all=True)
+    assert code == 1
+    assert (
+        "  fail empty_queries: your function threw TypeError: query must be an array (line 2 of"
+        " arrays-only.mjs) — this case gives query as {shape: [2, 0, 8], data: []}: a tensor with a"
+        " zero-size dim comes with its shape, since nested arrays cannot carry it\n"
+    ) in text, text
+
+
 def _line_of(file: str, text: str) -> int:
     """The line number of the first line of a learner file that holds `text`."""
     lines = (LEARNER_FILES / file).read_text().splitlines()
