@@ -136,15 +136,18 @@ def softmax_wrong_axis(query, key, value, attn_mask=None, **options):
     return _attention(query, key, value, attn_mask, **options, softmax=by_column)
 
 
+def _textbook_softmax(logits: np.ndarray) -> np.ndarray:
+    """exp(x - max) / sum: NaN in a row whose every logit is -inf (-inf - (-inf) is NaN)."""
+    exps = np.exp(logits - np.max(logits, axis=-1, keepdims=True))
+    return exps / exps.sum(axis=-1, keepdims=True)
+
+
 def fully_masked_nan(query, key, value, attn_mask=None, **options):
     """A fully-masked row left to the textbook softmax: its max is -inf, and -inf - (-inf) is NaN.
     Such a row attends to nothing, so its weights and output are defined as 0 (as in torch)."""
-
-    def textbook(logits):
-        exps = np.exp(logits - np.max(logits, axis=-1, keepdims=True))
-        return exps / exps.sum(axis=-1, keepdims=True)
-
-    return _attention(query, key, value, attn_mask, **options, softmax=textbook, zero_empty_rows=False)
+    return _attention(
+        query, key, value, attn_mask, **options, softmax=_textbook_softmax, zero_empty_rows=False
+    )
 
 
 def mask_inverted(query, key, value, attn_mask=None, **options):
@@ -353,13 +356,25 @@ def same_values(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def identify(inputs: dict, params: dict, expected: np.ndarray, output: np.ndarray) -> Mistake | None:
-    """The known mistake `output` matches, among those that differ from the truth on this case."""
+    """The known mistake `output` matches, among those that differ from the truth on this case.
+
+    A mistake is also matched where the variant leaves a row with every key masked, and the output
+    has NaN there: before the level on fully-masked rows, a learner's softmax gives NaN for them,
+    and the mistake at hand is still the one to name."""
     arguments = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
     for mistake in MISTAKES:
         try:
             wrong = mistake.variant(*arguments, **params)
         except (ValueError, IndexError, ZeroDivisionError, TypeError):
             continue
-        if wrong is not None and not same_values(wrong, expected) and same_values(output, wrong):
+        if wrong is None or same_values(wrong, expected):
+            continue  # the mistake makes no difference here
+        if same_values(output, wrong):
+            return mistake
+        try:  # the same mistake, with the textbook softmax's NaN in rows that have nothing to attend to
+            with_nan = mistake.variant(*arguments, **params, softmax=_textbook_softmax, zero_empty_rows=False)
+        except (ValueError, IndexError, ZeroDivisionError, TypeError):  # the variant sets its own softmax
+            continue
+        if same_values(output, with_nan):
             return mistake
     return None

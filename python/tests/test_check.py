@@ -164,6 +164,17 @@ SPOKEN = {
 }
 
 
+def test_a_mistake_is_named_also_where_its_rows_with_nothing_to_attend_to_give_nan():
+    # Before level 6 a learner's softmax gives NaN for a row with every key masked; reading the float
+    # mask as yes/no blocks every key of float_mask_large_finite's row 3 (all zeros), and that row is
+    # NaN. The mask is still the mistake to name there, as on the level's other cases.
+    code, text = run_check("float-mask-as-boolean-nan-rows.mjs")
+    assert code == 1
+    line = next(x for x in text.splitlines() if x.startswith("  fail float_mask_large_finite: "))
+    assert " is NaN, expected " in line and " — looks like the float mask was read as yes/no: " in line, line
+    assert text.count("looks like the float mask was read as yes/no") == 3, text
+
+
 @pytest.mark.parametrize("file", ["no-mistake.mjs", "no_mistake.py"])
 def test_a_learner_without_a_mistake_gets_no_name_and_passes_up_to_invalid_input(file):
     code, text = run_check(file)
