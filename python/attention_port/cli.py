@@ -10,12 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-from . import compare, fixtures, generate, ports
+from . import compare, fixtures, ports
 from .cases import LEVELS, level_of
+from .extras import MissingExtra
 from .files import output_problem, write_atomic
-from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
+from .node import DEFAULT_TIMEOUT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
+from .paths import FIXTURES as DEFAULT_FIXTURES
+from .paths import NotACheckout
 
-DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
 EXIT_CODES = """exit codes:
   0  every port passed every case (cases outside the contract are reported apart)
   1  a port failed a case, or its run did not finish (crash, time-out, malformed results);
@@ -40,6 +42,8 @@ def _error(message: str) -> int:
 
 
 def command_generate(args: argparse.Namespace) -> int:
+    from . import generate  # the oracle's mpmath comes with the `harness` extra
+
     out = Path(args.out)
     if args.check:
         stale = generate.stale_files(out)
@@ -88,6 +92,8 @@ def _list_cases(cases: list) -> int:
 def _warn_if_stale(folder: Path, cases: list) -> None:
     """One warning line when the fixture files differ from what cases.py and the oracle give today
     (a case edited, the oracle changed, and nobody ran `attention-port generate`)."""
+    from . import generate
+
     stale = generate.stale_cases(cases)
     if stale:
         print(
@@ -238,8 +244,9 @@ def _print_port_summary(
 
 
 def command_side_by_side(args: argparse.Namespace) -> int:
-    from . import side_by_side
+    from . import paths, side_by_side
 
+    paths.require_checkout("side-by-side")  # it writes docs/side-by-side.md
     if args.check:
         if side_by_side.is_fresh():
             print(f"{side_by_side.OUTPUT} is up to date")
@@ -362,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (fixtures.FixtureError, UsageError, NodeError) as error:
+    except (fixtures.FixtureError, UsageError, NodeError, MissingExtra, NotACheckout) as error:
         return _error(str(error))
     except KeyboardInterrupt:
         return _error("interrupted")

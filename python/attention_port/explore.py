@@ -18,10 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .node import REPO_ROOT, find_node
+from .node import find_node
+from .paths import DOCS, EXPLORER_BUILD, NODE_MODULES, require_checkout
 
-EXPLORER_BUILD = REPO_ROOT / "typescript" / "explorer" / "build.ts"
-DEFAULT_BUILD_DIR = REPO_ROOT / "docs" / "explorer"
+DEFAULT_BUILD_DIR = DOCS / "explorer"
 
 
 def explorer_command(build: Path | None = None, port: int = 0, fixtures: Path | None = None) -> list[str]:
@@ -40,10 +40,11 @@ def command_explore(args: argparse.Namespace) -> int:
     # --build with no DIR gives "": the default folder. Paths are the caller's, resolved here.
     build = None if args.build is None else (Path(args.build).resolve() if args.build else DEFAULT_BUILD_DIR)
     fixtures = None if args.fixtures is None else Path(args.fixtures).resolve()
-    if not (REPO_ROOT / "node_modules" / "esbuild").is_dir():
+    checkout = require_checkout("explore")  # the page's sources and esbuild are not in the wheel
+    if not (NODE_MODULES / "esbuild").is_dir():
         print("error: esbuild is not installed (run scripts/setup, or npm ci)", file=sys.stderr)
         return 2
-    process = subprocess.Popen(explorer_command(build, args.port, fixtures), cwd=REPO_ROOT)
+    process = subprocess.Popen(explorer_command(build, args.port, fixtures), cwd=checkout)
     try:
         return process.wait()
     except KeyboardInterrupt:

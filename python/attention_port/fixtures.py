@@ -24,17 +24,22 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import jsonschema
 import numpy as np
-import referencing
 
+from . import paths
+from .extras import missing_extra
 from .inputs import nested_shape
+
+if TYPE_CHECKING:
+    import jsonschema
 
 MANIFEST_FORMAT = "attention-port-fixtures"
 CASE_FORMAT = "attention-port-fixture"
 FORMAT_VERSION = 3  # 2: `expected.logits`; 3: spread, magnitude, error_floor and score_bound
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "schema"
+SCHEMA_DIR = paths.SCHEMA_DIR
 SCHEMA_FILES = {
     MANIFEST_FORMAT: f"manifest-v{FORMAT_VERSION}.json",
     CASE_FORMAT: f"case-v{FORMAT_VERSION}.json",
@@ -140,8 +145,23 @@ def sha256(data: bytes) -> str:
 
 
 @functools.cache
+def _jsonschema() -> ModuleType:
+    """jsonschema, imported on first use: the core of the package (reference, inputs) needs only
+    numpy, and reading fixtures is the harness's job (the `harness` extra)."""
+    try:
+        import jsonschema
+        import referencing.jsonschema  # noqa: F401  (the registry _validators builds)
+    except ModuleNotFoundError as error:
+        raise missing_extra(error, "reading fixtures", "harness") from error
+    return jsonschema
+
+
+@functools.cache
 def _validators() -> dict[str, jsonschema.protocols.Validator]:
     """One validator per document format, the two schemas registered by their $id."""
+    jsonschema = _jsonschema()
+    import referencing.jsonschema  # imported by _jsonschema already: this only names it here
+
     schemas = {}
     for document_format, name in SCHEMA_FILES.items():
         path = SCHEMA_DIR / name
@@ -200,7 +220,7 @@ def _check_document(data: bytes, document_format: str, path: Path) -> dict:
             f"format version {version} is not supported (this code reads version {FORMAT_VERSION});"
             f" {REGENERATE_HINT}",
         )
-    problem = jsonschema.exceptions.best_match(_validators()[document_format].iter_errors(document))
+    problem = _jsonschema().exceptions.best_match(_validators()[document_format].iter_errors(document))
     if problem is not None:
         raise FixtureError(path, _schema_problem(problem))
     return document

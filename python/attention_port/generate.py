@@ -51,7 +51,7 @@ from .fixtures import (
 from .inputs import ERROR_KINDS
 
 GENERATOR_COMMAND = "attention-port generate"
-FORMAT_DOCUMENTS = SCHEMA_DIR.parent  # the repository's fixtures/: README.md and schema/ come from here
+FORMAT_DOCUMENTS = SCHEMA_DIR.parent  # the shipped fixtures/: README.md and schema/ come from here
 DOCUMENTS = ("README.md", "schema")
 
 

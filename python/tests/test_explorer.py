@@ -18,7 +18,8 @@ import pytest
 
 from attention_port import compare, fixtures, sqrt_dk
 from attention_port.cli import DEFAULT_FIXTURES
-from attention_port.node import REPO_ROOT, find_node
+from attention_port.node import find_node
+from attention_port.paths import REPO_ROOT
 
 MODEL = REPO_ROOT / "typescript" / "explorer" / "model.ts"
 ATTENTION = REPO_ROOT / "typescript" / "src" / "attention.ts"

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from attention_port.explore import explorer_command
-from attention_port.node import REPO_ROOT, find_node
+from attention_port.node import find_node
+from attention_port.paths import REPO_ROOT
 
 pytestmark = pytest.mark.browser
 
