@@ -206,7 +206,7 @@ export function kernelExp(x: Float32Array | Float64Array): Float32Array | Float6
   const float32 = x instanceof Float32Array;
   const padded = Math.ceil(x.length / 2) * 2 * 2; // whole vectors of either width
   const at = reserve(kernel, [padded * x.BYTES_PER_ELEMENT])[0];
-  const view = floats(float32, kernel.memory.buffer as SharedArrayBuffer, at, padded);
+  const view = floats(float32, kernel.memory.buffer as unknown as SharedArrayBuffer, at, padded);
   view.fill(0);
   view.set(x);
   (float32 ? kernel.exports.expF32 : kernel.exports.expF64)(at, padded);
@@ -450,7 +450,7 @@ function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Ar
       problem.memoryLimit,
       shapes,
     );
-  const buffer = kernel.memory.buffer as SharedArrayBuffer; // shared: worker threads see it too
+  const buffer = kernel.memory.buffer as unknown as SharedArrayBuffer; // shared: worker threads see it too
   floats(float32, buffer, value, problem.value.length).set(problem.value); // rounded to float32 if so
   let maskKind = 0;
   if (mask !== null && mask.bool !== null) {
