@@ -150,6 +150,13 @@ def fully_masked_nan(query, key, value, attn_mask=None, **options):
     )
 
 
+def fully_masked_zero_times_value(query, key, value, attn_mask=None, **options):
+    """A fully-masked row's weights right (all 0), but its output left to weights · value: 0 · NaN
+    and 0 · inf are NaN, so a value holding either reaches a row that attends to nothing. Such a
+    row's output is defined as 0, whatever the values hold."""
+    return _attention(query, key, value, attn_mask, **options, zero_empty_rows=False)
+
+
 def mask_inverted(query, key, value, attn_mask=None, **options):
     """A boolean mask read backwards (true = blocked). As in torch, true means 'may attend'."""
     if attn_mask is None or np.asarray(attn_mask).dtype != bool:
@@ -291,6 +298,11 @@ MISTAKES = (
         "masked cells were set to a finite number such as -1e9 instead of -Infinity: in a row where"
         " every key is masked they tie and share the weight instead of giving 0, and where the other"
         " logits are below -1e9 the masked keys take all of it",
+    ),
+    Mistake(
+        fully_masked_zero_times_value,
+        "a fully-masked row's output was computed as 0 · value: 0 · NaN and 0 · Infinity are NaN;"
+        " a row with nothing to attend to gives output 0, whatever the values hold",
     ),
     Mistake(
         fully_masked_nan,

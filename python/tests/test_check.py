@@ -101,6 +101,10 @@ MISTAKE_FILES = {
     "mistake-float_mask_as_boolean.mjs": ("float_mask_as_boolean", "float masks and -inf"),
     "mistake_float_mask_as_boolean.py": ("float_mask_as_boolean", "float masks and -inf"),
     "mistake-fully_masked_nan.mjs": ("fully_masked_nan", "fully-masked rows"),
+    "mistake-fully_masked_zero_times_value.mjs": (
+        "fully_masked_zero_times_value",
+        "edge cases (empty dims, NaN and +-inf, float64's extremes)",
+    ),
     "mistake-causal_ignored.mjs": ("causal_ignored", "causal"),
     "mistake_causal_ignored.py": ("causal_ignored", "causal"),
     "mistake-causal_diagonal_hidden.mjs": ("causal_diagonal_hidden", "causal"),
