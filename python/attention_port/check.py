@@ -17,6 +17,7 @@ Exit codes: 0 every attempted level passes; 1 a level fails; 2 the file could no
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,11 +27,14 @@ import numpy as np
 from . import cases, compare, mistakes
 from .fixtures import FixtureCase, load_fixtures
 from .inputs import format_number, format_shape
-from .learner import Hello, LearnerError, LearnerProcess, Reply
-from .learner_worker import OPTION_NAMES, options_set
+from .learner import DEFAULT_MEMORY, Hello, LearnerError, LearnerProcess, Reply
+from .learner_protocol import OPTION_NAMES, options_set
 from .ports import PortAnswer
 
 DEFAULT_TIMEOUT = 10.0  # seconds one case may take
+MAX_TIMEOUT = 3600.0  # an hour for one case: more is a slip (and beyond select's range, far enough)
+WATCH_POLL = 0.25  # seconds between looks at the file's modification time in --watch
+CLEAR_SCREEN = "\033[2J\033[H"
 LEARNER = "your code"
 
 
@@ -178,7 +182,7 @@ def run_case(learner: LearnerProcess, case: FixtureCase, timeout: float) -> Case
     reason = skip_reason(case, hello)
     if reason is not None:
         return CaseResult(case, "skip", reason=reason)
-    reply = learner.ask(case.id, options=bool(options_set(case)), shaped=hello.shaped)
+    reply = learner.ask(case, shaped=hello.shaped)
     if case.expects_error:
         return judge_invalid(case, reply, timeout)
     return judge_valid(case, reply, timeout)
@@ -218,16 +222,32 @@ def check(
     fixtures_dir: Path,
     *,
     timeout: float = DEFAULT_TIMEOUT,
+    memory: int = DEFAULT_MEMORY,
     run_all: bool = False,
     say: Callable[[str], None] = print,
+    failure_first: bool = False,
 ) -> int:
-    """Run the levels and say how they went; the exit code."""
+    """Run the levels and say how they went; the exit code. With `failure_first` (--watch) the
+    lines of the first failing level come first, before the levels that pass."""
     try:
-        learner = LearnerProcess(path, fixtures_dir, timeout)
+        learner = LearnerProcess(path, fixtures_dir, timeout, memory)
         hello = learner.start()
     except LearnerError as error:
         say(f"error: {error}")
         return 2
+    held: list[str] = []  # with failure_first: the lines of the levels before the first failure
+
+    def say_level(lines: list[str], failed: bool) -> None:
+        if not failure_first:
+            for line in lines:
+                say(line)
+        elif failed:
+            for line in [*lines, "", *held]:
+                say(line)
+            held.clear()
+        else:
+            held.extend(lines)
+
     try:
         by_level: dict[int, list[FixtureCase]] = {}
         for case in load_fixtures(fixtures_dir):
@@ -240,11 +260,12 @@ def check(
         failed_levels = []
         for n, level in enumerate(cases.LEVELS, start=1):
             results = [run_case(learner, case, timeout) for case in by_level.get(n, [])]
-            say(level_line(n, total, level.name, results))
-            for result in results:  # a failure's lines, and the message of each error thrown on purpose
-                for line in result.lines:
-                    say(f"  {line}")
-            if any(r.status == "fail" for r in results):
+            lines = [level_line(n, total, level.name, results)]
+            # a failure's lines, and the message of each error thrown on purpose
+            lines += [f"  {line}" for result in results for line in result.lines]
+            failed = any(r.status == "fail" for r in results)
+            say_level(lines, failed and not failed_levels)
+            if failed:
                 failed_levels.append(n)
                 if not run_all:
                     say("")
@@ -252,6 +273,7 @@ def check(
                     if n < total:
                         say(f"Levels {n + 1}-{total} were not run: fix this level first, or add --all.")
                     return 1
+        say_level([], True)  # the levels held back, when none failed
         say("")
         if failed_levels:
             numbers = ", ".join(map(str, failed_levels))
@@ -261,3 +283,36 @@ def check(
         return 0
     finally:
         learner.close()
+
+
+def _saved(path: Path) -> tuple[int, int] | None:
+    """When the file was last saved, and its size; None while it is missing (an editor's save)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def watch(
+    path: Path,
+    fixtures_dir: Path,
+    *,
+    say: Callable[[str], None] = print,
+    clear: Callable[[], None] = lambda: print(CLEAR_SCREEN, end="", flush=True),
+    **options,
+) -> int:
+    """--watch, as Rustlings does: check, then check again each time the file is saved, on a
+    cleared screen with the first failing level first. Ctrl-C ends it, exit code 0."""
+    try:
+        while True:
+            saved = _saved(path)
+            clear()
+            check(path, fixtures_dir, say=say, failure_first=True, **options)
+            say("")
+            say(f"Watching {path}: save it to check again; Ctrl-C stops.")
+            while _saved(path) == saved:
+                time.sleep(WATCH_POLL)
+    except KeyboardInterrupt:  # the learner's process is in a session of its own: check closed it
+        say("")
+        return 0

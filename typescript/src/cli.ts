@@ -26,8 +26,9 @@ import {
   type FixtureTensor,
   loadFixtures,
   portTensor,
+  tensorJson,
 } from "./fixtures.ts";
-import { AttentionInputError, type FlatTensor } from "./inputs.ts";
+import { AttentionInputError, type FlatTensor, oneLine } from "./inputs.ts";
 
 /** The ports --port can run: a module and how its answers are made. */
 const PORTS = ["attention", "flash", "simd", "simd-float32"] as const;
@@ -110,28 +111,6 @@ async function loadPort(name: PortName): Promise<CaseRunner> {
   };
 }
 
-/** One number as JSON: non-finite ones as the fixtures' strings, -0 as -0.0 (Python reads "-0"
- * as the integer 0, losing the sign that compare.py checks). */
-export function numberJson(x: number): string {
-  if (Number.isNaN(x)) {
-    return '"NaN"';
-  }
-  if (!Number.isFinite(x)) {
-    return x > 0 ? '"Infinity"' : '"-Infinity"';
-  }
-  return Object.is(x, -0) ? "-0.0" : JSON.stringify(x);
-}
-
-/** The leaves of nested arrays, row-major. */
-export function flat(x: unknown): number[] {
-  return Array.isArray(x) ? x.flatMap(flat) : [x as number];
-}
-
-/** A tensor as the results document writes it: {"shape", "data"}, data flat row-major. */
-export function tensorJson(shape: readonly number[], nested: unknown): string {
-  return `{"shape": ${JSON.stringify(shape)}, "data": [${flat(nested).map(numberJson).join(", ")}]}`;
-}
-
 /** One case's answer, as a JSON text. */
 function answer(run: CaseRunner, c: FixtureCase): string {
   try {
@@ -184,11 +163,6 @@ async function runCommand(args: string[]): Promise<void> {
   } catch (error) {
     throw new UsageError(`cannot write --out ${values.out} (${(error as Error).message})`);
   }
-}
-
-/** Messages are meant to be one line already; a stray newline must not make a second. */
-export function oneLine(message: string): string {
-  return message.replace(/\s*\n\s*/g, " ").trim();
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -139,6 +139,11 @@ export type MaskArray =
   | { readonly dtype: "bool"; readonly shape: readonly number[]; readonly data: readonly boolean[] }
   | { readonly dtype: "float64"; readonly shape: readonly number[]; readonly data: Float64Array };
 
+/** Messages are meant to be one line already; a stray newline must not make a second. */
+export function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, " ").trim();
+}
+
 /** `[2, 4, 8]`: the way both languages write a shape in a message. */
 export function formatShape(shape: readonly number[]): string {
   return `[${shape.map((n) => String(Math.trunc(n))).join(", ")}]`;
