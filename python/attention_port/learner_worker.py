@@ -78,10 +78,6 @@ WRITE_EVENTS = (
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
-class SandboxRefusal(PermissionError):
-    """What the audit hook raises: the learner's code asked for something check does not allow."""
-
-
 def install_sandbox(readable: list[str], workdir: str) -> None:
     """The audit hook described at the top; from here on it sees every audited call."""
     roots = tuple(os.path.realpath(p) for p in readable)
@@ -91,7 +87,7 @@ def install_sandbox(readable: list[str], workdir: str) -> None:
         return any(real == f or real.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
 
     def refuse(what: str) -> None:
-        raise SandboxRefusal(f"check's sandbox does not let your code {what}")
+        raise PermissionError(f"check's sandbox does not let your code {what}")
 
     def hook(event: str, args: tuple) -> None:
         if event == "open":

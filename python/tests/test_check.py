@@ -290,7 +290,9 @@ def test_a_module_with_only_a_default_export_is_told_so(tmp_path):
     )
 
 
-def test_a_file_that_cannot_be_loaded_again_after_a_hang_fails_its_cases_in_one_line_each(tmp_path, monkeypatch):
+def test_a_file_that_cannot_be_loaded_again_after_a_hang_fails_its_cases_in_one_line_each(
+    tmp_path, monkeypatch
+):
     # The first case hangs, so the second needs a fresh process; by then the file no longer loads
     # (as when a learner saves an edit in the middle of a run: the file is edited once it has loaded).
     path = tmp_path / "loads_once.py"

@@ -239,7 +239,8 @@ class TooDeep extends Error {}
 /** A shaped tensor's shape as a learner returned it, or a one-line reason it is not one. */
 function checkedShape(name: string, shape: readonly unknown[], length: number): string | null {
   if (shape.length > MAX_RANK || !shape.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
-    return `${name}.shape is ${describeValue(shape)}, expected a list of sizes (whole numbers >= 0)`;
+    const written = shape.length > MAX_RANK ? `${shape.length} long` : `[${shape.map(String).join(", ")}]`;
+    return `${name}.shape ${written} is not a list of sizes (whole numbers >= 0, at most ${MAX_RANK})`;
   }
   const size = product(shape as number[]);
   if (size !== length) {
@@ -358,13 +359,25 @@ async function answer(learner: Loaded, request: Request): Promise<string> {
     args.push(requestOptions(request));
   }
   let returned: unknown;
+  let promised: boolean;
   try {
     returned = learner.run(...args);
-    if (typeof (returned as { then?: unknown } | null)?.then === "function") {
-      returned = await returned;
-    }
   } catch (error) {
     return `{"id": ${id}, "threw": ${stringify(describeThrown(error))}}`;
+  }
+  try {
+    promised = typeof (returned as { then?: unknown } | null)?.then === "function";
+  } catch (error) {
+    const thrown = describeThrown(error); // a Proxy whose every read throws, say
+    const said = `reading what ${learner.name} returned threw ${thrown.name}: ${thrown.message}`;
+    return `{"id": ${id}, "bad": ${stringify(said)}}`;
+  }
+  if (promised) {
+    try {
+      returned = await returned;
+    } catch (error) {
+      return `{"id": ${id}, "threw": ${stringify(describeThrown(error))}}`;
+    }
   }
   // Let the promises and timers the call left behind settle, so that an error of theirs is said on
   // this case rather than the next.
