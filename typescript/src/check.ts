@@ -158,7 +158,7 @@ function describeThrown(error: unknown): { name: string; message: string; kind: 
       kind: typeof e?.kind === "string" ? e.kind : null, // an AttentionInputError's, or a learner's own
     };
   } catch {
-    return { name: typeof error, message: "(a value that cannot be read: its own code threw)", kind: null };
+    return { name: typeof error, message: "(its message or toString threw when read)", kind: null };
   }
 }
 

@@ -1,10 +1,7 @@
-// A learner that returns an object whose toString throws, so that even saying what it is runs code.
+// A learner that throws an object whose toString throws, so that even saying what it threw runs code.
 export function scaledDotProductAttention(_query, _key, _value) {
-  return {
+  throw {
     toString() {
-      throw new Error("no words for this");
-    },
-    [Symbol.toPrimitive]() {
       throw new Error("no words for this");
     },
   };
