@@ -32,7 +32,6 @@ from .learner_protocol import OPTION_NAMES, options_set
 from .ports import PortAnswer
 
 DEFAULT_TIMEOUT = 10.0  # seconds one case may take
-MAX_TIMEOUT = 3600.0  # an hour for one case: more is a slip (and beyond select's range, far enough)
 WATCH_POLL = 0.25  # seconds between looks at the file's modification time in --watch
 CLEAR_SCREEN = "\033[2J\033[H"
 LEARNER = "your code"

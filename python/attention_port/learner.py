@@ -43,12 +43,12 @@ import numpy as np
 
 from . import learner_protocol
 from .fixtures import FixtureCase
-from .node import REPO_ROOT, NodeError, checked_node
+from .node import NodeError, checked_node
+from .paths import CHECK_TS, FIXTURES, REPO_ROOT
 from .ports import decode_tensor
 
 NODE_SUFFIXES = (".ts", ".mts", ".js", ".mjs")
 PYTHON_SUFFIXES = (".py",)
-CHECK_TS = REPO_ROOT / "typescript" / "src" / "check.ts"
 LOAD_TIMEOUT = 30.0  # seconds to load the file (Node or Python start, imports, type stripping)
 MIB = 1 << 20
 DEFAULT_MEMORY = 2048 * MIB
@@ -118,9 +118,9 @@ class Reply:
 
 
 def hidden_paths(fixtures_dir: Path) -> tuple[Path, ...]:
-    """What the learner's code may never read: the fixtures in use, the repository's own, and its
-    .git (whose objects hold every fixture ever committed)."""
-    return tuple({fixtures_dir.resolve(), (REPO_ROOT / "fixtures").resolve(), (REPO_ROOT / ".git").resolve()})
+    """What the learner's code may never read: the fixtures in use, the package's own (in the checkout
+    or shipped in the wheel), and the checkout's .git (whose objects hold every fixture ever committed)."""
+    return tuple({fixtures_dir.resolve(), FIXTURES.resolve(), (REPO_ROOT / ".git").resolve()})
 
 
 def without(folder: Path, hidden: tuple[Path, ...]) -> list[Path]:

@@ -16,7 +16,7 @@ import torch
 from attention_port import cli, compare, fixtures, reference
 from attention_port.bench import check, gpu, peers, run
 from attention_port.inputs import resolve_scale
-from attention_port.node import REPO_ROOT
+from attention_port.paths import REPO_ROOT
 
 TINY = ["--sizes", "16,32", "--repeats", "2", "--max-repeats", "2", "--cell-budget", "0", "--warmup", "0"]
 NO_EXTRAS = ["--memory-n", "0", "--linear-memory-n", "0", "--odd-shape", "none", "--no-plot"]

@@ -183,7 +183,7 @@ def test_a_top_level_await_that_never_settles_is_said_in_one_line():
 @pytest.mark.parametrize(
     ("option", "told"),
     [
-        (["--timeout", "1e10"], "--timeout must be at most 3600 seconds (one case), got 1e+10"),
+        (["--timeout", "1e10"], "--timeout must be at most 86400 seconds (a day), got 1e+10"),
         (["--memory", "1e10GiB"], "--memory takes a size such as 4GiB or 1536MiB, got '1e10GiB'"),
         (["--memory", "2048"], "--memory takes a size such as 4GiB or 1536MiB, got '2048'"),
         (

@@ -3,6 +3,7 @@ serve commands, and the √d_k experiment and plot. (The page in Chromium: test_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -18,7 +19,8 @@ import pytest
 
 from attention_port import compare, fixtures, sqrt_dk
 from attention_port.cli import DEFAULT_FIXTURES
-from attention_port.node import REPO_ROOT, find_node
+from attention_port.node import find_node
+from attention_port.paths import REPO_ROOT
 
 MODEL = REPO_ROOT / "typescript" / "explorer" / "model.ts"
 ATTENTION = REPO_ROOT / "typescript" / "src" / "attention.ts"
@@ -193,6 +195,37 @@ def test_explore_serves_on_localhost_until_interrupted():
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="SIGTERM and SIGHUP as POSIX sends them")
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_explore_stops_its_server_on_sigterm_and_sighup(name):
+    # The signal goes to the attention-port process alone (as `kill PID` sends it), not to its
+    # group: the Node server it started must stop too, not be left answering.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "attention_port", "explore"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout=60)
+        assert lines and lines[0].startswith("attention explorer at http://127.0.0.1:"), lines
+        url = lines[0].split(" at ")[1].split()[0]
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200
+        process.send_signal(getattr(signal, name))
+        out, err = process.communicate(timeout=30)
+        assert process.returncode == 0, err
+        assert "explorer stopped" in out
+        with pytest.raises(urllib.error.URLError):  # nothing listens there any more
+            urllib.request.urlopen(url, timeout=5)
+    finally:
+        # The whole session, Node included: a failing run must not leave a server behind either.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def test_explore_refuses_a_bad_fixture_folder(tmp_path):

@@ -78,7 +78,7 @@ def test_default_report_is_failures_with_descriptions_then_the_summary(tmp_path,
     count = len(json.loads((folder / "manifest.json").read_text())["cases"])
     outside = [line for line in lines if line.startswith("OUT ")]  # score_overflow: no answer to judge
     assert len(outside) == 1 and "outside the contract: score overflow" in outside[0]
-    assert lines[-1] == f"{count - 2} passed, 1 failed, 1 outside the contract"
+    assert lines[-1] == f"{count - 2} passed, 1 failed, 1 outside the contract{cli.TRUSTED}"
 
 
 def test_verbose_prints_every_case_and_no_warning_for_fresh_fixtures(capsys):

@@ -2,10 +2,12 @@
  * The attention explorer's logic, without the page: everything here is plain data in, plain data
  * out, so Node's test runner can check it and the page (main.ts) only draws.
  *
- * The attention itself is never computed here: the page calls typescript/src/attention.ts, the
- * readable port that `attention-port verify` holds to the fixtures. This file holds what the page
- * needs around it: reading what a reader types, the presets, slicing one (batch, head) out of the
- * steps, the colour map, the tolerance rule for a fixture case, and the √d_k experiment.
+ * The attention itself is never computed here: the page calls one of the project's ports
+ * (backends.ts; the √d_k experiment calls typescript/src/attention.ts), which `attention-port verify`
+ * holds to the fixtures. This file holds what the page needs around it: reading what a reader
+ * types, the presets, slicing one (batch, head) out of the steps, the colour map, the arithmetic
+ * behind a cell, the tolerance rule and the error verdict for a fixture case, and the √d_k
+ * experiment.
  */
 
 import { attentionSteps, type NestedArray } from "../src/attention.ts";
@@ -83,14 +85,64 @@ export function formatTensorText(value: unknown, indent = ""): string {
   return `[${value.map((x) => formatTensorText(x, inner)).join(`,\n${inner}`)}]`;
 }
 
-/** The argument an AttentionInputError message is about: its first word when that names an input
- * box (query, key, value, attnMask), else "options" (scale, softcap, isCausal, enableGqa). */
-export function errorTarget(message: string): "query" | "key" | "value" | "attnMask" | "options" {
+/** Where the page says an AttentionInputError: under the input box or the option its message
+ * starts with (query, key, value, attnMask; scale, softcap, isCausal, enableGqa), else under the
+ * options as a whole. */
+export type ErrorPlace =
+  | "query"
+  | "key"
+  | "value"
+  | "attnMask"
+  | "scale"
+  | "softcap"
+  | "causal"
+  | "gqa"
+  | "options";
+
+export function errorTarget(message: string): ErrorPlace {
   const first = /^[A-Za-z]+/.exec(message)?.[0] ?? "";
-  if (first === "query" || first === "key" || first === "value" || first === "attnMask") {
-    return first;
+  const places: Record<string, ErrorPlace> = {
+    query: "query",
+    key: "key",
+    value: "value",
+    attnMask: "attnMask",
+    scale: "scale",
+    softcap: "softcap",
+    isCausal: "causal",
+    enableGqa: "gqa",
+  };
+  return Object.hasOwn(places, first) ? places[first] : "options";
+}
+
+/** A fixture's expected error message in the page's spelling: the fixtures write the argument
+ * names as Python does (attn_mask), the TypeScript ports as TypeScript does (attnMask); the
+ * inverse of compare.py's normalize_message. */
+export function camelCaseMessage(message: string): string {
+  const names: [string, string][] = [
+    ["attn_mask", "attnMask"],
+    ["enable_gqa", "enableGqa"],
+    ["is_causal", "isCausal"],
+    ["memory_limit", "memoryLimit"],
+  ];
+  return names.reduce((text, [snake, camel]) => text.replaceAll(snake, camel), message);
+}
+
+/** An invalid fixture case's verdict: the error the page got against the one the case expects. */
+export function errorVerdict(
+  expected: { readonly kind: string; readonly message: string },
+  got: { readonly kind: string; readonly message: string } | null,
+): { passed: boolean; text: string } {
+  const want = `AttentionInputError (${expected.kind}): ${camelCaseMessage(expected.message)}`;
+  if (got === null) {
+    return { passed: false, text: `NO ERROR raised; expected ${want}` };
   }
-  return "options";
+  const passed = got.kind === expected.kind && got.message === camelCaseMessage(expected.message);
+  return {
+    passed,
+    text: passed
+      ? `the expected error: ${want}`
+      : `A DIFFERENT ERROR: got AttentionInputError (${got.kind}): ${got.message}; expected ${want}`,
+  };
 }
 
 // ---- Presets ----------------------------------------------------------------------------------------
@@ -194,7 +246,7 @@ export function flatten(x: unknown): number[] {
 
 // ---- Numbers on screen ------------------------------------------------------------------------------
 
-/** A short form for a heatmap cell: 3 significant digits, -∞ for a masked logit. */
+/** A short form for a heatmap cell: 3 significant digits (4 from 100 up), −∞ for a masked logit. */
 export function shortNumber(x: number): string {
   if (Number.isNaN(x)) {
     return "NaN";
@@ -212,7 +264,9 @@ export function shortNumber(x: number): string {
   if (magnitude >= 1e4 || magnitude < 1e-3) {
     return x.toExponential(1);
   }
-  return String(Number(x.toPrecision(3)));
+  // From 100 up, four digits: -1000 and -1002 (logits a softmax tells apart) must not both
+  // read -1000. The arithmetic panel has every digit.
+  return String(Number(x.toPrecision(magnitude >= 100 ? 4 : 3)));
 }
 
 // Viridis (matplotlib's perceptually uniform map, readable with the common colour-vision
@@ -232,13 +286,19 @@ const VIRIDIS = [
 
 /** Viridis at t in [0, 1], as an rgb() colour and whether dark text reads on it. */
 export function viridis(t: number): { readonly colour: string; readonly darkText: boolean } {
+  const [r, g, b] = viridisRgb(t);
+  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  return { colour: `rgb(${r}, ${g}, ${b})`, darkText: luminance > 140 };
+}
+
+/** Viridis at t in [0, 1] as [red, green, blue], 0-255 (a canvas writes these straight into pixels). */
+export function viridisRgb(t: number): [number, number, number] {
   const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (VIRIDIS.length - 1);
   const low = Math.floor(x);
   const high = Math.min(low + 1, VIRIDIS.length - 1);
   const f = x - low;
-  const [r, g, b] = [0, 1, 2].map((c) => Math.round(VIRIDIS[low][c] * (1 - f) + VIRIDIS[high][c] * f));
-  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  return { colour: `rgb(${r}, ${g}, ${b})`, darkText: luminance > 140 };
+  const channel = (c: number) => Math.round(VIRIDIS[low][c] * (1 - f) + VIRIDIS[high][c] * f);
+  return [channel(0), channel(1), channel(2)];
 }
 
 /** The finite range of a matrix, for its colour scale ([0, 0] when nothing is finite). */
@@ -258,9 +318,11 @@ export function finiteRange(matrix: readonly (readonly number[])[]): [number, nu
 
 // ---- The arithmetic behind one cell -----------------------------------------------------------------
 
-/** A number inside a product, in parentheses when negative: (-0.4)×(-1.2), not -0.4×-1.2. */
-function factor(x: number): string {
-  return x < 0 ? `(${shortNumber(x)})` : shortNumber(x);
+/** A number as an operand, at full precision (shortest round trip), in parentheses when negative:
+ * (-0.4)×(-1.2) and 0.5 − (-1), never -0.4×-1.2 or 0.5 − -1. */
+export function operand(x: number): string {
+  const text = numberText(x);
+  return x < 0 || Object.is(x, -0) ? `(${text})` : text;
 }
 
 export interface WeightCellInputs {
@@ -277,20 +339,24 @@ export interface WeightCellInputs {
   readonly maskCell: boolean | number | null; // this cell of the mask, broadcast; null: no mask
 }
 
+/** Up to 6 terms of a sum; beyond, the first 5 and a count. */
+function someTerms(terms: readonly string[]): string {
+  return (terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms).join(" + ");
+}
+
 /** The lines of arithmetic that lead from query row i and key row j to weights[i][j], with the
- * actual numbers. The intermediate values come from the port's steps; the exp and the sum are
- * redone here only to show them. */
+ * actual numbers at full precision. The intermediate values come from the port's steps; the exp,
+ * the row max and the sum are redone here only to show them. */
 export function weightArithmetic(cell: WeightCellInputs): string[] {
   const { queryRow, keyRow, score, scale, softcap, logitsRow, weight, i, j } = cell;
-  const n = (x: number) => shortNumber(x);
-  const terms = queryRow.map((q, t) => `${factor(q)}×${factor(keyRow[t])}`);
-  const shownTerms = terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms;
-  const lines = [`q${i}·k${j} = ${shownTerms.join(" + ") || "0 (no features)"} = ${n(score)}`];
+  const n = numberText;
+  const terms = queryRow.map((q, t) => `${operand(q)}×${operand(keyRow[t])}`);
+  const lines = [`q${i}·k${j} = ${someTerms(terms) || "0 (no features)"} = ${n(score)}`];
   let logit = score * scale;
   lines.push(`× scale ${n(scale)} = ${n(logit)}`);
   if (softcap > 0) {
     logit = softcap * Math.tanh(logit / softcap);
-    lines.push(`softcap: ${n(softcap)}·tanh(x/${n(softcap)}) = ${n(logit)}`);
+    lines.push(`softcap: ${n(softcap)}·tanh(x / ${n(softcap)}) = ${n(logit)}`);
   }
   let allowed = true;
   if (cell.isCausal && j > i) {
@@ -301,10 +367,10 @@ export function weightArithmetic(cell: WeightCellInputs): string[] {
     allowed &&= cell.maskCell;
     lines.push(cell.maskCell ? "mask: true (may attend)" : "mask: false → −∞");
   } else if (typeof cell.maskCell === "number") {
-    lines.push(`+ mask ${n(cell.maskCell)} = ${n(logit + cell.maskCell)}`);
+    lines.push(`+ mask ${operand(cell.maskCell)} = ${n(logit + cell.maskCell)}`);
   }
   const x = logitsRow[j];
-  lines.push(`logit = ${allowed ? n(x) : "−∞"}`);
+  lines.push(`logit x = ${allowed ? n(x) : "−∞"}`);
   let rowMax = -Infinity;
   for (const v of logitsRow) {
     rowMax = Math.max(rowMax, v);
@@ -317,10 +383,14 @@ export function weightArithmetic(cell: WeightCellInputs): string[] {
   for (const v of logitsRow) {
     sum += Math.exp(v - rowMax);
   }
-  const e = Math.exp(x - rowMax);
-  lines.push(`exp(x − row max) = exp(${n(x)} − ${n(rowMax)}) = ${n(e)}`);
-  lines.push(`÷ row sum ${n(sum)} = ${n(e / sum)}`);
-  lines.push(`weight (attention.ts) = ${numberText(weight)}`);
+  const shifted = x - rowMax;
+  const e = Math.exp(shifted);
+  lines.push(`row max = ${n(rowMax)} (subtracted first, so no exp can overflow)`);
+  lines.push(`x − row max = ${x === -Infinity ? "−∞" : operand(x)} − ${operand(rowMax)} = ${n(shifted)}`);
+  lines.push(`exp(${n(shifted)}) = ${n(e)}`);
+  lines.push(`row sum Σ exp(logit − row max) = ${n(sum)}`);
+  lines.push(`${n(e)} ÷ ${n(sum)} = ${n(e / sum)}`);
+  lines.push(`weight (the port's) = ${n(weight)}`);
   return lines;
 }
 
@@ -332,11 +402,10 @@ export function outputArithmetic(
   i: number,
   c: number,
 ): string[] {
-  const terms = weightsRow.map((w, j) => `${factor(w)}×${factor(valueColumn[j])}`);
-  const shown = terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms;
+  const terms = weightsRow.map((w, j) => `${operand(w)}×${operand(valueColumn[j])}`);
   return [
     `out[${i}][${c}] = Σ_j w${i}j · v[j][${c}]`,
-    `= ${shown.join(" + ") || "0"}`,
+    `= ${someTerms(terms) || "0"}`,
     `= ${numberText(output)}`,
   ];
 }
@@ -523,8 +592,13 @@ export function sqrtDkPoint(dk: number, seed = 7, rows = SQRT_DK_ROWS): SqrtDkPo
   };
 }
 
-/** ‖diag(p) − ppᵀ‖_F: the size of softmax's Jacobian at p. It is largest for a uniform p and goes
- * to 0 as p approaches one-hot, which is why a saturated softmax passes almost no gradient back. */
+/** ‖diag(p) − ppᵀ‖_F: the size of softmax's Jacobian at p. It is 0 at a one-hot p (a saturated
+ * softmax passes no gradient back) and small at a uniform p over many keys (√(1/n − 1/n²): 0.174
+ * for 32 keys); it is largest for mass split between a few keys (0.5 for an even two-way split).
+ * So it does not fall steadily without the scale: in the √d_k experiment (32 keys) the unscaled
+ * softmax, sharper but not yet saturated, has the larger Jacobian for d_k 2-16 (0.311 against
+ * 0.231 at 16); from d_k 32 saturation takes it below the scaled one's, and towards 0 (0.045 at
+ * 512), while the scaled one stays near 0.24 at every d_k. */
 export function jacobianSize(p: readonly number[]): number {
   let sum = 0;
   for (let a = 0; a < p.length; a++) {

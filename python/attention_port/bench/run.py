@@ -46,11 +46,11 @@ import numpy as np
 
 from ..cli import OneLineParser
 from ..files import output_problem
-from ..node import REPO_ROOT, NodeError, checked_node
+from ..node import NodeError, checked_node
+from ..paths import BENCH_TS, REPO_ROOT
 from . import check, peers, report
 from .worker import input_path
 
-BENCH_TS = REPO_ROOT / "typescript" / "src" / "bench.ts"
 DEFAULT_OUT = REPO_ROOT / "bench-results"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder that holds attention_port/
 DTYPES = ("float64", "float32")
