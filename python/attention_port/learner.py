@@ -44,7 +44,7 @@ import numpy as np
 from . import learner_protocol
 from .fixtures import FixtureCase
 from .node import NodeError, checked_node
-from .paths import CHECK_TS, FIXTURES, REPO_ROOT
+from .paths import CHECK_TS, FIXTURES, PACKAGE_DIR, REPO_ROOT
 from .ports import decode_tensor
 
 NODE_SUFFIXES = (".ts", ".mts", ".js", ".mjs")
@@ -172,13 +172,14 @@ def node_imports(module: Path) -> list[Path]:
 def readable_paths(path: Path, language: str, fixtures_dir: Path) -> list[Path]:
     """What the learner's process may read, none of it the fixtures: for Node, the folder of each file
     that check.ts and the learner's module import (and node_modules where they import packages); for
-    Python, the learner's folder and sys.path (Python's own library, site-packages, this package)."""
+    Python, the learner's folder, this package and sys.path (Python's library, site-packages)."""
     hidden = hidden_paths(fixtures_dir)
     if language == "JavaScript":
         files = node_imports(CHECK_TS) + node_imports(path)
         folders = [f if f.is_dir() else f.parent for f in files]
     else:
-        folders = [path.resolve().parent, *(Path(p) for p in sys.path if p and Path(p).is_dir())]
+        # This package by its own folder too: an editable install finds it by an import hook, not sys.path.
+        folders = [path.resolve().parent, PACKAGE_DIR, *(Path(p) for p in sys.path if p and Path(p).is_dir())]
     covered: dict[Path, None] = {}
     for folder in folders:
         for allowed in without(folder, hidden):

@@ -158,6 +158,11 @@ def test_a_process_the_learner_starts_does_not_outlive_check(name, seconds):
             "hostile-huge-shape.mjs",
             "output.shape [1e+300, 1e+300] is not a list of sizes (whole numbers >= 0, at most 64)",
         ),
+        (
+            "hostile-stray-rejection.mjs",
+            "your function threw Error: left behind (thrown outside your function's call: a promise it"
+            " did not await, or a timer)",
+        ),
         ("hostile_cyclic.py", "output is nested more than 64 deep (a list that holds itself?)"),
         (
             "hostile_raising_array.py",
