@@ -152,8 +152,20 @@ def _check_torch_device(device: str | None) -> None:
         raise UsageError(f"--device {device}: torch cannot use this device here ({first})") from None
 
 
+def _default_ports() -> list[str]:
+    """Every port; the WebGPU port only where it can run (Chromium, playwright), else one line on
+    stderr says why it is left out. Named in --ports, it runs or the job cannot (exit 2)."""
+    from .browser import unavailable_reason
+
+    if (reason := unavailable_reason()) is None:
+        return list(ALL_PORTS)
+    print(f"note: the webgpu port is left out: {reason}", file=sys.stderr)
+    return [name for name in ALL_PORTS if name != "webgpu"]
+
+
 def command_verify(args: argparse.Namespace) -> int:
-    names = [p.strip() for p in args.ports.split(",") if p.strip()]
+    given = ",".join(ALL_PORTS) if args.ports is None else args.ports
+    names = [p.strip() for p in given.split(",") if p.strip()]
     if not names:
         return _error(f"--ports names no port; choose from {', '.join(ALL_PORTS)}")
     unknown = [p for p in names if p not in ALL_PORTS]
@@ -174,16 +186,23 @@ def command_verify(args: argparse.Namespace) -> int:
     cases = _selected_cases(args)
     if args.list:
         return _list_cases(cases)
+    if args.ports is None:
+        names = _default_ports()
     _warn_if_stale(Path(args.fixtures), cases, args)
     by_id = {case.id: case for case in cases}
 
     if {"torch", "torch-sdpa"} & set(names):
         _check_torch_device(args.device)
-    if any(name in TYPESCRIPT_PORTS for name in names):
+    if any(name in TYPESCRIPT_PORTS or name == "webgpu" for name in names):
         try:
             checked_node(args.node_timeout)  # no usable Node: the job cannot run (exit 2, one line)
         except NodeUnavailable as error:
             return _error(str(error))
+    if "webgpu" in names:
+        from .browser import unavailable_reason
+
+        if (reason := unavailable_reason()) is not None:
+            return _error(f"the webgpu port cannot run: {reason}")
 
     verdicts: list[compare.CaseVerdict] = []
     broken: list[str] = []  # ports that could not run at all, one line each
@@ -209,7 +228,7 @@ def command_verify(args: argparse.Namespace) -> int:
         report = {
             "fixtures": str(args.fixtures),
             "ports": {
-                name: {"dtype": port.dtype, "seconds": seconds, **run.notes}
+                name: {"dtype": port.dtype, "seconds": seconds, **run.notes, **run.about}
                 for name, (port, run, seconds) in runs.items()
             },
             "broken": broken,
@@ -237,6 +256,8 @@ def command_verify(args: argparse.Namespace) -> int:
         for line in broken:
             print(line)
         print()
+        if args.by_level:
+            _print_levels(verdicts, by_id)
         _print_port_summary(verdicts, runs)
         print(
             f"{passed} passed, {failed} failed"
@@ -247,14 +268,14 @@ def command_verify(args: argparse.Namespace) -> int:
 
 
 def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> list[compare.CaseVerdict]:
-    """TypeScript against torch float64 directly, as well as each against the truth."""
+    """TypeScript (WebGPU too) against torch float64 directly, as well as each against the truth."""
     reference = next(((p, r) for p, r in runs if p.kind == "torch" and p.dtype == "float64"), None)
     if reference is None:
         return []
     torch_port, torch_run = reference
     verdicts = []
     for port, run in runs:
-        if port.kind not in TYPESCRIPT_PORTS:
+        if port.kind not in TYPESCRIPT_PORTS and port.kind != "webgpu":
             continue
         pair = f"{port.name}~{torch_port.name}"
         for case_id, answer in run.answers.items():
@@ -263,6 +284,23 @@ def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> 
             )
             verdicts.append(verdict)
     return verdicts
+
+
+def _print_levels(verdicts: list[compare.CaseVerdict], by_id: dict) -> None:
+    """--by-level: per port and level of `attention-port check`, the most budget a case used."""
+    print(f"{'port':<36} {'level':<42} cases  outside  max budget used")
+    for name in dict.fromkeys(v.port for v in verdicts):
+        for number, level in enumerate(LEVELS, 1):
+            mine = [v for v in verdicts if v.port == name and level_of(by_id[v.case_id].tags) == number]
+            if not mine:
+                continue
+            budgets = [v.budget_used for v in mine if v.budget_used is not None]
+            shown = compare.format_budget(max(budgets)) if budgets else "-"
+            outside = sum(v.outside is not None for v in mine)
+            print(
+                f"{name:<36} {f'{number:>2} {level.name}'[:42]:<42} {len(mine):>5}  {outside:>7}  {shown:>15}"
+            )
+    print()
 
 
 def _print_port_summary(
@@ -277,6 +315,8 @@ def _print_port_summary(
         if name in runs:
             _, run, elapsed = runs[name]
             inside = f", {run.notes['node_ms']:.0f} ms inside Node" if "node_ms" in run.notes else ""
+            if "browser_ms" in run.notes:
+                inside = f", {run.notes['browser_ms']:.0f} ms inside Chromium on {run.about['adapter']}"
             seconds = f"  ({elapsed:.2f} s{inside})"
         print(f"{name:<36} {len(mine):>5}  {sum(compare.failed(v) for v in mine):>6}  {shown:>15}{seconds}")
 
@@ -352,8 +392,8 @@ def make_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="run every port on every case and report")
     add = verify.add_argument
     add("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)")
-    add("--ports", default=",".join(ALL_PORTS),
-        help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all)")  # fmt: skip
+    add("--ports", default=None,
+        help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all that can run here)")  # fmt: skip
     add("--device", default=None, help="torch device (default: cuda, then mps, then cpu)")
     add(
         "--dtypes",
@@ -365,6 +405,8 @@ def make_parser() -> argparse.ArgumentParser:
     add("--json", metavar="FILE", help="also write a JSON report to FILE ('-': stdout only)")
     add("--node-timeout", type=float, default=DEFAULT_TIMEOUT,
         help="seconds the TypeScript run may take (default: %(default)g)")  # fmt: skip
+    add("--by-level", action="store_true",
+        help="also print, per port and level of `check`, the most budget a case used")  # fmt: skip
     add("-v", "--verbose", action="store_true",
         help="print every case's line (default: failures and the summary)")  # fmt: skip
     verify.set_defaults(handler=command_verify)

@@ -107,6 +107,16 @@ def test_missing_peers_are_skipped_with_a_note(tmp_path, monkeypatch):
     assert "## Skipped" in (out / "bench.md").read_text(encoding="utf-8")
 
 
+def test_without_chromium_the_webgpu_row_is_skipped_with_a_note(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHROMIUM", str(tmp_path / "no-chromium"))
+    code = cli.main(["bench", *TINY, "--ports", "numpy,webgpu", "--causal", "off", "--odd-shape", "none",
+                     "--memory-n", "0", "--no-plot", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    report = _report(tmp_path)
+    assert report["skipped"] == {"webgpu": "no Chromium found (apt-get install chromium, or set $CHROMIUM)"}
+    assert {r["port"] for r in report["results"]} == {"numpy"}
+
+
 @pytest.mark.skipif(peers.peers_missing() is not None, reason=f"{peers.peers_missing()}")
 def test_the_peers_run_and_are_checked(tmp_path):
     code = cli.main(["bench", *TINY, "--ports", "onnxruntime-node,onnxruntime-web", "--odd-shape", "24x12",

@@ -41,11 +41,12 @@ def _encode(values: np.ndarray) -> list:
 # judges every candidate with the explorer's checkOutput.
 NODE_JUDGE = """
 import { readFileSync } from "node:fs";
-import { checkOutput } from "MODEL";
+import { checkOutput, outsideContract } from "MODEL";
 import { attentionSteps } from "ATTENTION";
 import { loadFixtures, portTensor } from "FIXTURES_TS";
 const decode = (xs) => xs.map((x) => (typeof x === "string" ? Number(x) : x));
 const cases = JSON.parse(readFileSync(process.argv[1], "utf8"));
+const dtype = process.argv[3];
 const byId = new Map(loadFixtures(process.argv[2]).map((c) => [c.id, c]));
 const results = {};
 for (const [id, entry] of Object.entries(cases)) {
@@ -61,8 +62,17 @@ for (const [id, entry] of Object.entries(cases)) {
   const e = fixture.expected;
   const rule = { output: e.output, logits: e.logits, spread: e.spread, magnitude: e.magnitude,
                  errorFloor: e.errorFloor, scoreBound: e.scoreBound };
+  const numbers = [fixture.inputs.query, fixture.inputs.key, fixture.inputs.value].flatMap((t) => t.data);
+  if (fixture.inputs.attnMask !== null && fixture.inputs.attnMask.dtype !== "bool") {
+    numbers.push(...fixture.inputs.attnMask.data);
+  }
+  numbers.push(p.scale ?? 0, p.softcap);
+  if (outsideContract(rule, dtype, numbers) !== null) {
+    results[id] = "outside";
+    continue;
+  }
   results[id] = candidates.map((actual) => {
-    const check = checkOutput(actual, rule, fixture.inputs.value);
+    const check = checkOutput(actual, rule, fixture.inputs.value, dtype);
     const enc = (x) => (Number.isFinite(x) ? x : String(x));
     return { actual: actual.map((x) => (Object.is(x, -0) ? "-0" : enc(x))), passed: check.passed,
              used: enc(check.used), index: check.index, problem: check.problem };
@@ -72,11 +82,11 @@ console.log(JSON.stringify(results));
 """
 
 
-def _candidates(case: fixtures.FixtureCase) -> list[np.ndarray]:
+def _candidates(case: fixtures.FixtureCase, dtype: str) -> list[np.ndarray]:
     """Outputs to judge: the truth itself, numpy's answer, and versions pushed inside, just over
     and far over the budget, a NaN, and a -0.0 where +0.0 is required."""
     expected = case.expected.output
-    budget = compare.output_budget(case.expected, "float64")
+    budget = compare.output_budget(case.expected, dtype)
     from attention_port import reference
 
     inputs, params = case.inputs, case.params
@@ -106,15 +116,13 @@ def _candidates(case: fixtures.FixtureCase) -> list[np.ndarray]:
     return found
 
 
-def test_the_explorers_tolerance_rule_is_compare_pys_on_every_fixture(tmp_path):
-    cases = [
-        c
-        for c in fixtures.load_fixtures(DEFAULT_FIXTURES)
-        if not c.expects_error and compare.outside_contract(c, "float64") is None
-    ]
+@pytest.mark.parametrize("dtype", ["float64", "float32"])  # float32: the WebGPU backend's
+def test_the_explorers_tolerance_rule_is_compare_pys_on_every_fixture(tmp_path, dtype):
+    valid = [c for c in fixtures.load_fixtures(DEFAULT_FIXTURES) if not c.expects_error]
+    cases = [c for c in valid if compare.outside_contract(c, dtype) is None]
     payload, candidates = {}, {}
-    for case in cases:
-        candidates[case.id] = _candidates(case)
+    for case in valid:
+        candidates[case.id] = _candidates(case, dtype)
         payload[case.id] = {
             "candidates": [_encode(x) for x in candidates[case.id]],
         }
@@ -123,18 +131,20 @@ def test_the_explorers_tolerance_rule_is_compare_pys_on_every_fixture(tmp_path):
     script = NODE_JUDGE.replace("MODEL", MODEL.as_uri()).replace("ATTENTION", ATTENTION.as_uri())
     script = script.replace("FIXTURES_TS", FIXTURES_TS.as_uri())
     run = subprocess.run(
-        [str(find_node()), "--input-type=module", "-e", script, str(path), str(DEFAULT_FIXTURES)],
+        [str(find_node()), "--input-type=module", "-e", script, str(path), str(DEFAULT_FIXTURES), dtype],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     results = json.loads(run.stdout)
+    # The page's outside_contract twin: the same cases are outside, in either dtype.
+    assert {i for i, r in results.items() if r == "outside"} == {c.id for c in valid} - {c.id for c in cases}
     compared = failing = 0
     for case in cases:
         for judged in results[case.id]:
             actual = np.array([float(x) for x in judged["actual"]], np.float64).reshape(
                 case.expected.output.shape
             )
-            want = compare.check_output(case, actual, "float64")
+            want = compare.check_output(case, actual, dtype)
             where = f"{case.id}: TypeScript {judged}, compare.py {want}"
             assert judged["passed"] == want.passed, where
             used = float(judged["used"])

@@ -19,6 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from attention_port.explore import explorer_command
@@ -172,6 +173,67 @@ def test_every_backend_gives_the_oracles_numbers_on_the_tutorial_and_a_fixture_c
     wait_idle(page)
     assert page.page.get_attribute("#status", "data-backend") == other
     assert page.page.locator("#fixture-verdict").inner_text().startswith("within budget")
+
+
+@pytest.fixture(scope="module")
+def webgpu_browser(browser):
+    """A second Chromium with WebGPU on SwiftShader (the flags verify's WebGPU port runs with)."""
+    from attention_port.browser import ADAPTER_ARGS, CHROMIUM_ARGS
+
+    args = CHROMIUM_ARGS + ADAPTER_ARGS["swiftshader"]
+    chromium = browser.browser_type.launch(executable_path=CHROMIUM, args=args)
+    yield chromium
+    chromium.close()
+
+
+def test_the_webgpu_backend_gives_the_oracles_numbers_within_float32s_budget(webgpu_browser, built_page):
+    from attention_port import compare
+    from attention_port.cli import DEFAULT_FIXTURES
+    from attention_port.fixtures import load_fixtures
+
+    tab = Page(webgpu_browser, built_page.as_uri())
+    try:
+        assert tab.page.is_enabled('#backend option[value="webgpu"]'), tab.page.inner_text("#backend-note")
+        tab.page.select_option("#backend", "webgpu")
+        wait_idle(tab)
+        assert tab.page.get_attribute("#status", "data-backend") == "webgpu"
+        # The tutorial example: the oracle's output within float32's budget (compare.py's rule).
+        (case,) = load_fixtures(DEFAULT_FIXTURES, ["tutorial_seq3_dk4"])
+        output = np.array(tab.values("output"))
+        budget = compare.output_budget(case.expected, "float32")
+        assert output.shape == case.expected.output.shape
+        assert np.all(np.abs(output - case.expected.output) <= budget)
+        assert not np.array_equal(output, case.expected.output)  # float32's numbers, not float64's
+        # A fixture case with grouped-query heads, causal and a mask: the page's verdict, in float32.
+        tab.page.select_option("#preset", "case:gqa_causal_masked")
+        wait_idle(tab)
+        verdict = tab.page.locator("#fixture-verdict")
+        assert verdict.inner_text().startswith("within budget"), verdict.inner_text()
+        assert "u = 2⁻²⁴ (float32)" in tab.page.inner_text("#fixture-panel")
+        # Back to the readable port on the same case: float64's budget, and within it too.
+        tab.page.select_option("#backend", "readable")
+        wait_idle(tab)
+        assert tab.page.locator("#fixture-verdict").inner_text().startswith("within budget")
+        assert "u = 2⁻⁵³ (float64)" in tab.page.inner_text("#fixture-panel")
+    finally:
+        tab.close()
+    assert tab.problems == [], "the console reported problems"
+    assert tab.requests == [], "the page asked for something over the network"
+
+
+def test_without_a_webgpu_adapter_choosing_webgpu_says_why_and_keeps_the_last_result(browser, built_page):
+    # This Chromium runs without WebGPU's flags: navigator.gpu is there, but no adapter on a machine
+    # without a GPU. The port's own error says so; Chromium's warning is the one console line.
+    tab = Page(browser, built_page.as_uri())
+    try:
+        before = tab.values("output")
+        tab.page.select_option("#backend", "webgpu")
+        wait_idle(tab)
+        assert "WebGpuUnavailableError: WebGPU has no adapter here" in tab.page.inner_text("body")
+        assert tab.values("output") == before
+    finally:
+        tab.close()
+    assert set(tab.problems) <= {"No available adapters."}
 
 
 def test_causal_makes_the_weights_lower_triangular(page):

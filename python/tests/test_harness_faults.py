@@ -44,9 +44,9 @@ def _run(capsys, *args: str) -> tuple[int, list[str]]:
         (("--node-timeout", "soon"),
          "error: argument --node-timeout: invalid float value: 'soon' (see attention-port verify --help)"),
         (("--ports", ""), "error: --ports names no port; choose from numpy, torch, torch-sdpa, typescript,"
-                          " typescript-flash, typescript-simd, typescript-simd-float32"),
+                          " typescript-flash, typescript-simd, typescript-simd-float32, webgpu"),
         (("--ports", " , "), "error: --ports names no port; choose from numpy, torch, torch-sdpa, typescript,"
-                             " typescript-flash, typescript-simd, typescript-simd-float32"),
+                             " typescript-flash, typescript-simd, typescript-simd-float32, webgpu"),
         (("--ports", "numpy,numpy"), "error: --ports names 'numpy' twice"),
         (("--case", ","), "error: --case names no case; give case ids"
                           " (attention-port verify --list shows them)"),
@@ -110,6 +110,21 @@ def test_help_documents_the_exit_codes(capsys):
     assert status == 0
     text = "\n".join(lines)
     assert "exit codes:" in text and "  1  a port failed" in text and "  2  the job could not run" in text
+
+
+def test_without_chromium_the_webgpu_port_is_refused_when_named_and_left_out_by_default(capsys, monkeypatch):
+    monkeypatch.setenv("CHROMIUM", "/nonexistent/chromium")
+    status, lines = _run(capsys, "verify", "--ports", "webgpu", "--case", "rank2_square")
+    assert (status, lines) == (
+        2,
+        ["error: the webgpu port cannot run: no Chromium found (apt-get install chromium, or set $CHROMIUM)"],
+    )
+    status, lines = _run(capsys, "verify", "--case", "rank2_square")
+    assert status == 0
+    notes = [line for line in lines if "webgpu" in line]
+    assert notes == [
+        "note: the webgpu port is left out: no Chromium found (apt-get install chromium, or set $CHROMIUM)"
+    ]
 
 
 @pytest.mark.parametrize("seconds", ["1e10", "1e308", "86401"])

@@ -146,3 +146,12 @@ def test_a_json_report_interrupted_midway_leaves_the_old_report_whole(tmp_path, 
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"], "no scratch file is left behind"
     status, _, _ = _verify(capsys, "--ports", "numpy", "--case", "rank2_square", "--json", str(report))
     assert status == 0 and json.loads(report.read_text())["passed"] == 1
+
+
+def test_by_level_prints_the_most_budget_used_per_level_of_check(capsys):
+    status, out, _ = _verify(capsys, "--ports", "numpy", "--case", "rank2_square,causal_rank2", "--by-level")
+    assert status == 0
+    rows = [line.split() for line in out.splitlines() if line.startswith("numpy ") and line.endswith("%")]
+    # (port, level number, ..., cases, outside, budget): one row per level that has a case.
+    assert [(row[1], row[-3], row[-2]) for row in rows] == [("2", "1", "0"), ("7", "1", "0")]
+    assert all(0 < float(row[-1].rstrip("%")) <= 100 for row in rows)

@@ -19,12 +19,15 @@ import type { AttentionOptions, AttentionSteps, NestedArray, TensorInput } from 
 import * as readable from "../src/attention.ts";
 import * as flash from "../src/flash.ts";
 import * as simd from "../src/simd.ts";
+import * as webgpu from "../src/webgpu.ts";
+import type { Dtype } from "./model.ts";
 
 export interface Backend {
   readonly name: string; // the picker's value, and the ?backend= of the page's address
   readonly label: string; // what the picker shows
   readonly source: string; // the file that computes the output, repository-relative
   readonly diagnostics: "own" | "readable"; // who computes scores, logits and weights
+  readonly dtype: Dtype; // what the output is computed in: the tolerance rule's unit roundoff
   /** null when the backend can run in this page, else why not (said beside the picker). */
   unavailable(): Promise<string | null>;
   /** Every step, as attention.ts's attentionSteps returns them; rejects with the port's own
@@ -73,12 +76,22 @@ async function simdUnavailable(): Promise<string | null> {
   }
 }
 
+/** Whether WebGPU can run here: the browser has navigator.gpu (WebGPU on, a secure context). The
+ * adapter and device are asked for only when the backend is chosen (each costs time, and Chromium
+ * warns on the console where there is no adapter); without one, the port's WebGpuUnavailableError
+ * says so in the page. */
+async function webgpuUnavailable(): Promise<string | null> {
+  const gpu = (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu;
+  return gpu === undefined ? "this browser has no WebGPU (navigator.gpu)" : null;
+}
+
 export const BACKENDS: Backend[] = [
   {
     name: "readable",
     label: "readable loops (attention.ts)",
     source: "typescript/src/attention.ts",
     diagnostics: "own",
+    dtype: "float64",
     unavailable: always,
     steps: async (query, key, value, options) => readable.attentionSteps(query, key, value, options),
   },
@@ -87,6 +100,7 @@ export const BACKENDS: Backend[] = [
     label: "tiled online softmax (flash.ts)",
     source: "typescript/src/flash.ts",
     diagnostics: "own",
+    dtype: "float64",
     unavailable: always,
     steps: async (query, key, value, options) => flash.attentionSteps(query, key, value, options),
   },
@@ -95,9 +109,20 @@ export const BACKENDS: Backend[] = [
       name: "simd",
       label: "WebAssembly SIMD (simd.ts)",
       source: "typescript/src/simd.ts",
+      dtype: "float64",
       unavailable: simdUnavailable,
     },
     simd.scaledDotProductAttention,
+  ),
+  stepsWithOutputOf(
+    {
+      name: "webgpu",
+      label: "WebGPU compute shader, float32 (webgpu.ts)",
+      source: "typescript/src/webgpu.ts",
+      dtype: "float32",
+      unavailable: webgpuUnavailable,
+    },
+    webgpu.scaledDotProductAttention,
   ),
 ];
 

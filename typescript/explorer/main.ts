@@ -11,6 +11,7 @@ import { AttentionInputError, type AttentionOptions, type AttentionSteps } from 
 import { BACKENDS, type Backend, backendNamed, DEFAULT_BACKEND } from "./backends.ts";
 import {
   camelCaseMessage,
+  caseNumbers,
   checkOutput,
   type ExplorerCase,
   errorTarget,
@@ -1011,17 +1012,23 @@ function drawFixturePanel(steps: AttentionSteps | null): void {
   if (fixture.expected === null) {
     return; // an invalid case: the port's error is shown next to the input, beside the expected one
   }
-  if (outsideContract(fixture.expected)) {
+  const { dtype, source } = state.backend; // the rule takes the unit roundoff of the backend's dtype
+  const outside = outsideContract(fixture.expected, dtype, caseNumbers(fixture));
+  if (outside !== null) {
+    const why =
+      dtype === "float64"
+        ? "a dot product beyond the largest double"
+        : `${dtype} cannot hold this case's inputs or scores`;
     panel.append(
       element(
         "p",
         { id: "fixture-verdict", class: "verdict-good", "data-used": "outside" },
-        "outside the contract: score overflow (a dot product beyond the largest double; no answer to judge)",
+        `outside the contract: ${outside} (${why}; no answer to judge)`,
       ),
     );
     return;
   }
-  const check = checkOutput(flatten(steps.output), fixture.expected, fixture.expected.value);
+  const check = checkOutput(flatten(steps.output), fixture.expected, fixture.expected.value, dtype);
   const used = Number.isFinite(check.used) ? `${(100 * check.used).toFixed(1)}%` : "∞";
   const verdict = element(
     "p",
@@ -1034,14 +1041,15 @@ function drawFixturePanel(steps: AttentionSteps | null): void {
       ? `within budget: ${used} of the error budget used`
       : `OUT OF BUDGET: ${used} of the error budget used`,
   );
+  const u = dtype === "float64" ? "2⁻⁵³ (float64)" : "2⁻²⁴ (float32)";
   panel.append(
     verdict,
     element(
       "p",
       { class: "hint" },
-      `fixture ${fixture.id}: ${state.backend.source.split("/").at(-1)}'s output against the oracle's (exact, then 256-bit, rounded once to float64), ` +
+      `fixture ${fixture.id}: ${source.split("/").at(-1)}'s output against the oracle's (exact, then 256-bit, rounded once to float64), ` +
         `every head; largest |difference| ${check.maxAbsError.toExponential(2)}. ` +
-        "The rule, as compare.py: |x − expected| ≤ 16 · u · (1 + spread) · magnitude + 16 · error_floor, u = 2⁻⁵³, " +
+        `The rule, as compare.py: |x − expected| ≤ 16 · u · (1 + spread) · magnitude + 16 · error_floor, u = ${u}, ` +
         "from the fixture; NaN must meet NaN, an infinity the same infinity, a fully-masked row must be exactly +0.0.",
     ),
   );

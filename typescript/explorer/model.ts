@@ -416,6 +416,16 @@ export function outputArithmetic(
 export const K = 16;
 export const UNIT_ROUNDOFF_FLOAT64 = 2 ** -53;
 
+/** The dtype a backend computes in, and what the rule reads of it (compare.py's UNIT_ROUNDOFF,
+ * TINY and LARGEST): the unit roundoff, the smallest subnormal, the largest finite number. */
+export type Dtype = "float64" | "float32";
+export const DTYPES: Readonly<
+  Record<Dtype, { readonly u: number; readonly tiny: number; readonly largest: number }>
+> = {
+  float64: { u: UNIT_ROUNDOFF_FLOAT64, tiny: 2 ** -1074, largest: Number.MAX_VALUE },
+  float32: { u: 2 ** -24, tiny: 2 ** -149, largest: 3.4028234663852886e38 },
+};
+
 export interface BudgetCheck {
   readonly passed: boolean;
   readonly used: number; // largest |actual - expected| / budget; 1 is the whole budget
@@ -434,21 +444,42 @@ export interface RuleValues {
   readonly scoreBound: number; // beyond the largest double: outside the contract
 }
 
-/** Whether the contract defines this case's answer (compare.py's outside_contract, float64). */
-export function outsideContract(values: RuleValues): boolean {
-  return values.scoreBound > Number.MAX_VALUE;
+/** Why the contract defines no answer for this case in this dtype, or null (compare.py's
+ * outside_contract): a score bound beyond the dtype's largest number, or, narrower than float64,
+ * an input the dtype cannot hold (`inputs`: every number of query, key, value, a float mask,
+ * scale and softcap). */
+export function outsideContract(
+  values: RuleValues,
+  dtype: Dtype = "float64",
+  inputs: readonly number[] = [],
+): string | null {
+  const { largest, tiny } = DTYPES[dtype];
+  if (values.scoreBound > largest) {
+    return `score overflow${dtype === "float64" ? "" : ` in ${dtype}`}`;
+  }
+  const beyond = (x: number) =>
+    Number.isFinite(x) && (Math.abs(x) > largest || (x !== 0 && Math.abs(x) < tiny / 2));
+  return dtype !== "float64" && inputs.some(beyond) ? `inputs beyond the ${dtype} range` : null;
 }
 
-/** The float64 output held to the project's tolerance rule, element-wise, on flat arrays.
+/** A backend's output held to the project's tolerance rule, element-wise, on flat arrays, with
+ * the unit roundoff and smallest subnormal of the dtype it computes in (float64 by default).
  *
- * The twin of compare.py's check_step for a float64 port's output (compare.py is the one place that
+ * The twin of compare.py's check_step for a port's output (compare.py is the one place that
  * decides whether a port passed; a test holds this function to it on every fixture):
  * |x - expected| <= K u (1 + spread) magnitude + K error_floor (error_floor is in units of the
  * smallest subnormal, float64's own); NaN meets only NaN, an infinity only the same infinity (or a
  * finite value whose budget reaches past the largest double); a fully-masked row must be exactly
  * +0.0; where the budget overflows, or K u (1 + spread) reaches 1 (the weights are not
  * determined), the answer must be no larger than the largest |value| the row averages. `value` is the case's value input [B..., Hkv, Lk, Ev]. */
-export function checkOutput(actual: readonly number[], values: RuleValues, value: FlatTensor): BudgetCheck {
+export function checkOutput(
+  actual: readonly number[],
+  values: RuleValues,
+  value: FlatTensor,
+  dtype: Dtype = "float64",
+): BudgetCheck {
+  const { u, tiny, largest } = DTYPES[dtype];
+  const floorScale = tiny / 2 ** -1074; // error_floor is in float64's smallest subnormals
   const expected = values.output.data;
   if (actual.length !== expected.length) {
     return { passed: false, used: Infinity, maxAbsError: Infinity, index: -1, problem: "shapes differ" };
@@ -464,8 +495,8 @@ export function checkOutput(actual: readonly number[], values: RuleValues, value
   for (let n = 0; n < expected.length; n++) {
     const [a, e] = [actual[n], expected[n]];
     const row = Math.floor(n / Ev);
-    const factor = K * UNIT_ROUNDOFF_FLOAT64 * (1 + values.spread.data[row]);
-    let budget = factor * values.magnitude.data[n] + K * values.errorFloor.data[n];
+    const factor = K * u * (1 + values.spread.data[row]);
+    let budget = factor * values.magnitude.data[n] + K * floorScale * values.errorFloor.data[n];
     budget = Number.isNaN(budget) ? Infinity : budget; // a NaN yardstick constrains nothing
     // Where the factor reaches 1 the logits are fixed only to within 1 or more: the weights are not
     // determined, and the values' reach decides, as where the budget overflows.
@@ -485,7 +516,7 @@ export function checkOutput(actual: readonly number[], values: RuleValues, value
       used = a === e ? 0 : Infinity;
     } else if (!Number.isFinite(a)) {
       const reaches =
-        Number.isFinite(budget) && Math.abs(e) + budget > Number.MAX_VALUE && Math.sign(e) === Math.sign(a);
+        Number.isFinite(budget) && Math.abs(e) + budget > largest && Math.sign(e) === Math.sign(a);
       used = reaches ? 0 : Infinity;
     } else if (Number.isFinite(budget)) {
       used = budget > 0 ? error / budget : error > 0 ? Infinity : 0;
@@ -493,7 +524,7 @@ export function checkOutput(actual: readonly number[], values: RuleValues, value
     } else {
       heldToReach++;
       // The values rounded to the port's dtype may lie a few units beyond float64's.
-      const reach = valueReach(values, value, row, n % Ev) * (1 + K * UNIT_ROUNDOFF_FLOAT64) + K * 5e-324;
+      const reach = valueReach(values, value, row, n % Ev) * (1 + K * u) + K * tiny;
       if (Math.abs(a) > reach) {
         used = Infinity;
         why = "beyond every value the row averages";
@@ -628,4 +659,17 @@ export interface ExplorerCase
   extends Pick<FixtureCase, "id" | "description" | "tags" | "inputs" | "params" | "expectedError"> {
   // null for an invalid case; `value` is the value input, flat, for the rule's fallback
   readonly expected: (RuleValues & { readonly weights: FlatTensor; readonly value: FlatTensor }) | null;
+}
+
+/** Every number a valid case gives a port: query, key, value, a float mask, scale and softcap (what
+ * outsideContract asks a narrower dtype to hold). */
+export function caseNumbers(c: ExplorerCase): number[] {
+  const numbers = (x: unknown): unknown[] =>
+    x !== null && typeof x === "object" && !Array.isArray(x) && "data" in x
+      ? Array.from((x as { data: ArrayLike<unknown> }).data)
+      : flatten(x);
+  const { query, key, value, attnMask } = c.inputs;
+  const all = [query, key, value, attnMask].flatMap((x) => (x === null ? [] : numbers(x)));
+  all.push(c.params.scale ?? 0, c.params.softcap);
+  return all.filter((x): x is number => typeof x === "number"); // a boolean mask is no number
 }

@@ -27,7 +27,7 @@ import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
-import { type FixtureTensor, portTensor, tensorJson } from "./fixtures.ts";
+import { type FixtureTensor, portTensor } from "./fixtures.ts";
 import {
   describeValue,
   formatShape,
@@ -47,6 +47,7 @@ import {
   readSecret,
   STEP_NAMES,
 } from "./learner-protocol.ts";
+import { tensorJson } from "./results.ts";
 
 // Held before the learner's code runs, which could replace them (fs.writeSync, say, and then
 // module.syncBuiltinESMExports()) to see or change what this process answers.

@@ -419,25 +419,3 @@ export function portTensor(tensor: FixtureTensor): unknown {
     ? { shape: tensor.shape, data: tensor.data }
     : nest(tensor.data, tensor.shape);
 }
-
-/** One number as JSON: non-finite ones as the fixtures' strings, -0 as -0.0 (Python reads "-0"
- * as the integer 0, losing the sign that compare.py checks). */
-export function numberJson(x: number): string {
-  if (Number.isNaN(x)) {
-    return '"NaN"';
-  }
-  if (!Number.isFinite(x)) {
-    return x > 0 ? '"Infinity"' : '"-Infinity"';
-  }
-  return Object.is(x, -0) ? "-0.0" : JSON.stringify(x);
-}
-
-/** The leaves of nested arrays, row-major. */
-export function flat(x: unknown): number[] {
-  return Array.isArray(x) ? x.flatMap(flat) : [x as number];
-}
-
-/** A tensor as the results document writes it: {"shape", "data"}, data flat row-major. */
-export function tensorJson(shape: readonly number[], nested: unknown): string {
-  return `{"shape": ${JSON.stringify(shape)}, "data": [${flat(nested).map(numberJson).join(", ")}]}`;
-}

@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { after, type TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { EXIT_CANNOT_RUN, main } from "../src/cli.ts";
-import { DEFAULT_FIXTURES, decodeNumbers, numberJson, REGENERATE_HINT } from "../src/fixtures.ts";
+import { EXIT_CANNOT_RUN, main, numberJson } from "../src/cli.ts";
+import { DEFAULT_FIXTURES, decodeNumbers, REGENERATE_HINT } from "../src/fixtures.ts";
 
 const scratch = mkdtempSync(join(tmpdir(), "attention-port-cli-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
