@@ -102,7 +102,6 @@ class Hello:
     function: str  # the name it calls: attentionSteps / scaledDotProductAttention (or snake_case)
     takes_options: bool
     option_names: frozenset[str] | None  # the options it accepts by name (Python); None: any
-    shaped: bool  # it accepts shaped tensors for zero-size dims
     language: str  # "JavaScript" or "Python"
 
 
@@ -115,6 +114,8 @@ class Reply:
     message: str = ""
     error_name: str | None = None
     error_kind: str | None = None
+    deliberate: bool = True  # threw: raised on purpose (a raise / throw), not a crash in the learner's math
+    where: str | None = None  # threw: the line of the learner's code it came from ("line 12 of x.py")
 
 
 def hidden_paths(fixtures_dir: Path) -> tuple[Path, ...]:
@@ -300,12 +301,11 @@ class LearnerProcess:
             function=hello["function"],
             takes_options=bool(hello["takesOptions"]),
             option_names=None if names is None else frozenset(names),
-            shaped=bool(hello["shaped"]),
             language=self.language,
         )
         return self.hello
 
-    def ask(self, case: FixtureCase, shaped: bool) -> Reply:
+    def ask(self, case: FixtureCase) -> Reply:
         """Run one case; a hang or a crash is a Reply too, and the next case starts a fresh process."""
         if self.process is None or self.process.poll() is not None:
             if self.restart_failed is None:
@@ -315,8 +315,9 @@ class LearnerProcess:
                     self.restart_failed = f"your code could not be started again: {error}"
             if self.restart_failed is not None:
                 return Reply("died", message=self.restart_failed)
+
         try:
-            self.process.stdin.write(learner_protocol.request(case, shaped).encode())
+            self.process.stdin.write(learner_protocol.request(case).encode())
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             return self._died()
@@ -340,7 +341,12 @@ class LearnerProcess:
                     "died", message=f"{self._memory_message()} ({threw['name']}: {threw['message']})"
                 )
             return Reply(
-                "threw", message=threw["message"], error_name=threw["name"], error_kind=threw.get("kind")
+                "threw",
+                message=threw["message"],
+                error_name=threw["name"],
+                error_kind=threw.get("kind"),
+                deliberate=threw.get("deliberate", True),
+                where=threw.get("where"),
             )
         if "bad" in answer:
             return Reply("bad", message=answer["bad"])

@@ -14,19 +14,24 @@ Python process, which answers). typescript/src/learner-protocol.ts is its twin f
    with one line saying so. (Node keeps the secret in a closure that the learner's code cannot reach;
    a Python program can reach any object, so there it stops a stray write, not a determined program:
    docs/learn.md says so.)
-3. The process's first line: {"hello": {"function", "takesOptions", "optionNames", "shaped"}} or
+3. The process's first line: {"hello": {"function", "takesOptions", "optionNames"}} or
    {"fatal": "one line"}.
 4. Then, for each request line on stdin, one answer line. A request holds one case's inputs and the
    options it sets, never its expected values:
-       {"id", "valid", "shaped", "output_shape", "inputs": {"query", "key", "value"}, "options": {...}}
+       {"id", "valid", "output_shape", "inputs": {"query", "key", "value"}, "options": {...}}
    valid: the case has expected values (else its inputs are handed over as written, to be refused);
-   shaped: give zero-size tensors with their shape; output_shape: the expected output's shape (for
-   the (output, weights) diagnosis), or null; options: only those the case sets, by their Python
-   names (attn_mask among them), so the learner's own defaults apply to the rest. A tensor of a
-   valid case is {"dtype", "shape", "data"} with data flat, row-major; an invalid case's inputs are
-   nested as written. The answer is one of
+   output_shape: the expected output's shape (for the (output, weights) diagnosis), or null;
+   options: only those the case sets, by their Python names (attn_mask among them), so the
+   learner's own defaults apply to the rest. A tensor of a valid case is {"dtype", "shape", "data"}
+   with data flat, row-major, so a tensor with a zero-size dim keeps its shape: the process gives
+   it to the learner with that shape ({shape, data} in JavaScript, a numpy array in Python), where
+   nested arrays would lose it ([2, 0, 8] is [[], []]); an invalid case's inputs are nested as
+   written. The answer is one of
        {"id", "steps": {name: {"shape", "data"}}}   output, and scores/logits/weights when returned
-       {"id", "threw": {"name", "message", "kind"}}  the function threw (kind: an AttentionInputError's)
+       {"id", "threw": {"name", "message", "kind", "deliberate", "where"}}  the function threw
+           kind: an AttentionInputError's (or the learner's own); deliberate: thrown on purpose (a
+           throw / raise of the learner's), not a crash in its math; where: "line N of FILE", the
+           innermost line of the learner's code it came from, or null
        {"id", "bad": "one line"}                     what it returned is not nested numbers
    Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"; -0.0 keeps its sign).
 """
@@ -47,6 +52,7 @@ if TYPE_CHECKING:
 SECRET_HEX = 32  # hex digits: 128 random bits
 STEP_NAMES = ("scores", "logits", "weights", "output")
 OPTION_NAMES = ("attn_mask", "is_causal", "scale", "enable_gqa", "softcap")
+THREW_FIELDS = ("name", "message", "kind", "deliberate", "where")  # a "threw" answer's, in this order
 
 
 def new_secret() -> str:
@@ -56,6 +62,14 @@ def new_secret() -> str:
 def answer_line(secret: str, message: dict) -> bytes:
     """One answer as the process writes it: the secret, a space, strict JSON, a newline."""
     return f"{secret} {json.dumps(message, allow_nan=False)}\n".encode()
+
+
+def threw_answer(
+    case_id: str, *, name: str, message: str, kind: str | None, deliberate: bool, where: str | None
+) -> dict:
+    """The answer for a function that threw (step 4): what it threw, whether on purpose, and where."""
+    threw = {"name": name, "message": message, "kind": kind, "deliberate": deliberate, "where": where}
+    return {"id": case_id, "threw": {field: threw[field] for field in THREW_FIELDS}}
 
 
 def read_answer(secret: str, line: str) -> dict | None:
@@ -91,7 +105,7 @@ def _tensor(x: np.ndarray) -> dict:
     return {"dtype": dtype, "shape": list(x.shape), "data": encode_numbers(x.reshape(-1))}
 
 
-def request(case: FixtureCase, shaped: bool) -> str:
+def request(case: FixtureCase) -> str:
     """The request line for one case: its inputs and the options it sets, never its expected values."""
     valid = case.expected is not None
     given = _tensor if valid else encode_numbers
@@ -102,7 +116,6 @@ def request(case: FixtureCase, shaped: bool) -> str:
     message = {
         "id": case.id,
         "valid": valid,
-        "shaped": shaped,
         "output_shape": list(case.expected.output.shape) if valid else None,
         "inputs": {name: given(case.inputs[name]) for name in ("query", "key", "value")},
         "options": options,

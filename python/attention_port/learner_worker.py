@@ -15,26 +15,28 @@ or memory, which docs/learn.md says.
 
 The file defines `scaled_dot_product_attention(query, key, value, ...)` and may define
 `attention_steps` (called instead when present: it returns an object or a dict with scores, logits,
-weights and output). `ACCEPTS_SHAPED_TENSORS = True` in the file asks for a tensor with a zero-size
-dimension as a numpy array (nested lists cannot say [2, 0, 8]: it is written [[], []]).
+weights and output). Tensors are given as nested lists, except a tensor with a zero-size dimension,
+which is given as a numpy array: nested lists cannot say [2, 0, 8] (it would be written [[], []]).
 """
 
 from __future__ import annotations
 
 import argparse
+import dis
 import importlib
 import importlib.util
 import inspect
 import json
 import os
 import sys
+import sysconfig
 from pathlib import Path
 
 import numpy as np
 
 from .fixtures import encode_numbers
 from .inputs import AttentionInputError, describe_value, format_shape, infer_shape, is_number, leaves
-from .learner_protocol import OPTION_NAMES, SECRET_HEX, STEP_NAMES, answer_line, read_input
+from .learner_protocol import OPTION_NAMES, SECRET_HEX, STEP_NAMES, answer_line, read_input, threw_answer
 
 POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 MAX_RANK = 64  # deeper nesting than any tensor has: an array that holds itself, say
@@ -76,6 +78,15 @@ WRITE_EVENTS = (
     "shutil.move",
 )
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+WORKER = Path(__file__).resolve()
+# Where Python's own modules and installed packages live: a `raise` there is a library's, not the learner's.
+LIBRARY_FOLDERS = tuple(
+    {
+        str(Path(p))
+        for p in (sysconfig.get_path(n) for n in ("stdlib", "platstdlib", "purelib", "platlib"))
+        if p
+    }
+)
 
 
 def install_sandbox(readable: list[str], workdir: str) -> None:
@@ -159,7 +170,6 @@ class Learner:
             has = f"it defines {', '.join(defined)}" if defined else "it defines no function"
             raise LookupError(f"{path} defines no function named scaled_dot_product_attention ({has})")
         self.function, self.name = function, name
-        self.shaped = getattr(module, "ACCEPTS_SHAPED_TENSORS", False) is True
         try:
             parameters = list(inspect.signature(function).parameters.values())
         except (TypeError, ValueError):  # a builtin without a signature: assume the whole API
@@ -181,18 +191,17 @@ class Learner:
             "function": self.name,
             "takesOptions": self.takes_options,
             "optionNames": sorted(self.option_names),
-            "shaped": self.shaped,
         }
 
     def call(self, request: dict):
-        valid, shaped = request["valid"], request["shaped"]
+        valid = request["valid"]
 
         def given(entry):
             x = read_input(entry, valid)
             if not valid:
                 return x  # an invalid case's inputs, as written
-            if shaped and 0 in x.shape:
-                return x
+            if 0 in x.shape:
+                return x  # nested lists would lose the dims after the zero: [2, 0, 8] is [[], []]
             return x.tolist()
 
         inputs = request["inputs"]
@@ -221,7 +230,10 @@ def _depth(value) -> int:
 def returned_tensor(name: str, value) -> dict | str:
     """{"shape", "data"} for nested numbers (or an array), else a one-line reason."""
     try:
-        if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # a numpy or torch array
+        if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":  # its shape, zero-size dims too
+            flat = value.astype(np.float64).reshape(-1).tolist()
+            return {"shape": list(value.shape), "data": encode_numbers(flat)}
+        if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # a torch array, say
             value = value.tolist()
         if not isinstance(value, (list, tuple)):
             return f"{name} is {_what(value)}, expected nested lists of numbers"
@@ -271,6 +283,33 @@ def _what(x) -> str:
     return "None" if x is None else describe_value(x)
 
 
+def raised_on_purpose(error: BaseException, kind: object = None) -> tuple[bool, str | None]:
+    """Whether an error was raised on purpose, and the line of the learner's code it came from.
+
+    On purpose: a `raise` or `assert` statement raised it, in code that is not the standard library's
+    or an installed package's (the learner's own, or the project's port it imports), or it carries a
+    `kind` (read by the caller, since reading it runs the learner's code), as the project's errors do.
+    Anything else is a crash in the learner's math (an index out of range, None where a list was
+    meant, numpy refusing operands that do not fit), or the sandbox refusing what the code tried."""
+    tb, innermost, where = error.__traceback__, None, None
+    while tb is not None:
+        file = Path(tb.tb_frame.f_code.co_filename).resolve()
+        if file != WORKER and not str(file).startswith(LIBRARY_FOLDERS):
+            where = f"line {tb.tb_lineno} of {file.name}"  # the innermost frame of the learner's code
+        innermost, tb = tb, tb.tb_next
+    if isinstance(kind, str):
+        return True, where
+    if innermost is None:
+        return False, where
+    code = innermost.tb_frame.f_code
+    raising = any(
+        i.offset == innermost.tb_lasti and i.opname == "RAISE_VARARGS" for i in dis.get_instructions(code)
+    )
+    # A raise in this file is the sandbox's audit hook refusing the learner's code, not the learner's.
+    file = Path(code.co_filename).resolve()
+    return raising and file != WORKER and not str(file).startswith(LIBRARY_FOLDERS), where
+
+
 def answer(learner: Learner, request: dict) -> dict:
     case_id = request["id"]
     try:
@@ -280,12 +319,15 @@ def answer(learner: Learner, request: dict) -> dict:
             kind = getattr(error, "kind", None)
         except Exception:
             kind = None
-        threw = {
-            "name": type(error).__name__,
-            "message": _thrown(error).split(": ", 1)[-1],
-            "kind": kind if isinstance(kind, str) else None,  # an AttentionInputError's, or a learner's own
-        }
-        return {"id": case_id, "threw": threw}
+        deliberate, where = raised_on_purpose(error, kind)
+        return threw_answer(
+            case_id,
+            name=type(error).__name__,
+            message=_thrown(error).split(": ", 1)[-1],
+            kind=kind if isinstance(kind, str) else None,  # an AttentionInputError's, or a learner's own
+            deliberate=deliberate,
+            where=where,
+        )
     try:
         if learner.name == "attention_steps":
             if isinstance(returned, dict):

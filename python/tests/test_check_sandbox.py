@@ -55,9 +55,14 @@ def run_check(name: str, **options) -> tuple[int, str]:
 def test_a_learner_cannot_copy_the_expected_values_from_the_fixtures(name, told):
     code, text = run_check(name)
     assert code == 1, text
-    assert "level 1 of 13: the tutorial example — 2 of 2 cases fail" in text, text
-    kind = "Error" if name.endswith(".mjs") else "PermissionError"
-    assert f"  tutorial_seq3_dk4: your function threw {kind}: check's sandbox {told}" in text, text
+    assert "level 1 of 13: the tutorial example — 3 of 3 cases fail" in text, text
+    # Node's refusal comes on the learner's line that read, and is not a throw of the learner's own;
+    # the Python learner catches the hook's PermissionError and raises it again, on purpose.
+    if name.endswith(".mjs"):
+        said = "your code crashed at line 8 of hostile-fixtures.mjs: Error"
+    else:
+        said = "your function threw PermissionError"
+    assert f"  fail tutorial_seq3_dk4: {said}: check's sandbox {told}" in text, text
 
 
 def test_the_learners_process_is_told_no_fixture_path_and_runs_in_a_folder_of_its_own(tmp_path):
@@ -70,7 +75,9 @@ def test_the_learners_process_is_told_no_fixture_path_and_runs_in_a_folder_of_it
     lines: list[str] = []
     check.check(path, FIXTURES_DIR, say=lines.append)
     said = next(
-        line for line in lines if line.startswith("  tutorial_seq3_dk4: your function threw RuntimeError")
+        line
+        for line in lines
+        if line.startswith("  fail tutorial_seq3_dk4: your function threw RuntimeError")
     )
     assert "fixtures" not in said, said  # not in its arguments, its environment or its folder's name
     assert f"'{REPO_ROOT}'" not in said, said  # it does not run in the repository
@@ -85,8 +92,8 @@ def test_what_the_learners_code_writes_to_the_answer_channel_is_not_an_answer(na
     code, text = run_check(name)
     assert code == 1, text
     told = "your code wrote to check's answer channel: only what your function returns is an answer"
-    assert f"  tutorial_seq3_dk4: {told}\n" in text, text
-    assert "level 1 of 13: the tutorial example — 2 of 2 cases fail" in text, text
+    assert f"  fail tutorial_seq3_dk4: {told}\n" in text, text
+    assert "level 1 of 13: the tutorial example — 3 of 3 cases fail" in text, text
 
 
 # ---- memory is bounded ------------------------------------------------------------------------------
@@ -97,7 +104,7 @@ def test_a_learner_holding_6_gib_is_stopped_by_the_memory_bound(name):
     code, text = run_check(name, memory=GIB, timeout=60)
     assert code == 1, text
     told = "your code ran out of memory: check lets it use 1 GiB (--memory raises that)"
-    assert f"  tutorial_seq3_dk4: {told}" in text, text
+    assert f"  fail tutorial_seq3_dk4: {told}" in text, text
     # The largest process check ever waited for stayed under the bound (ru_maxrss is in KiB).
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1.25 * GIB / 1024
 
@@ -119,14 +126,19 @@ def _sleeping(seconds: str) -> list[int]:
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="looks for processes in /proc")
 @pytest.mark.parametrize(
-    ("name", "seconds"), [("hostile-spawns.mjs", "297.5"), ("hostile_spawns.py", "296.5")]
+    ("name", "seconds", "where"),
+    [
+        ("hostile-spawns.mjs", "297.5", "line 7 of hostile-spawns.mjs: Error"),
+        ("hostile_spawns.py", "296.5", "line 11 of hostile_spawns.py: PermissionError"),
+    ],
 )
-def test_a_process_the_learner_starts_does_not_outlive_check(name, seconds):
+def test_a_process_the_learner_starts_does_not_outlive_check(name, seconds, where):
     try:
         code, text = run_check(name)
         assert code == 1, text
-        assert "  tutorial_seq3_dk4: your function threw" in text, text
-        assert "check's sandbox does not let your code start a process" in text, text
+        # the sandbox's refusal, on the learner's line that tried: not a throw of its own
+        crashed = f"  fail tutorial_seq3_dk4: your code crashed at {where}"
+        assert f"{crashed}: check's sandbox does not let your code start a process" in text, text
         assert _sleeping(seconds) == []
     finally:
         for pid in _sleeping(seconds):
@@ -139,7 +151,7 @@ def test_a_process_the_learner_starts_does_not_outlive_check(name, seconds):
 @pytest.mark.parametrize(
     ("name", "line"),
     [
-        ("hostile-rejects.mjs", "your function threw Error: not written yet"),
+        ("hostile-rejects.mjs", "your function threw Error: not written yet (line 3 of hostile-rejects.mjs)"),
         (
             "hostile-throwing-getter.mjs",
             "reading the output your function returned threw Error: row 0 is not ready",
@@ -161,7 +173,7 @@ def test_a_process_the_learner_starts_does_not_outlive_check(name, seconds):
         (
             "hostile-stray-rejection.mjs",
             "your function threw Error: left behind (thrown outside your function's call: a promise it"
-            " did not await, or a timer)",
+            " did not await, or a timer) (line 6 of hostile-stray-rejection.mjs)",
         ),
         ("hostile_cyclic.py", "output is nested more than 64 deep (a list that holds itself?)"),
         (
@@ -174,7 +186,7 @@ def test_a_returned_value_that_hurts_its_reader_is_one_line_on_its_own_case(name
     code, text = run_check(name, timeout=5)
     assert code == 1, text
     for case_id in ("tutorial_seq3_dk4", "tutorial_seq4_dk8"):
-        assert f"  {case_id}: {line}\n" in text + "\n", text
+        assert f"  fail {case_id}: {line}\n" in text + "\n", text
     assert "process running your code ended" not in text, text
 
 
@@ -237,14 +249,14 @@ def test_watch_checks_again_on_save_with_the_first_failing_level_first_and_ctrl_
         first = _read_until(process, "Watching", seen)
         assert first.startswith(check.CLEAR_SCREEN), first
         failing = first.index("level 8 of 13: batch and heads — ")
-        assert failing < first.index("level 1 of 13: the tutorial example — 2 of 2 cases pass"), first
+        assert failing < first.index("level 1 of 13: the tutorial example — 3 of 3 cases pass"), first
         # Saved again, with the scale forgotten: now the first level fails.
         source = path.read_text()
         assert "/ np.sqrt(d_k)" in source
         path.write_text(source.replace("/ np.sqrt(d_k)", ""))
         second = _read_until(process, "Watching", seen)
         assert check.CLEAR_SCREEN in second, second
-        assert "Stopped at level 1 of 13: the tutorial example — 2 of 2 cases fail." in second, second
+        assert "Stopped at level 1 of 13: the tutorial example — 3 of 3 cases fail." in second, second
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=30) == 0
     finally:
@@ -259,7 +271,9 @@ def test_watch_checks_again_on_save_with_the_first_failing_level_first_and_ctrl_
 def test_the_typescript_protocol_module_is_the_twin_of_the_python_one():
     script = (
         "const p = await import(process.argv[1]); console.log(JSON.stringify({secretHex: p.SECRET_HEX,"
-        " steps: p.STEP_NAMES, options: p.OPTION_NAMES, line: p.answerLine('s', '{}')}))"
+        " steps: p.STEP_NAMES, options: p.OPTION_NAMES, line: p.answerLine('s', '{}'),"
+        " threwFields: p.THREW_FIELDS, threw: p.threwAnswer('c', {name: 'TypeError', message: 'm',"
+        " kind: null, deliberate: false, where: 'line 3 of x.ts'})}))"
     )
     protocol = REPO_ROOT / "typescript" / "src" / "learner-protocol.ts"
     finished = subprocess.run(
@@ -274,3 +288,15 @@ def test_the_typescript_protocol_module_is_the_twin_of_the_python_one():
     assert tuple(typescript["steps"]) == learner_protocol.STEP_NAMES
     assert tuple(typescript["options"]) == learner_protocol.OPTION_NAMES
     assert typescript["line"].encode() == learner_protocol.answer_line("s", {})
+    # a "threw" answer: the same fields, in the same order, deliberate and where among them
+    assert tuple(typescript["threwFields"]) == learner_protocol.THREW_FIELDS
+    threw = {
+        "name": "TypeError",
+        "message": "m",
+        "kind": None,
+        "deliberate": False,
+        "where": "line 3 of x.ts",
+    }
+    python = learner_protocol.threw_answer("c", **threw)
+    assert json.loads(typescript["threw"]) == python == {"id": "c", "threw": threw}
+    assert list(json.loads(typescript["threw"])["threw"]) == list(python["threw"]) == list(threw)

@@ -15,16 +15,17 @@
  * functions it answers with before the learner's code can replace them.
  *
  * The module exports `scaledDotProductAttention(query, key, value, options?)` and may export
- * `attentionSteps` (called instead when present, so that every step can be compared). It may also
- * export `acceptsShapedTensors = true` to be given a tensor with a zero-size dimension as
- * `{shape, data}` (nested arrays cannot say [2, 0, 8]: it is written [[], []]). A function that
- * returns a promise (an async function) is awaited.
+ * `attentionSteps` (called instead when present, so that every step can be compared). Tensors are
+ * given as nested arrays, except a tensor with a zero-size dimension, which is given as `{shape, data}`
+ * as the project's ports take it: nested arrays cannot say [2, 0, 8] (it would be written [[], []]).
+ * A function that returns a promise (an async function) is awaited. A throw is said as on purpose
+ * or as a crash (thrownOnPurpose), with the line of the learner's code it came from.
  */
 
-import { writeSync } from "node:fs";
-import { resolve } from "node:path";
+import { readFileSync, writeSync } from "node:fs";
+import { basename, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
 import { type FixtureTensor, portTensor } from "./fixtures.ts";
@@ -46,12 +47,15 @@ import {
   readInput,
   readSecret,
   STEP_NAMES,
+  type Threw,
+  threwAnswer,
 } from "./learner-protocol.ts";
 import { tensorJson } from "./results.ts";
 
 // Held before the learner's code runs, which could replace them (fs.writeSync, say, and then
 // module.syncBuiltinESMExports()) to see or change what this process answers.
 const write = writeSync;
+const readFile = readFileSync;
 const stringify = JSON.stringify;
 const MAX_RANK = 64; // deeper nesting than any tensor has: an array that holds itself, say
 
@@ -61,7 +65,6 @@ interface Loaded {
   readonly run: Learner;
   readonly name: string;
   readonly takesOptions: boolean;
-  readonly shaped: boolean;
 }
 
 /** How many parameters a function declares. `function.length` stops at the first parameter with a
@@ -138,8 +141,15 @@ class LearnerSyntaxError extends Error {
 }
 
 /** A thrown value in words, whatever it is: a Proxy, an object whose message or toString throws,
- * Node's ERR_ACCESS_DENIED (said as what the sandbox refused). Never throws. */
-function describeThrown(error: unknown): { name: string; message: string; kind: string | null } {
+ * Node's ERR_ACCESS_DENIED (said as what the sandbox refused, which is not a throw on purpose); and
+ * whether it was thrown on purpose, and where (thrownOnPurpose). Never throws. */
+function describeThrown(error: unknown): Threw {
+  let how: { deliberate: boolean; where: string | null };
+  try {
+    how = thrownOnPurpose(error);
+  } catch {
+    how = { deliberate: true, where: null }; // its stack or class could not be read: nothing says it crashed
+  }
   try {
     const e = error as { name?: unknown; message?: unknown; kind?: unknown; code?: unknown };
     if (error instanceof Error && e.code === "ERR_ACCESS_DENIED") {
@@ -151,15 +161,21 @@ function describeThrown(error: unknown): { name: string; message: string; kind: 
         WorkerThreads: "start a worker",
       };
       const refused = what[String(permission)] ?? `use ${String(permission)}`;
-      return { name: "Error", message: `check's sandbox does not let your code ${refused}`, kind: null };
+      return {
+        name: "Error",
+        message: `check's sandbox does not let your code ${refused}`,
+        kind: null,
+        ...how,
+      };
     }
     return {
       name: error instanceof Error ? String(e.name) : typeof error,
       message: oneLine(String(error instanceof Error ? e.message : error)),
       kind: typeof e?.kind === "string" ? e.kind : null, // an AttentionInputError's, or a learner's own
+      ...how,
     };
   } catch {
-    return { name: typeof error, message: "(its message or toString threw when read)", kind: null };
+    return { name: typeof error, message: "(its message or toString threw when read)", kind: null, ...how };
   }
 }
 
@@ -208,19 +224,66 @@ async function loadLearner(path: string): Promise<Loaded> {
     run: run as Learner,
     name,
     takesOptions: declaredParameterCount(run as Learner) >= 4,
-    shaped: scope.acceptsShapedTensors === true,
   };
 }
 
-/** A fixture tensor as nested arrays, keeping zero-size dims as far as nesting can ([2, 0, 8] is
- * [[], []]), or as {shape, data} where the learner accepts that. */
-function givenTensor(tensor: FixtureTensor, shaped: boolean): unknown {
-  if (shaped || !tensor.shape.includes(0)) {
-    return portTensor(tensor);
+const THIS_FILE = fileURLToPath(import.meta.url);
+
+/** One stack frame's place: "at fn (file:///x.ts:3:9)" or "at file:///x.ts:3:9". */
+const FRAME = /^\s*at (?:.*\()?(.+?):(\d+):(\d+)\)?$/;
+
+/** Whether an error was thrown on purpose, and the line of the learner's module it came from.
+ *
+ * On purpose: the error was made where its stack begins by `new SomeError(...)`, `SomeError(...)` or
+ * an Error subclass's `super(...)`, in a file of the learner's own or the project's (not Node's, not
+ * node_modules), or it is not an Error at all (`throw "bad input"`), or it carries a `kind`, as the
+ * project's errors do. Anything else is a crash in the learner's math: `query.map is not a function`,
+ * reading a property of undefined, a reduce of an empty array, made by the engine itself. */
+export function thrownOnPurpose(error: unknown): { deliberate: boolean; where: string | null } {
+  if (!(error instanceof Error)) {
+    return { deliberate: true, where: null };
   }
-  const build = (dims: readonly number[]): unknown =>
-    dims[0] === 0 ? [] : Array.from({ length: dims[0] }, () => build(dims.slice(1)));
-  return build(tensor.shape);
+  const frames = String(error.stack ?? "")
+    .split("\n")
+    .map((line) => FRAME.exec(line))
+    .filter((m) => m !== null)
+    .map(([, file, line, column]) => ({ file: file!, line: Number(line), column: Number(column) }));
+  // The innermost frame of the learner's code: a file of theirs (or of the project), not this one.
+  const own = frames.find(
+    (f) =>
+      f.file.startsWith("file:") && !f.file.includes("/node_modules/") && fileURLToPath(f.file) !== THIS_FILE,
+  );
+  const where = own === undefined ? null : `line ${own.line} of ${basename(fileURLToPath(own.file))}`;
+  if (typeof (error as { kind?: unknown }).kind === "string") {
+    return { deliberate: true, where };
+  }
+  const top = frames[0];
+  if (top === undefined) {
+    return { deliberate: true, where }; // no stack to read: nothing says it crashed
+  }
+  if (!top.file.startsWith("file:") || top.file.includes("/node_modules/")) {
+    return { deliberate: false, where };
+  }
+  let text: string;
+  try {
+    text = (readFile(fileURLToPath(top.file), "utf8").split("\n")[top.line - 1] ?? "").slice(top.column - 1);
+  } catch {
+    return { deliberate: true, where };
+  }
+  const made = /^(?:new\s+([\w$.]+)|([\w$.]+)\s*\(|(super)\s*\()/.exec(text);
+  if (made === null) {
+    return { deliberate: false, where };
+  }
+  if (made[3] !== undefined) {
+    return { deliberate: true, where };
+  }
+  // `new Array(-1)` makes a RangeError too: only an error class's own name counts.
+  const name = (made[1] ?? made[2]!).split(".").at(-1);
+  const classes: string[] = [];
+  for (let p = Object.getPrototypeOf(error); p !== null; p = Object.getPrototypeOf(p)) {
+    classes.push((p as { constructor: { name: string } }).constructor.name);
+  }
+  return { deliberate: name !== undefined && classes.includes(name), where };
 }
 
 /** Typed arrays (Float64Array rows, say) as plain arrays, at any depth up to MAX_RANK. */
@@ -324,7 +387,8 @@ function requestOptions(request: Request): Record<string, unknown> {
 /** One input of a request as the learner's function is given it. */
 function given(request: Request, entry: unknown): unknown {
   const x = readInput(entry, request.valid);
-  return request.valid ? givenTensor(x as FixtureTensor, request.shaped) : x;
+  // Nested arrays, or {shape, data} for a tensor with a zero-size dim (nested arrays would lose it).
+  return request.valid ? portTensor(x as FixtureTensor) : x;
 }
 
 /** Many tutorials' attention returns [output, weights]; the pair itself would read as a ragged or
@@ -364,7 +428,7 @@ async function answer(learner: Loaded, request: Request): Promise<string> {
   try {
     returned = learner.run(...args);
   } catch (error) {
-    return `{"id": ${id}, "threw": ${stringify(describeThrown(error))}}`;
+    return threwAnswer(request.id, describeThrown(error));
   }
   try {
     promised = typeof (returned as { then?: unknown } | null)?.then === "function";
@@ -377,7 +441,7 @@ async function answer(learner: Loaded, request: Request): Promise<string> {
     try {
       returned = await returned;
     } catch (error) {
-      return `{"id": ${id}, "threw": ${stringify(describeThrown(error))}}`;
+      return threwAnswer(request.id, describeThrown(error));
     }
   }
   // Let the promises and timers the call left behind settle, so that an error of theirs is said on
@@ -387,7 +451,7 @@ async function answer(learner: Loaded, request: Request): Promise<string> {
     const thrown = describeThrown(stray.error);
     stray = null;
     thrown.message = `${thrown.message} (thrown outside your function's call: a promise it did not await, or a timer)`;
-    return `{"id": ${id}, "threw": ${stringify(thrown)}}`;
+    return threwAnswer(request.id, thrown);
   }
   let steps: Record<string, unknown>;
   try {
@@ -477,7 +541,7 @@ async function main(argv: string[]): Promise<number> {
   loaded = true;
   send(
     stringify({
-      hello: { function: learner.name, takesOptions: learner.takesOptions, shaped: learner.shaped },
+      hello: { function: learner.name, takesOptions: learner.takesOptions },
     }),
   );
   for await (const line of createInterface({ input: process.stdin })) {
