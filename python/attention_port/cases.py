@@ -452,6 +452,50 @@ VALID_CASES = [
                      " the exact ones give to key 1, and reach -1.7e308 in value: undetermined weights",
          query=[[1.0]], key=[[40.0], [41.0]], value=[[-1.7e308], [1.0]],
          scale=1e300, softcap=1e300),
+    Case(id="fully_masked_bool_nan_inf_value", seed=511,
+         tags=("rank2", "mask", "bool_mask", "fully_masked", "nan", "inf"),
+         description="Row 1 of a boolean mask is all false while value holds NaN, +inf and -inf:"
+                     " that row is +0.0 (no 0 · NaN), the others are NaN or ±inf where they weigh them",
+         query=(3, 4), key=(4, 4), value=normal((4, 3), at={(0, 1): np.nan, (2, 0): np.inf, (3, 2): -np.inf}),
+         attn_mask=np.array([[True, True, False, False], [False] * 4, [False, False, True, True]])),
+    Case(id="fully_masked_float_nan_inf_value", seed=512,
+         tags=("rank3", "mask", "float_mask", "fully_masked", "nan", "inf"),
+         description="Float mask rows of -inf while every value row holds NaN or ±inf: those rows are +0.0",
+         query=(2, 3, 4), key=(2, 4, 4), value=normal((2, 4, 2), at={(0, 0, 0): np.nan, (0, 1, 1): np.inf,
+                                                                      (0, 2, 0): -np.inf, (0, 3, 1): np.nan,
+                                                                      (1, 0, 1): -np.inf, (1, 1, 0): np.nan,
+                                                                      (1, 2, 1): np.inf, (1, 3, 0): np.inf}),
+         attn_mask=float_mask((3, 4), neg_inf=0.0, blocked_rows=(0, 2))),
+    Case(id="fully_masked_causal_nan_inf_value", seed=513,
+         tags=("rank2", "causal", "mask", "bool_mask", "fully_masked", "nan", "inf"),
+         description="Causal and a mask blocking key 0 leave row 0 nothing: +0.0, though key 0's value"
+                     " is NaN and +inf, which every later row averages",
+         query=(4, 4), key=(4, 4), value=normal((4, 2), at={(0, 0): np.nan, (0, 1): np.inf}),
+         attn_mask=np.array([False, True, True, True]), is_causal=True),
+    Case(id="inf_times_zero_in_scores", seed=514, tags=("rank2", "inf", "nan"),
+         description="inf · 0 in a dot product is NaN: query row 0 holds +inf where key 1 holds 0, so"
+                     " that score and its whole row are NaN; row 1 is finite",
+         query=[[np.inf, 0.5], [0.25, -1.0]], key=[[1.0, 0.5], [0.0, 2.0], [-0.5, 1.0]], value=(3, 2)),
+    Case(id="inf_times_zero_scale", seed=515, tags=("rank2", "inf", "nan", "scale"),
+         description="scale = 0 times an infinite score is NaN: row 0 (scores ±inf) is NaN, row 1 the"
+                     " mean of the value rows",
+         query=[[np.inf, 0.5], [0.25, -1.0]], key=[[1.0, 0.5], [-2.0, 1.0], [0.5, 0.25]], value=(3, 2),
+         scale=0.0),
+    Case(id="nan_score_bool_masked", seed=516, tags=("rank2", "nan", "mask", "bool_mask"),
+         description="NaN in key row 1 makes score column 1 NaN; a boolean mask excluding key 1 makes"
+                     " that cell -inf, so rows 0 and 2 stay finite and row 1, which keeps it, is NaN",
+         query=(3, 4), key=normal((3, 4), at={(1, 2): np.nan}), value=(3, 2),
+         attn_mask=np.array([[True, False, True], [True, True, True], [False, False, True]])),
+    Case(id="nan_score_causal", seed=517, tags=("rank2", "nan", "causal"),
+         description="NaN in key row 2: causality excludes it from rows 0 and 1 (finite), rows 2 and 3"
+                     " see it (NaN)",
+         query=(4, 4), key=normal((4, 4), at={(2, 0): np.nan}), value=(4, 3),
+         is_causal=True),
+    Case(id="nan_score_float_neg_inf", seed=518, tags=("rank2", "nan", "mask", "float_mask"),
+         description="NaN in key row 1 under a float mask of -inf there: NaN + -inf is NaN, so every"
+                     " row is NaN (a float mask adds, it does not exclude)",
+         query=(2, 4), key=normal((3, 4), at={(1, 0): np.nan}), value=(3, 2),
+         attn_mask=np.array([[0.0, -np.inf, 0.5], [-np.inf, -np.inf, 0.0]])),
     Case(id="empty_heads", seed=201, tags=("rank4", "heads", "empty"),
          description="H = 0: no head at all, an empty output [B, 0, Lq, Ev]",
          query=(1, 0, 3, 4), key=(1, 0, 5, 4), value=(1, 0, 5, 3)),
@@ -726,3 +770,66 @@ def level_of(tags) -> int:
     """The level (1-based) a case with these tags belongs to."""
     named = [n for n, level in enumerate(LEVELS, start=1) if set(level.tags) & set(tags)]
     return max(named, default=PLAIN_LEVEL)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the contract (docs/design.md, sections 3 and 4, says each in prose), and the
+    tags a case carries when it exercises the rule: a case with every one of `tags`."""
+
+    id: str
+    text: str
+    tags: tuple[str, ...]
+
+
+# Every sentence of the contract as a rule with the tags of the cases that hold the ports to it.
+# docs/design.md lists the same rules in the same order (a test keeps the two equal, and fails when
+# no fixture case carries a rule's tags). Dropout is not a rule: it cannot be golden. Nor is the
+# size limit: a fixture refused for its size would have to be that large, so the tests of
+# inputs.py and inputs.ts hold both languages to it instead.
+CONTRACT = (
+    Rule("scores", "Step 1: scores = query · keyᵀ, [..., Hq, Lq, Lk]", ("rank2",)),
+    Rule("scale-default", "Step 2: logits = scores · scale, scale 1/sqrt(E) by default", ("rank2",)),
+    Rule("scale-given", "a scale given is used as it is, 0 and negative ones too", ("scale",)),
+    Rule("softcap", "softcap > 0: logits = softcap · tanh(logits / softcap)", ("softcap",)),
+    Rule("bool-mask", "Step 3: a boolean attn_mask (true = may attend) makes disallowed cells -inf", ("bool_mask",)),
+    Rule("float-mask", "a float attn_mask is added to the logits", ("float_mask",)),
+    Rule("mask-broadcast", "the mask broadcasts numpy-style to [..., Hq, Lq, Lk]", ("broadcast",)),
+    Rule("causal", "is_causal allows key j for query i only when j <= i, top-left aligned (Lq != Lk too)",
+         ("causal", "cross")),
+    Rule("mask-and-causal", "a mask and is_causal combine: a cell must be allowed by both", ("causal", "mask")),
+    Rule("softmax-stable", "Step 4: weights = softmax over the keys, with the row max subtracted", ("stability",)),
+    Rule("fully-masked-zero", "a row whose logits are all -inf has weights and output exactly +0.0",
+         ("fully_masked",)),
+    Rule("no-keys-zero", "a row with no key (Lk = 0) has an output of +0.0", ("empty", "fully_masked")),
+    Rule("fully-masked-special-value", "a fully-masked row is +0.0 even where value holds NaN or ±inf",
+         ("fully_masked", "nan", "inf")),
+    Rule("output", "Step 5: output = weights · value", ("rank2",)),
+    Rule("batch", "leading batch dims, any number, equal across query, key and value", ("batch",)),
+    Rule("gqa", "enable_gqa: query head h reads key/value head h // (Hq / Hkv)", ("gqa",)),
+    Rule("heads", "Hq % Hkv == 0 with enable_gqa, and key and value have the same head count", ("error", "heads")),
+    Rule("nan-logit", "a NaN logit makes its row NaN", ("nan",)),
+    Rule("nan-value", "NaN in value reaches every row that averages it (0 · NaN is NaN)", ("nan",)),
+    Rule("inf-times-zero", "inf · 0 is NaN in a dot product", ("inf", "nan")),
+    Rule("inf-times-zero-scale", "inf · 0 is NaN with scale 0", ("inf", "nan", "scale")),
+    Rule("inf-logit", "a +inf logit makes its row NaN (inf - inf in softmax)", ("inf",)),
+    Rule("softcap-inf", "softcap maps ±inf to ±softcap", ("inf", "softcap")),
+    Rule("inf-value", "inf in value gives ±inf where the row's weight on it is positive, NaN where it is 0",
+         ("inf", "bool_mask")),
+    Rule("bool-mask-over-nan", "a boolean mask overwrites a NaN score with -inf", ("nan", "bool_mask")),
+    Rule("causal-over-nan", "causality overwrites a NaN score with -inf", ("nan", "causal")),
+    Rule("float-mask-keeps-nan", "a float -inf mask does not (NaN + -inf is NaN)", ("nan", "float_mask")),
+    Rule("large-finite-mask", "a large finite negative mask value such as -1e30 is a number, not a mask",
+         ("float_mask",)),
+    Rule("score-overflow", "score overflow is outside the contract: verify reports it apart",
+         ("outside_contract",)),
+    Rule("intermediate-overflow", "where the exact output is representable every port gives it,"
+         " whatever its intermediate sums do", ("extreme",)),
+    Rule("error-ragged", "nested arrays whose rows differ in length or depth: kind ragged", ("error", "ragged")),
+    Rule("error-type", "a leaf that is not a number (or boolean, in a mask): kind type", ("error", "type")),
+    Rule("error-rank", "a rank below 2, or ranks that differ: kind rank", ("error", "rank")),
+    Rule("error-shape", "feature sizes, lengths or batch dims that do not match: kind shape", ("error", "shape")),
+    Rule("error-mask", "a mask that does not broadcast to the scores: kind mask", ("error", "mask")),
+    Rule("error-value", "an option of the wrong type or out of range: kind value", ("error", "value")),
+    Rule("error-order", "two faults at once: the first in inputs.py's order is reported", ("error", "order")),
+)  # fmt: skip

@@ -4,26 +4,34 @@ EXIT_CODES below (also printed by --help)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
 
-from . import compare, fixtures, generate, ports
-from .cases import LEVELS, level_of
+from . import compare, fixtures, ports
+from .cases import CASES, LEVELS, level_of
+from .extras import MissingExtra
 from .files import output_problem, write_atomic
-from .node import DEFAULT_TIMEOUT, REPO_ROOT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
+from .node import DEFAULT_TIMEOUT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
+from .paths import FIXTURES as DEFAULT_FIXTURES
+from .paths import NotACheckout
 
-DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
 EXIT_CODES = """exit codes:
   0  every port passed every case (cases outside the contract are reported apart)
   1  a port failed a case, or its run did not finish (crash, time-out, malformed results);
      generate --check: the fixtures are stale; side-by-side --check: the page is stale;
      check: a level you attempted fails
   2  the job could not run, said in one line: unusable fixtures, no usable Node, a torch
-     device this machine lacks, or a wrong command line (check: the file could not be run)"""
+     device this machine lacks, or a wrong command line (check: the file could not be run)
+  141  the output was closed before the report ended (`| head`): nothing more is said"""
 ALL_PORTS = tuple(ports.PORTS)
+# verify's summary ends with what it proves: the ports against the files, whose sha256 says only
+# that they agree with the manifest; regenerating them is what proves the oracle wrote them.
+TRUSTED = " (against the fixtures' expected values; only `generate --check` proves them the oracle's)"
 
 
 class UsageError(Exception):
@@ -35,13 +43,30 @@ def _error(message: str) -> int:
     return 2
 
 
+MAX_SECONDS = 86400.0  # a day: past it a time-out is a typo, and past ~24 days poll() overflows
+
+
+def seconds_problem(option: str, seconds: float) -> str | None:
+    """Why `seconds` cannot be the time-out `option` gives, or None: a finite number > 0, and at
+    most a day (1e10 would overflow the waits of threading and subprocess)."""
+    if not (math.isfinite(seconds) and seconds > 0):
+        return f"{option} must be a finite number of seconds > 0, got {seconds:g}"
+    if seconds > MAX_SECONDS:
+        return f"{option} must be at most {MAX_SECONDS:g} seconds (a day), got {seconds:g}"
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # generate
 
 
 def command_generate(args: argparse.Namespace) -> int:
+    from . import generate  # the oracle's mpmath comes with the `harness` extra
+
     out = Path(args.out)
     if args.check:
+        if problem := output_problem(out, folder=True):
+            return _error(f"--out {out}: {problem}")
         stale = generate.stale_files(out)
         if stale:
             print(
@@ -85,14 +110,30 @@ def _list_cases(cases: list) -> int:
     return 0
 
 
-def _warn_if_stale(folder: Path, cases: list) -> None:
-    """One warning line when the fixture files differ from what cases.py and the oracle give today
-    (a case edited, the oracle changed, and nobody ran `attention-port generate`)."""
+def _warn_if_stale(folder: Path, cases: list, args: argparse.Namespace) -> None:
+    """A warning line when the fixture files differ from what cases.py and the oracle give today
+    (a case edited, the oracle changed, and nobody ran `attention-port generate`), and one when
+    the folder's cases are not the table's (one added or dropped in the folder or the table)."""
+    from . import generate
+
     stale = generate.stale_cases(cases)
     if stale:
         print(
             f"warning: {len(stale)} fixture case(s) in {folder} differ from cases.py and the oracle"
             f" (e.g. {stale[0]}); run `attention-port generate` to refresh them",
+            file=sys.stderr,
+        )
+    if args.case:  # the cases asked for by id are in the folder (load_fixtures said so)
+        return
+    wanted = [case.id for case in CASES if set(args.tag or ()) <= set(case.tags)]
+    on_disk = {case.id for case in cases}
+    missing = [i for i in wanted if i not in on_disk]
+    extra = sorted(on_disk - {case.id for case in CASES})
+    if missing or extra:
+        parts = [f"lacks {len(missing)} case(s) of cases.py (e.g. {missing[0]})"] if missing else []
+        parts += [f"holds {len(extra)} case(s) cases.py does not (e.g. {extra[0]})"] if extra else []
+        print(
+            f"warning: {folder} {' and '.join(parts)}; run `attention-port generate` to refresh it",
             file=sys.stderr,
         )
 
@@ -111,8 +152,20 @@ def _check_torch_device(device: str | None) -> None:
         raise UsageError(f"--device {device}: torch cannot use this device here ({first})") from None
 
 
+def _default_ports() -> list[str]:
+    """Every port; the WebGPU port only where it can run (Chromium, playwright), else one line on
+    stderr says why it is left out. Named in --ports, it runs or the job cannot (exit 2)."""
+    from .browser import unavailable_reason
+
+    if (reason := unavailable_reason()) is None:
+        return list(ALL_PORTS)
+    print(f"note: the webgpu port is left out: {reason}", file=sys.stderr)
+    return [name for name in ALL_PORTS if name != "webgpu"]
+
+
 def command_verify(args: argparse.Namespace) -> int:
-    names = [p.strip() for p in args.ports.split(",") if p.strip()]
+    given = ",".join(ALL_PORTS) if args.ports is None else args.ports
+    names = [p.strip() for p in given.split(",") if p.strip()]
     if not names:
         return _error(f"--ports names no port; choose from {', '.join(ALL_PORTS)}")
     unknown = [p for p in names if p not in ALL_PORTS]
@@ -121,26 +174,35 @@ def command_verify(args: argparse.Namespace) -> int:
     twice = [p for n, p in enumerate(names) if p in names[:n]]
     if twice:
         return _error(f"--ports names {twice[0]!r} twice")
-    if not (math.isfinite(args.node_timeout) and args.node_timeout > 0):
-        return _error(f"--node-timeout must be a finite number of seconds > 0, got {args.node_timeout:g}")
+    if problem := seconds_problem("--node-timeout", args.node_timeout):
+        return _error(problem)
+    dtypes = None if args.dtypes is None else [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    if dtypes == []:  # as --ports: an empty list is a slip, not "the defaults"
+        return _error(f"--dtypes names no dtype; choose from {', '.join(compare.UNIT_ROUNDOFF)}")
+    if dtypes and (bad := [d for d in dtypes if d not in compare.UNIT_ROUNDOFF]):
+        return _error(f"unknown dtype {bad[0]!r}; choose from {', '.join(compare.UNIT_ROUNDOFF)}")
     if args.json not in (None, "-") and (problem := output_problem(Path(args.json), folder=False)):
         return _error(f"--json {args.json}: {problem}")  # said before any port runs
     cases = _selected_cases(args)
     if args.list:
         return _list_cases(cases)
-    _warn_if_stale(Path(args.fixtures), cases)
+    if args.ports is None:
+        names = _default_ports()
+    _warn_if_stale(Path(args.fixtures), cases, args)
     by_id = {case.id: case for case in cases}
-    dtypes = [d.strip() for d in args.dtypes.split(",")] if args.dtypes else None
-    if dtypes and (bad := [d for d in dtypes if d not in compare.UNIT_ROUNDOFF]):
-        return _error(f"unknown dtype {bad[0]!r}; choose from {', '.join(compare.UNIT_ROUNDOFF)}")
 
     if {"torch", "torch-sdpa"} & set(names):
         _check_torch_device(args.device)
-    if any(name in TYPESCRIPT_PORTS for name in names):
+    if any(name in TYPESCRIPT_PORTS or name == "webgpu" for name in names):
         try:
             checked_node(args.node_timeout)  # no usable Node: the job cannot run (exit 2, one line)
         except NodeUnavailable as error:
             return _error(str(error))
+    if "webgpu" in names:
+        from .browser import unavailable_reason
+
+        if (reason := unavailable_reason()) is not None:
+            return _error(f"the webgpu port cannot run: {reason}")
 
     verdicts: list[compare.CaseVerdict] = []
     broken: list[str] = []  # ports that could not run at all, one line each
@@ -166,7 +228,7 @@ def command_verify(args: argparse.Namespace) -> int:
         report = {
             "fixtures": str(args.fixtures),
             "ports": {
-                name: {"dtype": port.dtype, "seconds": seconds, **run.notes}
+                name: {"dtype": port.dtype, "seconds": seconds, **run.notes, **run.about}
                 for name, (port, run, seconds) in runs.items()
             },
             "broken": broken,
@@ -194,20 +256,26 @@ def command_verify(args: argparse.Namespace) -> int:
         for line in broken:
             print(line)
         print()
+        if args.by_level:
+            _print_levels(verdicts, by_id)
         _print_port_summary(verdicts, runs)
-        print(f"{passed} passed, {failed} failed" + (f", {outside} outside the contract" if outside else ""))
+        print(
+            f"{passed} passed, {failed} failed"
+            + (f", {outside} outside the contract" if outside else "")
+            + TRUSTED
+        )
     return 0 if failed == 0 else 1
 
 
 def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> list[compare.CaseVerdict]:
-    """TypeScript against torch float64 directly, as well as each against the truth."""
+    """TypeScript (WebGPU too) against torch float64 directly, as well as each against the truth."""
     reference = next(((p, r) for p, r in runs if p.kind == "torch" and p.dtype == "float64"), None)
     if reference is None:
         return []
     torch_port, torch_run = reference
     verdicts = []
     for port, run in runs:
-        if port.kind not in TYPESCRIPT_PORTS:
+        if port.kind not in TYPESCRIPT_PORTS and port.kind != "webgpu":
             continue
         pair = f"{port.name}~{torch_port.name}"
         for case_id, answer in run.answers.items():
@@ -216,6 +284,23 @@ def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> 
             )
             verdicts.append(verdict)
     return verdicts
+
+
+def _print_levels(verdicts: list[compare.CaseVerdict], by_id: dict) -> None:
+    """--by-level: per port and level of `attention-port check`, the most budget a case used."""
+    print(f"{'port':<36} {'level':<42} cases  outside  max budget used")
+    for name in dict.fromkeys(v.port for v in verdicts):
+        for number, level in enumerate(LEVELS, 1):
+            mine = [v for v in verdicts if v.port == name and level_of(by_id[v.case_id].tags) == number]
+            if not mine:
+                continue
+            budgets = [v.budget_used for v in mine if v.budget_used is not None]
+            shown = compare.format_budget(max(budgets)) if budgets else "-"
+            outside = sum(v.outside is not None for v in mine)
+            print(
+                f"{name:<36} {f'{number:>2} {level.name}'[:42]:<42} {len(mine):>5}  {outside:>7}  {shown:>15}"
+            )
+    print()
 
 
 def _print_port_summary(
@@ -230,6 +315,8 @@ def _print_port_summary(
         if name in runs:
             _, run, elapsed = runs[name]
             inside = f", {run.notes['node_ms']:.0f} ms inside Node" if "node_ms" in run.notes else ""
+            if "browser_ms" in run.notes:
+                inside = f", {run.notes['browser_ms']:.0f} ms inside Chromium on {run.about['adapter']}"
             seconds = f"  ({elapsed:.2f} s{inside})"
         print(f"{name:<36} {len(mine):>5}  {sum(compare.failed(v) for v in mine):>6}  {shown:>15}{seconds}")
 
@@ -238,8 +325,9 @@ def _print_port_summary(
 
 
 def command_side_by_side(args: argparse.Namespace) -> int:
-    from . import side_by_side
+    from . import paths, side_by_side
 
+    paths.require_checkout("side-by-side")  # it writes docs/side-by-side.md
     if args.check:
         if side_by_side.is_fresh():
             print(f"{side_by_side.OUTPUT} is up to date")
@@ -254,8 +342,8 @@ def command_side_by_side(args: argparse.Namespace) -> int:
 def command_check(args: argparse.Namespace) -> int:
     from . import check
 
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        return _error(f"--timeout must be a finite number of seconds > 0, got {args.timeout:g}")
+    if problem := seconds_problem("--timeout", args.timeout):
+        return _error(problem)
     return check.check(Path(args.path), Path(args.fixtures), timeout=args.timeout, run_all=args.all)
 
 
@@ -298,8 +386,8 @@ def make_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="run every port on every case and report")
     add = verify.add_argument
     add("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)")
-    add("--ports", default=",".join(ALL_PORTS),
-        help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all)")  # fmt: skip
+    add("--ports", default=None,
+        help=f"comma-separated, from: {', '.join(ALL_PORTS)} (default: all that can run here)")  # fmt: skip
     add("--device", default=None, help="torch device (default: cuda, then mps, then cpu)")
     add(
         "--dtypes",
@@ -311,6 +399,8 @@ def make_parser() -> argparse.ArgumentParser:
     add("--json", metavar="FILE", help="also write a JSON report to FILE ('-': stdout only)")
     add("--node-timeout", type=float, default=DEFAULT_TIMEOUT,
         help="seconds the TypeScript run may take (default: %(default)g)")  # fmt: skip
+    add("--by-level", action="store_true",
+        help="also print, per port and level of `check`, the most budget a case used")  # fmt: skip
     add("-v", "--verbose", action="store_true",
         help="print every case's line (default: failures and the summary)")  # fmt: skip
     verify.set_defaults(handler=command_verify)
@@ -353,8 +443,24 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_PIPE_CLOSED = 141  # what a shell shows for a command ended by SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:
+        # The reader went away (`verify -v | head -1`): stop quietly. stdout is pointed at devnull
+        # so that the interpreter's last flush of it at exit does not fail a second time.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a stream that is not a file (a test's)
+                os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+        return EXIT_PIPE_CLOSED
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["bench"]:
         from .bench.run import main as bench_main
 
@@ -362,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (fixtures.FixtureError, UsageError, NodeError) as error:
+    except (fixtures.FixtureError, UsageError, NodeError, MissingExtra, NotACheckout) as error:
         return _error(str(error))
     except KeyboardInterrupt:
         return _error("interrupted")

@@ -4,7 +4,8 @@ The page lives in typescript/explorer/ (index.html, main.ts, model.ts) and runs 
 typescript/src/attention.ts, bundled for the browser by esbuild; typescript/explorer/build.ts
 builds and serves it. This module only finds the project's Node and hands over:
 
-    attention-port explore                   serve on 127.0.0.1 (a free port), print the URL, Ctrl-C stops
+    attention-port explore                   serve on 127.0.0.1 (a free port), print the URL; Ctrl-C,
+                                             SIGTERM or SIGHUP stops it
     attention-port explore --port 8000       the same on a chosen port
     attention-port explore --build [DIR]     write DIR/index.html (default docs/explorer/): one file
                                              that works opened from disk, offline
@@ -18,10 +19,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .node import REPO_ROOT, find_node
+from .node import find_node
+from .paths import DOCS, EXPLORER_BUILD, NODE_MODULES, require_checkout
 
-EXPLORER_BUILD = REPO_ROOT / "typescript" / "explorer" / "build.ts"
-DEFAULT_BUILD_DIR = REPO_ROOT / "docs" / "explorer"
+DEFAULT_BUILD_DIR = DOCS / "explorer"
 
 
 def explorer_command(build: Path | None = None, port: int = 0, fixtures: Path | None = None) -> list[str]:
@@ -40,19 +41,49 @@ def command_explore(args: argparse.Namespace) -> int:
     # --build with no DIR gives "": the default folder. Paths are the caller's, resolved here.
     build = None if args.build is None else (Path(args.build).resolve() if args.build else DEFAULT_BUILD_DIR)
     fixtures = None if args.fixtures is None else Path(args.fixtures).resolve()
-    if not (REPO_ROOT / "node_modules" / "esbuild").is_dir():
+    checkout = require_checkout("explore")  # the page's sources and esbuild are not in the wheel
+    if not (NODE_MODULES / "esbuild").is_dir():
         print("error: esbuild is not installed (run scripts/setup, or npm ci)", file=sys.stderr)
         return 2
-    process = subprocess.Popen(explorer_command(build, args.port, fixtures), cwd=REPO_ROOT)
+    process = subprocess.Popen(explorer_command(build, args.port, fixtures), cwd=checkout)
+    # SIGTERM (a process manager, `kill`) and SIGHUP (the terminal closed) stop the server as Ctrl-C
+    # does. Sent to this process alone they would otherwise end it and leave Node serving.
+    previous = {number: signal.signal(number, _raise_stop) for number in STOP_SIGNALS}
     try:
         return process.wait()
     except KeyboardInterrupt:
         # From a terminal, Ctrl-C reaches Node too (the same process group); pass it on anyway for
         # the case where only this process was interrupted. Node closes the server and says so.
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.terminate()
-            process.wait()
-        return 0
+        return _stop(process, signal.SIGINT)
+    except _Stop as stop:
+        return _stop(process, stop.number)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+# SIGHUP does not exist on Windows.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class _Stop(Exception):
+    """A stop signal arrived while waiting for Node."""
+
+    def __init__(self, number: int):
+        super().__init__(number)
+        self.number = number
+
+
+def _raise_stop(number: int, _frame: object) -> None:
+    raise _Stop(number)
+
+
+def _stop(process: subprocess.Popen, number: int) -> int:
+    """Pass the signal on to Node, wait for it to close the server, and kill it if it does not."""
+    process.send_signal(number)
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    return 0

@@ -3,13 +3,18 @@
 The format is the JSON Schema in fixtures/schema (manifest-v3.json, case-v3.json); fixtures/README.md
 says it in prose. A folder is read in this order, and the first problem raises a FixtureError of one
 line naming the file:
+  0. each document as bytes, only from a regular file (never a FIFO, a device or a symlink loop,
+     which would hang or fail inside a read), then as JSON bounded before and while it is parsed:
+     nesting at most MAX_DEPTH deep (json would recurse), integers within ±2^53 and no number
+     beyond float64 (numpy would overflow later), no key twice in one object (json keeps the last);
   1. each document's `format` and `version` (an old version says to regenerate);
   2. the schema: every field there, of its type, nothing unknown;
   3. what a schema cannot say: case ids unique and files inside the folder (manifest), each file's
      sha256 as the manifest gives it, each case's id as its manifest entry, each tensor's data of
      its shape and its leaves of its dtype (checked while walking the shape, which is fast; the
      schema leaves them to the readers), error_scale, magnitude, error_floor of the output's
-     shape and spread of its rows.
+     shape and spread of its rows, each case's tags and expectation as its manifest entry says,
+     and at least one case.
 Writing a folder is generate.py's job. The TypeScript reader (typescript/src/fixtures.ts) checks
 only what it needs, because the harness reads every folder here first.
 """
@@ -21,20 +26,27 @@ import hashlib
 import json
 import math
 import os
+import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import jsonschema
 import numpy as np
-import referencing
 
+from . import paths
+from .extras import missing_extra
 from .inputs import nested_shape
+
+if TYPE_CHECKING:
+    import jsonschema
 
 MANIFEST_FORMAT = "attention-port-fixtures"
 CASE_FORMAT = "attention-port-fixture"
 FORMAT_VERSION = 3  # 2: `expected.logits`; 3: spread, magnitude, error_floor and score_bound
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "schema"
+SCHEMA_DIR = paths.SCHEMA_DIR
 SCHEMA_FILES = {
     MANIFEST_FORMAT: f"manifest-v{FORMAT_VERSION}.json",
     CASE_FORMAT: f"case-v{FORMAT_VERSION}.json",
@@ -53,6 +65,12 @@ EXPECTED_NAMES = (
     "magnitude",
     "error_floor",
 )
+
+# Bounds on what a document may hold, checked before json parses it (depth) or while it does
+# (numbers): past them, json or numpy would fail with a traceback rather than a sentence.
+MAX_DEPTH = 64  # arrays and objects inside each other; a case needs about ten
+MAX_INTEGER = 2**53  # the largest integer float64 holds exactly
+MAX_DOCUMENT_BYTES = 256 * 2**20  # one file; the largest case is well under 1 MiB
 
 # JSON has no NaN or Infinity: these strings stand for them wherever a number may appear.
 NUMBER_STRINGS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -140,8 +158,23 @@ def sha256(data: bytes) -> str:
 
 
 @functools.cache
+def _jsonschema() -> ModuleType:
+    """jsonschema, imported on first use: the core of the package (reference, inputs) needs only
+    numpy, and reading fixtures is the harness's job (the `harness` extra)."""
+    try:
+        import jsonschema
+        import referencing.jsonschema  # noqa: F401  (the registry _validators builds)
+    except ModuleNotFoundError as error:
+        raise missing_extra(error, "reading fixtures", "harness") from error
+    return jsonschema
+
+
+@functools.cache
 def _validators() -> dict[str, jsonschema.protocols.Validator]:
     """One validator per document format, the two schemas registered by their $id."""
+    jsonschema = _jsonschema()
+    import referencing.jsonschema  # imported by _jsonschema already: this only names it here
+
     schemas = {}
     for document_format, name in SCHEMA_FILES.items():
         path = SCHEMA_DIR / name
@@ -200,7 +233,7 @@ def _check_document(data: bytes, document_format: str, path: Path) -> dict:
             f"format version {version} is not supported (this code reads version {FORMAT_VERSION});"
             f" {REGENERATE_HINT}",
         )
-    problem = jsonschema.exceptions.best_match(_validators()[document_format].iter_errors(document))
+    problem = _jsonschema().exceptions.best_match(_validators()[document_format].iter_errors(document))
     if problem is not None:
         raise FixtureError(path, _schema_problem(problem))
     return document
@@ -210,27 +243,109 @@ def _check_document(data: bytes, document_format: str, path: Path) -> dict:
 # Files
 
 
-def _read_bytes(path: Path) -> bytes:
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a file"
+
+
+def read_regular_file(path: Path) -> bytes:
+    """The bytes of `path` if it is a regular file (a symlink to one is followed), else a
+    FixtureError: reading a FIFO would wait forever, a device may never end, a symlink loop raises
+    inside pathlib. The file is opened without blocking and checked again once open, so a file
+    swapped for a FIFO in between is refused too."""
     try:
-        return path.read_bytes()
+        before = os.stat(path)
+        if not stat.S_ISREG(before.st_mode):
+            raise FixtureError(path, f"is {_file_kind(before.st_mode)}, not a regular file")
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise FixtureError(path, f"missing; {REGENERATE_HINT}") from None
-    except OSError as error:  # a directory where the file belongs, no permission, ...
+    except OSError as error:  # a symlink loop, no permission, ...
         raise FixtureError(path, f"cannot be read ({error.strerror or error})") from None
+    try:
+        opened = os.fstat(descriptor)
+        if not stat.S_ISREG(opened.st_mode):
+            raise FixtureError(path, f"is {_file_kind(opened.st_mode)}, not a regular file")
+        if opened.st_size > MAX_DOCUMENT_BYTES:
+            limit = MAX_DOCUMENT_BYTES
+            raise FixtureError(path, f"holds {opened.st_size} bytes, more than a fixture file may ({limit})")
+        with os.fdopen(descriptor, "rb", closefd=False) as file:
+            return file.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as error:
+        raise FixtureError(path, f"cannot be read ({error.strerror or error})") from None
+    finally:
+        os.close(descriptor)
+
+
+# A JSON string (brackets inside it are text), and the bytes that are not brackets.
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 opens, -1 (as int8) closes
+
+
+def nesting_depth(data: bytes) -> int:
+    """How deep arrays and objects nest in a JSON text, counted without parsing it (json.loads
+    recurses once per level and would fail with RecursionError near 1,000)."""
+    brackets = _JSON_STRING.sub(b'""', data).translate(None, _NOT_BRACKETS)
+    steps = np.frombuffer(brackets.translate(_BRACKET_STEPS), dtype=np.int8)
+    return int(steps.cumsum(dtype=np.int64).max(initial=0))
 
 
 def _refuse_bare_constant(token: str) -> float:
     raise ValueError(f'holds a bare {token}, which JSON does not allow (write the string "{token}")')
 
 
+def _bounded_integer(text: str) -> int:
+    # Checked on the text first: int() of thousands of digits is slow, and float() of a huge one
+    # raises OverflowError far from here.
+    if len(text.lstrip("-")) > len(str(MAX_INTEGER)) or abs(int(text)) > MAX_INTEGER:
+        shown = text if len(text) <= 24 else f"{text[:12]}… ({len(text.lstrip('-'))} digits)"
+        raise ValueError(f"holds the integer {shown}, beyond ±2^53 (fixture numbers are float64)")
+    return int(text)
+
+
+def _bounded_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e400: json would read it as inf without a word
+        shown = text if len(text) <= 24 else f"{text[:12]}…"
+        raise ValueError(f'holds the number {shown}, beyond float64 (infinity is written "Infinity")')
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    document = {}
+    for key, value in pairs:
+        if key in document:  # json would keep the last value without a word
+            raise ValueError(f"holds the key {key[:40]!r} twice in one object")
+        document[key] = value
+    return document
+
+
 def _parse_json(data: bytes, path: Path) -> object:
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_refuse_bare_constant)
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise FixtureError(path, f"cannot be read ({error})") from None
+    if (depth := nesting_depth(data)) > MAX_DEPTH:
+        raise FixtureError(path, f"nests arrays and objects more than {MAX_DEPTH} deep ({depth})")
+    try:
+        return json.loads(
+            text,
+            parse_constant=_refuse_bare_constant,
+            parse_int=_bounded_integer,
+            parse_float=_bounded_float,
+            object_pairs_hook=_unique_keys,
+        )
     except json.JSONDecodeError as error:
         raise FixtureError(path, f"is not valid JSON ({error})") from None
-    except ValueError as error:  # a bare NaN or Infinity
+    except ValueError as error:  # a bound above, or a bare NaN or Infinity
         raise FixtureError(path, str(error)) from None
 
 
@@ -266,6 +381,13 @@ def _read_case(path: Path, data: bytes, entry: dict) -> FixtureCase:
     document = _check_document(data, CASE_FORMAT, path)
     if document["id"] != entry["id"]:
         raise FixtureError(path, f"id {document['id']!r} does not match the manifest's {entry['id']!r}")
+    # The manifest repeats the tags and the expectation so that a folder can be listed without
+    # reading every case; a contradiction means one of the two files was edited.
+    if document["tags"] != entry["tags"]:
+        raise FixtureError(path, f"tags {document['tags']} differ from the manifest's {entry['tags']}")
+    expect = "error" if "expected_error" in document else "output"
+    if expect != entry["expect"]:
+        raise FixtureError(path, f"expects an {expect}, but the manifest says an {entry['expect']}")
     inputs_doc = document["inputs"]
     params = {name: decode_numbers(value) for name, value in document["params"].items()}
     about = (document["id"], document["description"], tuple(document["tags"]), path)
@@ -297,8 +419,10 @@ def load_fixtures(folder: Path | str, case_ids: Iterable[str] | None = None) -> 
     manifest_path = folder / "manifest.json"
     if not folder.is_dir():
         raise FixtureError(folder, f"is not a fixture folder; {REGENERATE_HINT}")
-    data = _read_bytes(manifest_path)
+    data = read_regular_file(manifest_path)
     manifest = _check_document(data, MANIFEST_FORMAT, manifest_path)
+    if not manifest["cases"]:
+        raise FixtureError(manifest_path, f"lists no case; {REGENERATE_HINT}")
     root = folder.resolve()
     seen = set()
     wanted = None if case_ids is None else set(case_ids)
@@ -308,7 +432,11 @@ def load_fixtures(folder: Path | str, case_ids: Iterable[str] | None = None) -> 
         if case_id in seen:
             raise FixtureError(manifest_path, f"case id {case_id!r} appears twice")
         seen.add(case_id)
-        if os.path.isabs(file) or not (folder / file).resolve().is_relative_to(root):
+        try:
+            inside = (folder / file).resolve().is_relative_to(root)
+        except (OSError, RuntimeError):  # RuntimeError: pathlib's word for a symlink loop
+            raise FixtureError(folder / file, "cannot be resolved (a symlink loop?)") from None
+        if os.path.isabs(file) or not inside:
             raise FixtureError(manifest_path, f"cases[{number}].file {file!r} leaves the fixture folder")
         if wanted is None or case_id in wanted:
             selected.append(entry)
@@ -317,7 +445,7 @@ def load_fixtures(folder: Path | str, case_ids: Iterable[str] | None = None) -> 
     loaded = []
     for entry in selected:
         path = folder / entry["file"]
-        data = _read_bytes(path)
+        data = read_regular_file(path)
         actual = sha256(data)
         if actual != entry["sha256"]:
             raise FixtureError(

@@ -4,18 +4,25 @@ A fixture folder holds what the generator writes (manifest.json, cases/*.json) a
 own documents, committed by hand (README.md, schema/). Every folder written gets the repository's
 copies of those documents, so a folder always carries the description of its format.
 
+It replaces only what it wrote: the target must be missing, empty, or a fixture folder it
+recognises (a manifest.json of this format, and nothing beside the generator's files and the
+format's documents); anything else is refused in one line, and nothing is touched.
+
 Nothing is ever half-written, and the folder is never missing:
-  1. Stale staging folders (`.fixtures.new-<pid>-*` of a process that is gone, left by a generate
-     that was killed) are removed first.
-  2. Everything is written into a new staging folder beside the target, then read back with
-     fixtures.load_fixtures: a folder that does not read back is never swapped in.
-  3. The staging folder and the target are exchanged in one atomic step (renameat2 with
+  1. Stale staging folders of this target are removed first: named exactly `.<name>.new-<pid>-<8
+     characters>` (mkdtemp's), holding this module's STAGING_MARKER, of a process that is gone
+     (a generate that was killed). A folder of the same pattern without the marker is not ours.
+  2. Everything is written into `<staging>/<name>`, a new folder inside a new staging folder
+     beside the target, then read back with fixtures.load_fixtures: a folder that does not read
+     back is never swapped in.
+  3. `<staging>/<name>` and the target are exchanged in one atomic step (renameat2 with
      RENAME_EXCHANGE on Linux, renamex_np with RENAME_SWAP on macOS): at every moment the target
      path names a complete folder, the old one or the new one. The target stays an ordinary
      directory, so git tracks its files as always. Where the system has no exchange, two renames
      are the fallback, with the old folder put back if the second fails.
-  4. The old folder, now under the staging name, is removed.
-An interruption before step 3 leaves the old folder as it was; after it, the new one is complete.
+  4. The staging folder, which now holds the old folder beside its marker, is removed.
+An interruption before step 3 leaves the old folder as it was; after it, the new one is complete;
+at any step what is left beside it carries the marker, so the next generate removes it.
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ import ctypes.util
 import errno
 import json
 import os
+import re
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -46,13 +55,18 @@ from .fixtures import (
     FixtureError,
     encode_numbers,
     load_fixtures,
+    read_regular_file,
     sha256,
 )
 from .inputs import ERROR_KINDS
 
 GENERATOR_COMMAND = "attention-port generate"
-FORMAT_DOCUMENTS = SCHEMA_DIR.parent  # the repository's fixtures/: README.md and schema/ come from here
+FORMAT_DOCUMENTS = SCHEMA_DIR.parent  # the shipped fixtures/: README.md and schema/ come from here
 DOCUMENTS = ("README.md", "schema")
+GENERATED = ("manifest.json", "cases")
+# Written first into every staging folder: the clean-up removes only folders that hold it.
+STAGING_MARKER = ".attention-port-staging"
+MANIFEST_SCHEMA_ID = "urn:attention-port:fixture-manifest:"  # the $id of every version's schema
 
 
 def _scalar_json(x: object) -> str:
@@ -213,8 +227,8 @@ def write_fixtures(folder: Path | str, cases: Iterable[Case] = CASES) -> int:
     folder = Path(folder).resolve()
     if problem := output_problem(folder, folder=True):
         raise FixtureError(folder, problem)
-    if folder.exists() and any(folder.iterdir()) and not (folder / "manifest.json").exists():
-        raise FixtureError(folder, "exists, is not empty and holds no manifest.json; refusing to replace it")
+    if problem := not_ours(folder):
+        raise FixtureError(folder, f"{problem}; refusing to replace it (give an empty or new folder)")
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_staging(folder)
@@ -224,15 +238,62 @@ def write_fixtures(folder: Path | str, cases: Iterable[Case] = CASES) -> int:
             folder.parent, f"cannot hold a new fixture folder ({error.strerror or error})"
         ) from None
     try:
-        staging.chmod(folder.stat().st_mode & 0o7777 if folder.exists() else 0o755)  # not mkdtemp's 0700
-        count = _write_generated(staging, cases)
-        _copy_documents(staging)
-        load_fixtures(staging)  # never swap in a folder that does not read back
-        _swap_in(staging, folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        (staging / STAGING_MARKER).write_text(f"a staging folder of {GENERATOR_COMMAND}\n", encoding="utf-8")
+        fresh = staging / folder.name
+        fresh.mkdir()
+        fresh.chmod(folder.stat().st_mode & 0o7777 if folder.exists() else 0o755)  # not the umask's
+        count = _write_generated(fresh, cases)
+        _copy_documents(fresh)
+        load_fixtures(fresh)  # never swap in a folder that does not read back
+        _swap_in(fresh, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # the old folder, after a swap
     return count
+
+
+def not_ours(folder: Path) -> str | None:
+    """Why generate may not replace `folder`, worded to follow its path; None when it may: the
+    folder is missing or empty, or is a fixture folder, recognised by its manifest (of this format,
+    any version) or its schema, that holds nothing generate would not write there."""
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder))
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"cannot be listed ({error.strerror or error})"
+    if not names:
+        return None
+    if not (_json_field(folder / "manifest.json", "format") == MANIFEST_FORMAT or _holds_the_schema(folder)):
+        return "is not empty and is not a fixture folder (no manifest.json or schema/ of this format)"
+    if foreign := [name for name in names if name not in GENERATED + DOCUMENTS]:
+        return f"is a fixture folder but also holds {foreign[0]!r}, which generate does not write"
+    for name in ("cases", "schema"):
+        inside = folder / name
+        if not inside.exists() and not inside.is_symlink():
+            continue
+        if inside.is_symlink() or not inside.is_dir():
+            return f"holds {name} that is not a folder"
+        for entry in os.scandir(inside):
+            if not (entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)):
+                return f"is a fixture folder but {name}/ holds {entry.name!r}, which generate does not write"
+    return None
+
+
+def _json_field(path: Path, field: str) -> object:
+    """`field` of the JSON object in `path`, if it is a regular file holding one; else None."""
+    try:
+        document = json.loads(read_regular_file(path))
+    except (FixtureError, ValueError, RecursionError):
+        return None
+    return document.get(field) if isinstance(document, dict) else None
+
+
+def _holds_the_schema(folder: Path) -> bool:
+    """schema/ with the format's manifest schema, any version (a folder whose manifest is damaged)."""
+    return any(
+        str(_json_field(path, "$id")).startswith(MANIFEST_SCHEMA_ID)
+        for path in sorted((folder / "schema").glob("manifest-v*.json"))
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,17 +305,32 @@ def _staging_prefix(folder: Path) -> str:
 
 
 def remove_stale_staging(folder: Path) -> list[Path]:
-    """Remove the staging folders beside `folder` whose generate process is gone (killed mid-way).
-    A folder named after a live process (another generate at work) is left alone."""
+    """Remove the staging folders beside `folder` that a killed generate left: exactly of the
+    staging name, a real folder holding STAGING_MARKER, of a process that is gone. A folder named
+    after a live process (another generate at work) is left alone, and so is anything else."""
     removed = []
-    prefix = _staging_prefix(folder)
-    for candidate in folder.parent.glob(f"{prefix}*"):
-        pid_text = candidate.name[len(prefix) :].split("-", 1)[0]
-        if pid_text.isdigit() and int(pid_text) != os.getpid() and _process_exists(int(pid_text)):
+    # mkdtemp's names: the prefix, then 8 characters of [a-z0-9_].
+    pattern = re.compile(re.escape(_staging_prefix(folder)) + r"(\d+)-[a-z0-9_]{8}")
+    for candidate in folder.parent.iterdir():
+        match = pattern.fullmatch(candidate.name)
+        if match is None or not _is_marked(candidate):
+            continue
+        pid = int(match.group(1))
+        if pid == os.getpid() or _process_exists(pid):
             continue
         shutil.rmtree(candidate, ignore_errors=True)
         removed.append(candidate)
     return removed
+
+
+def _is_marked(candidate: Path) -> bool:
+    """A real folder (not a symlink to one) with the marker a staging folder gets first."""
+    try:
+        if not stat.S_ISDIR(candidate.lstat().st_mode):
+            return False
+        return stat.S_ISREG((candidate / STAGING_MARKER).lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _process_exists(pid: int) -> bool:
@@ -292,23 +368,21 @@ def _exchange(first: Path, second: Path) -> bool:
     raise OSError(code, os.strerror(code), str(first))
 
 
-def _swap_in(staging: Path, folder: Path) -> None:
-    """Put `staging` where `folder` is; the old folder is removed once it is out of the way."""
+def _swap_in(fresh: Path, folder: Path) -> None:
+    """Put `fresh` where `folder` is; the old folder ends where `fresh` was, inside the staging
+    folder, which the caller removes."""
     if not folder.exists():
-        os.rename(staging, folder)
+        os.rename(fresh, folder)
         return
-    if _exchange(staging, folder):
-        shutil.rmtree(staging, ignore_errors=True)  # it holds the old folder now
+    if _exchange(fresh, folder):
         return
-    retired = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(folder)}{os.getpid()}-old-", dir=folder.parent))
-    retired.rmdir()
+    retired = fresh.with_name(f"{fresh.name}.old")
     os.rename(folder, retired)
     try:
-        os.rename(staging, folder)
+        os.rename(fresh, folder)
     except BaseException:
         os.rename(retired, folder)
         raise
-    shutil.rmtree(retired, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,8 +390,16 @@ def _swap_in(staging: Path, folder: Path) -> None:
 
 
 def _file_bytes(folder: Path) -> dict[str, bytes]:
-    """Every file under `folder`, by its path relative to it."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    """Every file under `folder`, by its path relative to it (one that is not a regular file, such
+    as a FIFO, by a note that differs from any content, and never opened)."""
+    files = {}
+    for path in folder.rglob("*"):
+        if not path.is_dir():
+            try:
+                files[path.relative_to(folder).as_posix()] = read_regular_file(path)
+            except FixtureError as error:
+                files[path.relative_to(folder).as_posix()] = error.problem.encode() + b"\0"
+    return files
 
 
 def stale_files(folder: Path | str) -> list[str]:

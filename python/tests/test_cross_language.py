@@ -144,7 +144,7 @@ def test_broken_weights_are_caught_at_the_weights_step(tmp_path, monkeypatch, ca
     assert status == 1
     line = next(line for line in text.splitlines() if line.startswith("FAIL") and "rank2_square" in line)
     assert "first diverged: weights" in line, text
-    assert text.rstrip().endswith("0 passed, 1 failed")
+    assert text.rstrip().endswith(f"0 passed, 1 failed{cli.TRUSTED}")
 
 
 def test_missing_node_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
@@ -212,7 +212,9 @@ def test_verify_json_report(tmp_path, capsys):
     assert data["failed"] == 0 and data["passed"] == 2 * (len(ALL_CASES) - outside)
     assert data["outside_contract"] == 2 * outside
     assert {r["port"] for r in data["results"]} == {"numpy", "typescript"}
-    summary = f"{2 * (len(ALL_CASES) - outside)} passed, 0 failed, {2 * outside} outside the contract"
+    summary = (
+        f"{2 * (len(ALL_CASES) - outside)} passed, 0 failed, {2 * outside} outside the contract{cli.TRUSTED}"
+    )
     assert capsys.readouterr().out.rstrip().endswith(summary)
 
 

@@ -3,6 +3,7 @@ serve commands, and the √d_k experiment and plot. (The page in Chromium: test_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -18,7 +19,8 @@ import pytest
 
 from attention_port import compare, fixtures, sqrt_dk
 from attention_port.cli import DEFAULT_FIXTURES
-from attention_port.node import REPO_ROOT, find_node
+from attention_port.node import find_node
+from attention_port.paths import REPO_ROOT
 
 MODEL = REPO_ROOT / "typescript" / "explorer" / "model.ts"
 ATTENTION = REPO_ROOT / "typescript" / "src" / "attention.ts"
@@ -39,11 +41,12 @@ def _encode(values: np.ndarray) -> list:
 # judges every candidate with the explorer's checkOutput.
 NODE_JUDGE = """
 import { readFileSync } from "node:fs";
-import { checkOutput } from "MODEL";
+import { checkOutput, outsideContract } from "MODEL";
 import { attentionSteps } from "ATTENTION";
 import { loadFixtures, portTensor } from "FIXTURES_TS";
 const decode = (xs) => xs.map((x) => (typeof x === "string" ? Number(x) : x));
 const cases = JSON.parse(readFileSync(process.argv[1], "utf8"));
+const dtype = process.argv[3];
 const byId = new Map(loadFixtures(process.argv[2]).map((c) => [c.id, c]));
 const results = {};
 for (const [id, entry] of Object.entries(cases)) {
@@ -59,8 +62,17 @@ for (const [id, entry] of Object.entries(cases)) {
   const e = fixture.expected;
   const rule = { output: e.output, logits: e.logits, spread: e.spread, magnitude: e.magnitude,
                  errorFloor: e.errorFloor, scoreBound: e.scoreBound };
+  const numbers = [fixture.inputs.query, fixture.inputs.key, fixture.inputs.value].flatMap((t) => t.data);
+  if (fixture.inputs.attnMask !== null && fixture.inputs.attnMask.dtype !== "bool") {
+    numbers.push(...fixture.inputs.attnMask.data);
+  }
+  numbers.push(p.scale ?? 0, p.softcap);
+  if (outsideContract(rule, dtype, numbers) !== null) {
+    results[id] = "outside";
+    continue;
+  }
   results[id] = candidates.map((actual) => {
-    const check = checkOutput(actual, rule, fixture.inputs.value);
+    const check = checkOutput(actual, rule, fixture.inputs.value, dtype);
     const enc = (x) => (Number.isFinite(x) ? x : String(x));
     return { actual: actual.map((x) => (Object.is(x, -0) ? "-0" : enc(x))), passed: check.passed,
              used: enc(check.used), index: check.index, problem: check.problem };
@@ -70,11 +82,11 @@ console.log(JSON.stringify(results));
 """
 
 
-def _candidates(case: fixtures.FixtureCase) -> list[np.ndarray]:
+def _candidates(case: fixtures.FixtureCase, dtype: str) -> list[np.ndarray]:
     """Outputs to judge: the truth itself, numpy's answer, and versions pushed inside, just over
     and far over the budget, a NaN, and a -0.0 where +0.0 is required."""
     expected = case.expected.output
-    budget = compare.output_budget(case.expected, "float64")
+    budget = compare.output_budget(case.expected, dtype)
     from attention_port import reference
 
     inputs, params = case.inputs, case.params
@@ -104,15 +116,13 @@ def _candidates(case: fixtures.FixtureCase) -> list[np.ndarray]:
     return found
 
 
-def test_the_explorers_tolerance_rule_is_compare_pys_on_every_fixture(tmp_path):
-    cases = [
-        c
-        for c in fixtures.load_fixtures(DEFAULT_FIXTURES)
-        if not c.expects_error and compare.outside_contract(c, "float64") is None
-    ]
+@pytest.mark.parametrize("dtype", ["float64", "float32"])  # float32: the WebGPU backend's
+def test_the_explorers_tolerance_rule_is_compare_pys_on_every_fixture(tmp_path, dtype):
+    valid = [c for c in fixtures.load_fixtures(DEFAULT_FIXTURES) if not c.expects_error]
+    cases = [c for c in valid if compare.outside_contract(c, dtype) is None]
     payload, candidates = {}, {}
-    for case in cases:
-        candidates[case.id] = _candidates(case)
+    for case in valid:
+        candidates[case.id] = _candidates(case, dtype)
         payload[case.id] = {
             "candidates": [_encode(x) for x in candidates[case.id]],
         }
@@ -121,18 +131,20 @@ def test_the_explorers_tolerance_rule_is_compare_pys_on_every_fixture(tmp_path):
     script = NODE_JUDGE.replace("MODEL", MODEL.as_uri()).replace("ATTENTION", ATTENTION.as_uri())
     script = script.replace("FIXTURES_TS", FIXTURES_TS.as_uri())
     run = subprocess.run(
-        [str(find_node()), "--input-type=module", "-e", script, str(path), str(DEFAULT_FIXTURES)],
+        [str(find_node()), "--input-type=module", "-e", script, str(path), str(DEFAULT_FIXTURES), dtype],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     results = json.loads(run.stdout)
+    # The page's outside_contract twin: the same cases are outside, in either dtype.
+    assert {i for i, r in results.items() if r == "outside"} == {c.id for c in valid} - {c.id for c in cases}
     compared = failing = 0
     for case in cases:
         for judged in results[case.id]:
             actual = np.array([float(x) for x in judged["actual"]], np.float64).reshape(
                 case.expected.output.shape
             )
-            want = compare.check_output(case, actual, "float64")
+            want = compare.check_output(case, actual, dtype)
             where = f"{case.id}: TypeScript {judged}, compare.py {want}"
             assert judged["passed"] == want.passed, where
             used = float(judged["used"])
@@ -193,6 +205,37 @@ def test_explore_serves_on_localhost_until_interrupted():
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="SIGTERM and SIGHUP as POSIX sends them")
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_explore_stops_its_server_on_sigterm_and_sighup(name):
+    # The signal goes to the attention-port process alone (as `kill PID` sends it), not to its
+    # group: the Node server it started must stop too, not be left answering.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "attention_port", "explore"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout=60)
+        assert lines and lines[0].startswith("attention explorer at http://127.0.0.1:"), lines
+        url = lines[0].split(" at ")[1].split()[0]
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200
+        process.send_signal(getattr(signal, name))
+        out, err = process.communicate(timeout=30)
+        assert process.returncode == 0, err
+        assert "explorer stopped" in out
+        with pytest.raises(urllib.error.URLError):  # nothing listens there any more
+            urllib.request.urlopen(url, timeout=5)
+    finally:
+        # The whole session, Node included: a failing run must not leave a server behind either.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def test_explore_refuses_a_bad_fixture_folder(tmp_path):

@@ -7,12 +7,17 @@ import dataclasses
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 from conftest import FIXTURES_DIR
 
 from attention_port import cli, fixtures, ports
+
+DTYPES = "float64, float32, float16, bfloat16"
 
 
 def _run(capsys, *args: str) -> tuple[int, list[str]]:
@@ -30,12 +35,18 @@ def _run(capsys, *args: str) -> tuple[int, list[str]]:
         (("--node-timeout", "nan"), "error: --node-timeout must be a finite number of seconds > 0, got nan"),
         (("--node-timeout", "inf"), "error: --node-timeout must be a finite number of seconds > 0, got inf"),
         (("--node-timeout", "0"), "error: --node-timeout must be a finite number of seconds > 0, got 0"),
+        (("--node-timeout", "1e308"),
+         "error: --node-timeout must be at most 86400 seconds (a day), got 1e+308"),
+        (("--node-timeout", "1e10"),
+         "error: --node-timeout must be at most 86400 seconds (a day), got 1e+10"),
+        (("--dtypes", ""), f"error: --dtypes names no dtype; choose from {DTYPES}"),
+        (("--dtypes", " , "), f"error: --dtypes names no dtype; choose from {DTYPES}"),
         (("--node-timeout", "soon"),
          "error: argument --node-timeout: invalid float value: 'soon' (see attention-port verify --help)"),
         (("--ports", ""), "error: --ports names no port; choose from numpy, torch, torch-sdpa, typescript,"
-                          " typescript-flash, typescript-simd, typescript-simd-float32"),
+                          " typescript-flash, typescript-simd, typescript-simd-float32, webgpu"),
         (("--ports", " , "), "error: --ports names no port; choose from numpy, torch, torch-sdpa, typescript,"
-                             " typescript-flash, typescript-simd, typescript-simd-float32"),
+                             " typescript-flash, typescript-simd, typescript-simd-float32, webgpu"),
         (("--ports", "numpy,numpy"), "error: --ports names 'numpy' twice"),
         (("--case", ","), "error: --case names no case; give case ids"
                           " (attention-port verify --list shows them)"),
@@ -99,3 +110,58 @@ def test_help_documents_the_exit_codes(capsys):
     assert status == 0
     text = "\n".join(lines)
     assert "exit codes:" in text and "  1  a port failed" in text and "  2  the job could not run" in text
+
+
+def test_without_chromium_the_webgpu_port_is_refused_when_named_and_left_out_by_default(capsys, monkeypatch):
+    monkeypatch.setenv("CHROMIUM", "/nonexistent/chromium")
+    status, lines = _run(capsys, "verify", "--ports", "webgpu", "--case", "rank2_square")
+    assert (status, lines) == (
+        2,
+        ["error: the webgpu port cannot run: no Chromium found (apt-get install chromium, or set $CHROMIUM)"],
+    )
+    status, lines = _run(capsys, "verify", "--case", "rank2_square")
+    assert status == 0
+    notes = [line for line in lines if "webgpu" in line]
+    assert notes == [
+        "note: the webgpu port is left out: no Chromium found (apt-get install chromium, or set $CHROMIUM)"
+    ]
+
+
+@pytest.mark.parametrize("seconds", ["1e10", "1e308", "86401"])
+def test_a_check_timeout_past_a_day_is_a_wrong_command_line(capsys, seconds):
+    learner = Path(__file__).parent / "learner_files" / "numpy_reference.py"
+    status, lines = _run(capsys, "check", str(learner), "--timeout", seconds)
+    assert (status, lines) == (
+        2,
+        [f"error: --timeout must be at most 86400 seconds (a day), got {float(seconds):g}"],
+    )
+
+
+def test_generate_check_on_a_file_says_it_is_a_file(tmp_path, capsys):
+    a_file = tmp_path / "fixtures.json"
+    a_file.write_text("{}")
+    status, lines = _run(capsys, "generate", "--check", "--out", str(a_file))
+    assert (status, lines) == (2, [f"error: --out {a_file}: is a file, not a folder"])
+
+
+LEARNER = Path(__file__).parent / "learner_files" / "numpy_reference.py"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("verify", "--ports", "numpy", "-v"),
+        ("verify", "--list"),
+        ("check", str(LEARNER)),
+    ],
+    ids=" ".join,
+)
+def test_a_closed_pipe_ends_quietly(args):
+    """`attention-port verify -v | head -1`: the reader goes away; no BrokenPipeError traceback.
+    The pipe is closed before the command writes anything, so every write meets it closed."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "attention_port", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    process.stdout.close()
+    _, err = process.communicate(timeout=300)
+    assert err.decode() == "" and process.returncode == cli.EXIT_PIPE_CLOSED, err.decode()

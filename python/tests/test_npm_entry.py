@@ -13,7 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from attention_port.node import REPO_ROOT, find_node
+from attention_port.node import find_node
+from attention_port.paths import REPO_ROOT
 
 OLD_NODE = """#!/bin/sh
 # A stand-in for an old system Node: reports v20 and cannot run TypeScript.

@@ -78,7 +78,7 @@ def test_default_report_is_failures_with_descriptions_then_the_summary(tmp_path,
     count = len(json.loads((folder / "manifest.json").read_text())["cases"])
     outside = [line for line in lines if line.startswith("OUT ")]  # score_overflow: no answer to judge
     assert len(outside) == 1 and "outside the contract: score overflow" in outside[0]
-    assert lines[-1] == f"{count - 2} passed, 1 failed, 1 outside the contract"
+    assert lines[-1] == f"{count - 2} passed, 1 failed, 1 outside the contract{cli.TRUSTED}"
 
 
 def test_verbose_prints_every_case_and_no_warning_for_fresh_fixtures(capsys):
@@ -146,3 +146,12 @@ def test_a_json_report_interrupted_midway_leaves_the_old_report_whole(tmp_path, 
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"], "no scratch file is left behind"
     status, _, _ = _verify(capsys, "--ports", "numpy", "--case", "rank2_square", "--json", str(report))
     assert status == 0 and json.loads(report.read_text())["passed"] == 1
+
+
+def test_by_level_prints_the_most_budget_used_per_level_of_check(capsys):
+    status, out, _ = _verify(capsys, "--ports", "numpy", "--case", "rank2_square,causal_rank2", "--by-level")
+    assert status == 0
+    rows = [line.split() for line in out.splitlines() if line.startswith("numpy ") and line.endswith("%")]
+    # (port, level number, ..., cases, outside, budget): one row per level that has a case.
+    assert [(row[1], row[-3], row[-2]) for row in rows] == [("2", "1", "0"), ("7", "1", "0")]
+    assert all(0 < float(row[-1].rstrip("%")) <= 100 for row in rows)

@@ -13,17 +13,17 @@
  * `build` bundles the fixture cases whose data is small (see CASE_BYTES_LIMIT) to keep the file
  * light; `serve` rebuilds the page on every load with every case, so a reload shows the current
  * fixtures/ and the current attention.ts. The server listens on 127.0.0.1 only (a free port unless
- * --port is given), prints its URL and stops on Ctrl-C.
+ * --port is given), prints its URL and stops on Ctrl-C, SIGTERM or SIGHUP.
  */
 
 import { mkdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 import { writeAtomic } from "../src/files.ts";
 import {
   DEFAULT_FIXTURES,
@@ -32,6 +32,7 @@ import {
   loadFixtures,
   portTensor,
 } from "../src/fixtures.ts";
+import { BUILDS, buildIsFresh } from "../wasm/build.ts";
 import type { ExplorerCase, FlatTensor } from "./model.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -98,10 +99,62 @@ export function explorerCase(fixture: FixtureCase): ExplorerCase {
   };
 }
 
-/** main.ts and everything it imports (attention.ts, inputs.ts, model.ts) as one browser script,
+/** simd.ts in the page. It reads its kernel with node:fs, may start node:worker_threads and reads
+ * an environment variable; in the page, the kernel's two builds are carried inside the script
+ * (base64) and read from there, workers are refused (the page calls it with one thread), and the
+ * build is chosen by WebAssembly.validate as in Node. The builds' freshness is checked here, when
+ * the page is built: a stale or missing build is left out, and the page says the SIMD backend cannot
+ * load. */
+function simdInThePage(): Plugin {
+  const fresh = buildIsFresh();
+  const files = Object.fromEntries(
+    Object.values(BUILDS).map(({ file }) => [
+      basename(file),
+      fresh ? readFileSync(file).toString("base64") : null,
+    ]),
+  );
+  const modules: Record<string, string> = {
+    "wasm-build": `export const BUILDS = ${JSON.stringify(
+      Object.fromEntries(Object.entries(BUILDS).map(([name, { file }]) => [name, { file: basename(file) }])),
+    )};\nexport function buildIsFresh() { return true; }\n`,
+    fs:
+      `const FILES = ${JSON.stringify(files)};\n` +
+      "export function readFileSync(name) {\n" +
+      "  const text = FILES[name];\n" +
+      '  if (typeof text !== "string") throw new Error("the SIMD kernel (" + name + ") was not built when this page was built: run scripts/setup");\n' +
+      "  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));\n" +
+      "}\n",
+    worker_threads:
+      "export const isMainThread = true;\nexport const workerData = null;\n" +
+      "export class Worker { constructor() { throw new Error('the page runs the SIMD kernel on one thread'); } }\n",
+  };
+  return {
+    name: "simd-in-the-page",
+    setup(plugin) {
+      plugin.onResolve({ filter: /^node:(fs|worker_threads)$/ }, (args) => ({
+        path: args.path.slice("node:".length),
+        namespace: "simd-in-the-page",
+      }));
+      plugin.onResolve({ filter: /\/wasm\/build\.ts$/ }, () => ({
+        path: "wasm-build",
+        namespace: "simd-in-the-page",
+      }));
+      plugin.onLoad({ filter: /.*/, namespace: "simd-in-the-page" }, (args) => ({
+        contents: modules[args.path],
+        loader: "js",
+      }));
+    },
+  };
+}
+
+/** main.ts and everything it imports (the ports, inputs.ts, model.ts) as one browser script,
  * with the source files that went into it (from esbuild's metafile, repository-relative). */
 export async function bundle(): Promise<{ code: string; inputs: string[] }> {
   const result = await build({
+    plugins: [simdInThePage()],
+    // simd.ts reads an environment variable, and import.meta.url (the address its worker module is
+    // found from; an iife has no import.meta): in the page, "auto" and the page's own address.
+    define: { "process.env.ATTENTION_PORT_SIMD_BUILD": '"auto"', "import.meta.url": "document.baseURI" },
     absWorkingDir: resolve(HERE, "..", ".."),
     entryPoints: [join(HERE, "main.ts")],
     bundle: true,
@@ -115,6 +168,86 @@ export async function bundle(): Promise<{ code: string; inputs: string[] }> {
     metafile: true,
   });
   return { code: result.outputFiles[0].text, inputs: Object.keys(result.metafile.inputs).sort() };
+}
+
+/** The lines of each `<comment> Step N:` block of a source, up to the next step label or the
+ * `return` at the label's indentation, dedented: the TypeScript twin of side_by_side.py's
+ * step_blocks, so the guided mode shows the very lines docs/side-by-side.md shows. */
+export function stepBlocks(text: string, comment: string, source: string): Record<number, string> {
+  const lines = text.split("\n");
+  const label = new RegExp(`^\\s*${comment.replace(/[/#]/g, "\\$&")} Step (\\d+):`);
+  const starts = new Map<number, number>();
+  lines.forEach((line, n) => {
+    const match = label.exec(line);
+    if (match) {
+      starts.set(Number(match[1]), n);
+    }
+  });
+  const found = [...starts.keys()].sort((a, b) => a - b);
+  if (found.join() !== "1,2,3,4,5") {
+    throw new Error(`${source}: expected step labels 1..5, found ${JSON.stringify(found)}`);
+  }
+  const blocks: Record<number, string> = {};
+  for (const [step, start] of starts) {
+    const indent = lines[start].slice(0, lines[start].length - lines[start].trimStart().length);
+    let end = start + 1;
+    while (end < lines.length && !label.test(lines[end]) && !lines[end].startsWith(`${indent}return`)) {
+      end++;
+    }
+    const block = lines.slice(start, end);
+    const common = Math.min(
+      ...block.filter((l) => l.trim() !== "").map((l) => l.length - l.trimStart().length),
+    );
+    blocks[step] = block
+      .map((l) => (l.trim() === "" ? "" : l.slice(common)))
+      .join("\n")
+      .replace(/^\n+|\n+$/g, "");
+  }
+  return blocks;
+}
+
+/** A top-level function from its header line to its end (the next line at column 0), with the
+ * /** doc comment above it: the twin of side_by_side.py's function_source. */
+export function functionSource(text: string, header: string, source: string): string {
+  const lines = text.split("\n");
+  const start = lines.findIndex((line) => line.startsWith(header));
+  if (start < 0) {
+    throw new Error(`${source}: no line starts with ${JSON.stringify(header)}`);
+  }
+  let end = start + 1;
+  while (end < lines.length && (lines[end] === "" || " \t)".includes(lines[end][0]))) {
+    end++;
+  }
+  if (end < lines.length && lines[end].startsWith("}")) {
+    end++; // TypeScript's closing brace belongs to the function
+  }
+  let begin = start;
+  if (start > 0 && lines[start - 1].trimEnd().endsWith("*/")) {
+    begin = start - 1;
+    while (begin > 0 && !lines[begin].trimStart().startsWith("/**")) {
+      begin--;
+    }
+  }
+  return lines.slice(begin, end).join("\n").trimEnd();
+}
+
+/** What the guided mode shows of one source: its five steps, and the softmax that step 4 calls. */
+export interface SourceSteps {
+  readonly steps: Record<number, string>;
+  readonly softmax: string;
+}
+
+/** The five steps of attention.ts and of reference.py, as the guided mode shows them. */
+export function sourceSteps(): { typescript: SourceSteps; python: SourceSteps } {
+  const root = resolve(HERE, "..", "..");
+  const read = (path: string, comment: string, softmax: string): SourceSteps => {
+    const text = readFileSync(join(root, path), "utf8");
+    return { steps: stepBlocks(text, comment, path), softmax: functionSource(text, softmax, path) };
+  };
+  return {
+    typescript: read("typescript/src/attention.ts", "//", "export function softmax("),
+    python: read("python/attention_port/reference.py", "#", "def softmax("),
+  };
 }
 
 /** Inside an inline <script>, "</script" would end the script early. */
@@ -145,7 +278,9 @@ export async function buildPage(
     literals.push(literal);
   }
   const template = readFileSync(join(HERE, "index.html"), "utf8");
-  const casesScript = `window.EXPLORER_CASES = [\n${literals.join(",\n")}\n];`;
+  const casesScript =
+    `window.EXPLORER_CASES = [\n${literals.join(",\n")}\n];\n` +
+    `window.EXPLORER_SOURCES = ${JSON.stringify(sourceSteps())};`;
   const { code: script } = await bundle();
   // Function replacers: a `$` in the script must not be read as a replacement pattern.
   const html = template
@@ -193,8 +328,10 @@ export function serve(port: number, options: PageOptions = {}): Promise<string> 
     console.log("explorer stopped");
     process.exit(0);
   };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
+  // Ctrl-C, `kill` and a closed terminal all stop the server (never one left answering).
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.on(signal, stop);
+  }
   return new Promise((done, fail) => {
     server.once("error", fail);
     server.listen(port, "127.0.0.1", () => {

@@ -1,5 +1,5 @@
 /**
- * The attention explorer's page: reads the controls, calls typescript/src/attention.ts, draws the
+ * The attention explorer's page: reads the controls, calls the chosen port (backends.ts), draws the
  * steps. Bundled for the browser by build.ts (esbuild); the logic it leans on is in model.ts.
  *
  * Nothing here throws to the console: every input goes through the port's own checks, and an
@@ -7,20 +7,20 @@
  * screen (dimmed).
  */
 
+import { AttentionInputError, type AttentionOptions, type AttentionSteps } from "../src/attention.ts";
+import { BACKENDS, type Backend, backendNamed, DEFAULT_BACKEND } from "./backends.ts";
 import {
-  AttentionInputError,
-  type AttentionOptions,
-  type AttentionSteps,
-  attentionSteps,
-} from "../src/attention.ts";
-import {
+  camelCaseMessage,
+  caseNumbers,
   checkOutput,
   type ExplorerCase,
   errorTarget,
+  errorVerdict,
   finiteRange,
   flatten,
   formatTensorText,
   numberText,
+  operand,
   outerIndices,
   outputArithmetic,
   outsideContract,
@@ -34,6 +34,7 @@ import {
   sqrtDkPoint,
   tutorialInputs,
   viridis,
+  viridisRgb,
   weightArithmetic,
 } from "./model.ts";
 
@@ -53,7 +54,6 @@ const INPUT_LABELS: Record<InputName, string> = {
 };
 const EDITABLE_CELLS = 256; // cell editors for a rank-2 input of at most this many numbers
 const NUMBERS_UP_TO = 24; // columns beyond which numbers no longer fit in a cell
-const FOCUSABLE_UP_TO = 256; // heatmap cells a keyboard can tab through (beyond: hover only)
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const cases: readonly ExplorerCase[] = window.EXPLORER_CASES ?? [];
@@ -69,6 +69,8 @@ const state = {
   fixture: null as ExplorerCase | null, // the fixture case loaded, while nothing was changed since
   result: null as Result | null, // the last good result (kept on screen when an input goes bad)
   lit: null as { step: string; i: number; j: number } | null,
+  backend: backendNamed(DEFAULT_BACKEND) as Backend,
+  generation: 0, // counts recomputes: an answer that arrives after a newer request is dropped
 };
 
 function element<K extends keyof HTMLElementTagNameMap>(
@@ -135,7 +137,12 @@ function drawCellEditors(name: InputName, value: unknown): void {
     return;
   }
   const rows = value as number[][];
-  const table = element("table", { class: "cells-edit", "data-input": name });
+  const table = element("table", {
+    class: "cells-edit",
+    "data-input": name,
+    "aria-label": `${name}, one cell per number: arrow keys move between cells`,
+  });
+  const here = editorCursor[name] ?? { r: 0, c: 0 };
   rows.forEach((row, r) => {
     const tr = element("tr", { "data-row": String(r) });
     row.forEach((x, c) => {
@@ -144,6 +151,11 @@ function drawCellEditors(name: InputName, value: unknown): void {
         type: "text",
         value: numberText(x),
         "aria-label": `${name}[${r}][${c}]`,
+        "data-r": String(r),
+        "data-c": String(c),
+        // One Tab stop per input (a roving tabindex), as for the heatmaps.
+        tabindex:
+          r === Math.min(here.r, rows.length - 1) && c === Math.min(here.c, row.length - 1) ? "0" : "-1",
       });
       input.addEventListener("change", () => {
         const parsed = parseTensorText(textOf(name).value);
@@ -162,8 +174,44 @@ function drawCellEditors(name: InputName, value: unknown): void {
     });
     table.append(tr);
   });
+  table.addEventListener("focusin", (event) => {
+    const input = event.target as HTMLInputElement;
+    editorCursor[name] = { r: Number(input.dataset.r), c: Number(input.dataset.c) };
+    for (const other of table.querySelectorAll<HTMLInputElement>('input[tabindex="0"]')) {
+      other.tabIndex = -1;
+    }
+    input.tabIndex = 0;
+  });
+  table.addEventListener("keydown", (event) => {
+    const input = event.target as HTMLInputElement;
+    const [r, c] = [Number(input.dataset.r), Number(input.dataset.c)];
+    const atStart = input.selectionStart === 0 && input.selectionEnd === 0;
+    const atEnd = input.selectionStart === input.value.length;
+    // Up and down always move; left and right once the caret is at the edge of the number.
+    const to =
+      event.key === "ArrowUp"
+        ? [r - 1, c]
+        : event.key === "ArrowDown"
+          ? [r + 1, c]
+          : event.key === "ArrowLeft" && atStart
+            ? [r, c - 1]
+            : event.key === "ArrowRight" && atEnd
+              ? [r, c + 1]
+              : null;
+    const next =
+      to === null
+        ? null
+        : table.querySelector<HTMLInputElement>(`input[data-r="${to[0]}"][data-c="${to[1]}"]`);
+    if (next !== null) {
+      event.preventDefault();
+      next.focus();
+    }
+  });
   holder.append(table);
 }
+
+/** The Tab stop of each input's cell editor, kept when the editors are redrawn. */
+const editorCursor: Partial<Record<InputName, { r: number; c: number }>> = {};
 
 // ---- Options -----------------------------------------------------------------------------------------
 
@@ -214,21 +262,51 @@ function applyParams(params: ExplorerCase["params"]): void {
 
 // ---- Recompute ---------------------------------------------------------------------------------------
 
+/** Where an error is said: under the input box or the option it is about. */
+type ErrorTarget = InputName | "scale" | "softcap" | "causal" | "gqa" | "options";
+const ERROR_TARGETS: readonly ErrorTarget[] = [
+  ...INPUT_NAMES,
+  "scale",
+  "softcap",
+  "causal",
+  "gqa",
+  "options",
+];
+
 function clearErrors(): void {
-  for (const name of [...INPUT_NAMES, "options"]) {
+  for (const name of ERROR_TARGETS) {
     $(`error-${name}`).textContent = "";
   }
 }
 
-function showError(target: InputName | "options", message: string): void {
+function showError(target: ErrorTarget, message: string): void {
   clearErrors();
   $(`error-${target}`).textContent = message;
   $("steps").classList.add("stale");
   $("status").textContent = "showing the last good result";
   drawFixturePanel(null);
+  const words = "The inputs or options have an error (see the red line): nothing to explain.";
+  $("arithmetic").replaceChildren(element("p", { class: "hint" }, words));
+  if (guide.open) {
+    $("guide-text").replaceChildren(element("p", { class: "hint" }, words));
+  }
 }
 
-function recompute(): void {
+/** Recompute with the chosen backend. Asynchronous, since a backend may be (a GPU's is); the page
+ * marks itself busy (body[data-busy]) until the newest request has been drawn. */
+async function recompute(): Promise<void> {
+  const generation = ++state.generation;
+  document.body.dataset.busy = "true";
+  try {
+    await recomputeNow(generation);
+  } finally {
+    if (generation === state.generation) {
+      delete document.body.dataset.busy;
+    }
+  }
+}
+
+async function recomputeNow(generation: number): Promise<void> {
   const inputs = {} as Record<InputName, unknown>;
   for (const name of INPUT_NAMES) {
     const parsed = parseTensorText(textOf(name).value);
@@ -238,23 +316,40 @@ function recompute(): void {
     }
     inputs[name] = parsed.value;
   }
+  if (
+    $<HTMLSelectElement>("scale-mode").value === "custom" &&
+    $<HTMLInputElement>("scale-custom").value.trim() === ""
+  ) {
+    // An empty box would read as "no scale given", i.e. 1/√d_k, while "custom" stays selected.
+    showError("scale", "scale is custom but its box is empty: type a number, or choose 1/√d_k");
+    return;
+  }
   const options = readOptions(inputs.attnMask);
   let steps: AttentionSteps;
   const started = performance.now();
+  const backend = state.backend;
   try {
-    steps = attentionSteps(
-      inputs.query as Parameters<typeof attentionSteps>[0],
-      inputs.key as Parameters<typeof attentionSteps>[1],
-      inputs.value as Parameters<typeof attentionSteps>[2],
+    type Tensor = Parameters<Backend["steps"]>[0];
+    steps = await backend.steps(
+      inputs.query as Tensor,
+      inputs.key as Tensor,
+      inputs.value as Tensor,
       options,
     );
   } catch (error) {
+    if (generation !== state.generation) {
+      return;
+    }
     if (error instanceof AttentionInputError) {
       showError(errorTarget(error.message), `AttentionInputError (${error.kind}): ${error.message}`);
+      drawErrorVerdict({ kind: error.kind, message: error.message });
     } else {
       showError("options", `unexpected error: ${String(error)}`);
     }
     return;
+  }
+  if (generation !== state.generation) {
+    return; // a newer request is under way
   }
   const computeMs = performance.now() - started;
   clearErrors();
@@ -269,10 +364,12 @@ function recompute(): void {
   fillHeadPicker(steps.scoresShape.slice(0, -2));
   drawSteps();
   drawFixturePanel(steps);
+  drawErrorVerdict(null);
   const drawMs = performance.now() - drawStart;
   $("steps").classList.remove("stale");
   const status = $("status");
-  status.textContent = `attention.ts ${computeMs.toFixed(1)} ms, drawing ${drawMs.toFixed(1)} ms`;
+  status.textContent = `${backend.source.split("/").at(-1)} ${computeMs.toFixed(1)} ms, drawing ${drawMs.toFixed(1)} ms`;
+  status.dataset.backend = backend.name;
   status.dataset.computeMs = String(computeMs);
   status.dataset.totalMs = String(computeMs + drawMs);
 }
@@ -377,9 +474,51 @@ function drawSteps(): void {
     figures.push(heatmap("expected", "the oracle's output (50 digits, rounded once)", rows, [lq, ev]));
   }
   $("steps").replaceChildren(...figures);
-  const logits = $("table-logits");
-  logits.classList.add("clickable");
+  $("step-logits").classList.add("clickable");
+  drawAllHeads();
+  refreshExplanation();
+  drawGuide(); // the guide too is redone on every change (causal ticked, a new head, new inputs)
 }
+
+/** Every head's weights side by side, each labelled with the key/value head it reads (under
+ * grouped-query attention, Hq / Hkv query heads share one). */
+function drawAllHeads(): void {
+  const holder = $("multi-head");
+  const result = state.result;
+  const wanted = $<HTMLInputElement>("all-heads").checked;
+  if (!wanted || result === null) {
+    holder.replaceChildren();
+    return;
+  }
+  const { steps } = result;
+  const outerShape = steps.scoresShape.slice(0, -2);
+  const [lq, lk] = steps.scoresShape.slice(-2);
+  const heads = outerShape.at(-1) ?? 1;
+  const kvHeads = shapeOf(result.inputs.key).length >= 3 ? (shapeOf(result.inputs.key).at(-3) ?? 1) : 1;
+  const group = Math.max(1, heads / kvHeads);
+  const title = element("h2", {}, "Every head side by side: the weights");
+  const figures = element("div", { class: "heads" });
+  holder.replaceChildren(title, figures);
+  figures.replaceChildren(
+    ...outerIndices(outerShape).map((outer, n) => {
+      const h = outer.at(-1) ?? 0;
+      const batch = outer.slice(0, -1);
+      const words = [
+        ...batch.map((b) => `batch ${b}`),
+        outer.length === 0 ? "the only head" : `head ${h}`,
+        outer.length === 0 ? "" : `reads key/value head ${Math.floor(h / group)}`,
+      ].filter((w) => w !== "");
+      return heatmap(`weights@${n}`, `weights, ${words.join(", ")}`, sliceAt(steps.weights, outer), [lq, lk]);
+    }),
+  );
+}
+
+/** The keyboard's cell in each heatmap (a roving tabindex: one Tab stop per heatmap, arrow keys
+ * inside), kept across recomputes. */
+const cursor: Record<string, { i: number; j: number }> = {};
+
+/** The matrices on screen, by step, for the canvases (which carry no per-cell elements). */
+const shown: Record<string, readonly (readonly number[])[]> = {};
 
 function heatmap(
   step: string,
@@ -388,24 +527,41 @@ function heatmap(
   shape: readonly number[],
   rowSums = false,
 ): HTMLElement {
+  shown[step] = matrix;
   const figure = element("figure", { class: "step", id: `step-${step}` });
-  const caption = element("figcaption", {}, title);
+  const caption = element("figcaption", { id: `caption-${step}` }, title);
   caption.append(element("span", { class: "shape" }, `[${shape.join(", ")}]`));
   figure.append(caption);
-  const [low, high] = finiteRange(matrix);
-  const cols = shape[1];
-  const dense = cols > NUMBERS_UP_TO;
-  const focusable = shape[0] * cols <= FOCUSABLE_UP_TO;
-  const size = dense ? "heat dense" : cols > 8 ? "heat medium" : "heat";
-  const table = element("table", { class: size, id: `table-${step}`, "data-step": step });
-  // Built as one string: for 64 x 64 matrices that is many times faster than a node per cell.
-  const html: string[] = [];
-  if (!dense) {
-    html.push(`<tr><th></th>${Array.from({ length: cols }, (_, j) => `<th>${j}</th>`).join("")}</tr>`);
+  const [rows, cols] = shape;
+  const at = cursor[step] ?? { i: 0, j: 0 };
+  cursor[step] = { i: Math.min(at.i, Math.max(rows - 1, 0)), j: Math.min(at.j, Math.max(cols - 1, 0)) };
+  const keys = step === "logits" ? "arrow keys move, Enter or Space masks the cell" : "arrow keys move";
+  if (cols > NUMBERS_UP_TO) {
+    figure.append(canvasHeatmap(step, matrix, rows, cols, `${title}: ${rows} by ${cols}; ${keys}`));
+    figure.append(
+      element("p", { class: "hint" }, "too many columns for numbers: hover a cell, or use the arrow keys"),
+    );
+    return figure;
   }
-  const tab = focusable ? ' tabindex="0"' : "";
+  const [low, high] = finiteRange(matrix);
+  const size = cols > 8 ? "heat medium" : "heat";
+  const table = element("table", {
+    class: size,
+    id: `table-${step}`,
+    "data-step": step,
+    "aria-labelledby": `caption-${step}`,
+    "aria-describedby": "heatmap-keys",
+  });
+  // Built as one string and written once: many times faster than a node per cell.
+  const html: string[] = [
+    `<caption class="sr-only">${title}: ${rows} rows by ${cols} columns; ${keys}</caption>`,
+  ];
+  html.push(
+    `<tr><th></th>${Array.from({ length: cols }, (_, j) => `<th scope="col">${j}</th>`).join("")}</tr>`,
+  );
+  const here = cursor[step];
   matrix.forEach((row, i) => {
-    html.push(`<tr><th>${dense ? "" : i}</th>`);
+    html.push(`<tr><th scope="row">${i}</th>`);
     row.forEach((x, j) => {
       let look: string;
       if (x === -Infinity) {
@@ -416,8 +572,10 @@ function heatmap(
         const { colour, darkText } = viridis(high > low ? (x - low) / (high - low) : 0.5);
         look = `class="num" style="background:${colour};color:${darkText ? "#000" : "#fff"}"`;
       }
-      const text = dense ? "" : shortNumber(x);
-      html.push(`<td ${look} data-i="${i}" data-j="${j}" data-value="${numberText(x)}"${tab}>${text}</td>`);
+      const tab = i === here.i && j === here.j ? "0" : "-1";
+      html.push(
+        `<td ${look} data-i="${i}" data-j="${j}" data-value="${numberText(x)}" tabindex="${tab}">${shortNumber(x)}</td>`,
+      );
     });
     if (rowSums) {
       const sum = row.reduce((a, x) => a + x, 0);
@@ -427,27 +585,130 @@ function heatmap(
   });
   table.innerHTML = html.join("");
   figure.append(table);
-  if (dense) {
-    figure.append(element("p", { class: "hint" }, "too many columns for numbers: hover a cell"));
-  }
   return figure;
 }
 
-function cellOf(event: Event): { step: string; i: number; j: number; td: HTMLElement } | null {
-  const td = (event.target as HTMLElement).closest?.("td.num") as HTMLElement | null;
+const CANVAS_CELL = 7; // CSS pixels per cell of a canvas heatmap
+const MASKED_RGB: [number, number, number] = [0xe4, 0xe4, 0xea];
+const NAN_RGB: [number, number, number] = [0xff, 0x8a, 0x80];
+
+/** A heatmap too wide for numbers, painted on one canvas: one element where a table would have
+ * Lq x Lk cells to build, style and lay out (the slow part at 64 x 64). */
+function canvasHeatmap(
+  step: string,
+  matrix: readonly (readonly number[])[],
+  rows: number,
+  cols: number,
+  label: string,
+): HTMLElement {
+  const holder = element("div", { class: "canvas-holder" });
+  // One pixel per cell, drawn as one ImageData write and enlarged by CSS (image-rendering:
+  // pixelated): no per-cell fill style to parse.
+  const canvas = element("canvas", {
+    id: `canvas-${step}`,
+    class: "heat-canvas",
+    "data-step": step,
+    width: String(cols),
+    height: String(rows),
+    style: `width:${cols * CANVAS_CELL}px;height:${rows * CANVAS_CELL}px`,
+    tabindex: "0",
+    role: "img",
+    "aria-label": label,
+    "aria-describedby": "heatmap-keys",
+  });
+  const context = canvas.getContext("2d");
+  const [low, high] = finiteRange(matrix);
+  if (context !== null && rows > 0 && cols > 0) {
+    const image = context.createImageData(cols, rows);
+    const pixels = image.data; // [rows, cols, 4] RGBA
+    matrix.forEach((row, i) => {
+      row.forEach((x, j) => {
+        const [r, g, b] =
+          x === -Infinity
+            ? MASKED_RGB
+            : Number.isNaN(x)
+              ? NAN_RGB
+              : viridisRgb(high > low ? (x - low) / (high - low) : 0.5);
+        const at = (i * cols + j) * 4;
+        pixels[at] = r;
+        pixels[at + 1] = g;
+        pixels[at + 2] = b;
+        pixels[at + 3] = 255;
+      });
+    });
+    context.putImageData(image, 0, 0);
+  }
+  holder.append(canvas, element("div", { class: "canvas-cursor", hidden: "" }));
+  return holder;
+}
+
+/** Show (i, j) as the current cell of a heatmap: focus it (table) or move the cursor (canvas). */
+function placeCursor(step: string, i: number, j: number, focus: boolean): void {
+  cursor[step] = { i, j };
+  const table = document.getElementById(`table-${step}`);
+  if (table !== null) {
+    for (const td of table.querySelectorAll<HTMLElement>('td.num[tabindex="0"]')) {
+      td.tabIndex = -1;
+    }
+    const td = table.querySelector<HTMLElement>(`td.num[data-i="${i}"][data-j="${j}"]`);
+    if (td !== null) {
+      td.tabIndex = 0;
+      if (focus) {
+        td.focus();
+      }
+    }
+    return;
+  }
+  const canvas = document.getElementById(`canvas-${step}`);
+  const mark = canvas?.nextElementSibling as HTMLElement | null;
+  if (canvas !== null && mark !== null) {
+    mark.hidden = false;
+    mark.style.left = `${j * CANVAS_CELL - 1}px`;
+    mark.style.top = `${i * CANVAS_CELL - 1}px`;
+    if (focus) {
+      canvas.focus();
+    }
+  }
+}
+
+/** The heatmap cell an event is about: a table cell, a point on a canvas, or, for a key pressed on
+ * a canvas, its cursor. */
+function cellOf(event: Event): { step: string; i: number; j: number } | null {
+  const target = event.target as HTMLElement;
+  if (target instanceof HTMLCanvasElement && target.dataset.step !== undefined) {
+    const step = target.dataset.step;
+    const rows = shown[step]?.length ?? 0;
+    const cols = shown[step]?.[0]?.length ?? 0;
+    if (event instanceof MouseEvent) {
+      const i = Math.floor(event.offsetY / CANVAS_CELL);
+      const j = Math.floor(event.offsetX / CANVAS_CELL);
+      return i >= 0 && i < rows && j >= 0 && j < cols ? { step, i, j } : null;
+    }
+    const at = cursor[step] ?? { i: 0, j: 0 };
+    return { step, ...at };
+  }
+  const td = target.closest?.("td.num") as HTMLElement | null;
   const table = td?.closest("table.heat") as HTMLElement | null;
-  if (td === null || table === null || td === undefined) {
+  if (td === null || td === undefined || table === null) {
     return null;
   }
-  return { step: table.dataset.step ?? "", i: Number(td.dataset.i), j: Number(td.dataset.j), td };
+  return { step: table.dataset.step ?? "", i: Number(td.dataset.i), j: Number(td.dataset.j) };
 }
 
 function highlight(step: string, i: number, j: number): void {
   for (const node of document.querySelectorAll(".lit-row, .lit-col, .lit-cell, tr.lit")) {
     node.classList.remove("lit-row", "lit-col", "lit-cell", "lit");
   }
+  if (step.includes("@")) {
+    // A head of the side-by-side view: only its own cell (the step view may show another head).
+    document
+      .getElementById(`table-${step}`)
+      ?.querySelector(`td.num[data-i="${i}"][data-j="${j}"]`)
+      ?.classList.add("lit-cell");
+    return;
+  }
   const square = step === "scores" || step === "logits" || step === "weights";
-  for (const table of document.querySelectorAll<HTMLElement>("table.heat")) {
+  for (const table of document.querySelectorAll<HTMLElement>("#steps table.heat")) {
     const own = table.dataset.step === step;
     for (const td of table.querySelectorAll<HTMLElement>(`td.num[data-i="${i}"]`)) {
       td.classList.add("lit-row");
@@ -461,6 +722,9 @@ function highlight(step: string, i: number, j: number): void {
       table.querySelector(`td.num[data-i="${i}"][data-j="${j}"]`)?.classList.add("lit-cell");
     }
   }
+  if (document.getElementById(`canvas-${step}`) !== null) {
+    placeCursor(step, i, j, false);
+  }
   // The query row i and the key row j in the cell editors.
   document.querySelector(`table.cells-edit[data-input="query"] tr[data-row="${i}"]`)?.classList.add("lit");
   if (square) {
@@ -468,9 +732,36 @@ function highlight(step: string, i: number, j: number): void {
   }
 }
 
+/** After every recompute or change of view: the explanation is redone for the same cell, or
+ * cleared when that cell no longer exists, so it never describes numbers that are not on screen. */
+function refreshExplanation(): void {
+  const lit = state.lit;
+  const matrix = lit === null ? undefined : shown[lit.step];
+  if (lit === null || matrix === undefined || lit.i >= matrix.length || lit.j >= (matrix[0]?.length ?? 0)) {
+    state.lit = null;
+    $("arithmetic").replaceChildren(element("p", { class: "hint" }, ARITHMETIC_HINT));
+    return;
+  }
+  highlight(lit.step, lit.i, lit.j);
+  explain(lit.step, lit.i, lit.j);
+}
+
+const ARITHMETIC_HINT = "Hover, tap or focus a weight, logit, score or output cell to see its arithmetic.";
+
 function explain(step: string, i: number, j: number): void {
   const result = state.result;
   if (result === null) {
+    return;
+  }
+  state.lit = { step, i, j };
+  if (step.includes("@")) {
+    // A head of the side-by-side view: its value; the full arithmetic is in the step view.
+    const value = shown[step]?.[i]?.[j];
+    const title = $(`caption-${step}`).firstChild?.textContent ?? step;
+    $("arithmetic").replaceChildren(
+      element("p", { class: "mono" }, `${title}: [${i}][${j}] = ${numberText(value)}`),
+      element("p", { class: "hint" }, "Choose this head under “view” to see its arithmetic step by step."),
+    );
     return;
   }
   const outer = currentOuter();
@@ -546,37 +837,85 @@ function maskCellAt(
   return typeof node === "boolean" || typeof node === "number" ? node : null;
 }
 
-/** Click (or Enter on) a logits cell: flip it in a 2-D [Lq, Lk] mask, making one if there is none. */
-function toggleMask(i: number, j: number): void {
+/** The mask as a full [B..., Hq, Lq, Lk] array of its cells (broadcast numpy-style), so that one
+ * head's cell can change alone. */
+function expandedMask(mask: unknown, scoresShape: readonly number[]): unknown[] {
+  const build = (prefix: number[]): unknown[] => {
+    const depth = prefix.length;
+    if (depth === scoresShape.length - 2) {
+      const [lq, lk] = scoresShape.slice(-2);
+      return Array.from({ length: lq }, (_, i) =>
+        Array.from({ length: lk }, (_, j) => maskCellAt(mask, scoresShape, prefix, i, j)),
+      );
+    }
+    return Array.from({ length: scoresShape[depth] }, (_, n) => build([...prefix, n]));
+  };
+  return build([]);
+}
+
+/** Click, Enter or a long press on a logits cell: flip that cell of the viewed head in the mask,
+ * making one if there is none. With one head the mask is [Lq, Lk]; with several it becomes
+ * [B..., Hq, Lq, Lk] so the other heads keep theirs. The mode decides what is written: a boolean
+ * (false: may not attend), or the float value added to the logit (a boolean mask is turned into
+ * its float form first: true is 0, false is -Infinity). */
+async function toggleMask(i: number, j: number): Promise<void> {
   const result = state.result;
-  if (result === null) {
+  const outer = currentOuter();
+  if (result === null || outer === null) {
     return;
   }
-  const [lq, lk] = result.steps.scoresShape.slice(-2);
+  const { scoresShape } = result.steps;
   const parsed = parseTensorText(textOf("attnMask").value);
-  let mask = parsed.ok ? parsed.value : null;
   const floatMode = $<HTMLSelectElement>("mask-mode").value === "float";
   const maskValueText = parseTensorText($<HTMLInputElement>("mask-value").value);
   const maskValue = maskValueText.ok ? maskValueText.value : $<HTMLInputElement>("mask-value").value;
-  if (mask === null) {
-    mask = Array.from({ length: lq }, () => Array.from({ length: lk }, () => (floatMode ? 0 : true)));
+  const old = parsed.ok ? parsed.value : null;
+  const oneHead = outer.length === 0;
+  const mapCells = (x: unknown, f: (cell: unknown) => unknown): unknown =>
+    Array.isArray(x) ? x.map((y) => mapCells(y, f)) : f(x);
+  let mask: unknown[];
+  if (old === null) {
+    mask = mapCells(expandedMask(null, scoresShape), () => (floatMode ? 0 : true)) as unknown[];
+  } else {
+    const shape = shapeOf(old);
+    if (!Array.isArray(old) || shape.length > scoresShape.length) {
+      $("error-attnMask").textContent =
+        `clicking edits a mask of up to ${JSON.stringify(scoresShape)}; this one is ${JSON.stringify(shape)}: edit it as text, or clear it`;
+      return;
+    }
+    mask =
+      JSON.stringify(shape) === JSON.stringify(scoresShape)
+        ? (old as unknown[])
+        : expandedMask(old, scoresShape);
   }
-  const shape = shapeOf(mask);
-  if (shape.length !== 2 || shape[0] !== lq || shape[1] !== lk) {
-    $("error-attnMask").textContent =
-      `clicking edits a 2-D [${lq}, ${lk}] mask; this one is ${JSON.stringify(shape)}: edit it as text, or clear it`;
-    return;
+  if (floatMode) {
+    mask = mapCells(mask, (x) => (x === true ? 0 : x === false ? -Infinity : x)) as unknown[];
   }
-  const rows = mask as unknown[][];
+  const rows = sliceAt(mask as never, outer) as unknown[][];
   const cell = rows[i][j];
-  rows[i][j] = typeof cell === "boolean" ? !cell : cell === 0 ? maskValue : 0;
-  textOf("attnMask").value = formatTensorText(rows);
+  if (floatMode) {
+    rows[i][j] = cell === 0 ? maskValue : 0;
+  } else {
+    rows[i][j] = typeof cell === "boolean" ? !cell : cell === -Infinity ? 0 : -Infinity;
+  }
+  textOf("attnMask").value = formatTensorText(mask);
+  const heads = outerIndices(scoresShape.slice(0, -2)).length;
+  $("mask-note").textContent = oneHead
+    ? ""
+    : `the last click changed query ${i}, key ${j} of ${$<HTMLSelectElement>("head").selectedOptions[0]?.textContent ?? "this head"} only (of ${heads})`;
   state.fixture = null;
-  recompute();
+  await recompute();
 }
 
+const LONG_PRESS_MS = 500;
+
 function wireHeatmaps(): void {
-  const steps = $("steps");
+  for (const holder of [$("steps"), $("multi-head")]) {
+    wireHeatmapsIn(holder);
+  }
+}
+
+function wireHeatmapsIn(steps: HTMLElement): void {
   const show = (event: Event) => {
     const cell = cellOf(event);
     if (cell !== null) {
@@ -585,19 +924,69 @@ function wireHeatmaps(): void {
     }
   };
   steps.addEventListener("mouseover", show);
+  steps.addEventListener("mousemove", (event) => {
+    if (event.target instanceof HTMLCanvasElement) {
+      show(event);
+    }
+  });
   steps.addEventListener("focusin", show);
+  // On touch a tap explains (a finger has no hover); a long press masks. With a mouse, a click on
+  // a logits cell masks it.
+  let touch = { down: false, masked: false, timer: 0 };
+  steps.addEventListener("pointerdown", (event) => {
+    touch = { down: event.pointerType === "touch", masked: false, timer: 0 };
+    const cell = cellOf(event);
+    if (touch.down && cell?.step === "logits") {
+      touch.timer = window.setTimeout(() => {
+        touch.masked = true;
+        toggleMask(cell.i, cell.j);
+      }, LONG_PRESS_MS);
+    }
+  });
+  for (const name of ["pointerup", "pointercancel", "pointerleave"] as const) {
+    steps.addEventListener(name, () => window.clearTimeout(touch.timer));
+  }
   steps.addEventListener("click", (event) => {
     const cell = cellOf(event);
-    if (cell?.step === "logits") {
+    if (cell === null) {
+      return;
+    }
+    if (touch.down) {
+      if (!touch.masked) {
+        show(event);
+      }
+      return;
+    }
+    if (cell.step === "logits") {
       toggleMask(cell.i, cell.j);
     }
   });
   steps.addEventListener("keydown", (event) => {
     const cell = cellOf(event);
-    if (cell?.step === "logits" && (event.key === "Enter" || event.key === " ")) {
+    if (cell === null) {
+      return;
+    }
+    const matrix = shown[cell.step] ?? [];
+    const [rows, cols] = [matrix.length, matrix[0]?.length ?? 0];
+    const moves: Record<string, [number, number]> = {
+      ArrowUp: [-1, 0],
+      ArrowDown: [1, 0],
+      ArrowLeft: [0, -1],
+      ArrowRight: [0, 1],
+      Home: [0, -cols],
+      End: [0, cols],
+    };
+    if (event.key in moves) {
       event.preventDefault();
-      toggleMask(cell.i, cell.j);
-      $("table-logits").querySelector<HTMLElement>(`td[data-i="${cell.i}"][data-j="${cell.j}"]`)?.focus();
+      const [di, dj] = moves[event.key];
+      const i = Math.min(rows - 1, Math.max(0, cell.i + di));
+      const j = Math.min(cols - 1, Math.max(0, cell.j + dj));
+      placeCursor(cell.step, i, j, true);
+      highlight(cell.step, i, j);
+      explain(cell.step, i, j);
+    } else if (cell.step === "logits" && (event.key === "Enter" || event.key === " ")) {
+      event.preventDefault();
+      toggleMask(cell.i, cell.j).then(() => placeCursor("logits", cell.i, cell.j, true));
     }
   });
 }
@@ -623,17 +1012,23 @@ function drawFixturePanel(steps: AttentionSteps | null): void {
   if (fixture.expected === null) {
     return; // an invalid case: the port's error is shown next to the input, beside the expected one
   }
-  if (outsideContract(fixture.expected)) {
+  const { dtype, source } = state.backend; // the rule takes the unit roundoff of the backend's dtype
+  const outside = outsideContract(fixture.expected, dtype, caseNumbers(fixture));
+  if (outside !== null) {
+    const why =
+      dtype === "float64"
+        ? "a dot product beyond the largest double"
+        : `${dtype} cannot hold this case's inputs or scores`;
     panel.append(
       element(
         "p",
         { id: "fixture-verdict", class: "verdict-good", "data-used": "outside" },
-        "outside the contract: score overflow (a dot product beyond the largest double; no answer to judge)",
+        `outside the contract: ${outside} (${why}; no answer to judge)`,
       ),
     );
     return;
   }
-  const check = checkOutput(flatten(steps.output), fixture.expected, fixture.expected.value);
+  const check = checkOutput(flatten(steps.output), fixture.expected, fixture.expected.value, dtype);
   const used = Number.isFinite(check.used) ? `${(100 * check.used).toFixed(1)}%` : "∞";
   const verdict = element(
     "p",
@@ -646,20 +1041,342 @@ function drawFixturePanel(steps: AttentionSteps | null): void {
       ? `within budget: ${used} of the error budget used`
       : `OUT OF BUDGET: ${used} of the error budget used`,
   );
+  const u = dtype === "float64" ? "2⁻⁵³ (float64)" : "2⁻²⁴ (float32)";
   panel.append(
     verdict,
     element(
       "p",
       { class: "hint" },
-      `fixture ${fixture.id}: attention.ts's output against the oracle's (exact, then 256-bit, rounded once to float64), ` +
+      `fixture ${fixture.id}: ${source.split("/").at(-1)}'s output against the oracle's (exact, then 256-bit, rounded once to float64), ` +
         `every head; largest |difference| ${check.maxAbsError.toExponential(2)}. ` +
-        "The rule, as compare.py: |x − expected| ≤ 16 · u · (1 + spread) · magnitude + 16 · error_floor, u = 2⁻⁵³, " +
+        `The rule, as compare.py: |x − expected| ≤ 16 · u · (1 + spread) · magnitude + 16 · error_floor, u = ${u}, ` +
         "from the fixture; NaN must meet NaN, an infinity the same infinity, a fully-masked row must be exactly +0.0.",
     ),
   );
   if (check.problem !== null) {
     panel.append(element("p", { class: "verdict-bad" }, check.problem));
   }
+}
+
+/** For a fixture case that must raise an error: whether the page's error is that one. */
+function drawErrorVerdict(got: { kind: string; message: string } | null): void {
+  const fixture = state.fixture;
+  if (fixture === null || fixture.expectedError === null) {
+    return;
+  }
+  const { passed, text } = errorVerdict(fixture.expectedError, got);
+  $("fixture-panel").replaceChildren(
+    element("p", { id: "fixture-verdict", class: passed ? "verdict-good" : "verdict-bad" }, text),
+  );
+}
+
+// ---- Narrow screens -------------------------------------------------------------------------------
+
+/** At 480 px or less the page is one column, and the heatmaps would sit below every input: they
+ * move to just after the input box being edited (and back, on a wider screen). */
+function wireNarrowScreens(): void {
+  const narrow = window.matchMedia("(max-width: 480px)");
+  const home = $("steps-home");
+  const place = (box: Element | null) => {
+    const steps = $("steps");
+    if (narrow.matches && box !== null) {
+      box.after(steps);
+    } else if (!narrow.matches && steps.previousElementSibling !== home) {
+      home.after(steps);
+    }
+  };
+  $("inputs-panel").addEventListener("focusin", (event) => {
+    place((event.target as HTMLElement).closest(".input-box, fieldset, .row"));
+  });
+  narrow.addEventListener("change", () => place(narrow.matches ? $("preset").closest(".row") : null));
+  if (narrow.matches) {
+    place($("preset").closest(".row"));
+  }
+}
+
+// ---- Step by step ------------------------------------------------------------------------------------
+
+declare global {
+  interface Window {
+    EXPLORER_SOURCES?: Record<"typescript" | "python", { steps: Record<number, string>; softmax: string }>;
+  }
+}
+
+const GUIDE_STEPS = ["scores", "scale", "mask", "weights", "output"] as const;
+const guide = { open: false, step: 0 };
+
+/** A row of numbers at full precision, the first 8 and a count beyond. */
+function rowText(row: readonly number[]): string {
+  const shown = row.slice(0, 8).map(numberText);
+  return `[${shown.join(", ")}${row.length > 8 ? `, … (${row.length})` : ""}]`;
+}
+
+function guideLines(step: number, i: number, j: number): string[] {
+  const result = state.result;
+  const outer = currentOuter();
+  if (result === null || outer === null) {
+    return ["Nothing to walk through: the inputs have an error."];
+  }
+  const { steps, options, scale } = result;
+  const query = inputMatrix("query", outer);
+  const key = inputMatrix("key", outer);
+  const value = inputMatrix("value", outer);
+  const scores = sliceAt(steps.scores, outer);
+  const logits = sliceAt(steps.logits, outer);
+  const weights = sliceAt(steps.weights, outer);
+  const output = sliceAt(steps.output, outer);
+  const E = query?.[0]?.length ?? 0;
+  switch (GUIDE_STEPS[step]) {
+    case "scores":
+      return [
+        `Query row ${i} asks; key row ${j} answers. Their dot product says how well they match:`,
+        `q${i} = ${query === null ? "…" : rowText(query[i])}`,
+        `k${j} = ${key === null ? "…" : rowText(key[j])}`,
+        `q${i}·k${j} = ${
+          query === null || key === null
+            ? "…"
+            : query[i]
+                .map((q, t) => `${operand(q)}×${operand(key[j][t])}`)
+                .slice(0, 8)
+                .join(" + ")
+        } = ${numberText(scores[i][j])}`,
+        `Every query meets every key this way: scores = Q·Kᵀ, one row per query, one column per key (highlighted: row ${i}, column ${j}).`,
+      ];
+    case "scale":
+      return [
+        options.scale === null || options.scale === undefined
+          ? `scale = 1/√d_k = 1/√${E} = ${numberText(scale)}: it keeps the logits' spread near 1 whatever d_k is (the √d_k panel below shows why).`
+          : `scale = ${numberText(scale)} (chosen above; the default would be 1/√${E}).`,
+        `logit = score × scale = ${operand(scores[i][j])} × ${numberText(scale)} = ${numberText(scores[i][j] * scale)}`,
+        ...(Number(options.softcap ?? 0) > 0
+          ? [
+              `then softcap ${numberText(Number(options.softcap))}·tanh(x / ${numberText(Number(options.softcap))}) squashes it into (−softcap, softcap).`,
+            ]
+          : []),
+      ];
+    case "mask": {
+      const causal = options.isCausal === true;
+      const masked = logits[i][j] === -Infinity;
+      return [
+        causal
+          ? `causal is on: query ${i} may look at keys 0…${i} only; key ${j} ${j > i ? "is later, so its logit becomes −∞" : "is allowed"}.`
+          : "causal is off: every query may look at every key (tick causal to hide the later keys).",
+        options.attnMask === null
+          ? "No attnMask (click a logits cell to mask it: the cell becomes −∞ and its weight exactly 0)."
+          : "attnMask is set: false (or −∞ added) hides a key; a finite number is added to the logit as a bias.",
+        `logits[${i}][${j}] = ${masked ? "−∞ (masked: exp(−∞) = 0)" : numberText(logits[i][j])}`,
+      ];
+    }
+    case "weights": {
+      const row = logits[i];
+      const max = Math.max(...row);
+      if (max === -Infinity) {
+        return [
+          `Every key of row ${i} is masked: its weights are all 0 and its output is 0 (nothing to attend to).`,
+        ];
+      }
+      const shifted = row.map((x) => x - max);
+      const exps = shifted.map((x) => Math.exp(x));
+      const sum = exps.reduce((a, x) => a + x, 0);
+      return [
+        `Softmax turns row ${i} of the logits into weights that sum to 1:`,
+        `logits row ${i} = ${rowText(row)}`,
+        `row max m = ${numberText(max)}; subtract it first, so every exp is of a number ≤ 0 and cannot overflow:`,
+        `x − m = ${rowText(shifted)}`,
+        `exp(x − m) = ${rowText(exps)}, sum = ${numberText(sum)}`,
+        `weights row ${i} = exp(x − m) / sum = ${rowText(weights[i])}`,
+      ];
+    }
+    case "output": {
+      const terms = weights[i]
+        .map((w, k) => `${operand(w)}·v${k}`)
+        .slice(0, 6)
+        .join(" + ");
+      return [
+        `Output row ${i} is the weights-average of the value rows: Σ_j w${i}j · v_j`,
+        ...(value === null ? [] : value.slice(0, 6).map((v, k) => `v${k} = ${rowText(v)}`)),
+        `out${i} = ${terms}${weights[i].length > 6 ? " + …" : ""}`,
+        `= ${rowText(output[i])}`,
+      ];
+    }
+  }
+}
+
+/** Draw the guide at its step: the words, the highlighted rows and cell, and the source lines. */
+function drawGuide(): void {
+  if (!guide.open) {
+    return;
+  }
+  const result = state.result;
+  const rows = result === null ? 0 : (result.steps.scoresShape.at(-2) ?? 0);
+  const cols = result === null ? 0 : (result.steps.scoresShape.at(-1) ?? 0);
+  for (const [id, count] of [
+    ["guide-row", rows],
+    ["guide-key", cols],
+  ] as const) {
+    const picker = $<HTMLSelectElement>(id);
+    if (picker.options.length !== count) {
+      const keep = Number(picker.value) || 0;
+      picker.replaceChildren(
+        ...Array.from({ length: count }, (_, n) => element("option", { value: String(n) }, String(n))),
+      );
+      picker.value = String(Math.min(keep, Math.max(count - 1, 0)));
+    }
+  }
+  const i = Number($<HTMLSelectElement>("guide-row").value) || 0;
+  const j = Number($<HTMLSelectElement>("guide-key").value) || 0;
+  const name = GUIDE_STEPS[guide.step];
+  $("guide-name").textContent = `${guide.step + 1}. ${name}`;
+  $("guide-count").textContent = `step ${guide.step + 1} of ${GUIDE_STEPS.length}`;
+  $<HTMLButtonElement>("guide-prev").disabled = guide.step === 0;
+  $<HTMLButtonElement>("guide-next").disabled = guide.step === GUIDE_STEPS.length - 1;
+  $("guide-text").replaceChildren(
+    ...guideLines(guide.step, i, j).map((line) => element("p", { class: "mono" }, line)),
+  );
+  const sources = window.EXPLORER_SOURCES;
+  for (const language of ["typescript", "python"] as const) {
+    const source = sources?.[language];
+    // Step 4 calls softmax: its body is where the row max is subtracted, so it is shown too.
+    const extra = name === "weights" && source !== undefined ? `\n\n${source.softmax}` : "";
+    $(`guide-${language}`).textContent = `${source?.steps[guide.step + 1] ?? ""}${extra}`;
+  }
+  document.body.dataset.guideStep = name;
+  if (rows > 0 && cols > 0) {
+    const target =
+      name === "scores" ? "scores" : name === "weights" ? "weights" : name === "output" ? "output" : "logits";
+    const shownJ = name === "output" ? 0 : j;
+    highlight(target, i, shownJ);
+    explain(target, i, shownJ);
+    if (name === "output") {
+      for (const tr of document.querySelectorAll('table.cells-edit[data-input="value"] tr')) {
+        tr.classList.add("lit");
+      }
+    }
+  }
+}
+
+function wireGuide(): void {
+  const move = (by: number) => {
+    guide.step = Math.min(GUIDE_STEPS.length - 1, Math.max(0, guide.step + by));
+    drawGuide();
+  };
+  $("guide-start").addEventListener("click", () => {
+    guide.open = true;
+    guide.step = 0;
+    // Key row: the last one, so it differs from query row 0 (and causal would hide it).
+    const keys = state.result?.steps.scoresShape.at(-1) ?? 1;
+    $<HTMLSelectElement>("guide-key").replaceChildren(
+      ...Array.from({ length: keys }, (_, n) => element("option", { value: String(n) }, String(n))),
+    );
+    $<HTMLSelectElement>("guide-key").value = String(Math.max(keys - 1, 0));
+    $("guide").hidden = false;
+    $("guide-code").hidden = false;
+    drawGuide();
+    $("guide-next").focus();
+  });
+  $("guide-close").addEventListener("click", () => {
+    guide.open = false;
+    $("guide").hidden = true;
+    $("guide-code").hidden = true;
+    delete document.body.dataset.guideStep;
+    $("guide-start").focus();
+  });
+  $("guide-prev").addEventListener("click", () => move(-1));
+  $("guide-next").addEventListener("click", () => move(1));
+  for (const id of ["guide-row", "guide-key"]) {
+    $(id).addEventListener("change", drawGuide);
+  }
+  $("guide").addEventListener("keydown", (event) => {
+    if (event.target instanceof HTMLSelectElement) {
+      return; // arrows there choose a row
+    }
+    if (event.key === "ArrowRight" || event.key === "ArrowLeft") {
+      event.preventDefault();
+      move(event.key === "ArrowRight" ? 1 : -1);
+    }
+  });
+}
+
+// ---- Copy as a TypeScript call ------------------------------------------------------------------------
+
+/** The current inputs as a TypeScript call of the readable port, to paste into a file of one's own. */
+function typescriptCall(): string {
+  const result = state.result;
+  if (result === null) {
+    return "";
+  }
+  const { inputs, options } = result;
+  const given: string[] = [];
+  if (inputs.attnMask !== null) {
+    given.push(`attnMask`);
+  }
+  if (options.isCausal === true) {
+    given.push("isCausal: true");
+  }
+  if (options.scale !== null && options.scale !== undefined) {
+    given.push(`scale: ${numberText(options.scale)}`);
+  }
+  if (Number(options.softcap ?? 0) !== 0) {
+    given.push(`softcap: ${numberText(options.softcap)}`);
+  }
+  if (options.enableGqa === true) {
+    given.push("enableGqa: true");
+  }
+  const tensor = (name: string, x: unknown) => `const ${name} = ${formatTensorText(x)};`;
+  return [
+    'import { scaledDotProductAttention } from "./typescript/src/attention.ts";',
+    "",
+    tensor("query", inputs.query),
+    tensor("key", inputs.key),
+    tensor("value", inputs.value),
+    ...(inputs.attnMask !== null ? [tensor("attnMask", inputs.attnMask)] : []),
+    "",
+    `const output = scaledDotProductAttention(query, key, value${given.length > 0 ? `, { ${given.join(", ")} }` : ""});`,
+    "console.log(output);",
+    "",
+  ].join("\n");
+}
+
+function wireCopy(): void {
+  $("copy-call").addEventListener("click", async () => {
+    const text = typescriptCall();
+    const box = $<HTMLTextAreaElement>("copy-text");
+    box.value = text;
+    $("copy-panel").hidden = false;
+    let copied = false;
+    try {
+      await navigator.clipboard.writeText(text);
+      copied = true;
+    } catch {
+      box.select(); // no clipboard here (a file:// page may not have one): selected, for Ctrl-C
+    }
+    $("copy-note").textContent = copied
+      ? "Copied. Paste it into a .ts file at the repository's root and run it with node."
+      : "Selected below: press Ctrl-C (or ⌘-C) to copy it.";
+  });
+}
+
+// ---- Backends ----------------------------------------------------------------------------------------
+
+async function fillBackends(): Promise<void> {
+  const picker = $<HTMLSelectElement>("backend");
+  picker.replaceChildren(...BACKENDS.map((b) => element("option", { value: b.name }, b.label)));
+  picker.value = state.backend.name;
+  const why = await Promise.all(BACKENDS.map((b) => b.unavailable()));
+  const notes: string[] = [];
+  BACKENDS.forEach((b, n) => {
+    const option = picker.options[n];
+    if (why[n] !== null) {
+      option.disabled = true;
+      option.title = why[n] ?? "";
+      notes.push(`${b.name}: ${why[n]}`);
+    }
+  });
+  $("backend-note").textContent = notes.join("; ");
+  picker.addEventListener("change", () => {
+    state.backend = backendNamed(picker.value) ?? state.backend;
+    recompute();
+  });
 }
 
 // ---- Presets -----------------------------------------------------------------------------------------
@@ -700,7 +1417,7 @@ function loadPreset(): void {
     state.fixture = fixture;
     description.textContent = `${fixture.description} [${fixture.tags.join(", ")}]`;
     if (fixture.expectedError !== null) {
-      description.textContent += ` Expected: AttentionInputError (${fixture.expectedError.kind}): ${fixture.expectedError.message}`;
+      description.textContent += ` Expected: AttentionInputError (${fixture.expectedError.kind}): ${camelCaseMessage(fixture.expectedError.message)}`;
     }
   }
   $<HTMLSelectElement>("head").dataset.shape = "";
@@ -765,8 +1482,10 @@ function metricPair(
   return point[key];
 }
 
+/** The slider is log2(d_k), so d_k 1-16 has as much of the track as 64-1024, as on the charts. */
 function drawSqrtDk(): void {
-  const dk = Number($<HTMLInputElement>("dk").value);
+  const dk = Math.round(2 ** Number($<HTMLInputElement>("dk").value));
+  $("dk").setAttribute("aria-valuetext", `d_k = ${dk}`);
   $("dk-value").textContent = String(dk);
   sqrtDkCurve ??= SQRT_DK_GRID.map((d) => sqrtDkPoint(d));
   const here = sqrtDkPoint(dk);
@@ -877,7 +1596,7 @@ function chart(
 
 // ---- Start -------------------------------------------------------------------------------------------
 
-function start(): void {
+async function start(): Promise<void> {
   buildInputBoxes();
   fillPresets();
   wireHeatmaps();
@@ -897,9 +1616,13 @@ function start(): void {
     state.fixture = null;
     recompute();
   });
-  $("head").addEventListener("change", () => {
-    drawSteps();
-  });
+  $("head").addEventListener("change", drawSteps);
+  $("all-heads").addEventListener("change", drawAllHeads);
+  // Seeded random: a new size or seed draws at once (no button to press first).
+  for (const field of ["lq", "lk", "e", "ev", "hq", "hkv", "seed"]) {
+    $(`random-${field}`).addEventListener("input", drawRandom);
+  }
+  wireNarrowScreens();
   $("show-numbers").addEventListener("change", () => {
     document.body.classList.toggle("show-numbers", $<HTMLInputElement>("show-numbers").checked);
   });
@@ -911,13 +1634,14 @@ function start(): void {
   $("random-draw").addEventListener("click", drawRandom);
   $("dk").addEventListener("input", drawSqrtDk);
   $<HTMLSelectElement>("preset").value = "tutorial";
+  wireGuide();
+  wireCopy();
+  await fillBackends();
   loadPreset();
   drawSqrtDk();
 }
 
-try {
-  start();
-} catch (error) {
+start().catch((error: unknown) => {
   // Never a bare exception in the console: say what broke on the page itself.
   document.body.prepend(element("p", { class: "error" }, `the explorer could not start: ${String(error)}`));
-}
+});

@@ -2,10 +2,12 @@
  * The attention explorer's logic, without the page: everything here is plain data in, plain data
  * out, so Node's test runner can check it and the page (main.ts) only draws.
  *
- * The attention itself is never computed here: the page calls typescript/src/attention.ts, the
- * readable port that `attention-port verify` holds to the fixtures. This file holds what the page
- * needs around it: reading what a reader types, the presets, slicing one (batch, head) out of the
- * steps, the colour map, the tolerance rule for a fixture case, and the √d_k experiment.
+ * The attention itself is never computed here: the page calls one of the project's ports
+ * (backends.ts; the √d_k experiment calls typescript/src/attention.ts), which `attention-port verify`
+ * holds to the fixtures. This file holds what the page needs around it: reading what a reader
+ * types, the presets, slicing one (batch, head) out of the steps, the colour map, the arithmetic
+ * behind a cell, the tolerance rule and the error verdict for a fixture case, and the √d_k
+ * experiment.
  */
 
 import { attentionSteps, type NestedArray } from "../src/attention.ts";
@@ -83,14 +85,64 @@ export function formatTensorText(value: unknown, indent = ""): string {
   return `[${value.map((x) => formatTensorText(x, inner)).join(`,\n${inner}`)}]`;
 }
 
-/** The argument an AttentionInputError message is about: its first word when that names an input
- * box (query, key, value, attnMask), else "options" (scale, softcap, isCausal, enableGqa). */
-export function errorTarget(message: string): "query" | "key" | "value" | "attnMask" | "options" {
+/** Where the page says an AttentionInputError: under the input box or the option its message
+ * starts with (query, key, value, attnMask; scale, softcap, isCausal, enableGqa), else under the
+ * options as a whole. */
+export type ErrorPlace =
+  | "query"
+  | "key"
+  | "value"
+  | "attnMask"
+  | "scale"
+  | "softcap"
+  | "causal"
+  | "gqa"
+  | "options";
+
+export function errorTarget(message: string): ErrorPlace {
   const first = /^[A-Za-z]+/.exec(message)?.[0] ?? "";
-  if (first === "query" || first === "key" || first === "value" || first === "attnMask") {
-    return first;
+  const places: Record<string, ErrorPlace> = {
+    query: "query",
+    key: "key",
+    value: "value",
+    attnMask: "attnMask",
+    scale: "scale",
+    softcap: "softcap",
+    isCausal: "causal",
+    enableGqa: "gqa",
+  };
+  return Object.hasOwn(places, first) ? places[first] : "options";
+}
+
+/** A fixture's expected error message in the page's spelling: the fixtures write the argument
+ * names as Python does (attn_mask), the TypeScript ports as TypeScript does (attnMask); the
+ * inverse of compare.py's normalize_message. */
+export function camelCaseMessage(message: string): string {
+  const names: [string, string][] = [
+    ["attn_mask", "attnMask"],
+    ["enable_gqa", "enableGqa"],
+    ["is_causal", "isCausal"],
+    ["memory_limit", "memoryLimit"],
+  ];
+  return names.reduce((text, [snake, camel]) => text.replaceAll(snake, camel), message);
+}
+
+/** An invalid fixture case's verdict: the error the page got against the one the case expects. */
+export function errorVerdict(
+  expected: { readonly kind: string; readonly message: string },
+  got: { readonly kind: string; readonly message: string } | null,
+): { passed: boolean; text: string } {
+  const want = `AttentionInputError (${expected.kind}): ${camelCaseMessage(expected.message)}`;
+  if (got === null) {
+    return { passed: false, text: `NO ERROR raised; expected ${want}` };
   }
-  return "options";
+  const passed = got.kind === expected.kind && got.message === camelCaseMessage(expected.message);
+  return {
+    passed,
+    text: passed
+      ? `the expected error: ${want}`
+      : `A DIFFERENT ERROR: got AttentionInputError (${got.kind}): ${got.message}; expected ${want}`,
+  };
 }
 
 // ---- Presets ----------------------------------------------------------------------------------------
@@ -194,7 +246,7 @@ export function flatten(x: unknown): number[] {
 
 // ---- Numbers on screen ------------------------------------------------------------------------------
 
-/** A short form for a heatmap cell: 3 significant digits, -∞ for a masked logit. */
+/** A short form for a heatmap cell: 3 significant digits (4 from 100 up), −∞ for a masked logit. */
 export function shortNumber(x: number): string {
   if (Number.isNaN(x)) {
     return "NaN";
@@ -212,7 +264,9 @@ export function shortNumber(x: number): string {
   if (magnitude >= 1e4 || magnitude < 1e-3) {
     return x.toExponential(1);
   }
-  return String(Number(x.toPrecision(3)));
+  // From 100 up, four digits: -1000 and -1002 (logits a softmax tells apart) must not both
+  // read -1000. The arithmetic panel has every digit.
+  return String(Number(x.toPrecision(magnitude >= 100 ? 4 : 3)));
 }
 
 // Viridis (matplotlib's perceptually uniform map, readable with the common colour-vision
@@ -232,13 +286,19 @@ const VIRIDIS = [
 
 /** Viridis at t in [0, 1], as an rgb() colour and whether dark text reads on it. */
 export function viridis(t: number): { readonly colour: string; readonly darkText: boolean } {
+  const [r, g, b] = viridisRgb(t);
+  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  return { colour: `rgb(${r}, ${g}, ${b})`, darkText: luminance > 140 };
+}
+
+/** Viridis at t in [0, 1] as [red, green, blue], 0-255 (a canvas writes these straight into pixels). */
+export function viridisRgb(t: number): [number, number, number] {
   const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (VIRIDIS.length - 1);
   const low = Math.floor(x);
   const high = Math.min(low + 1, VIRIDIS.length - 1);
   const f = x - low;
-  const [r, g, b] = [0, 1, 2].map((c) => Math.round(VIRIDIS[low][c] * (1 - f) + VIRIDIS[high][c] * f));
-  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  return { colour: `rgb(${r}, ${g}, ${b})`, darkText: luminance > 140 };
+  const channel = (c: number) => Math.round(VIRIDIS[low][c] * (1 - f) + VIRIDIS[high][c] * f);
+  return [channel(0), channel(1), channel(2)];
 }
 
 /** The finite range of a matrix, for its colour scale ([0, 0] when nothing is finite). */
@@ -258,9 +318,11 @@ export function finiteRange(matrix: readonly (readonly number[])[]): [number, nu
 
 // ---- The arithmetic behind one cell -----------------------------------------------------------------
 
-/** A number inside a product, in parentheses when negative: (-0.4)×(-1.2), not -0.4×-1.2. */
-function factor(x: number): string {
-  return x < 0 ? `(${shortNumber(x)})` : shortNumber(x);
+/** A number as an operand, at full precision (shortest round trip), in parentheses when negative:
+ * (-0.4)×(-1.2) and 0.5 − (-1), never -0.4×-1.2 or 0.5 − -1. */
+export function operand(x: number): string {
+  const text = numberText(x);
+  return x < 0 || Object.is(x, -0) ? `(${text})` : text;
 }
 
 export interface WeightCellInputs {
@@ -277,20 +339,24 @@ export interface WeightCellInputs {
   readonly maskCell: boolean | number | null; // this cell of the mask, broadcast; null: no mask
 }
 
+/** Up to 6 terms of a sum; beyond, the first 5 and a count. */
+function someTerms(terms: readonly string[]): string {
+  return (terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms).join(" + ");
+}
+
 /** The lines of arithmetic that lead from query row i and key row j to weights[i][j], with the
- * actual numbers. The intermediate values come from the port's steps; the exp and the sum are
- * redone here only to show them. */
+ * actual numbers at full precision. The intermediate values come from the port's steps; the exp,
+ * the row max and the sum are redone here only to show them. */
 export function weightArithmetic(cell: WeightCellInputs): string[] {
   const { queryRow, keyRow, score, scale, softcap, logitsRow, weight, i, j } = cell;
-  const n = (x: number) => shortNumber(x);
-  const terms = queryRow.map((q, t) => `${factor(q)}×${factor(keyRow[t])}`);
-  const shownTerms = terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms;
-  const lines = [`q${i}·k${j} = ${shownTerms.join(" + ") || "0 (no features)"} = ${n(score)}`];
+  const n = numberText;
+  const terms = queryRow.map((q, t) => `${operand(q)}×${operand(keyRow[t])}`);
+  const lines = [`q${i}·k${j} = ${someTerms(terms) || "0 (no features)"} = ${n(score)}`];
   let logit = score * scale;
   lines.push(`× scale ${n(scale)} = ${n(logit)}`);
   if (softcap > 0) {
     logit = softcap * Math.tanh(logit / softcap);
-    lines.push(`softcap: ${n(softcap)}·tanh(x/${n(softcap)}) = ${n(logit)}`);
+    lines.push(`softcap: ${n(softcap)}·tanh(x / ${n(softcap)}) = ${n(logit)}`);
   }
   let allowed = true;
   if (cell.isCausal && j > i) {
@@ -301,10 +367,10 @@ export function weightArithmetic(cell: WeightCellInputs): string[] {
     allowed &&= cell.maskCell;
     lines.push(cell.maskCell ? "mask: true (may attend)" : "mask: false → −∞");
   } else if (typeof cell.maskCell === "number") {
-    lines.push(`+ mask ${n(cell.maskCell)} = ${n(logit + cell.maskCell)}`);
+    lines.push(`+ mask ${operand(cell.maskCell)} = ${n(logit + cell.maskCell)}`);
   }
   const x = logitsRow[j];
-  lines.push(`logit = ${allowed ? n(x) : "−∞"}`);
+  lines.push(`logit x = ${allowed ? n(x) : "−∞"}`);
   let rowMax = -Infinity;
   for (const v of logitsRow) {
     rowMax = Math.max(rowMax, v);
@@ -317,10 +383,14 @@ export function weightArithmetic(cell: WeightCellInputs): string[] {
   for (const v of logitsRow) {
     sum += Math.exp(v - rowMax);
   }
-  const e = Math.exp(x - rowMax);
-  lines.push(`exp(x − row max) = exp(${n(x)} − ${n(rowMax)}) = ${n(e)}`);
-  lines.push(`÷ row sum ${n(sum)} = ${n(e / sum)}`);
-  lines.push(`weight (attention.ts) = ${numberText(weight)}`);
+  const shifted = x - rowMax;
+  const e = Math.exp(shifted);
+  lines.push(`row max = ${n(rowMax)} (subtracted first, so no exp can overflow)`);
+  lines.push(`x − row max = ${x === -Infinity ? "−∞" : operand(x)} − ${operand(rowMax)} = ${n(shifted)}`);
+  lines.push(`exp(${n(shifted)}) = ${n(e)}`);
+  lines.push(`row sum Σ exp(logit − row max) = ${n(sum)}`);
+  lines.push(`${n(e)} ÷ ${n(sum)} = ${n(e / sum)}`);
+  lines.push(`weight (the port's) = ${n(weight)}`);
   return lines;
 }
 
@@ -332,11 +402,10 @@ export function outputArithmetic(
   i: number,
   c: number,
 ): string[] {
-  const terms = weightsRow.map((w, j) => `${factor(w)}×${factor(valueColumn[j])}`);
-  const shown = terms.length > 6 ? [...terms.slice(0, 5), `… (${terms.length} terms)`] : terms;
+  const terms = weightsRow.map((w, j) => `${operand(w)}×${operand(valueColumn[j])}`);
   return [
     `out[${i}][${c}] = Σ_j w${i}j · v[j][${c}]`,
-    `= ${shown.join(" + ") || "0"}`,
+    `= ${someTerms(terms) || "0"}`,
     `= ${numberText(output)}`,
   ];
 }
@@ -346,6 +415,16 @@ export function outputArithmetic(
 /** The rule's constant K and float64's unit roundoff u (see python/attention_port/compare.py). */
 export const K = 16;
 export const UNIT_ROUNDOFF_FLOAT64 = 2 ** -53;
+
+/** The dtype a backend computes in, and what the rule reads of it (compare.py's UNIT_ROUNDOFF,
+ * TINY and LARGEST): the unit roundoff, the smallest subnormal, the largest finite number. */
+export type Dtype = "float64" | "float32";
+export const DTYPES: Readonly<
+  Record<Dtype, { readonly u: number; readonly tiny: number; readonly largest: number }>
+> = {
+  float64: { u: UNIT_ROUNDOFF_FLOAT64, tiny: 2 ** -1074, largest: Number.MAX_VALUE },
+  float32: { u: 2 ** -24, tiny: 2 ** -149, largest: 3.4028234663852886e38 },
+};
 
 export interface BudgetCheck {
   readonly passed: boolean;
@@ -365,21 +444,42 @@ export interface RuleValues {
   readonly scoreBound: number; // beyond the largest double: outside the contract
 }
 
-/** Whether the contract defines this case's answer (compare.py's outside_contract, float64). */
-export function outsideContract(values: RuleValues): boolean {
-  return values.scoreBound > Number.MAX_VALUE;
+/** Why the contract defines no answer for this case in this dtype, or null (compare.py's
+ * outside_contract): a score bound beyond the dtype's largest number, or, narrower than float64,
+ * an input the dtype cannot hold (`inputs`: every number of query, key, value, a float mask,
+ * scale and softcap). */
+export function outsideContract(
+  values: RuleValues,
+  dtype: Dtype = "float64",
+  inputs: readonly number[] = [],
+): string | null {
+  const { largest, tiny } = DTYPES[dtype];
+  if (values.scoreBound > largest) {
+    return `score overflow${dtype === "float64" ? "" : ` in ${dtype}`}`;
+  }
+  const beyond = (x: number) =>
+    Number.isFinite(x) && (Math.abs(x) > largest || (x !== 0 && Math.abs(x) < tiny / 2));
+  return dtype !== "float64" && inputs.some(beyond) ? `inputs beyond the ${dtype} range` : null;
 }
 
-/** The float64 output held to the project's tolerance rule, element-wise, on flat arrays.
+/** A backend's output held to the project's tolerance rule, element-wise, on flat arrays, with
+ * the unit roundoff and smallest subnormal of the dtype it computes in (float64 by default).
  *
- * The twin of compare.py's check_step for a float64 port's output (compare.py is the one place that
+ * The twin of compare.py's check_step for a port's output (compare.py is the one place that
  * decides whether a port passed; a test holds this function to it on every fixture):
  * |x - expected| <= K u (1 + spread) magnitude + K error_floor (error_floor is in units of the
  * smallest subnormal, float64's own); NaN meets only NaN, an infinity only the same infinity (or a
  * finite value whose budget reaches past the largest double); a fully-masked row must be exactly
  * +0.0; where the budget overflows, or K u (1 + spread) reaches 1 (the weights are not
  * determined), the answer must be no larger than the largest |value| the row averages. `value` is the case's value input [B..., Hkv, Lk, Ev]. */
-export function checkOutput(actual: readonly number[], values: RuleValues, value: FlatTensor): BudgetCheck {
+export function checkOutput(
+  actual: readonly number[],
+  values: RuleValues,
+  value: FlatTensor,
+  dtype: Dtype = "float64",
+): BudgetCheck {
+  const { u, tiny, largest } = DTYPES[dtype];
+  const floorScale = tiny / 2 ** -1074; // error_floor is in float64's smallest subnormals
   const expected = values.output.data;
   if (actual.length !== expected.length) {
     return { passed: false, used: Infinity, maxAbsError: Infinity, index: -1, problem: "shapes differ" };
@@ -395,8 +495,8 @@ export function checkOutput(actual: readonly number[], values: RuleValues, value
   for (let n = 0; n < expected.length; n++) {
     const [a, e] = [actual[n], expected[n]];
     const row = Math.floor(n / Ev);
-    const factor = K * UNIT_ROUNDOFF_FLOAT64 * (1 + values.spread.data[row]);
-    let budget = factor * values.magnitude.data[n] + K * values.errorFloor.data[n];
+    const factor = K * u * (1 + values.spread.data[row]);
+    let budget = factor * values.magnitude.data[n] + K * floorScale * values.errorFloor.data[n];
     budget = Number.isNaN(budget) ? Infinity : budget; // a NaN yardstick constrains nothing
     // Where the factor reaches 1 the logits are fixed only to within 1 or more: the weights are not
     // determined, and the values' reach decides, as where the budget overflows.
@@ -416,7 +516,7 @@ export function checkOutput(actual: readonly number[], values: RuleValues, value
       used = a === e ? 0 : Infinity;
     } else if (!Number.isFinite(a)) {
       const reaches =
-        Number.isFinite(budget) && Math.abs(e) + budget > Number.MAX_VALUE && Math.sign(e) === Math.sign(a);
+        Number.isFinite(budget) && Math.abs(e) + budget > largest && Math.sign(e) === Math.sign(a);
       used = reaches ? 0 : Infinity;
     } else if (Number.isFinite(budget)) {
       used = budget > 0 ? error / budget : error > 0 ? Infinity : 0;
@@ -424,7 +524,7 @@ export function checkOutput(actual: readonly number[], values: RuleValues, value
     } else {
       heldToReach++;
       // The values rounded to the port's dtype may lie a few units beyond float64's.
-      const reach = valueReach(values, value, row, n % Ev) * (1 + K * UNIT_ROUNDOFF_FLOAT64) + K * 5e-324;
+      const reach = valueReach(values, value, row, n % Ev) * (1 + K * u) + K * tiny;
       if (Math.abs(a) > reach) {
         used = Infinity;
         why = "beyond every value the row averages";
@@ -523,8 +623,13 @@ export function sqrtDkPoint(dk: number, seed = 7, rows = SQRT_DK_ROWS): SqrtDkPo
   };
 }
 
-/** ‖diag(p) − ppᵀ‖_F: the size of softmax's Jacobian at p. It is largest for a uniform p and goes
- * to 0 as p approaches one-hot, which is why a saturated softmax passes almost no gradient back. */
+/** ‖diag(p) − ppᵀ‖_F: the size of softmax's Jacobian at p. It is 0 at a one-hot p (a saturated
+ * softmax passes no gradient back) and small at a uniform p over many keys (√(1/n − 1/n²): 0.174
+ * for 32 keys); it is largest for mass split between a few keys (0.5 for an even two-way split).
+ * So it does not fall steadily without the scale: in the √d_k experiment (32 keys) the unscaled
+ * softmax, sharper but not yet saturated, has the larger Jacobian for d_k 2-16 (0.311 against
+ * 0.231 at 16); from d_k 32 saturation takes it below the scaled one's, and towards 0 (0.045 at
+ * 512), while the scaled one stays near 0.24 at every d_k. */
 export function jacobianSize(p: readonly number[]): number {
   let sum = 0;
   for (let a = 0; a < p.length; a++) {
@@ -554,4 +659,17 @@ export interface ExplorerCase
   extends Pick<FixtureCase, "id" | "description" | "tags" | "inputs" | "params" | "expectedError"> {
   // null for an invalid case; `value` is the value input, flat, for the rule's fallback
   readonly expected: (RuleValues & { readonly weights: FlatTensor; readonly value: FlatTensor }) | null;
+}
+
+/** Every number a valid case gives a port: query, key, value, a float mask, scale and softcap (what
+ * outsideContract asks a narrower dtype to hold). */
+export function caseNumbers(c: ExplorerCase): number[] {
+  const numbers = (x: unknown): unknown[] =>
+    x !== null && typeof x === "object" && !Array.isArray(x) && "data" in x
+      ? Array.from((x as { data: ArrayLike<unknown> }).data)
+      : flatten(x);
+  const { query, key, value, attnMask } = c.inputs;
+  const all = [query, key, value, attnMask].flatMap((x) => (x === null ? [] : numbers(x)));
+  all.push(c.params.scale ?? 0, c.params.softcap);
+  return all.filter((x): x is number => typeof x === "number"); // a boolean mask is no number
 }

@@ -27,20 +27,15 @@ import {
   loadFixtures,
   portTensor,
 } from "./fixtures.ts";
-import { AttentionInputError, type FlatTensor } from "./inputs.ts";
+import type { FlatTensor } from "./inputs.ts";
+import { flatMask, float32Tensor, type StepsLike, stepsJson, thrownJson } from "./results.ts";
+
+export { flat, numberJson, tensorJson } from "./results.ts";
 
 /** The ports --port can run: a module and how its answers are made. */
 const PORTS = ["attention", "flash", "simd", "simd-float32"] as const;
 type PortName = (typeof PORTS)[number];
 
-interface StepsLike {
-  readonly scores?: unknown; // absent when a port gives the output only
-  readonly logits?: unknown;
-  readonly weights?: unknown;
-  readonly output: unknown;
-  readonly scoresShape: readonly number[];
-  readonly outputShape: readonly number[];
-}
 type AttentionStepsFunction = (query: unknown, key: unknown, value: unknown, options: unknown) => StepsLike;
 /** One fixture case -> the port's steps (or it throws). */
 type CaseRunner = (c: FixtureCase) => StepsLike;
@@ -91,65 +86,22 @@ async function loadPort(name: PortName): Promise<CaseRunner> {
     if (c.expected === null) {
       return nested(c);
     }
-    const float32 = (x: unknown): FlatTensor => {
-      const t = x as FixtureTensor;
-      return { shape: t.shape, data: Float32Array.from(t.data as number[]) };
-    };
-    const mask = c.inputs.attnMask as FixtureTensor | null;
-    const attnMask =
-      mask === null
-        ? null
-        : mask.dtype === "bool"
-          ? { dtype: "bool", shape: mask.shape, data: Uint8Array.from(mask.data, Number) }
-          : { dtype: "float", shape: mask.shape, data: Float64Array.from(mask.data as number[]) };
-    const out = flat(float32(c.inputs.query), float32(c.inputs.key), float32(c.inputs.value), {
-      attnMask,
-      ...c.params,
-    });
+    const out = flat(
+      float32Tensor(c.inputs.query as FixtureTensor),
+      float32Tensor(c.inputs.key as FixtureTensor),
+      float32Tensor(c.inputs.value as FixtureTensor),
+      { attnMask: flatMask(c.inputs.attnMask as FixtureTensor | null), ...c.params },
+    );
     return { output: Array.from(out.data), scoresShape: [], outputShape: out.shape };
   };
-}
-
-/** One number as JSON: non-finite ones as the fixtures' strings, -0 as -0.0 (Python reads "-0"
- * as the integer 0, losing the sign that compare.py checks). */
-export function numberJson(x: number): string {
-  if (Number.isNaN(x)) {
-    return '"NaN"';
-  }
-  if (!Number.isFinite(x)) {
-    return x > 0 ? '"Infinity"' : '"-Infinity"';
-  }
-  return Object.is(x, -0) ? "-0.0" : JSON.stringify(x);
-}
-
-/** The leaves of nested arrays, row-major. */
-export function flat(x: unknown): number[] {
-  return Array.isArray(x) ? x.flatMap(flat) : [x as number];
-}
-
-/** A tensor as the results document writes it: {"shape", "data"}, data flat row-major. */
-export function tensorJson(shape: readonly number[], nested: unknown): string {
-  return `{"shape": ${JSON.stringify(shape)}, "data": [${flat(nested).map(numberJson).join(", ")}]}`;
 }
 
 /** One case's answer, as a JSON text. */
 function answer(run: CaseRunner, c: FixtureCase): string {
   try {
-    const steps = run(c);
-    const parts = [];
-    if (steps.scores !== undefined && steps.logits !== undefined && steps.weights !== undefined) {
-      for (const name of ["scores", "logits", "weights"] as const) {
-        parts.push(`"${name}": ${tensorJson(steps.scoresShape, steps[name])}`);
-      }
-    }
-    parts.push(`"output": ${tensorJson(steps.outputShape, steps.output)}`);
-    return `{${parts.join(", ")}}`;
+    return stepsJson(run(c));
   } catch (error) {
-    if (error instanceof AttentionInputError) {
-      return JSON.stringify({ error: { kind: error.kind, message: error.message } });
-    }
-    const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    return JSON.stringify({ crash: text });
+    return thrownJson(error);
   }
 }
 

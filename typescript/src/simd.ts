@@ -74,6 +74,10 @@
  * process keeps that much reserved; so does the nested entry's float64 copy of its inputs and
  * output, kept from call to call (`kept`).
  *
+ * What it needs from the engine: WebAssembly with 128-bit SIMD and threads (a shared memory);
+ * relaxed SIMD is optional (item 5). Where they are missing, a call throws one line that says so
+ * (ENGINE_NEEDS); flash.ts needs none of them.
+ *
  * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features.
  */
 
@@ -184,7 +188,7 @@ export function kernelBuild(): BuildName {
   }
   if (validatedBuild === null) {
     checkStamp();
-    validatedBuild = WebAssembly.validate(readFileSync(BUILDS.relaxed.file)) ? "relaxed" : "baseline";
+    validatedBuild = engineValidates("relaxed") ? "relaxed" : "baseline";
   }
   return validatedBuild;
 }
@@ -202,7 +206,7 @@ export function kernelExp(x: Float32Array | Float64Array): Float32Array | Float6
   const float32 = x instanceof Float32Array;
   const padded = Math.ceil(x.length / 2) * 2 * 2; // whole vectors of either width
   const at = reserve(kernel, [padded * x.BYTES_PER_ELEMENT])[0];
-  const view = floats(float32, kernel.memory.buffer as SharedArrayBuffer, at, padded);
+  const view = floats(float32, kernel.memory.buffer as unknown as SharedArrayBuffer, at, padded);
   view.fill(0);
   view.set(x);
   (float32 ? kernel.exports.expF32 : kernel.exports.expF64)(at, padded);
@@ -314,13 +318,37 @@ function checkStamp(): void {
   }
 }
 
+/** What the kernel needs from the engine; flash.ts, plain JavaScript, needs none of it. */
+const ENGINE_NEEDS =
+  "simd.ts needs WebAssembly with 128-bit SIMD and threads (a shared memory); relaxed SIMD is" +
+  " optional. flash.ts computes the same in plain JavaScript";
+
+/** Whether this engine accepts the build; one line saying what it lacks where it has no WebAssembly
+ * at all (Node run with --jitless, for one). */
+function engineValidates(build: BuildName): boolean {
+  if (typeof WebAssembly === "undefined") {
+    throw new Error(`${ENGINE_NEEDS}; this engine has no WebAssembly`);
+  }
+  return WebAssembly.validate(readFileSync(BUILDS[build].file));
+}
+
+/** The build compiled, or one line saying what this engine lacks (an engine without SIMD). */
+function compileKernel(build: BuildName): WebAssembly.Module {
+  if (!engineValidates(build)) {
+    const lacks =
+      build === "relaxed" ? "relaxed SIMD (ATTENTION_PORT_SIMD_BUILD=baseline runs without)" : "them";
+    throw new Error(`${ENGINE_NEEDS}; this engine lacks ${lacks}`);
+  }
+  return new WebAssembly.Module(readFileSync(BUILDS[build].file));
+}
+
 function loadKernel(build: BuildName): Kernel {
   const loaded = kernels.get(build);
   if (loaded !== undefined) {
     return loaded;
   }
   checkStamp();
-  const module = new WebAssembly.Module(readFileSync(BUILDS[build].file));
+  const module = compileKernel(build);
   const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true });
   const exports = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports;
   const control = align(exports.heapBase());
@@ -422,7 +450,7 @@ function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Ar
       problem.memoryLimit,
       shapes,
     );
-  const buffer = kernel.memory.buffer as SharedArrayBuffer; // shared: worker threads see it too
+  const buffer = kernel.memory.buffer as unknown as SharedArrayBuffer; // shared: worker threads see it too
   floats(float32, buffer, value, problem.value.length).set(problem.value); // rounded to float32 if so
   let maskKind = 0;
   if (mask !== null && mask.bool !== null) {
@@ -554,6 +582,14 @@ function runItems(
 
 /** Makes sure `count` workers are running, and waits (briefly) for new ones to be ready, so that a
  * call with workers really shares its work. Workers are unref'd: they never keep the process up. */
+// The worker's module sits beside this one with this one's extension: simd-worker.ts in the
+// repository (run directly), simd-worker.js in the npm package (compiled by tsc, which rewrites
+// import specifiers but not URLs).
+const WORKER_URL = new URL(
+  `./simd-worker${import.meta.url.slice(import.meta.url.lastIndexOf("."))}`,
+  import.meta.url,
+);
+
 function startWorkers(kernel: Kernel, control: Int32Array, count: number): void {
   while (kernel.workers.length < count) {
     const simdWorker: WorkerStart = {
@@ -562,7 +598,7 @@ function startWorkers(kernel: Kernel, control: Int32Array, count: number): void 
       control: kernel.control,
       index: kernel.workers.length + 1,
     };
-    const worker = new Worker(new URL("./simd-worker.ts", import.meta.url), { workerData: { simdWorker } });
+    const worker = new Worker(WORKER_URL, { workerData: { simdWorker } });
     worker.unref();
     kernel.workers.push(worker);
   }

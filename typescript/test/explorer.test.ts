@@ -6,8 +6,10 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { buildPage, bundle, explorerCase, jsLiteral } from "../explorer/build.ts";
 import {
+  camelCaseMessage,
   checkOutput,
   errorTarget,
+  errorVerdict,
   formatTensorText,
   jacobianSize,
   K,
@@ -65,7 +67,10 @@ describe("reading what a reader types", () => {
       "key",
     );
     assert.equal(errorTarget("attnMask of shape [2, 2] does not broadcast"), "attnMask");
-    assert.equal(errorTarget("scale must be a finite number, got NaN"), "options");
+    assert.equal(errorTarget("scale must be a finite number, got NaN"), "scale");
+    assert.equal(errorTarget("softcap must be >= 0, got -1"), "softcap");
+    assert.equal(errorTarget("isCausal must be a boolean, got string"), "causal");
+    assert.equal(errorTarget("memoryLimit must be a positive integer"), "options");
   });
 });
 
@@ -116,6 +121,9 @@ describe("presets and slices", () => {
     assert.equal(shortNumber(-Infinity), "−∞");
     assert.equal(shortNumber(0.506480391055654), "0.506");
     assert.equal(shortNumber(-0), "-0");
+    assert.equal(shortNumber(-1000), "-1000");
+    assert.equal(shortNumber(-1002), "-1002"); // not -1000 like its neighbour
+    assert.equal(shortNumber(123.456), "123.5");
     assert.equal(viridis(0).colour, "rgb(68, 1, 84)");
     assert.equal(viridis(1).colour, "rgb(253, 231, 37)");
     assert.equal(viridis(0).darkText, false);
@@ -140,7 +148,29 @@ describe("presets and slices", () => {
     });
     assert.equal(lines[0], "q0·k2 = 1×1 + 0×1 + 1×0 + 0×0 = 1");
     assert.equal(lines[1], "× scale 0.5 = 0.5");
-    assert.ok(lines.some((l) => l.startsWith("÷ row sum") && l.endsWith("= 0.307")));
+    // Full precision, the row max subtracted in the open, a negative operand in parentheses.
+    assert.ok(lines.includes("x − row max = 0.5 − 1 = -0.5"), lines.join("\n"));
+    assert.ok(lines.includes(`exp(-0.5) = ${Math.exp(-0.5)}`), lines.join("\n"));
+    const sum = Math.exp(0) + Math.exp(-1) + Math.exp(-0.5); // logits row 0: [1, 0, 0.5]
+    assert.ok(lines.includes(`${Math.exp(-0.5)} ÷ ${sum} = ${Math.exp(-0.5) / sum}`), lines.join("\n"));
+  });
+
+  test("a negative logit and row max are written in parentheses, at full precision", () => {
+    const lines = weightArithmetic({
+      queryRow: [-1010],
+      keyRow: [1],
+      score: -1010,
+      scale: 1,
+      softcap: 0,
+      logitsRow: [-999, -1010],
+      weight: Math.exp(-11) / (1 + Math.exp(-11)),
+      i: 0,
+      j: 1,
+      isCausal: false,
+      maskCell: null,
+    });
+    assert.ok(lines.includes("x − row max = (-1010) − (-999) = -11"), lines.join("\n"));
+    assert.ok(lines.includes(`exp(-11) = ${Math.exp(-11)}`), lines.join("\n"));
   });
 });
 
@@ -206,6 +236,40 @@ describe("the √d_k experiment", () => {
     const n = 4;
     const expected = Math.sqrt(n * (1 / n - 1 / n ** 2) ** 2 + (n * n - n) / n ** 4);
     assert.ok(Math.abs(jacobianSize([0.25, 0.25, 0.25, 0.25]) - expected) < 1e-15);
+    // Not largest at uniform: over 32 keys uniform gives √(1/32 − 1/32²) ≈ 0.174, an even split
+    // between two keys gives 0.5 (entries ±1/4, four of them).
+    assert.ok(Math.abs(jacobianSize(new Array(32).fill(1 / 32)) - Math.sqrt(1 / 32 - 1 / 32 ** 2)) < 1e-15);
+    assert.equal(jacobianSize([0.5, 0.5, ...new Array(30).fill(0)]), 0.5);
+  });
+});
+
+describe("an invalid fixture case's verdict", () => {
+  test("every error case: the readable port's error is the expected one, in camelCase", () => {
+    const invalid = loadFixtures().filter((c) => c.expectedError !== null);
+    assert.ok(invalid.length > 10);
+    for (const fixture of invalid) {
+      const { query, key, value, attnMask } = fixture.inputs as unknown as Record<string, never>;
+      let got: { kind: string; message: string } | null = null;
+      try {
+        attentionSteps(query, key, value, { ...(fixture.params as object), attnMask });
+      } catch (error) {
+        got = { kind: (error as { kind: string }).kind, message: (error as Error).message };
+      }
+      const verdict = errorVerdict(fixture.expectedError as { kind: string; message: string }, got);
+      assert.ok(verdict.passed, `${fixture.id}: ${verdict.text}`);
+    }
+  });
+
+  test("a different message, or none, fails and says both", () => {
+    const expected = { kind: "mask", message: "attn_mask of shape [2] does not broadcast" };
+    assert.equal(camelCaseMessage(expected.message), "attnMask of shape [2] does not broadcast");
+    const wrong = errorVerdict(expected, { kind: "mask", message: "attnMask is wrong" });
+    assert.equal(wrong.passed, false);
+    assert.match(
+      wrong.text,
+      /got AttentionInputError \(mask\): attnMask is wrong; expected .*attnMask of shape/,
+    );
+    assert.equal(errorVerdict(expected, null).passed, false);
   });
 });
 
@@ -220,8 +284,18 @@ describe("the page build", () => {
   test("the bundle is made from the real attention.ts, not a copy", async () => {
     const { inputs, code } = await bundle();
     assert.ok(inputs.includes("typescript/src/attention.ts"), inputs.join(", "));
+    for (const port of ["attention.ts", "flash.ts", "simd.ts"]) {
+      assert.ok(inputs.includes(`typescript/src/${port}`), inputs.join(", "));
+    }
+    // Besides the sources, only simd.ts's Node modules as the page has them (build.ts).
     assert.ok(
-      inputs.every((path) => path.startsWith("typescript/src/") || path.startsWith("typescript/explorer/")),
+      inputs.every(
+        (path) =>
+          path.startsWith("typescript/src/") ||
+          path.startsWith("typescript/explorer/") ||
+          path.startsWith("simd-in-the-page:"),
+      ),
+      inputs.join(", "),
     );
     assert.match(code, /function attentionSteps\(/);
   });

@@ -15,7 +15,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -55,7 +55,7 @@ function ascVersion(): string {
 }
 
 /** sha256 of everything a build depends on: the kernel source, the flags and the compiler version. */
-export function expectedStamp(source: string | Buffer = readFileSync(KERNEL_SOURCE)): string {
+export function expectedStamp(source: string | Uint8Array = readFileSync(KERNEL_SOURCE)): string {
   const hash = createHash("sha256");
   hash.update(source);
   hash.update(JSON.stringify(Object.values(BUILDS).map((b) => b.flags)));
@@ -85,14 +85,15 @@ export function builtStamp(): { input: string; outputs: string[] } | null {
   }
 }
 
-/** The builds on disk are those of the current source: made from it, and not changed since. */
+/** The builds on disk are those of the current source: made from it, and not changed since. The
+ * packages (npm, and the Python wheel) ship the builds and their stamp but neither the source nor
+ * the compiler: there, only "not changed since" can be checked, and is. */
 export function buildIsFresh(): boolean {
   const stamp = builtStamp();
-  return (
-    stamp !== null &&
-    stamp.input === expectedStamp() &&
-    JSON.stringify(stamp.outputs) === JSON.stringify(outputHashes())
-  );
+  if (stamp === null || JSON.stringify(stamp.outputs) !== JSON.stringify(outputHashes())) {
+    return false;
+  }
+  return !existsSync(KERNEL_SOURCE) || stamp.input === expectedStamp();
 }
 
 /** The part of asc's API this file uses. */

@@ -42,12 +42,12 @@ import torch.nn.functional as F
 from .. import torch_port
 from ..cli import OneLineParser
 from ..files import output_problem, write_atomic
-from ..node import REPO_ROOT
+from ..paths import DOCS
 from .check import Expected, check_output, expected_output
 from .run import CAUSAL, integers, names, not_negative, positive
 from .worker import sdpa_backend, time_cell, wall_clock
 
-DEFAULT_OUT = REPO_ROOT / "docs" / "gpu-bench.md"
+DEFAULT_OUT = DOCS / "gpu-bench.md"
 DTYPES = {
     "float64": torch.float64,
     "float32": torch.float32,

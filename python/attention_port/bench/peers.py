@@ -20,7 +20,7 @@ provider computes it in float32 only, and the peers are measured in float64 too.
 
 The bench-only packages (`onnx` from PyPI; onnxruntime-node and onnxruntime-web from npm, pinned in
 typescript/bench-peers/package-lock.json) are installed by `scripts/bench` on first use, not by
-the README's set-up.
+scripts/setup.
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..node import REPO_ROOT
+from ..paths import BENCH_PEERS as PEERS_FOLDER
 
-PEERS_FOLDER = REPO_ROOT / "typescript" / "bench-peers"
 OPSET = 21  # Trilu, ConstantOfShape and Softmax over the last axis in every onnxruntime >= 1.18
 ONNX_DTYPES = ("float64", "float32")
 

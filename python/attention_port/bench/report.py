@@ -148,11 +148,16 @@ def format_markdown(report: dict, results: list, plot_note: str | None, order: d
         " numpy). † numpy has no float32, so float32 rows are compared with numpy float64.",
         "- check: the share of compare.py's error budget the output used against numpy float64,"
         " |output - numpy| <= 16·(u + u_float64)·error_scale; over 100% is FAILED and shows no time.",
-        "- kernel: the aten op torch's scaled_dot_product_attention dispatched to, seen by torch's profiler.",
+        "- kernel: the aten op torch's scaled_dot_product_attention dispatched to, seen by torch's profiler;"
+        " for webgpu, the adapter it ran on (a CPU emulation such as SwiftShader says so: its times are"
+        " not a GPU's).",
     ]
     if s["typescript_max_n"] < max(s["sizes"]) and "typescript" in s["ports"]:
         lines.append(f"- The readable typescript port is timed up to n={s['typescript_max_n']} only"
                      " (it holds the n x n matrices in nested arrays and is slow).")  # fmt: skip
+    if s["typescript_max_n"] < max(s["sizes"]) and "webgpu" in s["ports"]:
+        lines.append(f"- webgpu is timed up to n={s['typescript_max_n']} only (on a CPU emulation such as"
+                     " SwiftShader a call at n=4096 takes minutes).")  # fmt: skip
     lines += _gflops_pivot(results, order)
     if report["memory"]:
         lines += [

@@ -46,11 +46,11 @@ import numpy as np
 
 from ..cli import OneLineParser
 from ..files import output_problem
-from ..node import REPO_ROOT, NodeError, checked_node
+from ..node import NodeError, checked_node
+from ..paths import BENCH_TS, REPO_ROOT
 from . import check, peers, report
 from .worker import input_path
 
-BENCH_TS = REPO_ROOT / "typescript" / "src" / "bench.ts"
 DEFAULT_OUT = REPO_ROOT / "bench-results"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder that holds attention_port/
 DTYPES = ("float64", "float32")
@@ -68,6 +68,7 @@ class BenchPort:
     linear_memory: bool = False  # memory O(n): one more memory pass at --linear-memory-n
     slow: bool = False  # timed up to --typescript-max-n only
     peer: bool = False  # a bench-only package: skipped with a note where it is not installed
+    browser: bool = False  # runs in Chromium: skipped with a note where there is none; no memory pass
 
 
 PORTS = (
@@ -82,6 +83,14 @@ PORTS = (
     ),
     BenchPort("typescript-simd-2w", "node", DTYPES, "simd.ts, flat, workers: 2"),
     BenchPort("typescript-simd-nested", "node", ("float64",), "simd.ts, number[][] in and out"),
+    BenchPort(
+        "webgpu",
+        "python",
+        ("float32",),
+        "webgpu.ts in headless Chromium, whole calls; the kernel column names the adapter",
+        browser=True,
+        slow=True,  # on SwiftShader, a CPU emulation, one call at n = 4096 takes minutes
+    ),
     BenchPort("onnxruntime-node", "node", DTYPES, "CPU provider, peers.py's graph", peer=True),
     BenchPort("onnxruntime-web", "node", DTYPES, "WebAssembly backend in Node, peers.py's graph", peer=True),
 )
@@ -291,7 +300,7 @@ def make_parser() -> argparse.ArgumentParser:
     add("--threads", type=positive(int), default=1, help="threads per worker (default: 1)")
     add("--seed", type=not_negative(int), default=0, help="input seed (default: 0)")
     add("--typescript-max-n", type=positive(int), default=2048,
-        help="largest n timed for the readable TypeScript port (default: 2048)")  # fmt: skip
+        help="largest n timed for the readable TypeScript port and webgpu (default: 2048)")  # fmt: skip
     add("--memory-n", type=not_negative(int), default=4096,
         help="n of every port's peak-memory pass (default: 4096; 0: no memory pass)")  # fmt: skip
     add("--linear-memory-n", type=not_negative(int), default=16384,
@@ -351,12 +360,19 @@ def _bench(args: argparse.Namespace) -> int:
     if any(p.peer for p in ports) and (why := peers.peers_missing()):
         skipped.update({p.name: why for p in ports if p.peer})
         ports = [p for p in ports if not p.peer]
+    if any(p.browser for p in ports):
+        from ..browser import unavailable_reason
+
+        if why := unavailable_reason():
+            skipped.update({p.name: why for p in ports if p.browser})
+            ports = [p for p in ports if not p.browser]
     node = checked_node() if any(p.worker == "node" for p in ports) else None
     machine = report.describe_machine()
     cells_by_port = {port.name: plan_cells(port, args) for port in ports}
     memory_cells = {
         port.name: [n for n in (args.memory_n, args.linear_memory_n if port.linear_memory else 0) if n > 0]
         for port in ports
+        if not port.browser  # its memory is the browser's GPU process, not the worker's
     }
     shapes = {(c["n"], c["d"]) for cells in cells_by_port.values() for c in cells}
     shapes |= {(n, args.d) for sizes in memory_cells.values() for n in sizes}
@@ -387,7 +403,7 @@ def _bench(args: argparse.Namespace) -> int:
             results += judge_cells(port.name, cells, document, problem, expected)
         for port in ports:
             if port.name not in skipped:
-                memory += measure_memory(workers, port, memory_cells[port.name], args)
+                memory += measure_memory(workers, port, memory_cells.get(port.name, []), args)
 
     machine["load_average_end"] = report.load_average()
     machine["versions"] = workers.versions

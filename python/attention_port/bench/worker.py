@@ -11,7 +11,8 @@ The plan (JSON, written by the parent):
     mode       "time": every cell, warm-up then timed runs, output written for the parent to check;
                "memory": one pass of the single cell, nothing written but the peak RSS;
                "idle": import what the port imports, then only report the peak RSS.
-    port       numpy | torch-sdpa | torch-math
+    port       numpy | torch-sdpa | torch-math | webgpu (webgpu.ts in headless Chromium: the page
+               times each call itself, see run_browser_plan)
     inputs     folder with n{n}-d{d}-query.f64, -key.f64, -value.f64 ([n, d] row-major)
     cells      [{"n", "d", "dtype": "float64" | "float32", "causal": bool}, ...]
     min_runs, max_runs, budget_s, warmup_s   the timing loop (see time_cell)
@@ -23,7 +24,8 @@ The plan (JSON, written by the parent):
 
 The result document: {"port", "mode", "versions", "cells": [{"n", "d", "dtype",
 "causal", "warmup_runs", "runs_ms", "median_ms", "output", "backend"} or {..., "error"}],
-"vm_hwm_kib", "ru_maxrss_kib"}. "backend" is the kernel torch ran (torch-sdpa only). A cell that
+"vm_hwm_kib", "ru_maxrss_kib"}. "backend" is the kernel torch ran (torch-sdpa), or the adapter the
+WebGPU port ran on, with "(CPU emulation)" where it is SwiftShader or another software one. A cell that
 raises is recorded with its error and the others still run; the parent marks it FAILED. Progress
 goes to stderr, one line per cell.
 """
@@ -47,7 +49,7 @@ import numpy as np
 
 from ..files import write_atomic
 
-PYTHON_PORTS = ("numpy", "torch-sdpa", "torch-math")
+PYTHON_PORTS = ("numpy", "torch-sdpa", "torch-math", "webgpu")
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,51 @@ def peak_rss_kib() -> tuple[int | None, int]:
     return hwm, maxrss // 1024 if sys.platform == "darwin" else maxrss
 
 
+def run_browser_plan(plan: dict) -> dict:
+    """The WebGPU port: one Chromium page (browser.py) for every cell. The page runs the timing
+    loop itself (webgpu-browser.ts's bench: time_cell's loop, with performance.now around each whole
+    call: upload, dispatch, read back), so no round trip to this process is timed. Time mode only:
+    the port's memory is Chromium's GPU process, not this one (run.py measures none)."""
+    from .. import browser
+
+    result: dict = {"port": plan["port"], "mode": plan["mode"], "versions": {}, "cells": []}
+    inputs, outputs = Path(plan["inputs"]), Path(plan.get("outputs", "."))
+    with browser.open_page(None, [], timeout=600.0) as page:
+        adapter = page.call("adapter")["summary"]
+        result["versions"] = {"chromium": page.page.context.browser.version, "webgpu adapter": adapter}
+        for cell in plan["cells"] if plan["mode"] == "time" else []:
+            n, d, dtype, causal = int(cell["n"]), int(cell["d"]), cell["dtype"], bool(cell["causal"])
+            record: dict = {"n": n, "d": d, "dtype": dtype, "causal": causal, "backend": adapter}
+            label = f"webgpu {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
+            try:
+                q, k, v = (
+                    read_input(inputs, n, d, w).reshape(-1).tolist() for w in ("query", "key", "value")
+                )
+                timed = page.call("bench", {
+                    "n": n, "d": d, "causal": causal, "query": q, "key": k, "value": v,
+                    "minRuns": plan["min_runs"], "maxRuns": plan["max_runs"],
+                    "budgetS": plan["budget_s"], "warmupS": plan["warmup_s"],
+                })  # fmt: skip
+                out64 = np.asarray(timed["output"], dtype="<f8")
+                if plan.get("corrupt"):
+                    out64[-1] += 0.01  # test hook: a wrong answer the parent must catch
+                path = outputs / f"webgpu-{dtype}-{'causal' if causal else 'full'}-n{n}-d{d}.f64"
+                out64.tofile(path)
+                record.update(warmup_runs=timed["warmupRuns"], runs_ms=timed["timesMs"],
+                              median_ms=statistics.median(timed["timesMs"]), output=str(path))  # fmt: skip
+                print(f"{label}: median {record['median_ms']:.3f} ms over {len(timed['timesMs'])} runs"
+                      f" on {adapter}", file=sys.stderr, flush=True)  # fmt: skip
+            except Exception as error:  # recorded: the parent marks the cell FAILED and goes on
+                record["error"] = f"{type(error).__name__}: {error}"
+                print(f"{label}: FAILED: {record['error']}", file=sys.stderr, flush=True)
+            result["cells"].append(record)
+    result["vm_hwm_kib"], result["ru_maxrss_kib"] = peak_rss_kib()
+    return result
+
+
 def run_plan(plan: dict) -> dict:
+    if plan["port"] == "webgpu":
+        return run_browser_plan(plan)
     port = load_port(plan["port"], int(plan.get("threads", 1)))
     result: dict = {"port": plan["port"], "mode": plan["mode"], "versions": port.versions, "cells": []}
     inputs, outputs = Path(plan["inputs"]), Path(plan.get("outputs", "."))

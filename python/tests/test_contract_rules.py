@@ -1,0 +1,217 @@
+"""The contract's rules (cases.CONTRACT, listed in docs/design.md): every rule has a fixture case
+carrying its tags, and for the rules about special values and float64's edges, one of those cases
+shows the rule in the oracle's expected values (so a tag put on the wrong case does not count)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ALL_CASES, VALID_CASES
+
+from attention_port import cases
+from attention_port.fixtures import FixtureCase
+
+DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
+
+
+def _rows(case: FixtureCase):
+    """(logits, weights, output, value, scores, mask) per query row, as [Lk], [Lk], [Ev], [Lk, Ev],
+    [Lk] and [Lk] or None: batch dims flattened, each query head paired with its key/value head."""
+    e = case.expected
+    lq, lk = e.logits.shape[-2:]
+    heads = math.prod(e.logits.shape[:-2])  # B·Hq (explicit: a zero dim leaves -1 undecided)
+    logits = e.logits.reshape(heads, lq, lk)
+    scores = e.scores.reshape(heads, lq, lk)
+    weights = e.weights.reshape(heads, lq, lk)
+    output = e.output.reshape(heads, lq, e.output.shape[-1])  # [B·Hq, Lq, Ev]
+    value = case.inputs["value"]
+    value = value.reshape(math.prod(value.shape[:-2]), *value.shape[-2:])  # [B·Hkv, Lk, Ev]
+    mask = case.inputs["attn_mask"]
+    mask = None if mask is None else np.broadcast_to(mask, e.logits.shape).reshape(heads, lq, lk)
+    group = heads // value.shape[0] if value.shape[0] else 1  # query heads per key/value head
+    for n in range(logits.shape[0]):
+        for i in range(lq):
+            yield (
+                logits[n, i], weights[n, i], output[n, i], value[n // group],
+                scores[n, i], None if mask is None else mask[n, i],
+            )  # fmt: skip
+
+
+def _largest_finite(x: np.ndarray) -> float:
+    return float(np.abs(x[np.isfinite(x)]).max(initial=0))
+
+
+def _plus_zero(x: np.ndarray) -> bool:
+    return bool(np.all(x == 0) and not np.any(np.signbit(x)))
+
+
+def _fully_masked(logits: np.ndarray) -> bool:
+    return bool(np.all(logits == -np.inf))
+
+
+def _masked_row_special_value(case) -> bool:
+    return any(
+        _fully_masked(lg) and np.isnan(v).any() and np.isinf(v).any() and _plus_zero(out)
+        for lg, _, out, v, _, _ in _rows(case)
+    )
+
+
+def _nan_value_times_zero(case) -> bool:
+    """A row that is not fully masked weighs a NaN value 0 and still gets NaN (0 · NaN)."""
+    for lg, w, out, v, _, _ in _rows(case):
+        if _fully_masked(lg):
+            continue
+        for j, t in zip(*np.nonzero(np.isnan(v)), strict=True):
+            if w[j] == 0 and math.isnan(out[t]):
+                return True
+    return False
+
+
+def _inf_times_zero_in_scores(case) -> bool:
+    q, k = case.inputs["query"], case.inputs["key"]
+    return not (np.isnan(q).any() or np.isnan(k).any()) and bool(np.isnan(case.expected.scores).any())
+
+
+def _inf_times_zero_scale(case) -> bool:
+    e = case.expected
+    return (
+        case.params["scale"] == 0
+        and bool(np.isnan(e.logits[np.isinf(e.scores)]).all())
+        and np.isinf(e.scores).any()
+    )
+
+
+def _inf_logit_row(case) -> bool:
+    return any((lg == np.inf).any() and np.isnan(out).all() for lg, _, out, _, _, _ in _rows(case))
+
+
+def _softcap_maps_inf(case) -> bool:
+    cap, e = case.params["softcap"], case.expected
+    infinite = np.isinf(e.scores)
+    return bool(cap and infinite.any() and np.all(np.abs(e.logits[infinite]) == cap))
+
+
+def _inf_value(case) -> bool:
+    """A positive weight on an inf value gives ±inf; a weight of 0 on it (row not masked) NaN."""
+    seen = set()
+    for lg, w, out, v, _, _ in _rows(case):
+        if _fully_masked(lg) or np.isnan(v).any():
+            continue
+        for j, t in zip(*np.nonzero(np.isinf(v)), strict=True):
+            if w[j] > 0 and np.isinf(out[t]):
+                seen.add("inf")
+            if w[j] == 0 and math.isnan(out[t]):
+                seen.add("nan")
+    return seen == {"inf", "nan"}
+
+
+def _mask_over_nan(kind: str) -> Callable[[FixtureCase], bool]:
+    """A NaN score whose logit is -inf, in a case excluding cells by `kind` only."""
+
+    def holds(case) -> bool:
+        mask = case.inputs["attn_mask"]
+        if kind == "bool" and (mask is None or mask.dtype != bool):
+            return False
+        if kind == "causal" and (mask is not None or not case.params["is_causal"]):
+            return False
+        rows = list(_rows(case))
+        return any(np.any(np.isnan(s) & (lg == -np.inf)) for lg, _, _, _, s, _ in rows) and any(
+            np.any(np.isnan(s)) and not np.isnan(out).any() for _, _, out, _, s, _ in rows
+        )
+
+    return holds
+
+
+def _float_mask_keeps_nan(case) -> bool:
+    return any(
+        m is not None and m.dtype != bool and np.any(np.isnan(s) & (m == -np.inf) & np.isnan(lg))
+        for lg, _, _, _, s, m in _rows(case)
+    )
+
+
+def _large_finite_mask(case) -> bool:
+    """A row whose every mask value is finite and at most -1e4 still has weights summing to 1."""
+    return any(
+        m is not None and m.dtype != bool and np.all(np.isfinite(m) & (m <= -1e4)) and math.isclose(sum(w), 1)
+        for _, w, _, _, _, m in _rows(case)
+    )
+
+
+# What a case must show, in its inputs and the oracle's values, to exercise a rule its tags claim.
+WITNESSES: dict[str, Callable[[FixtureCase], bool]] = {
+    "fully-masked-zero": lambda c: any(
+        _fully_masked(lg) and _plus_zero(w) and _plus_zero(out) for lg, w, out, _, _, _ in _rows(c)
+    ),
+    "no-keys-zero": lambda c: c.expected.logits.shape[-1] == 0 and c.expected.output.size > 0
+    and _plus_zero(c.expected.output),
+    "fully-masked-special-value": _masked_row_special_value,
+    "causal": lambda c: c.params["is_causal"] and c.expected.logits.shape[-2] != c.expected.logits.shape[-1],
+    "softmax-stable": lambda c: _largest_finite(c.expected.logits) > 709,  # exp overflows past it
+    "nan-value": _nan_value_times_zero,
+    "inf-times-zero": _inf_times_zero_in_scores,
+    "inf-times-zero-scale": _inf_times_zero_scale,
+    "inf-logit": _inf_logit_row,
+    "softcap-inf": _softcap_maps_inf,
+    "inf-value": _inf_value,
+    "bool-mask-over-nan": _mask_over_nan("bool"),
+    "causal-over-nan": _mask_over_nan("causal"),
+    "float-mask-keeps-nan": _float_mask_keeps_nan,
+    "large-finite-mask": _large_finite_mask,
+    "intermediate-overflow": lambda c: bool(
+        _largest_finite(c.inputs["value"]) > 1e308
+        and np.isfinite(c.expected.output).all()
+    ),
+    "score-overflow": lambda c: c.expected.score_bound > np.finfo(np.float64).max,
+}  # fmt: skip
+
+
+def _carriers(rule: cases.Rule, among) -> list:
+    return [case for case in among if set(rule.tags) <= set(case.tags)]
+
+
+@pytest.mark.parametrize("rule", cases.CONTRACT, ids=lambda r: r.id)
+def test_every_rule_of_the_contract_has_a_fixture_case(rule):
+    carriers = _carriers(rule, ALL_CASES)
+    assert carriers, f"no fixture case carries the tags {rule.tags} of rule {rule.id!r}: add one to cases.py"
+    witness = WITNESSES.get(rule.id)
+    if witness is not None:
+        valid = [case for case in carriers if not case.expects_error]
+        shown = [case.id for case in valid if witness(case)]
+        assert shown, f"rule {rule.id!r}: none of {[c.id for c in carriers]} shows it in its expected values"
+
+
+def test_the_rules_and_their_witnesses_are_well_formed():
+    ids = [rule.id for rule in cases.CONTRACT]
+    assert len(set(ids)) == len(ids), "rule ids are unique"
+    for rule in cases.CONTRACT:
+        assert rule.tags and set(rule.tags) <= set(cases.TAGS), rule.id
+    assert set(WITNESSES) <= set(ids), "a witness for a rule that is not in the contract"
+
+
+def test_a_witness_is_not_fooled_by_a_case_without_the_rule():
+    """Each witness refuses a plain case (rank2_square: no mask, no special value), so that a
+    witness that always says yes would be caught."""
+    plain = next(case for case in VALID_CASES if case.id == "rank2_square")
+    fooled = [rule_id for rule_id, witness in WITNESSES.items() if witness(plain)]
+    assert fooled == []
+
+
+def test_design_md_lists_the_same_rules():
+    text = DESIGN.read_text(encoding="utf-8")
+    section = text[text.index("### The rules, one by one") : text.index("## 4. Errors")]
+    rows = re.findall(r"^\| `([a-z0-9-]+)` \| (.+?) \| (.+?) \|$", section, flags=re.MULTILINE)
+    listed = [(rule_id, rule, tuple(re.findall(r"`([a-z0-9_]+)`", tags))) for rule_id, rule, tags in rows]
+    assert listed == [(r.id, r.text, r.tags) for r in cases.CONTRACT], "docs/design.md and CONTRACT differ"
+
+
+def test_a_fully_masked_row_is_plus_zero_even_where_value_holds_nan_and_inf():
+    """The fixtures hold such rows with +0.0 (the oracle's answer), in a boolean, a float and a
+    causal mask: a port or a learner that multiplies the zero weights by the values gives NaN."""
+    shown = [c.id for c in VALID_CASES if "fully_masked" in c.tags and _masked_row_special_value(c)]
+    assert {"fully_masked_bool_nan_inf_value", "fully_masked_float_nan_inf_value",
+            "fully_masked_causal_nan_inf_value"} <= set(shown)  # fmt: skip

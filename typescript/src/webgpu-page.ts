@@ -1,0 +1,98 @@
+/**
+ * Build the WebGPU port's page: one HTML file holding webgpu-browser.ts bundled by esbuild (with
+ * webgpu.ts, its shader and inputs.ts) and, for verify, the fixture cases. The Python harness
+ * (python/attention_port/browser.py) opens it from disk in headless Chromium and calls the
+ * script's functions; nothing is fetched at run time.
+ *
+ *     node typescript/src/webgpu-page.ts --out DIR [--fixtures DIR] [--case ID]... [--no-cases]
+ *
+ * writes DIR/index.html. The cases are read by fixtures.ts (the only TypeScript code that knows
+ * the fixture format) and written as JavaScript literals, so NaN, the infinities and -0 reach the
+ * page exactly. Exit codes: 0 written; 2 a bad command line or an unusable fixture folder, said in
+ * one line on stderr.
+ */
+
+import { mkdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+import { build } from "esbuild";
+import { jsLiteral } from "../explorer/build.ts";
+import { writeAtomic } from "./files.ts";
+import { DEFAULT_FIXTURES, type FixtureCase, FixtureError, loadFixtures } from "./fixtures.ts";
+import type { PageCase } from "./webgpu-browser.ts";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+/** webgpu-browser.ts and what it imports, as one classic browser script. */
+export async function bundle(): Promise<string> {
+  const result = await build({
+    absWorkingDir: resolve(HERE, "..", ".."),
+    entryPoints: [join(HERE, "webgpu-browser.ts")],
+    bundle: true,
+    write: false,
+    format: "iife",
+    platform: "browser",
+    target: "es2022",
+    charset: "utf8",
+    legalComments: "none",
+    logLevel: "silent",
+  });
+  return result.outputFiles[0].text;
+}
+
+/** A fixture case as the page holds it: the inputs as read, and whether the case is valid. */
+export function pageCase(fixture: FixtureCase): PageCase {
+  return { id: fixture.id, valid: fixture.expected !== null, inputs: fixture.inputs, params: fixture.params };
+}
+
+/** The page, with the given cases. */
+export async function buildPage(cases: readonly FixtureCase[]): Promise<string> {
+  const literal = `globalThis.WEBGPU_CASES = [\n${cases.map((c) => jsLiteral(pageCase(c))).join(",\n")}\n];`;
+  const safe = (source: string) => source.replace(/<\/(script)/gi, "<\\/$1"); // "</script" would end it
+  return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>attention-port: the WebGPU port</title></head>
+<body>
+<p>The WebGPU port of attention-port, for the harness (python/attention_port/browser.py).</p>
+<script>${safe(literal)}</script>
+<script>${safe(await bundle())}</script>
+</body>
+</html>
+`;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: {
+        out: { type: "string" },
+        fixtures: { type: "string", default: DEFAULT_FIXTURES },
+        case: { type: "string", multiple: true },
+        "no-cases": { type: "boolean", default: false },
+      },
+      strict: true,
+    });
+    if (values.out === undefined) {
+      console.error("attention-port (webgpu page): --out DIR is required");
+      return 2;
+    }
+    const cases = values["no-cases"] ? [] : loadFixtures(values.fixtures, values.case);
+    const html = await buildPage(cases);
+    mkdirSync(values.out, { recursive: true });
+    writeAtomic(join(values.out, "index.html"), html);
+    return 0;
+  } catch (error) {
+    if (error instanceof FixtureError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      console.error(`attention-port (webgpu page): ${(error as Error).message}`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+if (import.meta.main) {
+  process.exitCode = await main(process.argv.slice(2));
+}
