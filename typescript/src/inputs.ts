@@ -958,6 +958,39 @@ export function readOptions<Mask>(
   return { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit };
 }
 
+/** The checked inputs as plain arguments again, for a port that hands its inputs on to another
+ * (simd.ts's and webgpu.ts's attentionSteps take the other steps from attention.ts): the second
+ * port reads the values the first checked, not the caller's objects a second time. */
+export function plainArguments(problem: CheckedInputs<Float64Array | Float32Array>): {
+  readonly query: ShapedTensor;
+  readonly key: ShapedTensor;
+  readonly value: ShapedTensor;
+  readonly options: AttentionOptions;
+} {
+  const { batch, queryHeads, keyValueHeads, queryLength, keyLength, features, valueFeatures, hasHeads } =
+    problem.shapes;
+  const heads = (count: number) => (hasHeads ? [count] : []);
+  const { mask } = problem;
+  return {
+    query: { shape: [...batch, ...heads(queryHeads), queryLength, features], data: problem.query },
+    key: { shape: [...batch, ...heads(keyValueHeads), keyLength, features], data: problem.key },
+    value: { shape: [...batch, ...heads(keyValueHeads), keyLength, valueFeatures], data: problem.value },
+    options: {
+      attnMask:
+        mask === null
+          ? null
+          : mask.bool !== null
+            ? { shape: mask.shape, data: Array.from(mask.bool, Boolean) } // nonzero = may attend
+            : { shape: mask.shape, data: mask.float! },
+      isCausal: problem.isCausal,
+      scale: problem.scale,
+      enableGqa: queryHeads !== keyValueHeads, // what the check allowed: equal heads need no GQA
+      softcap: problem.softcap,
+      memoryLimit: problem.memoryLimit,
+    },
+  };
+}
+
 /** Both entries' checks, in the order of the readable port's attentionSteps (attention.ts). */
 function checkEntry<Data extends Float64Array | Float32Array, Mask>(
   query: unknown,

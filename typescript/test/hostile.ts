@@ -320,7 +320,7 @@ section("objects whose own code throws or lies end in an AttentionInputError nam
 function changing(
   plain: unknown,
   random: () => number,
-  alternatives: (at: unknown) => readonly unknown[],
+  alternatives: (at: unknown, key: string) => readonly unknown[],
   log: Map<object, Map<PropertyKey, unknown>>,
 ): unknown {
   if (!Array.isArray(plain)) {
@@ -334,7 +334,7 @@ function changing(
         return Reflect.get(target, key);
       }
       const original = key === "length" ? target.length : target[Number(key)];
-      const options = [original, ...alternatives(original)];
+      const options = [original, ...alternatives(original, key)];
       const read = options[Math.floor(random() * options.length)];
       seen.set(key, read);
       return read;
@@ -401,6 +401,26 @@ section("what changes while it is read cannot change the answer", () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  check("simd.ts's attentionSteps takes every step from the values it read", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...ARGUMENTS), fc.integer(), (argument, seed) => {
+        const random = generator(seed);
+        const log = new Map<object, Map<PropertyKey, unknown>>();
+        const other = (at: unknown, key: string): readonly unknown[] =>
+          typeof at === "number" && key !== "length" ? [random() * 8 - 4] : [];
+        const input = changing(VALID[argument], random, other, log); // numbers change, lengths do not
+        const steps = (given: unknown) => {
+          const all = { ...VALID, [argument]: given };
+          return simd.attentionSteps(all.query as never, all.key as never, all.value as never, {
+            attnMask: all.attnMask as never,
+          });
+        };
+        assert.deepEqual(steps(input), steps(snapshot(input, log)));
+      }),
+      { numRuns: 100 },
     );
   });
 
