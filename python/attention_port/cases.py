@@ -112,6 +112,16 @@ def large_logit_keys(rng: Generator) -> np.ndarray:
     return np.round(shared + offsets, 3)  # [Lk, E]
 
 
+def offset_from(center: float, shape: tuple, spread: float) -> Callable[[Generator], np.ndarray]:
+    """`center` plus standard normal offsets times `spread`, for inputs whose logits are huge and yet
+    differ by about one (offsets keep three significant digits; the sum is rounded to 7 decimals)."""
+
+    def draw(rng: Generator) -> np.ndarray:
+        return np.round(center + _three_digits(rng.standard_normal(shape) * spread), 7)
+
+    return draw
+
+
 @dataclass(frozen=True, kw_only=True)
 class Case:
     id: str
@@ -150,7 +160,7 @@ class Case:
 
 TAGS = {
     # the shape of the problem
-    "tutorial": "the tutorial's own examples",
+    "tutorial": "the tutorial's own examples, and its four steps on a square key",
     "rank2": "[L, E] inputs: no batch, no heads",
     "rank3": "[H, L, E] inputs",
     "rank4": "[B, H, L, E] inputs",
@@ -202,6 +212,10 @@ VALID_CASES = [
     Case(id="tutorial_seq4_dk8", seed=2, tags=("tutorial", "rank2"),
          description="The tutorial's second example: 4 tokens, d_k = 8, random Q, K, V",
          query=(4, 8), key=(4, 8), value=(4, 8)),
+    Case(id="tutorial_square_key", seed=59, tags=("tutorial", "rank2"),
+         description="The four steps with a square key (4 tokens, d_k = 4): Q·K has the shape of Q·Kᵀ here,"
+                     " so a missing transpose shows only in the numbers",
+         query=(4, 4), key=(4, 4), value=(4, 2)),
     Case(id="rank2_square", seed=3, tags=("rank2",),
          description="Rank 2 self-attention shape, 6 tokens, E = 8",
          query=(6, 8), key=(6, 8), value=(6, 8)),
@@ -375,6 +389,13 @@ VALID_CASES = [
          query=(4, 8), key=(4, 8), value=(4, 3),
          attn_mask=np.array([[False, False, True, False], [True, False, False, False],
                              [False, False, False, True], [False, True, False, False]])),
+    Case(id="bool_mask_logits_below_sentinel", seed=60, tags=("rank2", "mask", "bool_mask", "stability"),
+         description="Logits near -1.8e9, below -1e9: a masked cell set to -1e9 instead of -inf would take"
+                     " all the weight",
+         query=offset_from(3e4, (3, 4), 1e-4), key=offset_from(-3e4, (5, 4), 1e-4), value=(5, 3),
+         attn_mask=np.array([[True, False, True, False, True],
+                             [False, True, False, True, True],
+                             [True, True, False, False, True]])),
     Case(id="bool_mask_mostly_open", seed=50, tags=("rank2", "mask", "bool_mask"),
          description="Boolean mask blocking one key per query",
          query=(4, 8), key=(4, 8), value=(4, 8),

@@ -11,12 +11,14 @@ compare.judge's decision, as for every port; check only words the verdict for a 
 cell (expected vs got), the first step that differs when the learner returns steps, and the known
 mistake (mistakes.py) the output matches, if any. On the invalid-input level any thrown error passes.
 
-Exit codes: 0 every attempted level passes; 1 a level fails; 2 the file could not be run at all.
+Exit codes: 0 every case attempted passes (those not attempted are counted); 1 a level fails; 2 the
+file could not be run at all.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,17 +40,46 @@ LEARNER = "your code"
 class CaseResult:
     case: FixtureCase
     status: str  # "pass", "fail" or "skip"
-    lines: list[str] = field(default_factory=list)  # what to print under the level (maybe nothing)
+    lines: list[str] = field(default_factory=list)  # the case's line, then details (maybe nothing)
     reason: str = ""  # why it was not attempted
+    crashed: bool = False  # an invalid case refused by a crash in the learner's code, not on purpose
 
 
-def number(x: float | None) -> str:
-    """A number as a learner reads it: JavaScript's words for the special values."""
+# ---- the learner's language ---------------------------------------------------------------------
+
+# The words that differ between the two languages, each way. The harness's own texts (case
+# descriptions, the project's messages, the named mistakes) mix them; a learner reads them in theirs.
+_JAVASCRIPT_WORDS = {
+    "attn_mask": "attnMask",
+    "is_causal": "isCausal",
+    "enable_gqa": "enableGqa",
+    "memory_limit": "memoryLimit",
+    "scaled_dot_product_attention": "scaledDotProductAttention",
+    "attention_steps": "attentionSteps",
+    "True": "true",
+    "False": "false",
+    "None": "null",
+    "nan": "NaN",
+    "inf": "Infinity",
+}
+_PYTHON_WORDS = {js: py for py, js in _JAVASCRIPT_WORDS.items()}
+
+
+def spoken(text: str, language: str) -> str:
+    """The harness's text in the learner's language: isCausal, true, NaN, Infinity for JavaScript;
+    is_causal, True, nan, inf for Python. Only whole words change ("-inf" is "-Infinity")."""
+    words = _JAVASCRIPT_WORDS if language == "JavaScript" else _PYTHON_WORDS
+    pattern = r"(?<![\w$])(" + "|".join(map(re.escape, words)) + r")(?![\w$])"
+    return re.sub(pattern, lambda m: words[m.group(1)], text)
+
+
+def number(x: float | None, language: str = "JavaScript") -> str:
+    """A number as a learner reads it: NaN and Infinity in JavaScript, nan and inf in Python."""
     if x is None:
         return "nothing"
     if x == 0:
         return "-0" if math.copysign(1.0, x) < 0 else "0"
-    return f"{x:.6g}" if math.isfinite(x) else format_number(x)
+    return f"{x:.6g}" if math.isfinite(x) else spoken(format_number(x), language)
 
 
 def _nested_form(shape: tuple[int, ...]) -> str:
@@ -69,15 +100,6 @@ def skip_reason(case: FixtureCase, hello: Hello) -> str | None:
         missing = [name for name in wanted if name not in hello.option_names]
         if missing:
             return f"your function takes no {missing[0]} argument"
-    if case.expected is not None and not hello.shaped:
-        for name in ("key", "value"):
-            shape = case.inputs[name].shape
-            if 0 in shape[:-1]:
-                flag = "acceptsShapedTensors" if hello.language == "JavaScript" else "ACCEPTS_SHAPED_TENSORS"
-                return (
-                    f"nested arrays cannot carry its shapes ({name} {format_shape(shape)} is written"
-                    f" {_nested_form(shape)}); set {flag} = true to be given it with its shape"
-                )
     return None
 
 
@@ -91,24 +113,102 @@ def _as_expected_shape(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
     return actual
 
 
-def _result(case: FixtureCase, verdict: compare.CaseVerdict, lines: list[str]) -> CaseResult:
-    """compare.judge decided; the lines are said only for a failure."""
-    return CaseResult(case, "pass") if verdict.passed else CaseResult(case, "fail", lines)
+# ---- what to add to a failing case's line ---------------------------------------------------------
 
 
-def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
+def _shaped_hint(case: FixtureCase, language: str) -> str | None:
+    """An error on a case whose tensors come with their shape: say so, in the learner's terms."""
+    for name in ("query", "key", "value", "attn_mask"):
+        tensor = case.inputs[name]
+        if tensor is not None and 0 in tensor.shape:
+            name = spoken(name, language)
+            if language == "JavaScript":
+                given = f"{{shape: {format_shape(tensor.shape)}, data: []}}"
+            else:
+                given = f"a numpy array of shape {tuple(tensor.shape)}"
+            return (
+                f"this case gives {name} as {given}: a tensor with a zero-size dim comes with its"
+                " shape, since nested arrays cannot carry it"
+            )
+    return None
+
+
+def _gqa_hint(case: FixtureCase, language: str) -> str | None:
+    """An error on grouped-query heads: how query heads map to key/value heads."""
+    query, key = case.inputs["query"].shape, case.inputs["key"].shape
+    if case.params["enable_gqa"] is not True or len(query) < 3 or query[-3] == key[-3]:
+        return None
+    return spoken(
+        f"with enable_gqa, Hq = {query[-3]} query heads share Hkv = {key[-3]} key/value heads in"
+        f" consecutive groups of {query[-3] // max(key[-3], 1)}: query head h reads key/value head"
+        " floor(h / (Hq / Hkv))",
+        language,
+    )
+
+
+def _rank_hint(case: FixtureCase) -> str | None:
+    rank = case.inputs["query"].ndim
+    if rank <= 2:
+        return None
+    return (
+        f"this case is rank {rank}: every dim before the last two is a batch or head dim, and each"
+        " [L, E] matrix inside gets the same steps"
+    )
+
+
+def _case_hint(case: FixtureCase, language: str) -> str | None:
+    """What about this case most likely tripped code that passed the earlier levels, said after an
+    error on a valid case (a crash, or a throw of the learner's own that refused valid input)."""
+    return _shaped_hint(case, language) or _gqa_hint(case, language) or _rank_hint(case)
+
+
+def _mistake_named(case: FixtureCase, output: np.ndarray, language: str) -> str | None:
+    """ "looks like ..." when the output matches a known wrong variant (mistakes.py)."""
+    mistake = mistakes.identify(case.inputs, case.params, case.expected.output, output)
+    if mistake is None:
+        return None
+    return "looks like " + spoken(mistake.explain(int(case.inputs["query"].shape[-1])), language)
+
+
+def _verdict_note(verdict: compare.CaseVerdict) -> str | None:
+    """What the rule's own problem adds to "cell is x, expected y" (NaN and infinities say themselves)."""
+    problem = verdict.problem or ""
+    if "+0.0 is required" in problem:
+        return "a fully-masked row must give exactly +0"
+    if "beyond every value the row averages" in problem:
+        return "beyond every value the row averages (each output is a weighted average of values)"
+    return None
+
+
+def _joined(line: str, *notes: str | None) -> str:
+    return " — ".join([line, *(n for n in notes if n)])
+
+
+# ---- judging one case ---------------------------------------------------------------------------
+
+
+def _threw(reply: Reply) -> str:
+    """The learner's error as said on its case's line: on purpose or a crash, and where."""
+    what = f"{reply.error_name}: {reply.message}"
+    if reply.deliberate:
+        return f"your function threw {what}" + (f" ({reply.where})" if reply.where else "")
+    return f"your code crashed{f' at {reply.where}' if reply.where else ''}: {what}"
+
+
+def judge_valid(case: FixtureCase, reply: Reply, timeout: float, language: str = "JavaScript") -> CaseResult:
     """A case with expected values: compare.judge decides; the lines say what went wrong."""
     prefix = f"{case.id}:"
+    description = f"    {spoken(case.description, language)}"
     if reply.how != "steps":
         problem = {
             "hang": f"no answer within {timeout:g} s (an endless loop?); the next case gets a fresh process",
             "died": reply.message,
             "bad": reply.message,
-            "threw": f"your function threw {reply.error_name}: {reply.message}",
+            "threw": _threw(reply) if reply.how == "threw" else "",
         }[reply.how]
         verdict = compare.judge(case, LEARNER, "float64", PortAnswer(crash=problem))
-        lines = [f"{prefix} {problem}", f"    {case.description}"]
-        return _result(case, verdict, lines)
+        hint = _case_hint(case, language) if reply.how == "threw" else None
+        return _result(case, verdict, [_joined(f"{prefix} {problem}", hint), description])
     expected = case.expected
     steps = {name: _as_expected_shape(a, getattr(expected, name)) for name, a in reply.steps.items()}
     verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
@@ -116,61 +216,65 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
     if output is not None and output.shape != expected.output.shape:
         want = expected.output.shape
         line = f"{prefix} output has shape {format_shape(output.shape)}, expected {format_shape(want)}"
-        if 0 in expected.output.shape:
-            line += f" (as nested arrays: {_nested_form(expected.output.shape)})"
-        elif output.ndim != expected.output.ndim:
-            line += (
-                f" — this case is rank {expected.output.ndim}: every dim before the last two is a batch"
-                " or head dim, and each [L, E] matrix inside gets the same steps"
-            )
-        return _result(case, verdict, [line, f"    {case.description}"])
+        if 0 in want:
+            line += f" (as nested arrays: {_nested_form(want)})"
+        named = _mistake_named(case, output, language)
+        rank = _rank_hint(case) if output.ndim != expected.output.ndim else None
+        return _result(case, verdict, [_joined(line, named or rank), description])
     if verdict.passed:
         return CaseResult(case, "pass")
     if verdict.index is not None:
         line = (
-            f"{prefix} {compare.cell('output', verdict.index)} is {number(verdict.actual)},"
-            f" expected {number(verdict.expected)}"
+            f"{prefix} {compare.cell('output', verdict.index)} is {number(verdict.actual, language)},"
+            f" expected {number(verdict.expected, language)}"
         )
     else:
         line = f"{prefix} {verdict.problem or 'output differs'}"
-    mistake = mistakes.identify(case.inputs, case.params, expected.output, steps["output"])
-    if mistake is not None:
-        line += f" — looks like {mistake.explain(int(case.inputs['query'].shape[-1]))}"
-    elif verdict.problem and verdict.index is not None:
-        line += f" ({verdict.problem})"
-    lines = [line, f"    {case.description}"]
+    named = _mistake_named(case, steps["output"], language)
+    lines = [_joined(line, named or _verdict_note(verdict)), description]
     first = verdict.first_divergent_step
     if first is not None and first != "output" and len(reply.steps) > 1:
         check = next(c for c in verdict.steps if c.step == first)
         if check.index is not None:
             lines.append(
-                f"    first step that differs: {compare.cell(first, check.index)} is {number(check.actual)},"
-                f" expected {number(check.expected)}"
+                f"    first step that differs: {compare.cell(first, check.index)} is"
+                f" {number(check.actual, language)}, expected {number(check.expected, language)}"
             )
         else:
             lines.append(f"    first step that differs: {check.problem or first}")
     return CaseResult(case, "fail", lines)
 
 
-def judge_invalid(case: FixtureCase, reply: Reply, timeout: float) -> CaseResult:
-    """A case with invalid input: any thrown error passes (the project's kind is noted, not needed)."""
+def _result(case: FixtureCase, verdict: compare.CaseVerdict, lines: list[str]) -> CaseResult:
+    """compare.judge decided; the lines are said only for a failure."""
+    return CaseResult(case, "pass") if verdict.passed else CaseResult(case, "fail", lines)
+
+
+def judge_invalid(
+    case: FixtureCase, reply: Reply, timeout: float, language: str = "JavaScript"
+) -> CaseResult:
+    """A case with invalid input: any thrown error passes (the project's kind is noted, not needed).
+    A crash in the learner's own code passes too, but is said as a crash and counted as one."""
     kind, message = case.expected_error
-    if reply.how == "threw":
+    ports_say = (
+        f"    {spoken(case.description, language)}; the project's ports say: {spoken(message, language)}"
+    )
+    if reply.how == "threw" and reply.deliberate:
         line = f"{case.id}: threw {reply.error_name}: {reply.message}"
         if reply.error_kind == kind:
             line += f" (kind {kind!r}, as the project's ports)"
         return CaseResult(case, "pass", [line])
+    if reply.how == "threw":
+        at = f" at {reply.where}" if reply.where else ""
+        line = f"{case.id}: crashed{at}, not a deliberate refusal: {reply.error_name}: {reply.message}"
+        return CaseResult(case, "pass", [line, ports_say], crashed=True)
     if reply.how == "steps":
         got = f"returned an output of shape {format_shape(reply.steps['output'].shape)} instead of throwing"
     elif reply.how == "hang":
         got = f"no answer within {timeout:g} s (an endless loop?) instead of an error"
     else:
         got = f"{reply.message}, instead of throwing an error"
-    return CaseResult(
-        case,
-        "fail",
-        [f"{case.id}: {got}", f"    {case.description}; the project's ports say: {message}"],
-    )
+    return CaseResult(case, "fail", [f"{case.id}: {got}", ports_say])
 
 
 def run_case(learner: LearnerProcess, case: FixtureCase, timeout: float) -> CaseResult:
@@ -178,28 +282,72 @@ def run_case(learner: LearnerProcess, case: FixtureCase, timeout: float) -> Case
     reason = skip_reason(case, hello)
     if reason is not None:
         return CaseResult(case, "skip", reason=reason)
-    reply = learner.ask(case.id, options=bool(options_set(case)), shaped=hello.shaped)
+    reply = learner.ask(case.id, options=bool(options_set(case)))
     if case.expects_error:
-        return judge_invalid(case, reply, timeout)
-    return judge_valid(case, reply, timeout)
+        return judge_invalid(case, reply, timeout, hello.language)
+    return judge_valid(case, reply, timeout, hello.language)
+
+
+# ---- the report ---------------------------------------------------------------------------------
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _level_numbers(numbers: list[int]) -> str:
+    """[13] -> "level 13"; [4, 5, 6, 9] -> "levels 4-6, 9"."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    text = ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
+    return f"level {text}" if len(numbers) == 1 else f"levels {text}"
 
 
 def level_line(n: int, total: int, name: str, results: list[CaseResult]) -> str:
     attempted = [r for r in results if r.status != "skip"]
     failed = [r for r in attempted if r.status == "fail"]
     skipped = [r for r in results if r.status == "skip"]
+    invalid = [r for r in attempted if r.case.expects_error]
     head = f"level {n} of {total}: {name}"
     if not results:
         return f"{head} — no cases in this fixture folder"
     if not attempted:
         return f"{head} — not attempted: {skipped[0].reason}"
+    notes = []
+    if invalid:
+        crashed = sum(r.crashed for r in invalid)
+        refused = f"{len([r for r in invalid if r.status == 'pass'])} of {len(invalid)} refused"
+        notes.append(refused + (f", {crashed} by crashing" if crashed else ""))
     if failed:
-        text = f"{head} — {len(failed)} of {len(attempted)} cases fail"
+        text = f"{head} — {len(failed)} of {_counted(len(attempted), 'case')} fail"
+    elif invalid and len(invalid) == len(attempted):
+        text, notes = f"{head} — {notes[0]}", notes[1:]
     else:
-        text = f"{head} — {len(attempted)} of {len(attempted)} cases pass"
+        text = f"{head} — {len(attempted)} of {_counted(len(attempted), 'case')} pass"
     if skipped:
-        text += f" ({len(skipped)} not attempted: {skipped[0].reason})"
-    return text
+        notes.append(f"{len(skipped)} not attempted: {skipped[0].reason}")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def case_lines(result: CaseResult) -> list[str]:
+    """A case's lines under its level: the first says pass or fail, the details follow indented."""
+    if not result.lines:
+        return []
+    return [f"  {result.status} {result.lines[0]}", *(f"  {line}" for line in result.lines[1:])]
+
+
+def _not_attempted(by_level: dict[int, list[CaseResult]]) -> str:
+    skipped = {n: sum(r.status == "skip" for r in rs) for n, rs in by_level.items()}
+    levels = [n for n, count in sorted(skipped.items()) if count]
+    if not levels:
+        return ""
+    count = sum(skipped.values())
+    verb = "was" if count == 1 else "were"
+    return f"{_counted(count, 'case')} {verb} not attempted ({_level_numbers(levels)})"
 
 
 def describe_function(path: Path, hello: Hello) -> str:
@@ -209,8 +357,7 @@ def describe_function(path: Path, hello: Hello) -> str:
         args = f"(query, key, value, {', '.join(n for n in OPTION_NAMES if n in hello.option_names)})"
     else:
         args = "(query, key, value), no options"
-    shaped = "; zero-size tensors given with their shape" if hello.shaped else ""
-    return f"Checking {path} ({hello.language}): {hello.function} takes {args}{shaped}."
+    return f"Checking {path} ({hello.language}): {hello.function} takes {args}."
 
 
 def check(
@@ -238,26 +385,32 @@ def check(
         say(describe_function(path, hello))
         say("")
         failed_levels = []
+        ran: dict[int, list[CaseResult]] = {}
         for n, level in enumerate(cases.LEVELS, start=1):
-            results = [run_case(learner, case, timeout) for case in by_level.get(n, [])]
+            results = ran[n] = [run_case(learner, case, timeout) for case in by_level.get(n, [])]
             say(level_line(n, total, level.name, results))
             for result in results:  # a failure's lines, and the message of each error thrown on purpose
-                for line in result.lines:
-                    say(f"  {line}")
+                for line in case_lines(result):
+                    say(line)
             if any(r.status == "fail" for r in results):
                 failed_levels.append(n)
                 if not run_all:
                     say("")
                     say(f"Stopped at {level_line(n, total, level.name, results)}.")
                     if n < total:
-                        say(f"Levels {n + 1}-{total} were not run: fix this level first, or add --all.")
+                        later = f"Level {total} was" if n + 1 == total else f"Levels {n + 1}-{total} were"
+                        say(f"{later} not run: fix this level first, or add --all.")
                     return 1
         say("")
+        not_attempted = _not_attempted(ran)
         if failed_levels:
-            numbers = ", ".join(map(str, failed_levels))
-            say(f"{len(failed_levels)} of {total} levels fail (level {numbers}).")
+            text = f"{len(failed_levels)} of {total} levels fail ({_level_numbers(failed_levels)})"
+            say(f"{text}; {not_attempted}." if not_attempted else f"{text}.")
             return 1
-        say(f"Every level you attempted passes ({total} levels).")
+        if not_attempted:
+            say(f"Every case you attempted passes, but {not_attempted}: see the level lines above.")
+        else:
+            say(f"Every case of all {total} levels passes.")
         return 0
     finally:
         learner.close()

@@ -45,7 +45,6 @@ class Hello:
     function: str  # the name it calls: attentionSteps / scaledDotProductAttention (or snake_case)
     takes_options: bool
     option_names: frozenset[str] | None  # the options it accepts by name (Python); None: any
-    shaped: bool  # it accepts shaped tensors for zero-size dims
     language: str  # "JavaScript" or "Python"
 
 
@@ -58,6 +57,8 @@ class Reply:
     message: str = ""
     error_name: str | None = None
     error_kind: str | None = None
+    deliberate: bool = True  # threw: raised on purpose (a raise / throw), not a crash in the learner's math
+    where: str | None = None  # threw: the line of the learner's file it came from, if known ("line 12")
 
 
 def command_for(path: Path, fixtures_dir: Path) -> tuple[list[str], str]:
@@ -132,12 +133,11 @@ class LearnerProcess:
             function=hello["function"],
             takes_options=bool(hello["takesOptions"]),
             option_names=None if names is None else frozenset(names),
-            shaped=bool(hello["shaped"]),
             language=self.language,
         )
         return self.hello
 
-    def ask(self, case_id: str, options: bool, shaped: bool) -> Reply:
+    def ask(self, case_id: str, options: bool) -> Reply:
         """Run one case; a hang or a crash is a Reply too, and the next case starts a fresh process."""
         if self.process is None or self.process.poll() is not None:
             if self.restart_failed is None:
@@ -147,7 +147,7 @@ class LearnerProcess:
                     self.restart_failed = f"your code could not be started again: {error}"
             if self.restart_failed is not None:
                 return Reply("died", message=self.restart_failed)
-        request = json.dumps({"id": case_id, "options": options, "shaped": shaped}) + "\n"
+        request = json.dumps({"id": case_id, "options": options}) + "\n"
         try:
             self.process.stdin.write(request.encode())
             self.process.stdin.flush()
@@ -166,7 +166,12 @@ class LearnerProcess:
         if "threw" in answer:
             threw = answer["threw"]
             return Reply(
-                "threw", message=threw["message"], error_name=threw["name"], error_kind=threw.get("kind")
+                "threw",
+                message=threw["message"],
+                error_name=threw["name"],
+                error_kind=threw.get("kind"),
+                deliberate=threw.get("deliberate", True),
+                where=threw.get("where"),
             )
         if "bad" in answer:
             return Reply("bad", message=answer["bad"])

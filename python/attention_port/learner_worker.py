@@ -6,19 +6,21 @@ The learner's code runs in this process, never in the harness.
 
 The file defines `scaled_dot_product_attention(query, key, value, ...)` and may define
 `attention_steps` (called instead when present: it returns an object or a dict with scores, logits,
-weights and output). `ACCEPTS_SHAPED_TENSORS = True` in the file asks for a tensor with a zero-size
-dimension as a numpy array (nested lists cannot say [2, 0, 8]: it is written [[], []]).
+weights and output). Tensors are given as nested lists, except a tensor with a zero-size dimension,
+which is given as a numpy array: nested lists cannot say [2, 0, 8] (it would be written [[], []]).
 """
 
 from __future__ import annotations
 
 import argparse
+import dis
 import importlib
 import importlib.util
 import inspect
 import json
 import os
 import sys
+import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,15 @@ from .inputs import AttentionInputError, describe_value, format_shape, infer_sha
 STEP_NAMES = ("scores", "logits", "weights", "output")
 OPTION_NAMES = ("attn_mask", "is_causal", "scale", "enable_gqa", "softcap")
 POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+WORKER = Path(__file__).resolve()
+# Where Python's own modules and installed packages live: a `raise` there is a library's, not the learner's.
+LIBRARY_FOLDERS = tuple(
+    {
+        str(Path(p))
+        for p in (sysconfig.get_path(n) for n in ("stdlib", "platstdlib", "purelib", "platlib"))
+        if p
+    }
+)
 
 
 def options_set(case: FixtureCase) -> dict[str, object]:
@@ -86,7 +97,6 @@ class Learner:
             has = f"it defines {', '.join(defined)}" if defined else "it defines no function"
             raise LookupError(f"{path} defines no function named scaled_dot_product_attention ({has})")
         self.function, self.name = function, name
-        self.shaped = getattr(module, "ACCEPTS_SHAPED_TENSORS", False) is True
         try:
             parameters = list(inspect.signature(function).parameters.values())
         except (TypeError, ValueError):  # a builtin without a signature: assume the whole API
@@ -108,15 +118,14 @@ class Learner:
             "function": self.name,
             "takesOptions": self.takes_options,
             "optionNames": sorted(self.option_names),
-            "shaped": self.shaped,
         }
 
-    def call(self, case: FixtureCase, with_options: bool, shaped: bool):
+    def call(self, case: FixtureCase, with_options: bool):
         def given(x):
             if case.expected is None or x is None:
                 return x  # an invalid case's inputs, as written
-            if shaped and 0 in x.shape:
-                return x.copy()
+            if 0 in x.shape:
+                return x.copy()  # nested lists would lose the dims after the zero: [2, 0, 8] is [[], []]
             return x.tolist()
 
         inputs = case.inputs
@@ -133,7 +142,10 @@ class Learner:
 
 def returned_tensor(name: str, value) -> dict | str:
     """{"shape", "data"} for nested numbers (or an array), else a one-line reason."""
-    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # a numpy or torch array
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":  # its shape, zero-size dims too
+        flat = value.astype(np.float64).reshape(-1).tolist()
+        return {"shape": list(value.shape), "data": encode_numbers(flat)}
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # a torch array, say
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
         return f"{name} is {_what(value)}, expected nested lists of numbers"
@@ -171,15 +183,43 @@ def _what(x) -> str:
     return "None" if x is None else describe_value(x)
 
 
-def answer(learner: Learner, case: FixtureCase, with_options: bool, shaped: bool) -> dict:
+def raised_on_purpose(error: BaseException) -> tuple[bool, str | None]:
+    """Whether an error was raised on purpose, and the line of the learner's code it came from.
+
+    On purpose: a `raise` or `assert` statement raised it, in code that is not the standard library's
+    or an installed package's (the learner's own, or the project's port it imports), or it carries a
+    `kind`, as the project's errors do. Anything else is a crash in the learner's math: an index out of
+    range, None where a list was meant, numpy refusing operands that do not fit."""
+    tb, innermost, where = error.__traceback__, None, None
+    while tb is not None:
+        file = Path(tb.tb_frame.f_code.co_filename).resolve()
+        if file != WORKER and not str(file).startswith(LIBRARY_FOLDERS):
+            where = f"line {tb.tb_lineno} of {file.name}"  # the innermost frame of the learner's code
+        innermost, tb = tb, tb.tb_next
+    if isinstance(getattr(error, "kind", None), str):
+        return True, where
+    if innermost is None:
+        return False, where
+    code = innermost.tb_frame.f_code
+    raising = any(
+        i.offset == innermost.tb_lasti and i.opname == "RAISE_VARARGS" for i in dis.get_instructions(code)
+    )
+    in_library = str(Path(code.co_filename).resolve()).startswith(LIBRARY_FOLDERS)
+    return raising and not in_library, where
+
+
+def answer(learner: Learner, case: FixtureCase, with_options: bool) -> dict:
     try:
-        returned = learner.call(case, with_options, shaped)
+        returned = learner.call(case, with_options)
     except Exception as error:
         kind = getattr(error, "kind", None)
+        deliberate, where = raised_on_purpose(error)
         threw = {
             "name": type(error).__name__,
             "message": _one_line(error),
             "kind": kind if isinstance(kind, str) else None,  # an AttentionInputError's, or a learner's own
+            "deliberate": deliberate,
+            "where": where,
         }
         return {"id": case.id, "threw": threw}
     if learner.name == "attention_steps":
@@ -229,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         request = json.loads(line)
         by_id = by_id or {case.id: case for case in load_fixtures(args.fixtures)}
-        send(answer(learner, by_id[request["id"]], request["options"], request["shaped"]))
+        send(answer(learner, by_id[request["id"]], request["options"]))
     return 0
 
 

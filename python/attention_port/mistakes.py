@@ -43,11 +43,15 @@ def _attention(
     enable_gqa=False,
     softcap=0.0,
     scale_of: Callable[[int, float | None], float] = lambda e, s: 1 / math.sqrt(e) if s is None else s,
+    scores_of: Callable[[np.ndarray, np.ndarray], np.ndarray] = lambda q, k: q @ np.swapaxes(k, -1, -2),
+    cap: Callable[[np.ndarray, float], np.ndarray] = lambda x, c: c * np.tanh(x / c),
     blocked: float = -np.inf,
     softmax: Callable[[np.ndarray], np.ndarray] = reference.softmax,
     causal: Callable[[int, int], np.ndarray] = _top_left,
     kv_heads_of: Callable[[int, int], np.ndarray] = _consecutive,
     mask_allows: Callable[[np.ndarray], np.ndarray] = lambda m: m,
+    float_mask_as: Callable[[np.ndarray], tuple[np.ndarray | None, np.ndarray]] = lambda m: (None, m),
+    weighted: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] = lambda w, k, v: w @ v,
     zero_empty_rows: bool = True,
 ) -> np.ndarray:
     """Attention with each step swappable, so a variant changes exactly one."""
@@ -55,9 +59,9 @@ def _attention(
     if enable_gqa and query.ndim >= 3 and query.shape[-3] != key.shape[-3]:
         heads = kv_heads_of(query.shape[-3], key.shape[-3])  # [Hq]
         key, value = np.take(key, heads, axis=-3), np.take(value, heads, axis=-3)
-    logits = (query @ np.swapaxes(key, -1, -2)) * scale_of(query.shape[-1], scale)  # [..., Lq, Lk]
+    logits = scores_of(query, key) * scale_of(query.shape[-1], scale)  # [..., Lq, Lk]
     if softcap > 0:
-        logits = softcap * np.tanh(logits / softcap)
+        logits = cap(logits, softcap)
     allowed = np.ones(logits.shape, dtype=bool)
     if is_causal:
         allowed &= causal(logits.shape[-2], logits.shape[-1])
@@ -66,9 +70,12 @@ def _attention(
         if mask.dtype == bool:
             allowed &= mask_allows(mask)
         else:
-            logits = logits + mask
+            mask_allowed, bias = float_mask_as(mask)
+            if mask_allowed is not None:
+                allowed &= mask_allowed
+            logits = logits + bias
     logits = np.where(allowed, logits, blocked)
-    output = softmax(logits) @ value  # [..., Lq, Ev]
+    output = weighted(softmax(logits), key, value)  # [..., Lq, Ev]
     if zero_empty_rows:
         output = np.where(np.all(logits == -np.inf, axis=-1, keepdims=True), 0.0, output)
     return output
@@ -129,15 +136,25 @@ def softmax_wrong_axis(query, key, value, attn_mask=None, **options):
     return _attention(query, key, value, attn_mask, **options, softmax=by_column)
 
 
+def _textbook_softmax(logits: np.ndarray) -> np.ndarray:
+    """exp(x - max) / sum: NaN in a row whose every logit is -inf (-inf - (-inf) is NaN)."""
+    exps = np.exp(logits - np.max(logits, axis=-1, keepdims=True))
+    return exps / exps.sum(axis=-1, keepdims=True)
+
+
 def fully_masked_nan(query, key, value, attn_mask=None, **options):
     """A fully-masked row left to the textbook softmax: its max is -inf, and -inf - (-inf) is NaN.
     Such a row attends to nothing, so its weights and output are defined as 0 (as in torch)."""
+    return _attention(
+        query, key, value, attn_mask, **options, softmax=_textbook_softmax, zero_empty_rows=False
+    )
 
-    def textbook(logits):
-        exps = np.exp(logits - np.max(logits, axis=-1, keepdims=True))
-        return exps / exps.sum(axis=-1, keepdims=True)
 
-    return _attention(query, key, value, attn_mask, **options, softmax=textbook, zero_empty_rows=False)
+def fully_masked_zero_times_value(query, key, value, attn_mask=None, **options):
+    """A fully-masked row's weights right (all 0), but its output left to weights · value: 0 · NaN
+    and 0 · inf are NaN, so a value holding either reaches a row that attends to nothing. Such a
+    row's output is defined as 0, whatever the values hold."""
+    return _attention(query, key, value, attn_mask, **options, zero_empty_rows=False)
 
 
 def mask_inverted(query, key, value, attn_mask=None, **options):
@@ -167,6 +184,67 @@ def gqa_tiled(query, key, value, attn_mask=None, **options):
     return _attention(
         query, key, value, attn_mask, **options, kv_heads_of=lambda hq, hkv: np.arange(hq) % hkv
     )
+
+
+def key_not_transposed(query, key, value, attn_mask=None, **options):
+    """The scores as Q · K instead of Q · Kᵀ. Each score pairs a query row with a key row; only with
+    a square key (Lk = E) does the wrong product have the right shape, so only there is it a
+    wrong number rather than an error."""
+    key = np.asarray(key)
+    if key.ndim < 2 or key.shape[-1] != key.shape[-2]:
+        return None
+    return _attention(query, key, value, attn_mask, **options, scores_of=lambda q, k: q @ k)
+
+
+def weights_returned(query, key, value, attn_mask=None, **options):
+    """The weights [..., Lq, Lk] returned instead of the output: the last step, weights · V, left out."""
+    return _attention(query, key, value, attn_mask, **options, weighted=lambda w, k, v: w)
+
+
+def weights_times_key(query, key, value, attn_mask=None, **options):
+    """weights · K instead of weights · V: the output averages the key rows, not the value rows."""
+    return _attention(query, key, value, attn_mask, **options, weighted=lambda w, k, v: w @ k)
+
+
+def float_mask_as_boolean(query, key, value, attn_mask=None, **options):
+    """A float mask read as yes/no, as a boolean one is: a cell of 0 blocks, any other number (even
+    -inf) lets the key through, and nothing is added. A float mask is added to the logits."""
+    if attn_mask is None or np.asarray(attn_mask).dtype == bool:
+        return None
+    return _attention(
+        query, key, value, attn_mask, **options, float_mask_as=lambda m: (m != 0, np.zeros_like(m))
+    )
+
+
+def causal_ignored(query, key, value, attn_mask=None, **options):
+    """is_causal ignored: every query sees every key, also the keys after it."""
+    if not options.get("is_causal"):
+        return None
+    return _attention(query, key, value, attn_mask, **{**options, "is_causal": False})
+
+
+def causal_diagonal_hidden(query, key, value, attn_mask=None, **options):
+    """The causal mask off by one: query i sees keys j < i instead of j <= i. A query may attend to
+    its own position; with the diagonal hidden, query 0 has nothing to attend to."""
+    if not options.get("is_causal"):
+        return None
+    return _attention(
+        query, key, value, attn_mask, **options, causal=lambda lq, lk: np.tri(lq, lk, -1, dtype=bool)
+    )
+
+
+def softcap_without_divide(query, key, value, attn_mask=None, **options):
+    """softcap · tanh(x) instead of softcap · tanh(x / softcap): the logits squashed at the wrong scale."""
+    if not options.get("softcap", 0) > 0:
+        return None
+    return _attention(query, key, value, attn_mask, **options, cap=lambda x, c: c * np.tanh(x))
+
+
+def softcap_without_multiply(query, key, value, attn_mask=None, **options):
+    """tanh(x / softcap) instead of softcap · tanh(x / softcap): the logits squashed into (-1, 1)."""
+    if not options.get("softcap", 0) > 0:
+        return None
+    return _attention(query, key, value, attn_mask, **options, cap=lambda x, c: np.tanh(x / c))
 
 
 @dataclass(frozen=True)
@@ -202,9 +280,29 @@ MISTAKES = (
         " not each column",
     ),
     Mistake(
+        key_not_transposed,
+        "the key was not transposed: the scores are Q · Kᵀ, each query row times each key row"
+        " (Q · K has the same shape only because this key is square)",
+    ),
+    Mistake(
+        weights_returned,
+        "the weights were returned instead of the output: the last step multiplies them by the values,"
+        " output = weights · V",
+    ),
+    Mistake(
+        weights_times_key,
+        "the weights were multiplied by the keys: the output is weights · V, not weights · K",
+    ),
+    Mistake(
         finite_sentinel,
         "masked cells were set to a finite number such as -1e9 instead of -Infinity: in a row where"
-        " every key is masked they tie, and softmax spreads the weight evenly instead of giving 0",
+        " every key is masked they tie and share the weight instead of giving 0, and where the other"
+        " logits are below -1e9 the masked keys take all of it",
+    ),
+    Mistake(
+        fully_masked_zero_times_value,
+        "a fully-masked row's output was computed as 0 · value: 0 · NaN and 0 · Infinity are NaN;"
+        " a row with nothing to attend to gives output 0, whatever the values hold",
     ),
     Mistake(
         fully_masked_nan,
@@ -215,6 +313,20 @@ MISTAKES = (
         mask_inverted, "the boolean mask was read backwards: true means 'may attend', false means 'blocked'"
     ),
     Mistake(
+        float_mask_as_boolean,
+        "the float mask was read as yes/no: a float mask is added to the logits (-Infinity blocks a"
+        " key, 0 leaves its logit as it is, -1e4 is just a number)",
+    ),
+    Mistake(
+        causal_ignored,
+        "is_causal was ignored: with is_causal = True, query i sees only keys j <= i",
+    ),
+    Mistake(
+        causal_diagonal_hidden,
+        "the causal mask hides the diagonal: query i sees keys j <= i, itself included (j < i leaves"
+        " query 0 nothing to attend to)",
+    ),
+    Mistake(
         causal_bottom_right,
         "the causal mask was aligned bottom-right: query i sees keys j <= i (top-left, as torch),"
         " also when there are more keys than queries",
@@ -223,6 +335,16 @@ MISTAKES = (
         gqa_tiled,
         "grouped heads were tiled (query head h reads key/value head h % Hkv); they are"
         " consecutive: query head h reads head floor(h / (Hq / Hkv)), as torch's repeat_interleave",
+    ),
+    Mistake(
+        softcap_without_divide,
+        "softcap without the divide: the logits become softcap · tanh(logits / softcap),"
+        " not softcap · tanh(logits)",
+    ),
+    Mistake(
+        softcap_without_multiply,
+        "softcap without the multiply: the logits become softcap · tanh(logits / softcap),"
+        " not tanh(logits / softcap)",
     ),
 )
 
@@ -246,13 +368,25 @@ def same_values(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def identify(inputs: dict, params: dict, expected: np.ndarray, output: np.ndarray) -> Mistake | None:
-    """The known mistake `output` matches, among those that differ from the truth on this case."""
+    """The known mistake `output` matches, among those that differ from the truth on this case.
+
+    A mistake is also matched where the variant leaves a row with every key masked, and the output
+    has NaN there: before the level on fully-masked rows, a learner's softmax gives NaN for them,
+    and the mistake at hand is still the one to name."""
     arguments = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
     for mistake in MISTAKES:
         try:
             wrong = mistake.variant(*arguments, **params)
         except (ValueError, IndexError, ZeroDivisionError, TypeError):
             continue
-        if wrong is not None and not same_values(wrong, expected) and same_values(output, wrong):
+        if wrong is None or same_values(wrong, expected):
+            continue  # the mistake makes no difference here
+        if same_values(output, wrong):
+            return mistake
+        try:  # the same mistake, with the textbook softmax's NaN in rows that have nothing to attend to
+            with_nan = mistake.variant(*arguments, **params, softmax=_textbook_softmax, zero_empty_rows=False)
+        except (ValueError, IndexError, ZeroDivisionError, TypeError):  # the variant sets its own softmax
+            continue
+        if same_values(output, with_nan):
             return mistake
     return None

@@ -9,25 +9,26 @@
  * this process only, and the harness starts a fresh one for the next case.
  *
  * The module exports `scaledDotProductAttention(query, key, value, options?)` and may export
- * `attentionSteps` (called instead when present, so that every step can be compared). It may also
- * export `acceptsShapedTensors = true` to be given a tensor with a zero-size dimension as
- * `{shape, data}` (nested arrays cannot say [2, 0, 8]: it is written [[], []]).
+ * `attentionSteps` (called instead when present, so that every step can be compared). Tensors are
+ * given as nested arrays, except a tensor with a zero-size dimension, which is given as `{shape, data}`
+ * as the project's ports take it: nested arrays cannot say [2, 0, 8] (it would be written [[], []]).
  *
  * Protocol. Answers go to file descriptor N, one JSON line each, so that what the learner prints on
- * stdout cannot be mistaken for one. First {"hello": {"function", "takesOptions", "shaped"}} or
- * {"fatal": "one line"}. Then for each request line on stdin, {"id", "options", "shaped"} (options:
- * call with the case's options object; shaped: give zero-size tensors as {shape, data}), one of
+ * stdout cannot be mistaken for one. First {"hello": {"function", "takesOptions"}} or
+ * {"fatal": "one line"}. Then for each request line on stdin, {"id", "options"} (options: call with
+ * the case's options object), one of
  *     {"id", "steps": {name: {"shape", "data"}}}   output, and scores/logits/weights when returned
- *     {"id", "threw": {"name", "message", "kind"}}  the function threw (kind: an AttentionInputError's)
+ *     {"id", "threw": {"name", "message", "kind", "deliberate", "where"}}  the function threw (kind: an
+ *         AttentionInputError's; deliberate: thrown on purpose, not a crash; where: "line N" of the module)
  *     {"id", "bad": "one line"}                     it returned something that is not nested numbers
  * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"; -0.0 keeps its sign).
  */
 
 import { spawnSync } from "node:child_process";
-import { writeSync } from "node:fs";
-import { resolve } from "node:path";
+import { readFileSync, writeSync } from "node:fs";
+import { basename, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
 import { oneLine, tensorJson } from "./cli.ts";
@@ -48,7 +49,6 @@ interface Loaded {
   readonly run: Learner;
   readonly name: string;
   readonly takesOptions: boolean;
-  readonly shaped: boolean;
 }
 
 /** How many parameters a function declares. `function.length` stops at the first parameter with a
@@ -160,19 +160,68 @@ async function loadLearner(path: string): Promise<Loaded> {
     run: run as Learner,
     name,
     takesOptions: declaredParameterCount(run as Learner) >= 4,
-    shaped: scope.acceptsShapedTensors === true,
   };
 }
 
-/** A fixture tensor as nested arrays, keeping zero-size dims as far as nesting can ([2, 0, 8] is
- * [[], []]), or as {shape, data} where the learner accepts that. */
-function givenTensor(tensor: FixtureTensor, shaped: boolean): unknown {
-  if (shaped || !tensor.shape.includes(0)) {
-    return portTensor(tensor);
+const THIS_FILE = fileURLToPath(import.meta.url);
+
+/** One stack frame's place: "at fn (file:///x.ts:3:9)" or "at file:///x.ts:3:9". */
+const FRAME = /^\s*at (?:.*\()?(.+?):(\d+):(\d+)\)?$/;
+
+/** Whether an error was thrown on purpose, and the line of the learner's module it came from.
+ *
+ * On purpose: the error was made where its stack begins by `new SomeError(...)`, `SomeError(...)` or
+ * an Error subclass's `super(...)`, in a file of the learner's own or the project's (not Node's, not
+ * node_modules), or it is not an Error at all (`throw "bad input"`), or it carries a `kind`, as the
+ * project's errors do. Anything else is a crash in the learner's math: `query.map is not a function`,
+ * reading a property of undefined, a reduce of an empty array, made by the engine itself. */
+export function thrownOnPurpose(error: unknown): { deliberate: boolean; where: string | null } {
+  if (!(error instanceof Error)) {
+    return { deliberate: true, where: null };
   }
-  const build = (dims: readonly number[]): unknown =>
-    dims[0] === 0 ? [] : Array.from({ length: dims[0] }, () => build(dims.slice(1)));
-  return build(tensor.shape);
+  const frames = String(error.stack ?? "")
+    .split("\n")
+    .map((line) => FRAME.exec(line))
+    .filter((m) => m !== null)
+    .map(([, file, line, column]) => ({ file: file!, line: Number(line), column: Number(column) }));
+  // The innermost frame of the learner's code: a file of theirs (or of the project), not this one.
+  const own = frames.find(
+    (f) =>
+      f.file.startsWith("file:") && !f.file.includes("/node_modules/") && fileURLToPath(f.file) !== THIS_FILE,
+  );
+  const where = own === undefined ? null : `line ${own.line} of ${basename(fileURLToPath(own.file))}`;
+  if (typeof (error as { kind?: unknown }).kind === "string") {
+    return { deliberate: true, where };
+  }
+  const top = frames[0];
+  if (top === undefined) {
+    return { deliberate: true, where }; // no stack to read: nothing says it crashed
+  }
+  if (!top.file.startsWith("file:") || top.file.includes("/node_modules/")) {
+    return { deliberate: false, where };
+  }
+  let text: string;
+  try {
+    text = (readFileSync(fileURLToPath(top.file), "utf8").split("\n")[top.line - 1] ?? "").slice(
+      top.column - 1,
+    );
+  } catch {
+    return { deliberate: true, where };
+  }
+  const made = /^(?:new\s+([\w$.]+)|([\w$.]+)\s*\(|(super)\s*\()/.exec(text);
+  if (made === null) {
+    return { deliberate: false, where };
+  }
+  if (made[3] !== undefined) {
+    return { deliberate: true, where };
+  }
+  // `new Array(-1)` makes a RangeError too: only an error class's own name counts.
+  const name = (made[1] ?? made[2]!).split(".").at(-1);
+  const classes: string[] = [];
+  for (let p = Object.getPrototypeOf(error); p !== null; p = Object.getPrototypeOf(p)) {
+    classes.push((p as { constructor: { name: string } }).constructor.name);
+  }
+  return { deliberate: name !== undefined && classes.includes(name), where };
 }
 
 /** Typed arrays (Float64Array rows, say) as plain arrays, at any depth. */
@@ -223,11 +272,11 @@ function what(x: unknown): string {
 }
 
 /** The options object of a case: only the options it sets, so a learner's defaults apply to the rest. */
-function caseOptions(c: FixtureCase, shaped: boolean): Record<string, unknown> {
+function caseOptions(c: FixtureCase): Record<string, unknown> {
   const options: Record<string, unknown> = {};
   const mask = c.inputs.attnMask;
   if (mask !== null) {
-    options.attnMask = c.expected === null ? mask : givenTensor(mask as FixtureTensor, shaped);
+    options.attnMask = c.expected === null ? mask : portTensor(mask as FixtureTensor);
   }
   const defaults: FixtureCase["params"] = { isCausal: false, scale: null, enableGqa: false, softcap: 0 };
   for (const name of ["isCausal", "scale", "enableGqa", "softcap"] as const) {
@@ -259,12 +308,13 @@ function outputAndWeights(learner: Loaded, c: FixtureCase, returned: unknown): s
   );
 }
 
-function answer(learner: Loaded, c: FixtureCase, withOptions: boolean, shaped: boolean): string {
+function answer(learner: Loaded, c: FixtureCase, withOptions: boolean): string {
   const id = JSON.stringify(c.id);
-  const input = (x: unknown) => (c.expected === null ? x : givenTensor(x as FixtureTensor, shaped));
+  // Nested arrays, or {shape, data} for a tensor with a zero-size dim (portTensor); an invalid case's as written.
+  const input = (x: unknown) => (c.expected === null ? x : portTensor(x as FixtureTensor));
   const args = [input(c.inputs.query), input(c.inputs.key), input(c.inputs.value)];
   if (withOptions) {
-    args.push(caseOptions(c, shaped));
+    args.push(caseOptions(c));
   }
   let returned: unknown;
   try {
@@ -275,6 +325,7 @@ function answer(learner: Loaded, c: FixtureCase, withOptions: boolean, shaped: b
       name: error instanceof Error ? error.name : typeof error,
       message: oneLine(String(error instanceof Error ? e.message : error)),
       kind: typeof e?.kind === "string" ? e.kind : null, // an AttentionInputError's, or a learner's own
+      ...thrownOnPurpose(error),
     };
     return `{"id": ${id}, "threw": ${JSON.stringify(threw)}}`;
   }
@@ -326,7 +377,7 @@ async function main(argv: string[]): Promise<number> {
   }
   send(
     JSON.stringify({
-      hello: { function: learner.name, takesOptions: learner.takesOptions, shaped: learner.shaped },
+      hello: { function: learner.name, takesOptions: learner.takesOptions },
     }),
   );
   let byId: Map<string, FixtureCase> | null = null; // every case, read once at the first request
@@ -334,9 +385,9 @@ async function main(argv: string[]): Promise<number> {
     if (line.trim() === "") {
       continue;
     }
-    const request = JSON.parse(line) as { id: string; options: boolean; shaped: boolean };
+    const request = JSON.parse(line) as { id: string; options: boolean };
     byId ??= new Map(loadFixtures(values.fixtures).map((c) => [c.id, c]));
-    send(answer(learner, byId.get(request.id)!, request.options, request.shaped));
+    send(answer(learner, byId.get(request.id)!, request.options));
   }
   return 0;
 }

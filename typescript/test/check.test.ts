@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { declaredParameterCount } from "../src/check.ts";
+import { scaledDotProductAttention } from "../src/attention.ts";
+import { declaredParameterCount, thrownOnPurpose } from "../src/check.ts";
 
 // `attention-port check` gives a learner's function its options only when it declares a 4th
 // parameter. function.length stops at the first parameter with a default, so the source counts too.
@@ -51,4 +52,68 @@ test("commas and brackets inside comments in the parameter list are not paramete
   assert.equal(declaredParameterCount(lineComments), 3);
   function commentedOptions(_q: unknown, _k: unknown, _v: unknown, /* { isCausal } */ _options = {}) {}
   assert.equal(declaredParameterCount(commentedOptions), 4);
+});
+
+// On the invalid-input level, an error the learner's code throws itself is a refusal; one the engine
+// raises inside its math (query.map is not a function) is a crash, and check says which.
+
+function caught(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected a throw");
+}
+
+class ShapeError extends Error {}
+
+function shapeError(message: string): Error {
+  return new RangeError(message);
+}
+
+test("an error made by the learner's code is thrown on purpose, whatever its class", () => {
+  const refusals = [
+    caught(() => {
+      throw new Error("query must be rank 2");
+    }),
+    caught(() => {
+      throw new TypeError("query must be an array");
+    }),
+    caught(() => {
+      throw Error("without new");
+    }),
+    caught(() => {
+      throw shapeError("made in a helper");
+    }),
+    caught(() => {
+      throw new ShapeError("a class of its own");
+    }),
+    caught(() => {
+      throw "a string";
+    }),
+    caught(() => scaledDotProductAttention([[1, 2]], [[1, "x" as unknown as number]], [[1]])),
+  ];
+  for (const error of refusals) {
+    assert.equal(thrownOnPurpose(error).deliberate, true, String(error));
+  }
+  assert.match(thrownOnPurpose(refusals[0]).where ?? "", /^line \d+ of check\.test\.ts$/);
+});
+
+test("an error the engine raises in the learner's math is a crash", () => {
+  const query: unknown = 3;
+  const crashes = [
+    caught(() => (query as number[]).map((x) => x)),
+    caught(() => (query as number[][])[1]![0]),
+    caught(() => ([] as number[]).reduce((a, b) => a + b)),
+    caught(() => new Array(-1)),
+    caught(() => {
+      const deep = (n: number): number => deep(n + 1) + 1;
+      return deep(0);
+    }),
+  ];
+  for (const error of crashes) {
+    assert.equal(thrownOnPurpose(error).deliberate, false, String(error));
+    assert.match(thrownOnPurpose(error).where ?? "", /^line \d+ of check\.test\.ts$/);
+  }
 });

@@ -40,18 +40,24 @@ function attend2d(q, k, v, maskCell, options, mistake) {
     const row = [];
     for (let j = 0; j < Lk; j++) {
       let s = 0;
-      for (let t = 0; t < E; t++) s += q[i][t] * k[j][t];
+      for (let t = 0; t < E; t++) s += q[i][t] * (mistake === "key_not_transposed" ? k[t][j] : k[j][t]);
       s *= scale;
-      if (options.softcap > 0) s = options.softcap * Math.tanh(s / options.softcap);
+      const cap = options.softcap;
+      if (cap > 0 && mistake === "softcap_without_divide") s = cap * Math.tanh(s);
+      else if (cap > 0 && mistake === "softcap_without_multiply") s = Math.tanh(s / cap);
+      else if (cap > 0) s = cap * Math.tanh(s / cap);
       let allowed = true;
-      if (options.isCausal) {
-        const limit = mistake === "causal_bottom_right" ? i + Lk - Lq : i;
+      if (options.isCausal && mistake !== "causal_ignored") {
+        let limit = mistake === "causal_bottom_right" ? i + Lk - Lq : i;
+        if (mistake === "causal_diagonal_hidden") limit = i - 1;
         if (j > limit) allowed = false;
       }
       if (maskCell !== null) {
         const m = maskCell(i, j);
         if (typeof m === "boolean") {
           if (mistake === "mask_inverted" ? m : !m) allowed = false;
+        } else if (mistake === "float_mask_as_boolean") {
+          if (!m) allowed = false;
         } else {
           s += m;
         }
@@ -67,8 +73,10 @@ function attend2d(q, k, v, maskCell, options, mistake) {
   } else {
     weights = logits.map((row) => softmaxRow(row, mistake));
   }
-  const Ev = v[0].length;
-  return weights.map((w) => Array.from({ length: Ev }, (_, c) => w.reduce((sum, x, j) => sum + x * v[j][c], 0)));
+  if (mistake === "weights_returned") return weights;
+  const rows = mistake === "weights_times_key" ? k : v;
+  const Ev = rows[0].length;
+  return weights.map((w) => Array.from({ length: Ev }, (_, c) => w.reduce((sum, x, j) => sum + x * rows[j][c], 0)));
 }
 
 export function makeAttention(mistake = null) {
@@ -90,7 +98,10 @@ export function makeAttention(mistake = null) {
       if (path.length === rank - 2) return attend2d(q, k, v, maskFor(path), options, mistake);
       if (path.length === rank - 3 && options.enableGqa && q.length !== k.length) {
         const group = q.length / k.length;
-        const kv = (h) => (mistake === "gqa_tiled" ? h % k.length : Math.floor(h / group));
+        const kv = (h) => {
+          if (mistake === "gqa_heads_unmapped") return h; // query head h reads key head h, past the last
+          return mistake === "gqa_tiled" ? h % k.length : Math.floor(h / group);
+        };
         return q.map((qh, h) => walk(qh, k[kv(h)], v[kv(h)], [...path, h]));
       }
       return q.map((qn, n) => walk(qn, k[n], v[n], [...path, n]));

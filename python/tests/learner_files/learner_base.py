@@ -1,0 +1,46 @@
+"""A learner's attention in numpy, every rank and option, with one mistake switched on by name, for
+the tests of `attention-port check`: each mistake file calls make_attention("<mistake>"). Written
+independently of the project's ports and of mistakes.py, as a learner would write it."""
+
+import numpy as np
+
+
+def make_attention(mistake=None):
+    def scaled_dot_product_attention(
+        query, key, value, attn_mask=None, is_causal=False, scale=None, enable_gqa=False, softcap=0.0
+    ):
+        q, k, v = (np.asarray(x, dtype=np.float64) for x in (query, key, value))
+        if enable_gqa and q.ndim >= 3 and q.shape[-3] != k.shape[-3]:
+            heads = np.arange(q.shape[-3])  # [Hq]
+            heads = heads % k.shape[-3] if mistake == "gqa_tiled" else heads // (q.shape[-3] // k.shape[-3])
+            k, v = k[..., heads, :, :], v[..., heads, :, :]
+        kt = k if mistake == "key_not_transposed" else np.swapaxes(k, -1, -2)
+        logits = q @ kt * (1 / np.sqrt(q.shape[-1]) if scale is None else scale)  # [..., Lq, Lk]
+        if softcap > 0 and mistake == "softcap_without_divide":
+            logits = softcap * np.tanh(logits)
+        elif softcap > 0 and mistake == "softcap_without_multiply":
+            logits = np.tanh(logits / softcap)
+        elif softcap > 0:
+            logits = softcap * np.tanh(logits / softcap)
+        allowed = np.ones(logits.shape, dtype=bool)
+        if is_causal and mistake != "causal_ignored":
+            diagonal = -1 if mistake == "causal_diagonal_hidden" else 0
+            allowed &= np.tri(logits.shape[-2], logits.shape[-1], diagonal, dtype=bool)
+        if attn_mask is not None:
+            mask = np.asarray(attn_mask)
+            if mask.dtype == bool:
+                allowed &= mask
+            elif mistake == "float_mask_as_boolean":
+                allowed &= mask.astype(bool)
+            else:
+                logits = logits + mask
+        logits = np.where(allowed, logits, -1e9 if mistake == "finite_sentinel" else -np.inf)
+        top = logits.max(axis=-1, keepdims=True)
+        exps = np.exp(logits - np.where(np.isfinite(top), top, 0.0))  # a fully-masked row: all 0
+        total = exps.sum(axis=-1, keepdims=True)
+        weights = np.divide(exps, total, out=np.zeros_like(exps), where=total > 0)
+        if mistake == "weights_returned":
+            return weights.tolist()
+        return (weights @ (k if mistake == "weights_times_key" else v)).tolist()
+
+    return scaled_dot_product_attention
