@@ -26,17 +26,8 @@ module.exports = {
       name: "no-entry-imports",
       comment: "a command's or build script's entry point is run, never imported (tests excepted)",
       severity: "error",
-      from: { pathNot: [TESTS, "^typescript/src/check[.]ts$"] },
+      from: { pathNot: TESTS },
       to: { path: ENTRIES },
-    },
-    {
-      // To be removed, with the pathNot above, once check.ts reads the learner protocol from a
-      // module of its own instead of cli.ts.
-      name: "no-entry-imports-from-check",
-      comment: "check.ts may import only cli.ts of the entry points, for now",
-      severity: "error",
-      from: { path: "^typescript/src/check[.]ts$" },
-      to: { path: ENTRIES, pathNot: "^typescript/src/cli[.]ts$" },
     },
     {
       name: "no-circular",

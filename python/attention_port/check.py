@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +30,12 @@ from . import cases, compare, mistakes
 from .compare import PortAnswer
 from .fixtures import FixtureCase, load_fixtures
 from .inputs import format_number, format_shape
-from .learner import Hello, LearnerError, LearnerProcess, Reply
-from .learner_worker import OPTION_NAMES, options_set
+from .learner import DEFAULT_MEMORY, Hello, LearnerError, LearnerProcess, Reply
+from .learner_protocol import OPTION_NAMES, options_set
 
 DEFAULT_TIMEOUT = 10.0  # seconds one case may take
+WATCH_POLL = 0.25  # seconds between looks at the file's modification time in --watch
+CLEAR_SCREEN = "\033[2J\033[H"
 LEARNER = "your code"
 
 
@@ -282,7 +285,7 @@ def run_case(learner: LearnerProcess, case: FixtureCase, timeout: float) -> Case
     reason = skip_reason(case, hello)
     if reason is not None:
         return CaseResult(case, "skip", reason=reason)
-    reply = learner.ask(case.id, options=bool(options_set(case)))
+    reply = learner.ask(case)
     if case.expects_error:
         return judge_invalid(case, reply, timeout, hello.language)
     return judge_valid(case, reply, timeout, hello.language)
@@ -365,16 +368,32 @@ def check(
     fixtures_dir: Path,
     *,
     timeout: float = DEFAULT_TIMEOUT,
+    memory: int = DEFAULT_MEMORY,
     run_all: bool = False,
     say: Callable[[str], None] = print,
+    failure_first: bool = False,
 ) -> int:
-    """Run the levels and say how they went; the exit code."""
+    """Run the levels and say how they went; the exit code. With `failure_first` (--watch) the
+    lines of the first failing level come first, before the levels that pass."""
     try:
-        learner = LearnerProcess(path, fixtures_dir, timeout)
+        learner = LearnerProcess(path, fixtures_dir, timeout, memory)
         hello = learner.start()
     except LearnerError as error:
         say(f"error: {error}")
         return 2
+    held: list[str] = []  # with failure_first: the lines of the levels before the first failure
+
+    def say_level(lines: list[str], failed: bool) -> None:
+        if not failure_first:
+            for line in lines:
+                say(line)
+        elif failed:
+            for line in [*lines, "", *held]:
+                say(line)
+            held.clear()
+        else:
+            held.extend(lines)
+
     try:
         by_level: dict[int, list[FixtureCase]] = {}
         for case in load_fixtures(fixtures_dir):
@@ -388,11 +407,12 @@ def check(
         ran: dict[int, list[CaseResult]] = {}
         for n, level in enumerate(cases.LEVELS, start=1):
             results = ran[n] = [run_case(learner, case, timeout) for case in by_level.get(n, [])]
-            say(level_line(n, total, level.name, results))
-            for result in results:  # a failure's lines, and the message of each error thrown on purpose
-                for line in case_lines(result):
-                    say(line)
-            if any(r.status == "fail" for r in results):
+            lines = [level_line(n, total, level.name, results)]
+            # each case's line (pass or fail) with its details, where it has any
+            lines += [line for result in results for line in case_lines(result)]
+            failed = any(r.status == "fail" for r in results)
+            say_level(lines, failed and not failed_levels)
+            if failed:
                 failed_levels.append(n)
                 if not run_all:
                     say("")
@@ -401,6 +421,7 @@ def check(
                         later = f"Level {total} was" if n + 1 == total else f"Levels {n + 1}-{total} were"
                         say(f"{later} not run: fix this level first, or add --all.")
                     return 1
+        say_level([], True)  # the levels held back, when none failed
         say("")
         not_attempted = _not_attempted(ran)
         if failed_levels:
@@ -414,3 +435,36 @@ def check(
         return 0
     finally:
         learner.close()
+
+
+def _saved(path: Path) -> tuple[int, int] | None:
+    """When the file was last saved, and its size; None while it is missing (an editor's save)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def watch(
+    path: Path,
+    fixtures_dir: Path,
+    *,
+    say: Callable[[str], None] = print,
+    clear: Callable[[], None] = lambda: print(CLEAR_SCREEN, end="", flush=True),
+    **options,
+) -> int:
+    """--watch, as Rustlings does: check, then check again each time the file is saved, on a
+    cleared screen with the first failing level first. Ctrl-C ends it, exit code 0."""
+    try:
+        while True:
+            saved = _saved(path)
+            clear()
+            check(path, fixtures_dir, say=say, failure_first=True, **options)
+            say("")
+            say(f"Watching {path}: save it to check again; Ctrl-C stops.")
+            while _saved(path) == saved:
+                time.sleep(WATCH_POLL)
+    except KeyboardInterrupt:  # the learner's process is in a session of its own: check closed it
+        say("")
+        return 0

@@ -349,10 +349,16 @@ def command_side_by_side(args: argparse.Namespace) -> int:
 
 def command_check(args: argparse.Namespace) -> int:
     from . import check
+    from .learner import parse_memory
 
     if problem := seconds_problem("--timeout", args.timeout):
         return _error(problem)
-    return check.check(Path(args.path), Path(args.fixtures), timeout=args.timeout, run_all=args.all)
+    try:
+        memory = parse_memory(args.memory)
+    except ValueError as error:
+        return _error(str(error))
+    run = check.watch if args.watch else check.check
+    return run(Path(args.path), Path(args.fixtures), timeout=args.timeout, memory=memory, run_all=args.all)
 
 
 def command_explore(args: argparse.Namespace) -> int:
@@ -414,6 +420,12 @@ def make_parser() -> argparse.ArgumentParser:
     mine.add_argument("--all", action="store_true", help="run every level, not only up to the first failure")
     mine.add_argument("--timeout", type=float, default=10.0, help="seconds one case may take (default: 10)")
     mine.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
+    mine.add_argument(
+        "--memory", default="2GiB", help="memory your code may use, e.g. 4GiB or 1536MiB (default: 2GiB)"
+    )
+    mine.add_argument(
+        "--watch", action="store_true", help="check again each time the file is saved; Ctrl-C stops"
+    )
     mine.set_defaults(handler=command_check)
 
     # Listed here for --help; `bench` parses its own options (bench/run.py), imported only when it runs.

@@ -8,15 +8,22 @@ kind and message; both test suites check them.
 Checks run in this order, and the first failure is raised:
   1. options: is_causal, enable_gqa (booleans), scale (finite or None), softcap (finite, >= 0),
      memory_limit (a number > 0)                                        kind: value
-  2. query, key, value: each a rectangular array of numbers           kinds: ragged, type
-  3. attn_mask, if given: a rectangular array of booleans or numbers    kinds: ragged, type
+  2. query, key, value: each a rectangular array of numbers, read once: its shape from the first
+     elements (at most 64 dimensions), the memory its float64 copy needs (within memory_limit,
+     decided from the lengths alone), then every element             kinds: rank, size, ragged, type
+  3. attn_mask, if given: a rectangular array of booleans or numbers, read the same way
+                                                                  kinds: rank, size, ragged, type
   4. shapes: ranks, batch dims, heads, feature sizes, key/value length  kinds: rank, shape, heads
   5. attn_mask shape: broadcasts to the scores [..., Hq, Lq, Lk]        kind: mask
   6. size: the memory the computation needs, within memory_limit       kind: size
 
 A few inputs exist in one language only and are checked where they arise: Python numbers too
 large for a float64 (10**400), numpy object arrays and torch tensors (read exactly, on the CPU, in
-float64); TypeScript's options object itself (`null`).
+float64); TypeScript's options object itself (`null`), its shaped form `{shape, data}`, and the
+caller's code that runs while an object is read (getters, Proxies).
+
+Each argument is read once, into plain values, before anything else looks at it: what the checks
+saw is what the ports compute on, whatever the caller's objects do while they are read.
 
 Messages name the argument with its Python spelling (`attn_mask`, `enable_gqa`); the TypeScript
 port uses the same words with its own spelling (`attnMask`, `enableGqa`).
@@ -26,7 +33,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -83,12 +90,14 @@ def format_number(x: float) -> str:
 
 
 def _fits_float64(x: object) -> bool:
-    """A real number float64 can hold (a Python int or Fraction may be too large: 10**400)."""
+    """A real number float64 can hold (a Python int or Fraction may be too large: 10**400, and
+    np.longdouble('1e400') casts to inf without a word)."""
     try:
-        float(x)  # type: ignore[arg-type]
+        with np.errstate(over="ignore"):
+            as_float = float(x)  # type: ignore[arg-type]
     except OverflowError:
         return False
-    return True
+    return not math.isinf(as_float) or x == as_float
 
 
 def describe_value(x: object) -> str:
@@ -171,6 +180,110 @@ def leaves(data: object, depth: int, path: str = ""):
         yield from leaves(child, depth - 1, f"{path}[{i}]")
 
 
+# The most dimensions a tensor may have: numpy's limit, kept in both languages so that a deeper
+# input is refused in the same words everywhere. It also bounds every walk over nested lists, so no
+# nesting, however deep (or cyclic: a = [a]), can exhaust the stack or loop forever.
+MAX_RANK = 64
+
+
+def _too_many_dimensions(what: str) -> AttentionInputError:
+    return AttentionInputError("rank", f"{what}; at most {MAX_RANK} dimensions are supported")
+
+
+def _first_elements(name: str, data: object) -> tuple[list[int], object]:
+    """The shape nested lists give by their first element at each depth, each length and first
+    element read once, and the first leaf (None for an empty tensor). No deeper than MAX_RANK: the
+    loop stops there, whatever the nesting."""
+    shape: list[int] = []
+    node = data
+    while _is_array(node):
+        if len(shape) == MAX_RANK:
+            raise _too_many_dimensions(f"{name} is nested more than {MAX_RANK} arrays deep")
+        length = len(node)
+        shape.append(length)
+        if length == 0:
+            return shape, None
+        node = node[0]
+    return shape, node
+
+
+def _check_read_size(name: str, shape: Sequence[int], memory_limit: float) -> None:
+    """A nested tensor's values are copied into a float64 array of its shape: refused (kind "size")
+    when that copy would need more than memory_limit, decided from the lengths alone, before any
+    value is read. (TypeScript's sparse arrays claim lengths they hold no values for.)"""
+    needed = 8 * math.prod(shape, start=1.0)
+    if needed > memory_limit:
+        raise AttentionInputError(
+            "size",
+            f"{name} of shape {format_shape(shape)} needs {format_number(needed)} bytes as float64,"
+            f" more than memory_limit = {format_number(memory_limit)}; pass a larger memory_limit to read it",
+        )
+
+
+def _read_nested(
+    name: str, data: object, shape: Sequence[int], accept: Callable[[object], bool]
+) -> tuple[list[object], tuple[int, object] | None]:
+    """Nested lists read once into a flat list in row-major order: every list's length is read once
+    and checked against `shape` (_first_elements') before its elements are read. A disagreement
+    raises kind "ragged" at the first list, depth first, that disagrees (infer_shape's order and
+    words). A leaf `accept` refuses does not stop the walk: the first one is returned with its flat
+    index, so that raggedness anywhere still comes first."""
+    out: list[object] = []
+    refused: tuple[int, object] | None = None
+    if not shape:
+        return [data], None if accept(data) else (0, data)
+    last = len(shape) - 1
+    indices = [0] * len(shape)  # indices[d]: the position, within its list, of the node at depth d + 1
+
+    def ragged(depth: int, problem: str, leaf: int | None = None) -> AttentionInputError:
+        where = name + "".join(f"[{i}]" for i in indices[:depth]) + ("" if leaf is None else f"[{leaf}]")
+        return AttentionInputError(
+            "ragged",
+            f"{name} is ragged: {where} {problem} (shape from the first elements: {format_shape(shape)})",
+        )
+
+    def walk(node: object, depth: int) -> None:  # no deeper than the rank, at most MAX_RANK
+        nonlocal refused
+        if not _is_array(node):
+            raise ragged(depth, f"is not an array, expected length {shape[depth]}")
+        length = len(node)
+        if length != shape[depth]:
+            raise ragged(depth, f"has length {length}, expected {shape[depth]}")
+        for i in range(length):
+            child = node[i]
+            if depth < last:
+                indices[depth] = i
+                walk(child, depth + 1)
+                continue
+            if not accept(child):
+                if _is_array(child):
+                    raise ragged(last, "is an array, expected a scalar", i)
+                if refused is None:
+                    refused = (len(out), child)
+            out.append(child)
+
+    walk(data, 0)
+    return out, refused
+
+
+def _index_path(flat: int, shape: Sequence[int]) -> str:
+    """`[1][2]`: the index path of a flat row-major position (5 in [2, 3])."""
+    return "".join(f"[{i}]" for i in np.unravel_index(flat, tuple(shape))) if shape else ""
+
+
+def check_tensor(name: str, tensor: object) -> None:
+    """A torch tensor both Python ports can read: at most MAX_RANK dimensions, and values to read
+    (a tensor on the meta device has a shape but no values)."""
+    if tensor.dim() > MAX_RANK:  # type: ignore[attr-defined]
+        raise _too_many_dimensions(f"{name} has {tensor.dim()} dimensions")  # type: ignore[attr-defined]
+    if tensor.device.type == "meta":  # type: ignore[attr-defined]
+        raise AttentionInputError(
+            "type",
+            f"{name} is a Tensor that cannot be read as an array"
+            " (it is on the meta device, which holds no values)",
+        )
+
+
 def _plain(name: str, data: object) -> object:
     """numpy object arrays as nested lists (their elements are checked one by one); torch tensors
     as float64 numpy arrays on the CPU (exact: every torch float widens to float64 without
@@ -179,35 +292,74 @@ def _plain(name: str, data: object) -> object:
         return data.tolist()
     try:
         if type(data).__module__.split(".")[0] == "torch" and hasattr(data, "detach"):
+            check_tensor(name, data)
             tensor = data.detach().cpu()  # type: ignore[attr-defined]
             if tensor.is_floating_point():
                 tensor = tensor.double()  # bfloat16 has no numpy dtype; float64 holds it exactly
             return tensor.numpy()
         if hasattr(data, "__array__") and not _is_array(data) and not isinstance(data, np.ndarray):
             return np.asarray(data)
-    except (TypeError, ValueError, RuntimeError, NotImplementedError) as error:  # e.g. device "meta"
+    except (TypeError, ValueError, RuntimeError, NotImplementedError) as error:
+        if isinstance(error, AttentionInputError):
+            raise
         raise AttentionInputError(
             "type", f"{name} is {describe_value(data)} that cannot be read as an array ({error})"
         ) from None
     return data
 
 
-def to_array(name: str, data: object) -> np.ndarray:
-    """query, key or value as a float64 array: nested lists or any real-valued array."""
+def _widened(name: str, data: np.ndarray) -> np.ndarray:
+    """A real-valued array as float64. A float wider than float64 (np.longdouble) may hold a
+    number beyond its range, which the cast would silently make inf: refused as 10**400 is."""
+    with np.errstate(over="ignore"):
+        widened = data.astype(np.float64, copy=False)
+    if data.dtype.kind == "f" and data.dtype.itemsize > 8:
+        beyond = np.isinf(widened) & ~np.isinf(data)
+        if beyond.any():
+            where = "".join(f"[{i}]" for i in np.argwhere(beyond)[0])
+            raise AttentionInputError(
+                "type", f"{name}{where} is a number beyond the float64 range, expected a number"
+            )
+    return widened
+
+
+def _read(name: str, read: Callable[[], np.ndarray]) -> np.ndarray:
+    """Reading a caller's object runs the caller's code (a list subclass's methods) and may raise
+    anything: that is bad input, said as one AttentionInputError naming the argument."""
+    try:
+        return read()
+    except AttentionInputError:
+        raise
+    except Exception as error:  # noqa: BLE001 - whatever the caller's code raised
+        message = f"{name} could not be read ({type(error).__name__}: {error})"
+        raise AttentionInputError("type", message) from None
+
+
+def to_array(name: str, data: object, memory_limit: float = DEFAULT_MEMORY_LIMIT) -> np.ndarray:
+    """query, key or value as a float64 array: nested lists or any real-valued array, read once."""
     data = _plain(name, data)
     if isinstance(data, np.ndarray):
         if data.dtype.kind not in "iuf":
             raise AttentionInputError("type", f"{name} has dtype {data.dtype}, expected real numbers")
-        return data.astype(np.float64, copy=False)
-    shape = infer_shape(name, data)
-    for path, leaf in leaves(data, len(shape)):
-        if not is_number(leaf):
-            raise AttentionInputError("type", f"{name}{path} is {describe_value(leaf)}, expected a number")
-    return np.array(data, dtype=np.float64).reshape(shape)
+        return _widened(name, data)
+
+    def read() -> np.ndarray:
+        shape, _ = _first_elements(name, data)
+        _check_read_size(name, shape, memory_limit)
+        values, refused = _read_nested(name, data, shape, is_number)
+        if refused is not None:
+            flat, leaf = refused
+            raise AttentionInputError(
+                "type", f"{name}{_index_path(flat, shape)} is {describe_value(leaf)}, expected a number"
+            )
+        return np.array(values, dtype=np.float64).reshape(shape)
+
+    return _read(name, read)
 
 
-def to_mask_array(data: object) -> np.ndarray:
-    """attn_mask as a bool array (True = may attend) or a float64 array (added to the scores)."""
+def to_mask_array(data: object, memory_limit: float = DEFAULT_MEMORY_LIMIT) -> np.ndarray:
+    """attn_mask as a bool array (True = may attend) or a float64 array (added to the scores), read
+    once. Every leaf must be of the first leaf's kind."""
     name = "attn_mask"
     data = _plain(name, data)
     if isinstance(data, np.ndarray):
@@ -217,26 +369,29 @@ def to_mask_array(data: object) -> np.ndarray:
             raise AttentionInputError(
                 "type", f"{name} has dtype {data.dtype}, expected booleans or real numbers"
             )
-        return data.astype(np.float64, copy=False)
-    shape = infer_shape(name, data)
-    first_kind: str | None = None
-    first_path = ""
-    for path, leaf in leaves(data, len(shape)):
-        kind = "a boolean" if _is_boolean(leaf) else "a number" if is_number(leaf) else None
-        if kind is None:
-            raise AttentionInputError(
-                "type", f"{name}{path} is {describe_value(leaf)}, expected a boolean or a number"
-            )
-        if first_kind is None:
-            first_kind, first_path = kind, path
-        elif kind != first_kind:
+        return _widened(name, data)
+
+    def read() -> np.ndarray:
+        shape, first = _first_elements(name, data)
+        _check_read_size(name, shape, memory_limit)
+        bools = _is_boolean(first)
+        values, refused = _read_nested(name, data, shape, _is_boolean if bools else is_number)
+        if refused is not None:
+            flat, leaf = refused
+            kind = "a boolean" if _is_boolean(leaf) else "a number" if is_number(leaf) else None
+            where = name + _index_path(flat, shape)
+            if kind is None:
+                raise AttentionInputError(
+                    "type", f"{where} is {describe_value(leaf)}, expected a boolean or a number"
+                )
             raise AttentionInputError(
                 "type",
-                f"{name} mixes booleans and numbers: {name}{first_path} is {first_kind}"
-                f" but {name}{path} is {kind}",
+                f"{name} mixes booleans and numbers: {name}{_index_path(0, shape)} is"
+                f" {'a boolean' if bools else 'a number'} but {where} is {kind}",
             )
-    dtype = bool if first_kind == "a boolean" else np.float64
-    return np.array(data, dtype=dtype).reshape(shape)
+        return np.array(values, dtype=bool if bools else np.float64).reshape(shape)
+
+    return _read(name, read)
 
 
 def check_options(

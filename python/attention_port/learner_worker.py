@@ -1,8 +1,17 @@
-"""Run a learner's Python attention file on fixture cases, one case at a time.
+"""Run a learner's Python attention file on the cases check sends, one case at a time.
 
-The Python twin of typescript/src/check.ts, with the same protocol (described there), started by
-learner.py as `python -m attention_port.learner_worker --module PATH --answers-fd N --fixtures DIR`.
-The learner's code runs in this process, never in the harness.
+The Python twin of typescript/src/check.ts, speaking the protocol of learner_protocol.py, started
+by learner.py as `python -m attention_port.learner_worker --module PATH --answers-fd N [--read
+PATH ...]` in an empty working folder of its own. The learner's code runs in this process, never in
+the harness, and sees only the inputs and options of each case.
+
+Python has no permission model, so before the learner's file is imported this process adds an audit
+hook (sys.addaudithook, which cannot be removed) that refuses what the learner's code has no need
+for: opening or listing a file outside the --read folders (the learner's folder, Python's own and
+this package's, never the fixtures), writing outside the working folder, starting a process,
+sending a signal, opening a socket, and the ctypes calls that would get round the rest. It stops
+the ordinary ways and any accident; a determined program can still walk the interpreter's frames
+or memory, which docs/learn.md says.
 
 The file defines `scaled_dot_product_attention(query, key, value, ...)` and may define
 `attention_steps` (called instead when present: it returns an object or a dict with scores, logits,
@@ -25,12 +34,50 @@ from pathlib import Path
 
 import numpy as np
 
-from .fixtures import FixtureCase, encode_numbers, load_fixtures
+from .fixtures import encode_numbers
 from .inputs import AttentionInputError, describe_value, format_shape, infer_shape, is_number, leaves
+from .learner_protocol import OPTION_NAMES, SECRET_HEX, STEP_NAMES, answer_line, read_input, threw_answer
 
-STEP_NAMES = ("scores", "logits", "weights", "output")
-OPTION_NAMES = ("attn_mask", "is_causal", "scale", "enable_gqa", "softcap")
 POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+MAX_RANK = 64  # deeper nesting than any tensor has: an array that holds itself, say
+# Audit events refused outright: other processes, signals, sockets, and ctypes's ways round the hook.
+REFUSED_EVENTS = {
+    "subprocess.Popen": "start a process",
+    "os.system": "start a process",
+    "os.exec": "start a process",
+    "os.posix_spawn": "start a process",
+    "os.spawn": "start a process",
+    "os.fork": "start a process",
+    "os.forkpty": "start a process",
+    "os.kill": "send a signal",
+    "os.killpg": "send a signal",
+    "socket.__new__": "open a socket",
+    "ctypes.call_function": "call C functions through ctypes",
+    "ctypes.cdata": "read memory through ctypes",
+    "ctypes.string_at": "read memory through ctypes",
+    "ctypes.wstring_at": "read memory through ctypes",
+    "gc.get_objects": "walk the interpreter's objects",
+    "gc.get_referrers": "walk the interpreter's objects",
+    "gc.get_referents": "walk the interpreter's objects",
+    "sys._current_frames": "walk the interpreter's frames",
+}
+# Audit events that change the file system: only inside the working folder.
+WRITE_EVENTS = (
+    "os.mkdir",
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.symlink",
+    "os.link",
+    "os.truncate",
+    "os.chmod",
+    "os.chown",
+    "os.utime",
+    "shutil.rmtree",
+    "shutil.copyfile",
+    "shutil.move",
+)
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 WORKER = Path(__file__).resolve()
 # Where Python's own modules and installed packages live: a `raise` there is a library's, not the learner's.
 LIBRARY_FOLDERS = tuple(
@@ -42,19 +89,45 @@ LIBRARY_FOLDERS = tuple(
 )
 
 
-def options_set(case: FixtureCase) -> dict[str, object]:
-    """The options a case sets (those not at their default), by their Python names. A learner is
-    given only these, so its own defaults apply to the rest (check.ts does the same)."""
-    chosen = {"attn_mask": case.inputs["attn_mask"], **case.params}
-    softcap = chosen["softcap"]
-    at_default = {
-        "attn_mask": chosen["attn_mask"] is None,
-        "is_causal": chosen["is_causal"] is False,
-        "scale": chosen["scale"] is None,
-        "enable_gqa": chosen["enable_gqa"] is False,
-        "softcap": isinstance(softcap, (int, float)) and not isinstance(softcap, bool) and softcap == 0,
-    }
-    return {name: value for name, value in chosen.items() if not at_default[name]}
+def install_sandbox(readable: list[str], workdir: str) -> None:
+    """The audit hook described at the top; from here on it sees every audited call."""
+    roots = tuple(os.path.realpath(p) for p in readable)
+
+    def inside(path: object, folders: tuple[str, ...]) -> bool:
+        real = os.path.realpath(os.fsdecode(path))
+        return any(real == f or real.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
+
+    def refuse(what: str) -> None:
+        raise PermissionError(f"check's sandbox does not let your code {what}")
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "open":
+            path, mode, flags = args
+            if path is None or isinstance(path, int):
+                return  # an open file descriptor: nothing new is opened
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(
+                (flags or 0) & WRITE_FLAGS
+            )
+            if writing and not inside(path, (workdir,)):
+                refuse(f"write {os.fsdecode(path)}")
+            if not inside(path, (*roots, workdir)):
+                refuse(f"read {os.fsdecode(path)} (it may read its own folder and Python's)")
+        elif event in ("os.listdir", "os.scandir"):
+            path = args[0]
+            if path is not None and not isinstance(path, int) and not inside(path, (*roots, workdir)):
+                refuse(f"list {os.fsdecode(path)} (it may read its own folder and Python's)")
+        elif event in WRITE_EVENTS:
+            path = args[0]
+            if isinstance(path, (str, bytes, os.PathLike)) and not inside(path, (workdir,)):
+                refuse(f"change {os.fsdecode(path)}")
+        elif event == "ctypes.dlopen":
+            name = args[0]
+            if name is None or not inside(name, roots):
+                refuse(f"load the C library {name}")
+        elif event in REFUSED_EVENTS:
+            refuse(REFUSED_EVENTS[event])
+
+    sys.addaudithook(hook)
 
 
 def _one_line(text: str) -> str:
@@ -120,52 +193,79 @@ class Learner:
             "optionNames": sorted(self.option_names),
         }
 
-    def call(self, case: FixtureCase, with_options: bool):
-        def given(x):
-            if case.expected is None or x is None:
+    def call(self, request: dict):
+        valid = request["valid"]
+
+        def given(entry):
+            x = read_input(entry, valid)
+            if not valid:
                 return x  # an invalid case's inputs, as written
             if 0 in x.shape:
-                return x.copy()  # nested lists would lose the dims after the zero: [2, 0, 8] is [[], []]
+                return x  # nested lists would lose the dims after the zero: [2, 0, 8] is [[], []]
             return x.tolist()
 
-        inputs = case.inputs
+        inputs = request["inputs"]
         args = [given(inputs["query"]), given(inputs["key"]), given(inputs["value"])]
         kwargs = {}
-        if with_options:
-            for name, value in options_set(case).items():
-                if name == "attn_mask" and self.mask_positional:
-                    args.append(given(value))
-                else:
-                    kwargs[name] = given(value) if name == "attn_mask" else value
+        for name, value in request["options"].items():
+            if name == "attn_mask" and self.mask_positional:
+                args.append(given(value))
+            elif name == "attn_mask":
+                kwargs[name] = given(value)
+            else:
+                kwargs[name] = read_input(value, valid=False)
         return self.function(*args, **kwargs)
+
+
+def _depth(value) -> int:
+    """How deep nested lists go along their first items, up to MAX_RANK + 1 (a list that holds
+    itself never ends)."""
+    depth = 0
+    while isinstance(value, (list, tuple)) and depth <= MAX_RANK:
+        depth += 1
+        value = value[0] if len(value) > 0 else None
+    return depth
 
 
 def returned_tensor(name: str, value) -> dict | str:
     """{"shape", "data"} for nested numbers (or an array), else a one-line reason."""
-    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":  # its shape, zero-size dims too
-        flat = value.astype(np.float64).reshape(-1).tolist()
-        return {"shape": list(value.shape), "data": encode_numbers(flat)}
-    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # a torch array, say
-        value = value.tolist()
-    if not isinstance(value, (list, tuple)):
-        return f"{name} is {_what(value)}, expected nested lists of numbers"
     try:
-        shape = infer_shape(name, value)
-    except AttentionInputError as error:
-        return _one_line(error)
-    for path, leaf in leaves(value, len(shape)):
-        if not is_number(leaf):
-            return f"{name}{path} is {_what(leaf)}, expected a number"
-    flat = np.array(value, dtype=np.float64).reshape(-1).tolist()
+        if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":  # its shape, zero-size dims too
+            flat = value.astype(np.float64).reshape(-1).tolist()
+            return {"shape": list(value.shape), "data": encode_numbers(flat)}
+        if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # a torch array, say
+            value = value.tolist()
+        if not isinstance(value, (list, tuple)):
+            return f"{name} is {_what(value)}, expected nested lists of numbers"
+        if _depth(value) > MAX_RANK:
+            return f"{name} is nested more than {MAX_RANK} deep (a list that holds itself?)"
+        try:
+            shape = infer_shape(name, value)
+        except AttentionInputError as error:
+            return _one_line(error)
+        for path, leaf in leaves(value, len(shape)):
+            if not is_number(leaf):
+                return f"{name}{path} is {_what(leaf)}, expected a number"
+        flat = np.array(value, dtype=np.float64).reshape(-1).tolist()
+    except Exception as error:  # a __len__, __getitem__ or tolist of the learner's own that raised
+        return f"reading the {name} your function returned raised {_thrown(error)}"
     return {"shape": list(shape), "data": encode_numbers(flat)}
 
 
-def _output_and_weights(learner: Learner, case: FixtureCase, returned) -> str | None:
+def _thrown(error: BaseException) -> str:
+    """An exception in one line, even one whose str() raises."""
+    try:
+        return f"{type(error).__name__}: {_one_line(error)}"
+    except Exception:
+        return type(error).__name__
+
+
+def _output_and_weights(learner: Learner, request: dict, returned) -> str | None:
     """Many tutorials' attention returns (output, weights); the pair itself would read as a ragged or
     wrongly shaped output, so it is named: two items, the first of the output's shape, the whole not."""
-    if case.expected is None or not isinstance(returned, (tuple, list)) or len(returned) != 2:
+    want = request["output_shape"]
+    if want is None or not isinstance(returned, (tuple, list)) or len(returned) != 2:
         return None
-    want = list(case.expected.output.shape)
     first, whole = returned_tensor("output", returned[0]), returned_tensor("output", returned)
     if (
         not isinstance(first, dict)
@@ -183,20 +283,21 @@ def _what(x) -> str:
     return "None" if x is None else describe_value(x)
 
 
-def raised_on_purpose(error: BaseException) -> tuple[bool, str | None]:
+def raised_on_purpose(error: BaseException, kind: object = None) -> tuple[bool, str | None]:
     """Whether an error was raised on purpose, and the line of the learner's code it came from.
 
     On purpose: a `raise` or `assert` statement raised it, in code that is not the standard library's
     or an installed package's (the learner's own, or the project's port it imports), or it carries a
-    `kind`, as the project's errors do. Anything else is a crash in the learner's math: an index out of
-    range, None where a list was meant, numpy refusing operands that do not fit."""
+    `kind` (read by the caller, since reading it runs the learner's code), as the project's errors do.
+    Anything else is a crash in the learner's math (an index out of range, None where a list was
+    meant, numpy refusing operands that do not fit), or the sandbox refusing what the code tried."""
     tb, innermost, where = error.__traceback__, None, None
     while tb is not None:
         file = Path(tb.tb_frame.f_code.co_filename).resolve()
         if file != WORKER and not str(file).startswith(LIBRARY_FOLDERS):
             where = f"line {tb.tb_lineno} of {file.name}"  # the innermost frame of the learner's code
         innermost, tb = tb, tb.tb_next
-    if isinstance(getattr(error, "kind", None), str):
+    if isinstance(kind, str):
         return True, where
     if innermost is None:
         return False, where
@@ -204,55 +305,69 @@ def raised_on_purpose(error: BaseException) -> tuple[bool, str | None]:
     raising = any(
         i.offset == innermost.tb_lasti and i.opname == "RAISE_VARARGS" for i in dis.get_instructions(code)
     )
-    in_library = str(Path(code.co_filename).resolve()).startswith(LIBRARY_FOLDERS)
-    return raising and not in_library, where
+    # A raise in this file is the sandbox's audit hook refusing the learner's code, not the learner's.
+    file = Path(code.co_filename).resolve()
+    return raising and file != WORKER and not str(file).startswith(LIBRARY_FOLDERS), where
 
 
-def answer(learner: Learner, case: FixtureCase, with_options: bool) -> dict:
+def answer(learner: Learner, request: dict) -> dict:
+    case_id = request["id"]
     try:
-        returned = learner.call(case, with_options)
+        returned = learner.call(request)
     except Exception as error:
-        kind = getattr(error, "kind", None)
-        deliberate, where = raised_on_purpose(error)
-        threw = {
-            "name": type(error).__name__,
-            "message": _one_line(error),
-            "kind": kind if isinstance(kind, str) else None,  # an AttentionInputError's, or a learner's own
-            "deliberate": deliberate,
-            "where": where,
-        }
-        return {"id": case.id, "threw": threw}
-    if learner.name == "attention_steps":
-        if isinstance(returned, dict):
-            steps = {k: returned[k] for k in STEP_NAMES if k in returned}
+        try:
+            kind = getattr(error, "kind", None)
+        except Exception:
+            kind = None
+        deliberate, where = raised_on_purpose(error, kind)
+        return threw_answer(
+            case_id,
+            name=type(error).__name__,
+            message=_thrown(error).split(": ", 1)[-1],
+            kind=kind if isinstance(kind, str) else None,  # an AttentionInputError's, or a learner's own
+            deliberate=deliberate,
+            where=where,
+        )
+    try:
+        if learner.name == "attention_steps":
+            if isinstance(returned, dict):
+                steps = {k: returned[k] for k in STEP_NAMES if k in returned}
+            else:
+                steps = {k: getattr(returned, k) for k in STEP_NAMES if hasattr(returned, k)}
+            if "output" not in steps:
+                return {"id": case_id, "bad": f"attention_steps returned {_what(returned)} without an output"}
         else:
-            steps = {k: getattr(returned, k) for k in STEP_NAMES if hasattr(returned, k)}
-        if "output" not in steps:
-            return {"id": case.id, "bad": f"attention_steps returned {_what(returned)} without an output"}
-    else:
-        if pair := _output_and_weights(learner, case, returned):
-            return {"id": case.id, "bad": pair}
-        steps = {"output": returned}
+            if pair := _output_and_weights(learner, request, returned):
+                return {"id": case_id, "bad": pair}
+            steps = {"output": returned}
+    except Exception as error:  # a property or __eq__ of the learner's own that raised
+        return {"id": case_id, "bad": f"reading what {learner.name} returned raised {_thrown(error)}"}
     written = {}
     for name, value in steps.items():
         tensor = returned_tensor(name, value)
         if isinstance(tensor, str):
-            return {"id": case.id, "bad": tensor}
+            return {"id": case_id, "bad": tensor}
         written[name] = tensor
-    return {"id": case.id, "steps": written}
+    return {"id": case_id, "steps": written}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="attention_port.learner_worker")
     parser.add_argument("--module", required=True)
     parser.add_argument("--answers-fd", type=int, required=True)
-    parser.add_argument("--fixtures", required=True)
+    parser.add_argument("--read", action="append", default=[], help="a folder the learner's code may read")
     args = parser.parse_args(argv)
+    # The secret comes first, before any of the learner's code runs (learner_protocol.py, step 2).
+    secret = sys.stdin.readline().strip()
+    if len(secret) != SECRET_HEX:
+        return 2
+    answers_fd = args.answers_fd
 
     def send(message: dict) -> None:
-        os.write(args.answers_fd, (json.dumps(message, allow_nan=False) + "\n").encode())
+        os.write(answers_fd, answer_line(secret, message))
 
     path = Path(args.module)
+    install_sandbox(args.read, os.getcwd())
     try:
         module = load_module(path)
         learner = Learner(module, path)
@@ -263,13 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         send({"fatal": describe_load_error(path, error)})
         return 0
     send({"hello": learner.hello()})
-    by_id: dict[str, FixtureCase] = {}  # every case, read once at the first request
     for line in sys.stdin:
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        by_id = by_id or {case.id: case for case in load_fixtures(args.fixtures)}
-        send(answer(learner, by_id[request["id"]], request["options"]))
+        if line.strip():
+            send(answer(learner, json.loads(line)))
     return 0
 
 

@@ -92,10 +92,10 @@ def attention_steps(
     """Scaled dot-product attention, returning every step. Arguments as in torch, plus
     memory_limit: the most bytes the steps may need (kind "size" above it; see inputs.py)."""
     check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
-    query = to_array("query", query)  # [B..., Hq, Lq, E]
-    key = to_array("key", key)  # [B..., Hkv, Lk, E]
-    value = to_array("value", value)  # [B..., Hkv, Lk, Ev]
-    mask = None if attn_mask is None else to_mask_array(attn_mask)  # broadcasts to the scores
+    query = to_array("query", query, memory_limit)  # [B..., Hq, Lq, E]
+    key = to_array("key", key, memory_limit)  # [B..., Hkv, Lk, E]
+    value = to_array("value", value, memory_limit)  # [B..., Hkv, Lk, Ev]
+    mask = None if attn_mask is None else to_mask_array(attn_mask, memory_limit)  # broadcasts to the scores
     shapes = check_shapes(
         query.shape, key.shape, value.shape, None if mask is None else mask.shape, enable_gqa
     )

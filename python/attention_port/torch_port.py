@@ -57,6 +57,7 @@ from .inputs import (
     check_options,
     check_shapes,
     check_size,
+    check_tensor,
     resolve_scale,
     to_array,
     to_mask_array,
@@ -156,18 +157,32 @@ def tf32_disabled() -> Iterator[None]:
 # Input checks and conversion (inputs.py, in reference.py's order)
 
 
-def _checked(name: str, data: object) -> torch.Tensor | np.ndarray:
+def _checked(name: str, data: object, memory_limit: float) -> torch.Tensor | np.ndarray:
     """query, key or value: a torch tensor of real numbers as it is, anything else via to_array (a
     float64 numpy array). attn_mask: booleans are allowed too, and to_mask_array reads the rest."""
     is_mask = name == "attn_mask"
     if not isinstance(data, torch.Tensor):
-        return to_mask_array(data) if is_mask else to_array(name, data)
+        return to_mask_array(data, memory_limit) if is_mask else to_array(name, data, memory_limit)
+    check_tensor(name, data)  # as reference.py reads one: a rank it supports, values to read
     real = data.dtype.is_floating_point or data.dtype in _INTEGER_DTYPES
     if not (real or (is_mask and data.dtype == torch.bool)):
         dtype = str(data.dtype).removeprefix("torch.")  # numpy's spelling, as reference.py's messages
         expected = "booleans or real numbers" if is_mask else "real numbers"
         raise AttentionInputError("type", f"{name} has dtype {dtype}, expected {expected}")
     return data
+
+
+def _check_device_and_dtype(device: object, dtype: object) -> None:
+    """The torch port's own options, checked with the others (kind "value"), before any tensor."""
+    if device is not None:
+        try:
+            torch.device(device)  # type: ignore[arg-type]
+        except (RuntimeError, TypeError, ValueError):
+            raise AttentionInputError(
+                "value", f"device must be a torch device such as 'cpu' or 'cuda', got {device!r}"
+            ) from None
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise AttentionInputError("value", f"dtype must be a floating-point torch.dtype, got {dtype!r}")
 
 
 def _resolve_device(device: torch.device | str | None, tensors: list[object]) -> torch.device:
@@ -183,8 +198,7 @@ def resolve_dtype(dtype: torch.dtype | None, device: torch.device, tensors: list
     """The dtype the port computes in: `dtype` if given, else the promotion of the inputs' dtypes
     (anything but a floating-point tensor counts as float64), float32 on mps (no float64 there)."""
     if dtype is not None:
-        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-            raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+        _check_device_and_dtype(None, dtype)
     else:
         natural = [
             t.dtype if isinstance(t, torch.Tensor) and t.dtype.is_floating_point else torch.float64
@@ -194,7 +208,9 @@ def resolve_dtype(dtype: torch.dtype | None, device: torch.device, tensors: list
         if device.type == "mps" and dtype == torch.float64:
             dtype = torch.float32
     if device.type == "mps" and dtype == torch.float64:
-        raise ValueError("dtype float64 is not available on mps (Metal has no float64); use float32")
+        raise AttentionInputError(
+            "value", "dtype float64 is not available on mps (Metal has no float64); use float32"
+        )
     return dtype
 
 
@@ -221,10 +237,13 @@ def _prepare(
 ):  # fmt: skip
     """Check every input exactly as reference.py does, then put them on one device in one dtype."""
     check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
-    query = _checked("query", query)  # [B..., Hq, Lq, E]
-    key = _checked("key", key)  # [B..., Hkv, Lk, E]
-    value = _checked("value", value)  # [B..., Hkv, Lk, Ev]
-    mask = None if attn_mask is None else _checked("attn_mask", attn_mask)  # broadcasts to the scores
+    _check_device_and_dtype(device, dtype)  # the torch port's own options
+    query = _checked("query", query, memory_limit)  # [B..., Hq, Lq, E]
+    key = _checked("key", key, memory_limit)  # [B..., Hkv, Lk, E]
+    value = _checked("value", value, memory_limit)  # [B..., Hkv, Lk, Ev]
+    mask = (
+        None if attn_mask is None else _checked("attn_mask", attn_mask, memory_limit)
+    )  # broadcasts to the scores
     shapes = check_shapes(
         query.shape, key.shape, value.shape, None if mask is None else mask.shape, enable_gqa
     )
@@ -233,17 +252,14 @@ def _prepare(
 
     device = _resolve_device(device, [query, key, value])
     dtype = resolve_dtype(dtype, device, [query, key, value])
-    if mask is not None:
-        is_bool = mask.dtype == torch.bool if isinstance(mask, torch.Tensor) else mask.dtype == bool
-        mask = _on_device(mask, device, torch.bool if is_bool else dtype)
-    return _Prepared(
-        query=_on_device(query, device, dtype),
-        key=_on_device(key, device, dtype),
-        value=_on_device(value, device, dtype),
-        mask=mask,
-        shapes=shapes,
-        scale=scale,
-    )
+    try:
+        if mask is not None:
+            is_bool = mask.dtype == torch.bool if isinstance(mask, torch.Tensor) else mask.dtype == bool
+            mask = _on_device(mask, device, torch.bool if is_bool else dtype)
+        query, key, value = (_on_device(x, device, dtype) for x in (query, key, value))
+    except (RuntimeError, AssertionError) as error:  # torch says "not compiled with CUDA" by assert
+        raise AttentionInputError("value", f"device {str(device)!r} cannot be used here ({error})") from None
+    return _Prepared(query=query, key=key, value=value, mask=mask, shapes=shapes, scale=scale)
 
 
 # ---------------------------------------------------------------------------------------------

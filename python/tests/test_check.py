@@ -17,6 +17,7 @@ from conftest import ALL_CASES, FIXTURES_DIR
 
 from attention_port import cases, check, cli, mistakes
 from attention_port.fixtures import load_fixtures
+from attention_port.learner import LearnerProcess
 
 LEARNER_FILES = Path(__file__).parent / "learner_files"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -494,24 +495,21 @@ def test_a_module_with_only_a_default_export_is_told_so(tmp_path):
     )
 
 
-def test_a_file_that_cannot_be_loaded_again_after_a_hang_fails_its_cases_in_one_line_each(tmp_path):
+def test_a_file_that_cannot_be_loaded_again_after_a_hang_fails_its_cases_in_one_line_each(
+    tmp_path, monkeypatch
+):
     # The first case hangs, so the second needs a fresh process; by then the file no longer loads
-    # (as when a learner saves an edit in the middle of a run).
-    marker = tmp_path / "loaded-once"
+    # (as when a learner saves an edit in the middle of a run: the file is edited once it has loaded).
     path = tmp_path / "loads_once.py"
-    path.write_text(
-        "from pathlib import Path\n"
-        "\n"
-        f"MARKER = Path({str(marker)!r})\n"
-        "if MARKER.exists():\n"
-        "    raise RuntimeError('edited in the middle of the run')\n"
-        "MARKER.touch()\n"
-        "\n"
-        "\n"
-        "def scaled_dot_product_attention(query, key, value):\n"
-        "    while True:\n"
-        "        pass\n"
-    )
+    path.write_text("def scaled_dot_product_attention(query, key, value):\n    while True:\n        pass\n")
+    start = LearnerProcess.start
+
+    def start_then_edit(self):
+        hello = start(self)
+        path.write_text("raise RuntimeError('edited in the middle of the run')\n")
+        return hello
+
+    monkeypatch.setattr(LearnerProcess, "start", start_then_edit)
     code, text = run_check(str(path), timeout=0.3)
     assert code == 1, text
     assert "  fail tutorial_seq3_dk4: no answer within 0.3 s (an endless loop?)" in text, text

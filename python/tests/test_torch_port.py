@@ -414,10 +414,10 @@ def test_dtype_and_device_override():
 
 def test_bad_dtypes_are_refused():
     args = (np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)))
-    with pytest.raises(TypeError, match="dtype must be a floating-point torch.dtype"):
+    with pytest.raises(AttentionInputError, match="dtype must be a floating-point torch.dtype"):
         torch_port.scaled_dot_product_attention(*args, dtype=torch.int32)
     # Refused before anything is moved, so this runs without an Apple GPU.
-    with pytest.raises(ValueError, match="dtype float64 is not available on mps"):
+    with pytest.raises(AttentionInputError, match="dtype float64 is not available on mps"):
         torch_port.scaled_dot_product_attention(*args, dtype=torch.float64, device="mps")
 
 

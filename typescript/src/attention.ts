@@ -185,10 +185,10 @@ export function attentionSteps(
   options?: AttentionOptions,
 ): AttentionSteps {
   const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<MaskInput>(options);
-  const q = toArray("query", query); // [B..., Hq, Lq, E]
-  const k = toArray("key", key); // [B..., Hkv, Lk, E]
-  const v = toArray("value", value); // [B..., Hkv, Lk, Ev]
-  const mask = attnMask === null ? null : toMaskArray(attnMask); // broadcasts to the scores
+  const q = toArray("query", query, memoryLimit); // [B..., Hq, Lq, E]
+  const k = toArray("key", key, memoryLimit); // [B..., Hkv, Lk, E]
+  const v = toArray("value", value, memoryLimit); // [B..., Hkv, Lk, Ev]
+  const mask = attnMask === null ? null : toMaskArray(attnMask, memoryLimit); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
   checkSize(shapes, memoryLimit); // before the [B..., Hq, Lq, Lk] steps are allocated
   const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = shapes;

@@ -1,47 +1,63 @@
 /**
- * Run a learner's own attention module on fixture cases, one case at a time, for `attention-port check`.
+ * Run a learner's own attention module on the cases check sends, one case at a time, for
+ * `attention-port check`.
  *
- *     node typescript/src/check.ts --module PATH --answers-fd N [--fixtures DIR]
+ *     node --permission --allow-fs-read=... typescript/src/check.ts --module PATH --answers-fd N
  *
  * Started by python/attention_port/learner.py, which judges the answers (with compare.py) and explains
- * them. This process only loads the learner's module, calls it and writes down what it returned: the
- * learner's code runs here and not in the harness, so an endless loop, a crash or a syntax error costs
- * this process only, and the harness starts a fresh one for the next case.
+ * them; the protocol is learner-protocol.ts's (python/attention_port/learner_protocol.py says it in
+ * full). This process only loads the learner's module, calls it with each case's inputs and options
+ * (it never sees the fixtures) and writes down what it returned: the learner's code runs here and not
+ * in the harness, so an endless loop, a crash or a syntax error costs this process only, and the
+ * harness starts a fresh one for the next case. Node's permission model keeps it from reading
+ * anything but what its modules import, from starting processes or workers and from writing files;
+ * this file also takes away process.kill, so that it cannot signal check, and holds on to the
+ * functions it answers with before the learner's code can replace them.
  *
  * The module exports `scaledDotProductAttention(query, key, value, options?)` and may export
  * `attentionSteps` (called instead when present, so that every step can be compared). Tensors are
  * given as nested arrays, except a tensor with a zero-size dimension, which is given as `{shape, data}`
  * as the project's ports take it: nested arrays cannot say [2, 0, 8] (it would be written [[], []]).
- *
- * Protocol. Answers go to file descriptor N, one JSON line each, so that what the learner prints on
- * stdout cannot be mistaken for one. First {"hello": {"function", "takesOptions"}} or
- * {"fatal": "one line"}. Then for each request line on stdin, {"id", "options"} (options: call with
- * the case's options object), one of
- *     {"id", "steps": {name: {"shape", "data"}}}   output, and scores/logits/weights when returned
- *     {"id", "threw": {"name", "message", "kind", "deliberate", "where"}}  the function threw (kind: an
- *         AttentionInputError's; deliberate: thrown on purpose, not a crash; where: "line N" of the module)
- *     {"id", "bad": "one line"}                     it returned something that is not nested numbers
- * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"; -0.0 keeps its sign).
+ * A function that returns a promise (an async function) is awaited. A throw is said as on purpose
+ * or as a crash (thrownOnPurpose), with the line of the learner's code it came from.
  */
 
-import { spawnSync } from "node:child_process";
 import { readFileSync, writeSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
-import { oneLine, tensorJson } from "./cli.ts";
+import { type FixtureTensor, portTensor } from "./fixtures.ts";
 import {
-  DEFAULT_FIXTURES,
-  type FixtureCase,
-  type FixtureTensor,
-  loadFixtures,
-  portTensor,
-} from "./fixtures.ts";
-import { describeValue, formatShape, indicesOf, inferShape, isShaped, leaves, path } from "./inputs.ts";
+  describeValue,
+  formatShape,
+  indicesOf,
+  inferShape,
+  isShaped,
+  leaves,
+  oneLine,
+  path,
+  product,
+} from "./inputs.ts";
+import {
+  answerLine,
+  OPTION_NAMES,
+  type Request,
+  readInput,
+  readSecret,
+  STEP_NAMES,
+  type Threw,
+  threwAnswer,
+} from "./learner-protocol.ts";
+import { tensorJson } from "./results.ts";
 
-const STEP_NAMES = ["scores", "logits", "weights", "output"] as const;
+// Held before the learner's code runs, which could replace them (fs.writeSync, say, and then
+// module.syncBuiltinESMExports()) to see or change what this process answers.
+const write = writeSync;
+const readFile = readFileSync;
+const stringify = JSON.stringify;
+const MAX_RANK = 64; // deeper nesting than any tensor has: an array that holds itself, say
 
 type Learner = (...args: unknown[]) => unknown;
 
@@ -109,13 +125,58 @@ export function declaredParameterCount(fn: (...args: never[]) => unknown): numbe
   return Math.max(fn.length, declared.length);
 }
 
-/** The first line of `node --check PATH`, which names the line of a syntax error ("PATH:3"); an
- * error from import() does not say where in the file it is. */
-function syntaxErrorLocation(path: string): string | null {
-  const checked = spawnSync(process.execPath, ["--check", path], { encoding: "utf8", timeout: 10_000 });
-  const first = (checked.stderr ?? "").split("\n")[0]?.trim() ?? "";
-  const match = /:(\d+)$/.exec(first);
-  return match === null ? null : `line ${match[1]}`;
+/** A syntax error in the learner's file. An error from import() does not say where a JavaScript
+ * file's is, and this process may not start `node --check` to find out: the harness does that. */
+class LearnerSyntaxError extends Error {
+  readonly file: string;
+  readonly where: string | null;
+  readonly said: string;
+
+  constructor(file: string, where: string | null, said: string) {
+    super(`syntax error in ${file}${where === null ? "" : ` (${where})`}: ${said}`);
+    this.file = file;
+    this.where = where;
+    this.said = said;
+  }
+}
+
+/** A thrown value in words, whatever it is: a Proxy, an object whose message or toString throws,
+ * Node's ERR_ACCESS_DENIED (said as what the sandbox refused, which is not a throw on purpose); and
+ * whether it was thrown on purpose, and where (thrownOnPurpose). Never throws. */
+function describeThrown(error: unknown): Threw {
+  let how: { deliberate: boolean; where: string | null };
+  try {
+    how = thrownOnPurpose(error);
+  } catch {
+    how = { deliberate: true, where: null }; // its stack or class could not be read: nothing says it crashed
+  }
+  try {
+    const e = error as { name?: unknown; message?: unknown; kind?: unknown; code?: unknown };
+    if (error instanceof Error && e.code === "ERR_ACCESS_DENIED") {
+      const { permission, resource } = e as { permission?: unknown; resource?: unknown };
+      const what: Record<string, string> = {
+        FileSystemRead: `read ${String(resource)} (it may read only what its modules import)`,
+        FileSystemWrite: `write ${String(resource)}`,
+        ChildProcess: "start a process",
+        WorkerThreads: "start a worker",
+      };
+      const refused = what[String(permission)] ?? `use ${String(permission)}`;
+      return {
+        name: "Error",
+        message: `check's sandbox does not let your code ${refused}`,
+        kind: null,
+        ...how,
+      };
+    }
+    return {
+      name: error instanceof Error ? String(e.name) : typeof error,
+      message: oneLine(String(error instanceof Error ? e.message : error)),
+      kind: typeof e?.kind === "string" ? e.kind : null, // an AttentionInputError's, or a learner's own
+      ...how,
+    };
+  } catch {
+    return { name: typeof error, message: "(its message or toString threw when read)", kind: null, ...how };
+  }
 }
 
 async function loadLearner(path: string): Promise<Loaded> {
@@ -125,13 +186,16 @@ async function loadLearner(path: string): Promise<Loaded> {
   } catch (error) {
     const e = error as Error & { code?: string };
     if (e instanceof SyntaxError || e?.code === "ERR_INVALID_TYPESCRIPT_SYNTAX") {
-      // TypeScript's stripper puts "PATH:LINE" first in the stack; JavaScript's needs `node --check`.
+      // TypeScript's stripper puts "PATH:LINE" first in the stack; JavaScript's says no line.
       const stackLine = /:(\d+)\s*$/m.exec(String(e.stack ?? "").split("\n")[0] ?? "");
-      const where = stackLine !== null ? `line ${stackLine[1]}` : syntaxErrorLocation(path);
-      throw new Error(`syntax error in ${path}${where === null ? "" : ` (${where})`}: ${oneLine(e.message)}`);
+      throw new LearnerSyntaxError(
+        path,
+        stackLine === null ? null : `line ${stackLine[1]}`,
+        oneLine(e.message),
+      );
     }
-    const what = e instanceof Error ? `${e.name}: ${oneLine(e.message)}` : String(error);
-    throw new Error(`${path} threw while loading: ${what}`);
+    const thrown = describeThrown(error);
+    throw new Error(`${path} threw while loading: ${thrown.name}: ${thrown.message}`);
   }
   // A CommonJS module's exports arrive as `default`.
   const hasFunction = (x: unknown): boolean =>
@@ -202,9 +266,7 @@ export function thrownOnPurpose(error: unknown): { deliberate: boolean; where: s
   }
   let text: string;
   try {
-    text = (readFileSync(fileURLToPath(top.file), "utf8").split("\n")[top.line - 1] ?? "").slice(
-      top.column - 1,
-    );
+    text = (readFile(fileURLToPath(top.file), "utf8").split("\n")[top.line - 1] ?? "").slice(top.column - 1);
   } catch {
     return { deliberate: true, where };
   }
@@ -224,16 +286,52 @@ export function thrownOnPurpose(error: unknown): { deliberate: boolean; where: s
   return { deliberate: name !== undefined && classes.includes(name), where };
 }
 
-/** Typed arrays (Float64Array rows, say) as plain arrays, at any depth. */
-function plain(x: unknown): unknown {
+/** Typed arrays (Float64Array rows, say) as plain arrays, at any depth up to MAX_RANK. */
+function plain(x: unknown, depth = 0): unknown {
+  if (depth > MAX_RANK) {
+    throw new TooDeep();
+  }
   if (ArrayBuffer.isView(x) && !(x instanceof DataView)) {
     return Array.from(x as unknown as ArrayLike<number>);
   }
-  return Array.isArray(x) ? x.map(plain) : x;
+  return Array.isArray(x) ? x.map((item) => plain(item, depth + 1)) : x;
 }
 
-/** One returned tensor as {"shape", "data"} JSON, or a one-line reason it is not nested numbers. */
+/** Nesting deeper than MAX_RANK: an array that holds itself, say. */
+class TooDeep extends Error {}
+
+/** A shaped tensor's shape as a learner returned it, or a one-line reason it is not one. */
+function checkedShape(name: string, shape: readonly unknown[], length: number): string | null {
+  if (shape.length > MAX_RANK || !shape.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
+    const written = shape.length > MAX_RANK ? `${shape.length} long` : `[${shape.map(String).join(", ")}]`;
+    return `${name}.shape ${written} is not a list of sizes (whole numbers >= 0, at most ${MAX_RANK})`;
+  }
+  const size = product(shape as number[]);
+  if (size !== length) {
+    return `${name}.shape ${formatShape(shape as number[])} holds ${size} numbers, but ${name}.data has ${length}`;
+  }
+  return null;
+}
+
+/** One returned tensor as {"shape", "data"} JSON, or a one-line reason it is not nested numbers.
+ * Reading it runs the learner's own code (a getter, a Proxy, a toString) that may throw or never
+ * end its nesting: either is a reason too. */
 function returnedTensor(
+  name: string,
+  value: unknown,
+): { shape: readonly number[]; json: string } | { bad: string } {
+  try {
+    return readTensor(name, value);
+  } catch (error) {
+    if (error instanceof TooDeep) {
+      return { bad: `${name} is nested more than ${MAX_RANK} deep (an array that holds itself?)` };
+    }
+    const thrown = describeThrown(error);
+    return { bad: `reading the ${name} your function returned threw ${thrown.name}: ${thrown.message}` };
+  }
+}
+
+function readTensor(
   name: string,
   value: unknown,
 ): { shape: readonly number[]; json: string } | { bad: string } {
@@ -243,6 +341,10 @@ function returnedTensor(
       return { bad: `${name}.data is ${describeValue(value.data)}, expected an array of numbers` };
     }
     const shape = value.shape as number[];
+    const wrongShape = checkedShape(name, shape, data.length);
+    if (wrongShape !== null) {
+      return { bad: wrongShape };
+    }
     const bad = data.findIndex((x) => typeof x !== "number");
     if (bad >= 0) {
       return { bad: `${name}.data[${bad}] is ${what(data[bad])}, expected a number` };
@@ -271,30 +373,31 @@ function what(x: unknown): string {
   return x === undefined ? "undefined" : describeValue(x);
 }
 
-/** The options object of a case: only the options it sets, so a learner's defaults apply to the rest. */
-function caseOptions(c: FixtureCase): Record<string, unknown> {
+/** The options object of a request: only the options its case sets, so a learner's defaults apply
+ * to the rest, by their JavaScript names. */
+function requestOptions(request: Request): Record<string, unknown> {
   const options: Record<string, unknown> = {};
-  const mask = c.inputs.attnMask;
-  if (mask !== null) {
-    options.attnMask = c.expected === null ? mask : portTensor(mask as FixtureTensor);
-  }
-  const defaults: FixtureCase["params"] = { isCausal: false, scale: null, enableGqa: false, softcap: 0 };
-  for (const name of ["isCausal", "scale", "enableGqa", "softcap"] as const) {
-    if (c.params[name] !== defaults[name]) {
-      options[name] = c.params[name];
-    }
+  for (const [name, value] of Object.entries(request.options)) {
+    options[OPTION_NAMES[name as keyof typeof OPTION_NAMES]] =
+      name === "attn_mask" ? given(request, value) : readInput(value, false);
   }
   return options;
 }
 
-/** One case's answer line. */
+/** One input of a request as the learner's function is given it. */
+function given(request: Request, entry: unknown): unknown {
+  const x = readInput(entry, request.valid);
+  // Nested arrays, or {shape, data} for a tensor with a zero-size dim (nested arrays would lose it).
+  return request.valid ? portTensor(x as FixtureTensor) : x;
+}
+
 /** Many tutorials' attention returns [output, weights]; the pair itself would read as a ragged or
  * wrongly shaped output, so it is named: two items, the first of the output's shape, the whole not. */
-function outputAndWeights(learner: Loaded, c: FixtureCase, returned: unknown): string | null {
-  if (c.expected === null || !Array.isArray(returned) || returned.length !== 2) {
+function outputAndWeights(learner: Loaded, request: Request, returned: unknown): string | null {
+  const want = request.output_shape;
+  if (want === null || !Array.isArray(returned) || returned.length !== 2) {
     return null;
   }
-  const want = c.expected.output.shape;
   const shapeOf = (x: unknown) => {
     const tensor = returnedTensor("output", x);
     return "json" in tensor ? formatShape(tensor.shape) : null;
@@ -308,36 +411,71 @@ function outputAndWeights(learner: Loaded, c: FixtureCase, returned: unknown): s
   );
 }
 
-function answer(learner: Loaded, c: FixtureCase, withOptions: boolean): string {
-  const id = JSON.stringify(c.id);
-  // Nested arrays, or {shape, data} for a tensor with a zero-size dim (portTensor); an invalid case's as written.
-  const input = (x: unknown) => (c.expected === null ? x : portTensor(x as FixtureTensor));
-  const args = [input(c.inputs.query), input(c.inputs.key), input(c.inputs.value)];
-  if (withOptions) {
-    args.push(caseOptions(c));
+/** An error the learner's code threw outside the call (a rejected promise nobody awaited, a throw in
+ * a timer), held until it can be said on the case that is running. */
+let stray: { error: unknown } | null = null;
+
+/** One case's answer line (its JSON). A returned promise is awaited: an async function is fine. */
+async function answer(learner: Loaded, request: Request): Promise<string> {
+  const id = stringify(request.id);
+  const args = [given(request, request.inputs.query), given(request, request.inputs.key)];
+  args.push(given(request, request.inputs.value));
+  if (Object.keys(request.options).length > 0) {
+    args.push(requestOptions(request));
   }
   let returned: unknown;
+  let promised: boolean;
   try {
     returned = learner.run(...args);
   } catch (error) {
-    const e = error as { name?: unknown; message?: unknown; kind?: unknown };
-    const threw = {
-      name: error instanceof Error ? error.name : typeof error,
-      message: oneLine(String(error instanceof Error ? e.message : error)),
-      kind: typeof e?.kind === "string" ? e.kind : null, // an AttentionInputError's, or a learner's own
-      ...thrownOnPurpose(error),
-    };
-    return `{"id": ${id}, "threw": ${JSON.stringify(threw)}}`;
+    return threwAnswer(request.id, describeThrown(error));
   }
-  if (learner.name === "attentionSteps" && (typeof returned !== "object" || returned === null)) {
-    return `{"id": ${id}, "bad": ${JSON.stringify(`attentionSteps returned ${what(returned)}, expected an object with scores, logits, weights and output`)}}`;
+  try {
+    promised = typeof (returned as { then?: unknown } | null)?.then === "function";
+  } catch (error) {
+    const thrown = describeThrown(error); // a Proxy whose every read throws, say
+    const said = `reading what ${learner.name} returned threw ${thrown.name}: ${thrown.message}`;
+    return `{"id": ${id}, "bad": ${stringify(said)}}`;
   }
-  const pair = learner.name === "attentionSteps" ? null : outputAndWeights(learner, c, returned);
-  if (pair !== null) {
-    return `{"id": ${id}, "bad": ${JSON.stringify(pair)}}`;
+  if (promised) {
+    try {
+      returned = await returned;
+    } catch (error) {
+      return threwAnswer(request.id, describeThrown(error));
+    }
   }
-  const steps: Record<string, unknown> =
-    learner.name === "attentionSteps" ? (returned as Record<string, unknown>) : { output: returned };
+  // Let the promises and timers the call left behind settle, so that an error of theirs is said on
+  // this case rather than the next.
+  await new Promise((done) => setImmediate(done));
+  if (stray !== null) {
+    const thrown = describeThrown(stray.error);
+    stray = null;
+    thrown.message = `${thrown.message} (thrown outside your function's call: a promise it did not await, or a timer)`;
+    return threwAnswer(request.id, thrown);
+  }
+  let steps: Record<string, unknown>;
+  try {
+    if (learner.name === "attentionSteps" && (typeof returned !== "object" || returned === null)) {
+      const said = `attentionSteps returned ${what(returned)}, expected an object with scores, logits, weights and output`;
+      return `{"id": ${id}, "bad": ${stringify(said)}}`;
+    }
+    const pair = learner.name === "attentionSteps" ? null : outputAndWeights(learner, request, returned);
+    if (pair !== null) {
+      return `{"id": ${id}, "bad": ${stringify(pair)}}`;
+    }
+    steps = { output: returned };
+    if (learner.name === "attentionSteps") {
+      const all = returned as Record<string, unknown>;
+      steps = {}; // each step read here, so that a getter that throws is said as such
+      for (const name of STEP_NAMES.filter((n) => n in all)) {
+        steps[name] = all[name];
+      }
+    }
+  } catch (error) {
+    const thrown = describeThrown(error);
+    const said = `reading what ${learner.name} returned threw ${thrown.name}: ${thrown.message}`;
+    return `{"id": ${id}, "bad": ${stringify(said)}}`;
+  }
   const parts: string[] = [];
   for (const name of STEP_NAMES) {
     if (!(name in steps) && name !== "output") {
@@ -345,9 +483,9 @@ function answer(learner: Loaded, c: FixtureCase, withOptions: boolean): string {
     }
     const tensor = returnedTensor(name, steps[name]);
     if ("bad" in tensor) {
-      return `{"id": ${id}, "bad": ${JSON.stringify(tensor.bad)}}`;
+      return `{"id": ${id}, "bad": ${stringify(tensor.bad)}}`;
     }
-    parts.push(`${JSON.stringify(name)}: ${tensor.json}`);
+    parts.push(`${stringify(name)}: ${tensor.json}`);
   }
   return `{"id": ${id}, "steps": {${parts.join(", ")}}}`;
 }
@@ -355,39 +493,61 @@ function answer(learner: Loaded, c: FixtureCase, withOptions: boolean): string {
 async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: {
-      module: { type: "string" },
-      "answers-fd": { type: "string" },
-      fixtures: { type: "string", default: DEFAULT_FIXTURES },
-    },
+    options: { module: { type: "string" }, "answers-fd": { type: "string" } },
     strict: true,
   });
   const fd = Number(values["answers-fd"]);
   if (values.module === undefined || !Number.isInteger(fd)) {
-    console.error("usage: node typescript/src/check.ts --module PATH --answers-fd N [--fixtures DIR]");
+    console.error("usage: node typescript/src/check.ts --module PATH --answers-fd N (the secret on stdin)");
     return 2;
   }
-  const send = (line: string) => writeSync(fd, `${line}\n`);
+  // The secret first, before any of the learner's code runs (learner-protocol.ts).
+  const secret = readSecret();
+  const send = (json: string) => write(fd, answerLine(secret, json));
+  // Signals are check's to send: a learner's process.kill(process.ppid) would end the harness.
+  process.kill = () => {
+    throw new Error("check's sandbox does not let your code send signals");
+  };
+  process.on("unhandledRejection", (error) => {
+    stray ??= { error };
+  });
+  process.on("uncaughtException", (error) => {
+    stray ??= { error };
+  });
+  let loaded = false;
+  // A top-level await that never settles empties the event loop and Node exits (code 13) without
+  // a word of use: say it here, in the one line the harness reads.
+  process.on("exit", (code) => {
+    if (!loaded) {
+      const said =
+        code === 13
+          ? `${values.module} did not finish loading: a top-level await in it never settles`
+          : `${values.module} ended its process while loading (exit code ${code})`;
+      send(stringify({ fatal: said }));
+    }
+  });
   let learner: Loaded;
   try {
     learner = await loadLearner(values.module);
   } catch (error) {
-    send(JSON.stringify({ fatal: (error as Error).message }));
+    loaded = true;
+    if (error instanceof LearnerSyntaxError && error.where === null) {
+      send(stringify({ fatal: error.message, syntaxError: { file: error.file, said: error.said } }));
+    } else {
+      send(stringify({ fatal: (error as Error).message }));
+    }
     return 0;
   }
+  loaded = true;
   send(
-    JSON.stringify({
+    stringify({
       hello: { function: learner.name, takesOptions: learner.takesOptions },
     }),
   );
-  let byId: Map<string, FixtureCase> | null = null; // every case, read once at the first request
   for await (const line of createInterface({ input: process.stdin })) {
-    if (line.trim() === "") {
-      continue;
+    if (line.trim() !== "") {
+      send(await answer(learner, JSON.parse(line) as Request));
     }
-    const request = JSON.parse(line) as { id: string; options: boolean };
-    byId ??= new Map(loadFixtures(values.fixtures).map((c) => [c.id, c]));
-    send(answer(learner, byId.get(request.id)!, request.options));
   }
   return 0;
 }

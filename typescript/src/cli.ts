@@ -29,7 +29,7 @@ import {
   loadFixtures,
   portTensor,
 } from "./fixtures.ts";
-import type { FlatTensor } from "./inputs.ts";
+import { type FlatTensor, oneLine } from "./inputs.ts";
 import { flatMask, float32Tensor, type StepsLike, stepsJson, thrownJson } from "./results.ts";
 
 export { flat, numberJson, tensorJson } from "./results.ts";
@@ -145,11 +145,6 @@ async function runCommand(args: string[]): Promise<void> {
   } catch (error) {
     throw new UsageError(`cannot write --out ${values.out} (${(error as Error).message})`);
   }
-}
-
-/** Messages are meant to be one line already; a stray newline must not make a second. */
-export function oneLine(message: string): string {
-  return message.replace(/\s*\n\s*/g, " ").trim();
 }
 
 export async function main(argv: string[]): Promise<number> {

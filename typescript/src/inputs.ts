@@ -8,15 +8,22 @@
  * Checks run in this order, and the first failure is thrown:
  *   1. options: isCausal, enableGqa (booleans), scale (finite or null), softcap (finite, >= 0),
  *      memoryLimit (a number > 0)                                        kind: value
- *   2. query, key, value: each a rectangular array of numbers           kinds: ragged, type
- *   3. attnMask, if given: a rectangular array of booleans or numbers    kinds: ragged, type
+ *   2. query, key, value: each a rectangular array of numbers, read once: its shape from the first
+ *      elements (at most 64 dimensions), the memory its float64 copy needs (within memoryLimit,
+ *      decided from the lengths alone), then every element             kinds: rank, size, ragged, type
+ *   3. attnMask, if given: a rectangular array of booleans or numbers, read the same way
+ *                                                                   kinds: rank, size, ragged, type
  *   4. shapes: ranks, batch dims, heads, feature sizes, key/value length  kinds: rank, shape, heads
  *   5. attnMask shape: broadcasts to the scores [..., Hq, Lq, Lk]        kind: mask
  *   6. size: the memory the computation needs, within memoryLimit        kind: size
  *
  * A few inputs exist in one language only and are checked where they arise: the options object
  * itself here (`null` is not one); Python numbers too large for a float64, numpy object arrays
- * and torch tensors there.
+ * and torch tensors there. The caller's code that runs while an object is read (a getter, a Proxy's
+ * traps) may throw anything: that is said as one AttentionInputError naming the argument.
+ *
+ * Each argument is read once, into plain values, before anything else looks at it: what the checks
+ * saw is what the ports compute on, whatever the caller's objects do while they are read.
  *
  * Messages name the argument with its TypeScript spelling (`attnMask`, `enableGqa`, `isCausal`);
  * the Python ports use the same words with their own spelling (`attn_mask`, `enable_gqa`).
@@ -139,6 +146,11 @@ export type MaskArray =
   | { readonly dtype: "bool"; readonly shape: readonly number[]; readonly data: readonly boolean[] }
   | { readonly dtype: "float64"; readonly shape: readonly number[]; readonly data: Float64Array };
 
+/** Messages are meant to be one line already; a stray newline must not make a second. */
+export function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, " ").trim();
+}
+
 /** `[2, 4, 8]`: the way both languages write a shape in a message. */
 export function formatShape(shape: readonly number[]): string {
   return `[${shape.map((n) => String(Math.trunc(n))).join(", ")}]`;
@@ -147,6 +159,15 @@ export function formatShape(shape: readonly number[]): string {
 /** What a non-number is, in words both languages share. (Numbers: String(x), which Python's
  * format_number imitates.) */
 export function describeValue(x: unknown): string {
+  try {
+    return describe(x);
+  } catch {
+    return "an object"; // its own code threw while being looked at (a revoked Proxy, a getter)
+  }
+}
+
+/** describeValue's words; may throw where the caller's code does, which describeValue catches. */
+function describe(x: unknown): string {
   if (x == null) {
     return "null";
   }
@@ -167,7 +188,11 @@ export function describeValue(x: unknown): string {
     if (prototype === Object.prototype || prototype === null) {
       return "an object";
     }
-    return `a ${(x as object).constructor.name}`;
+    // A class instance by its class's name; an object whose prototype chain names none
+    // (Object.create(Object.create(null))) is just an object.
+    const maker: unknown = (x as { constructor?: unknown }).constructor;
+    const named = typeof maker === "function" ? (maker as { name?: unknown }).name : undefined;
+    return typeof named === "string" && named !== "" ? `a ${named}` : "an object";
   }
   return `a ${typeof x}`; // bigint, symbol, function
 }
@@ -271,249 +296,437 @@ export function isShaped(x: unknown): x is { readonly shape: unknown; readonly d
   return typeof x === "object" && x !== null && !isArray(x) && "shape" in x && "data" in x;
 }
 
-/** The shaped form's own checks (no Python twin: a numpy array's shape is always sound).
- * `expected` words what `data` must be, for the message. */
-function checkShaped(
-  name: string,
-  input: { readonly shape: unknown; readonly data: unknown },
-  expected: string,
-): { shape: number[]; data: ArrayLike<unknown> } {
-  const { shape, data } = input;
-  if (!isArray(shape) || !shape.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
-    const got = isArray(shape) ? `[${shape.map(describeValue).join(", ")}]` : describeValue(shape);
-    throw new AttentionInputError(
-      "shape",
-      `${name}.shape must be an array of non-negative integers, got ${got}`,
-    );
-  }
-  if (
-    typeof data !== "object" ||
-    data === null ||
-    typeof (data as { length?: unknown }).length !== "number"
-  ) {
-    throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
-  }
-  const values = data as ArrayLike<unknown>;
-  const size = product(shape as number[]);
-  if (values.length !== size) {
-    throw new AttentionInputError(
-      "shape",
-      `${name} has ${values.length} values but its shape ${formatShape(shape as number[])} needs ${size}`,
-    );
-  }
-  return { shape: [...(shape as number[])], data: values };
+// The most dimensions a tensor may have: numpy's limit, kept in both languages so that a deeper
+// input is refused in the same words everywhere. It also bounds every walk over nested arrays, so
+// no nesting, however deep (or cyclic: a = [a]), can exhaust the stack or loop forever.
+export const MAX_RANK = 64;
+
+function tooManyDimensions(what: string): AttentionInputError {
+  return new AttentionInputError("rank", `${what}; at most ${MAX_RANK} dimensions are supported`);
 }
 
-/** The fast path of toArray and toMaskArray for nested arrays: one walk that checks every array's
- * length against `shape` and copies the leaves into `out` in row-major order, with `accept`
- * deciding whether a leaf is the kind wanted. It returns false at the first thing that is not as
- * expected, without saying what: the caller then runs the slow path (inferShape, leaves), which
- * throws the exact error. Valid input, the common case, costs one tight loop per innermost row
- * instead of a checking walk (inferShape) and a copying one (leaves). */
-function fillNested<T>(
+/** An array's length, read once. Only a Proxy can give one no array has (-1, NaN): that is an
+ * array that cannot be read, as a throwing trap is. */
+function arrayLength(array: readonly unknown[]): number {
+  const length = array.length;
+  if (!(Number.isSafeInteger(length) && length >= 0)) {
+    throw new TypeError(`its length is ${describeValue(length)}`);
+  }
+  return length;
+}
+
+/** The shape nested arrays give by their first element at each depth, each length and first
+ * element read once, and the first leaf (undefined for an empty tensor). No deeper than MAX_RANK:
+ * the loop stops there, whatever the nesting. */
+function firstElements(name: string, data: unknown): { shape: number[]; first: unknown } {
+  const shape: number[] = [];
+  let node = data;
+  while (isArray(node)) {
+    if (shape.length === MAX_RANK) {
+      throw tooManyDimensions(`${name} is nested more than ${MAX_RANK} arrays deep`);
+    }
+    const length = arrayLength(node);
+    shape.push(length);
+    if (length === 0) {
+      return { shape, first: undefined };
+    }
+    node = node[0];
+  }
+  return { shape, first: node };
+}
+
+/** A nested or shaped tensor's values are copied into a float64 array of its shape: refused
+ * (kind "size") when that copy would need more than memoryLimit, decided from the lengths alone,
+ * before any value is read or anything allocated. A sparse array (`r = []; r.length = 2 ** 31`)
+ * claims a length it holds no values for. */
+function checkReadSize(name: string, shape: readonly number[], memoryLimit: number): void {
+  const needed = 8 * product(shape);
+  if (needed > memoryLimit) {
+    throw new AttentionInputError(
+      "size",
+      `${name} of shape ${formatShape(shape)} needs ${String(needed)} bytes as float64, more than` +
+        ` memoryLimit = ${String(memoryLimit)}; pass a larger memoryLimit to read it`,
+    );
+  }
+}
+
+/** The first leaf a read refused, for the caller's message (null: every leaf was accepted). */
+type Refused = { readonly flat: number; readonly leaf: unknown } | null;
+
+/** Nested arrays read once into `out` in row-major order: every array's length is read once and
+ * checked against `shape` (firstElements') before its elements are read, so a sparse or absurd
+ * length is refused without touching what it claims. A disagreement throws kind "ragged" at the
+ * first array, depth first, that disagrees (inferShape's order and words). A leaf `accept` refuses
+ * is not stored: the first one is returned, so that raggedness anywhere still comes first. Valid
+ * input, the common case, costs one tight loop per innermost row. */
+function readNested<T>(
+  name: string,
   data: unknown,
   shape: readonly number[],
   out: { [index: number]: T },
   accept: (leaf: unknown) => leaf is T,
-): boolean {
-  let flat = 0;
+): Refused {
+  let refused: Refused = null;
+  if (shape.length === 0) {
+    if (!accept(data)) {
+      return { flat: 0, leaf: data }; // a scalar: rank 0, refused later by checkShapes if a number
+    }
+    out[0] = data;
+    return null;
+  }
   const last = shape.length - 1;
-  const walk = (node: unknown, depth: number): boolean => {
-    if (!isArray(node) || node.length !== shape[depth]) {
-      return false;
-    }
-    if (depth === last) {
-      const start = flat; // a local index: `flat` lives in the closure's context, slower to update
-      for (let i = 0; i < node.length; i++) {
-        const leaf = node[i];
-        if (!accept(leaf)) {
-          return false;
-        }
-        out[start + i] = leaf;
+  const width = shape[last];
+  const indices: number[] = []; // indices[d]: the position, within its array, of the node at depth d + 1
+  let flat = 0;
+  const ragged = (depth: number, problem: string, leaf?: number) =>
+    new AttentionInputError(
+      "ragged",
+      `${name} is ragged: ${name}${path(indices.slice(0, depth))}${leaf === undefined ? "" : `[${leaf}]`}` +
+        ` ${problem} (shape from the first elements: ${formatShape(shape)})`,
+    );
+  // One innermost row, its length already checked; `start` is its first leaf's flat index.
+  const readRow = (row: readonly unknown[], start: number): void => {
+    for (let t = 0; t < width; t++) {
+      const leaf = row[t];
+      if (accept(leaf)) {
+        out[start + t] = leaf;
+      } else if (isArray(leaf)) {
+        throw ragged(last, "is an array, expected a scalar", t);
+      } else if (refused === null) {
+        refused = { flat: start + t, leaf };
       }
-      flat += node.length;
-      return true;
     }
+  };
+  const checkNode = (node: unknown, depth: number): readonly unknown[] => {
+    if (!isArray(node)) {
+      throw ragged(depth, `is not an array, expected length ${shape[depth]}`);
+    }
+    const length = arrayLength(node);
+    if (length !== shape[depth]) {
+      throw ragged(depth, `has length ${length}, expected ${shape[depth]}`);
+    }
+    return node;
+  };
+  // Recursion no deeper than the shape's rank, which firstElements bounded by MAX_RANK.
+  const walk = (given: unknown, depth: number): void => {
+    const node = checkNode(given, depth);
+    if (depth === last) {
+      readRow(node, flat);
+      flat += width;
+      return;
+    }
+    const length = shape[depth];
     let i = 0;
     if (depth === last - 1) {
       // Rows four at a time: the four rows' loads do not wait on one another, so the cache misses
       // of rows scattered across the heap overlap instead of queueing. After a long kernel pass has
       // evicted them, this copies the rows about twice as fast as one row at a time.
-      const width = shape[last];
       const isRow = (row: unknown): row is readonly unknown[] => isArray(row) && row.length === width;
-      for (; i + 4 <= node.length; i += 4) {
+      for (; i + 4 <= length; i += 4) {
         const a = node[i];
         const b = node[i + 1];
         const c = node[i + 2];
         const d = node[i + 3];
-        if (!(isRow(a) && isRow(b) && isRow(c) && isRow(d))) {
-          return false;
-        }
+        let fast = isRow(a) && isRow(b) && isRow(c) && isRow(d);
         const start = flat;
-        for (let t = 0; t < width; t++) {
-          const x = a[t];
-          const y = b[t];
-          const z = c[t];
-          const w = d[t];
-          if (!(accept(x) && accept(y) && accept(z) && accept(w))) {
-            return false;
+        for (let t = 0; fast && t < width; t++) {
+          const x = (a as readonly unknown[])[t];
+          const y = (b as readonly unknown[])[t];
+          const z = (c as readonly unknown[])[t];
+          const w = (d as readonly unknown[])[t];
+          fast = accept(x) && accept(y) && accept(z) && accept(w);
+          out[start + t] = x as T;
+          out[start + width + t] = y as T;
+          out[start + 2 * width + t] = z as T;
+          out[start + 3 * width + t] = w as T;
+        }
+        if (!fast) {
+          // Something is wrong in these four rows: read them again one by one, in row-major
+          // order, so that the first fault is the one reported. What this stores is what it checks.
+          for (const [j, row] of [a, b, c, d].entries()) {
+            indices[depth] = i + j;
+            walk(row, depth + 1);
           }
-          out[start + t] = x;
-          out[start + width + t] = y;
-          out[start + 2 * width + t] = z;
-          out[start + 3 * width + t] = w;
+          continue;
         }
         flat += 4 * width;
       }
     }
-    for (; i < node.length; i++) {
+    for (; i < length; i++) {
       // every row left (or every node, above the rows)
-      if (!walk(node[i], depth + 1)) {
-        return false;
-      }
+      indices[depth] = i;
+      walk(node[i], depth + 1);
     }
-    return true;
   };
-  return shape.length === 0 ? false : walk(data, 0);
+  walk(data, 0);
+  return refused;
 }
 
-/** The slow path of toArray and toMaskArray, for a shaped tensor (checkShaped) or for nested arrays
- * the fast path refused (inferShape throws if they are ragged): the shape, the leaves in row-major
- * order, and the index path of a leaf, `name[1][2]`, for a message. */
-function shapeAndLeaves(
+// The typed arrays' own accessors, read from the intrinsic prototype: a typed array's `length` can
+// be shadowed by an own getter, and `instanceof` is fooled by a Proxy or a swapped prototype.
+const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
+const intrinsic = (key: PropertyKey) => Object.getOwnPropertyDescriptor(typedArrayPrototype, key)!.get!;
+const [typedName, typedBuffer, typedOffset, typedLength] = [
+  Symbol.toStringTag,
+  "buffer",
+  "byteOffset",
+  "length",
+].map(intrinsic);
+const TYPED = { Float64Array, Float32Array, Uint8Array } as const;
+type TypedName = keyof typeof TYPED;
+
+/** A typed array of one of `names` as a fresh view of the same memory (read through the
+ * intrinsic accessors, so what it is cannot be faked), or null for anything else. */
+function ownView<N extends TypedName>(
+  data: unknown,
+  names: readonly N[],
+): InstanceType<(typeof TYPED)[N]> | null {
+  const name = typedName.call(data) as string | undefined; // undefined for anything but a typed array
+  if (!names.includes(name as N)) {
+    return null;
+  }
+  const View = TYPED[name as N] as unknown as new (b: ArrayBufferLike, o: number, n: number) => never;
+  return new View(typedBuffer.call(data), typedOffset.call(data), typedLength.call(data));
+}
+
+/** The shaped form `{ shape, data }`, read once: the caller reads shape and data once (and passes
+ * a typed array as its own view), the shape is copied into plain numbers (its length read first,
+ * at most MAX_RANK), data's length is read once. The
+ * shaped form's own checks (no Python twin: a numpy array's shape is always sound). `expected`
+ * words what `data` must be, for the message. */
+function readShaped(
   name: string,
+  given: unknown,
   data: unknown,
   expected: string,
-): { shape: number[]; leaves: ArrayLike<unknown>; where: (flat: number) => string } {
-  const shaped = isShaped(data) ? checkShaped(name, data, expected) : null;
-  const shape = shaped?.shape ?? inferShape(name, data);
-  const values = shaped?.data ?? leaves(data, shape.length);
-  return { shape, leaves: values, where: (flat) => name + path(indicesOf(flat, shape)) };
+): { shape: number[]; data: object; length: number } {
+  if (!isArray(given)) {
+    throw new AttentionInputError(
+      "shape",
+      `${name}.shape must be an array of non-negative integers, got ${describeValue(given)}`,
+    );
+  }
+  const rank = given.length;
+  if (rank > MAX_RANK) {
+    throw tooManyDimensions(`${name}.shape has ${rank} dimensions`);
+  }
+  const shape: unknown[] = [];
+  for (let d = 0; d < rank; d++) {
+    shape.push(given[d]); // a hole reads as undefined, and is refused below
+  }
+  if (!shape.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
+    throw new AttentionInputError(
+      "shape",
+      `${name}.shape must be an array of non-negative integers, got [${shape.map(describeValue).join(", ")}]`,
+    );
+  }
+  const checked = shape as number[];
+  const length: unknown =
+    typeof data === "object" && data !== null ? (data as { length?: unknown }).length : null;
+  if (typeof length !== "number") {
+    throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
+  }
+  const size = product(checked);
+  if (length !== size) {
+    throw new AttentionInputError(
+      "shape",
+      `${name} has ${length} values but its shape ${formatShape(checked)} needs ${size}`,
+    );
+  }
+  return { shape: checked, data: data as object, length };
+}
+
+/** The shaped form's values read once into `out`, with the first leaf `accept` refuses. */
+function readShapedData<T>(
+  data: object,
+  length: number,
+  out: { [index: number]: T },
+  accept: (leaf: unknown) => leaf is T,
+): Refused {
+  if (ArrayBuffer.isView(data) && out instanceof Float64Array) {
+    out.set(data as Float64Array); // a typed array (readTensor's own view) holds only numbers
+    return null;
+  }
+  const values = data as ArrayLike<unknown>;
+  for (let flat = 0; flat < length; flat++) {
+    const leaf = values[flat];
+    if (accept(leaf)) {
+      out[flat] = leaf;
+    } else {
+      return { flat, leaf };
+    }
+  }
+  return null;
 }
 
 /** Where toArray puts the numbers it copies: a new array unless the port keeps its own (simd.ts). */
 export type Allocate = (name: string, length: number) => Float64Array;
 const newArray: Allocate = (_name, length) => new Float64Array(length);
 
-/** query, key or value as a float64 array: nested arrays or a shaped flat tensor. */
-export function toArray(name: string, data: unknown, allocate: Allocate = newArray): FloatArray {
-  if (!isShaped(data)) {
-    const claimed = nestedShape(data);
-    const fast = allocate(name, product(claimed));
-    if (fillNested(data, claimed, fast, isNumber)) {
-      return { shape: claimed, data: fast };
-    }
+/** A tensor read once, nested or shaped: its shape, then the memory its copy needs, then its values
+ * (`accept` says which leaves are wanted; `first` gets the first leaf, to choose them). */
+function readTensor<T>(
+  name: string,
+  data: unknown,
+  expected: string,
+  memoryLimit: number,
+  chooseAccept: (first: unknown) => {
+    accept: (leaf: unknown) => leaf is T;
+    out: (length: number) => { [index: number]: T };
+  },
+): { shape: number[]; out: { [index: number]: T }; refused: Refused } {
+  if (isShaped(data)) {
+    const { shape: given, data: raw } = data; // each read once
+    const typed = ownView(raw, ["Float64Array", "Float32Array", "Uint8Array"]);
+    const { shape, data: values, length } = readShaped(name, given, typed ?? raw, expected);
+    checkReadSize(name, shape, memoryLimit);
+    const firstLeaf = length > 0 ? (values as ArrayLike<unknown>)[0] : undefined;
+    const { accept, out: allocate } = chooseAccept(firstLeaf);
+    const out = allocate(length);
+    return { shape, out, refused: readShapedData(values, length, out, accept) };
   }
-  // Shaped, or nested with something wrong: the slow path finds what, and throws it.
-  const { shape, leaves, where } = shapeAndLeaves(name, data, "an array of numbers");
-  if (leaves instanceof Float64Array) {
-    return { shape, data: leaves };
-  }
-  for (let flat = 0; flat < leaves.length; flat++) {
-    if (!isNumber(leaves[flat])) {
-      throw new AttentionInputError(
-        "type",
-        `${where(flat)} is ${describeValue(leaves[flat])}, expected a number`,
-      );
-    }
-  }
-  const copy = allocate(name, leaves.length);
-  copy.set(leaves as ArrayLike<number>);
-  return { shape, data: copy };
+  const { shape, first } = firstElements(name, data);
+  checkReadSize(name, shape, memoryLimit);
+  const { accept, out: allocate } = chooseAccept(first);
+  const out = allocate(product(shape));
+  return { shape, out, refused: readNested(name, data, shape, out, accept) };
 }
 
-/** attnMask as a bool array (true = may attend) or a float64 array (added to the scores). */
-export function toMaskArray(data: unknown): MaskArray {
+/** query, key or value as a float64 array: nested arrays or a shaped flat tensor, read once. */
+export function toArray(
+  name: string,
+  data: unknown,
+  memoryLimit: number = DEFAULT_MEMORY_LIMIT,
+  allocate: Allocate = newArray,
+): FloatArray {
+  return readingGuard(name, () => {
+    const read = readTensor(name, data, "an array of numbers", memoryLimit, () => ({
+      accept: isNumber,
+      out: (length) => allocate(name, length),
+    }));
+    const { shape, out, refused } = read;
+    if (refused !== null) {
+      const where = name + path(indicesOf(refused.flat, shape));
+      throw new AttentionInputError("type", `${where} is ${describeValue(refused.leaf)}, expected a number`);
+    }
+    return { shape, data: out as Float64Array };
+  });
+}
+
+/** attnMask as a bool array (true = may attend) or a float64 array (added to the scores), read
+ * once. Every leaf must be of the first leaf's kind. */
+export function toMaskArray(data: unknown, memoryLimit: number = DEFAULT_MEMORY_LIMIT): MaskArray {
   const name = "attnMask";
-  if (!isShaped(data)) {
-    const claimed = nestedShape(data);
-    let first: unknown = data;
-    for (let d = 0; d < claimed.length && isArray(first); d++) {
-      first = first[0];
-    }
-    if (isBoolean(first)) {
-      const bools = new Array<boolean>(product(claimed));
-      if (fillNested(data, claimed, bools, isBoolean)) {
-        return { dtype: "bool", shape: claimed, data: bools };
+  return readingGuard(name, () => {
+    let bools = false;
+    const read = readTensor<boolean | number>(
+      name,
+      data,
+      "an array of booleans or numbers",
+      memoryLimit,
+      (first) => {
+        bools = isBoolean(first);
+        return bools
+          ? { accept: isBoolean, out: (length) => new Array<boolean>(length) }
+          : { accept: isNumber, out: (length) => new Float64Array(length) };
+      },
+    );
+    const { shape, out, refused } = read;
+    if (refused !== null) {
+      const where = (flat: number) => name + path(indicesOf(flat, shape));
+      const kindOf = (leaf: unknown) => (isBoolean(leaf) ? "a boolean" : isNumber(leaf) ? "a number" : null);
+      const kind = kindOf(refused.leaf);
+      if (kind === null) {
+        throw new AttentionInputError(
+          "type",
+          `${where(refused.flat)} is ${describeValue(refused.leaf)}, expected a boolean or a number`,
+        );
       }
-    } else if (isNumber(first)) {
-      const numbers = new Float64Array(product(claimed));
-      if (fillNested(data, claimed, numbers, isNumber)) {
-        return { dtype: "float64", shape: claimed, data: numbers };
-      }
-    }
-  }
-  // Shaped, or nested that is empty, mixed or malformed: the slow path decides, and finds the exact
-  // error. Every leaf must be of the first leaf's kind.
-  const { shape, leaves, where } = shapeAndLeaves(name, data, "an array of booleans or numbers");
-  const kindOf = (leaf: unknown) => (isBoolean(leaf) ? "a boolean" : isNumber(leaf) ? "a number" : null);
-  const firstKind = kindOf(leaves[0]);
-  for (let flat = 0; flat < leaves.length; flat++) {
-    const kind = kindOf(leaves[flat]);
-    if (kind === null) {
       throw new AttentionInputError(
         "type",
-        `${where(flat)} is ${describeValue(leaves[flat])}, expected a boolean or a number`,
+        `${name} mixes booleans and numbers: ${where(0)} is ${bools ? "a boolean" : "a number"}` +
+          ` but ${where(refused.flat)} is ${kind}`,
       );
     }
-    if (kind !== firstKind) {
-      throw new AttentionInputError(
-        "type",
-        `${name} mixes booleans and numbers: ${where(0)} is ${firstKind} but ${where(flat)} is ${kind}`,
-      );
+    return bools
+      ? { dtype: "bool", shape, data: out as boolean[] }
+      : { dtype: "float64", shape, data: out as Float64Array };
+  });
+}
+
+/** Reading a caller's object runs the caller's code (a getter, a Proxy's traps) and may throw
+ * anything: a revoked Proxy throws a TypeError at the first look. That is bad input, said as one
+ * AttentionInputError naming the argument; the twin of inputs.py's _plain. */
+function readingGuard<T>(name: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof AttentionInputError) {
+      throw error;
     }
+    throw new AttentionInputError("type", `${name} could not be read (${describeError(error)})`);
   }
-  if (firstKind === "a boolean") {
-    return { dtype: "bool", shape, data: Array.from(leaves as ArrayLike<boolean>) };
+}
+
+/** An error thrown by a caller's code, in words, without running more of its code that may throw. */
+function describeError(error: unknown): string {
+  try {
+    return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  } catch {
+    return "an error that cannot be shown";
   }
-  return { dtype: "float64", shape, data: Float64Array.from(leaves as ArrayLike<number>) };
 }
 
 /** query, key or value in flat form: a { shape, data } whose data is a Float64Array or a
- * Float32Array, with the shaped form's checks (checkShaped). Nothing is copied. */
+ * Float32Array, with the shaped form's checks (readShaped). Nothing is copied: the kernels read a
+ * fresh view of the caller's memory. */
 function checkFlatTensor(name: string, tensor: unknown): FlatTensor {
-  if (!isShaped(tensor)) {
-    throw new AttentionInputError(
-      "type",
-      `${name} must be a flat tensor { shape, data }, got ${describeValue(tensor)}`,
-    );
-  }
-  const data: unknown = tensor.data;
-  if (!(data instanceof Float64Array || data instanceof Float32Array)) {
-    throw new AttentionInputError(
-      "type",
-      `${name}.data must be a Float64Array or a Float32Array, got ${describeValue(data)}`,
-    );
-  }
-  return { shape: checkShaped(name, tensor, "an array of numbers").shape, data };
+  return readingGuard(name, () => {
+    if (!isShaped(tensor)) {
+      throw new AttentionInputError(
+        "type",
+        `${name} must be a flat tensor { shape, data }, got ${describeValue(tensor)}`,
+      );
+    }
+    const { shape: given, data } = tensor; // each read once
+    const view = ownView(data, ["Float64Array", "Float32Array"]);
+    if (view === null) {
+      throw new AttentionInputError(
+        "type",
+        `${name}.data must be a Float64Array or a Float32Array, got ${describeValue(data)}`,
+      );
+    }
+    return { shape: readShaped(name, given, view, "an array of numbers").shape, data: view };
+  });
 }
 
 /** attnMask in flat form: its dtype, then the shaped form's checks, then the typed array its dtype
  * needs. Not widened: the kernels read it in place. */
 function checkFlatMask(mask: unknown): KernelMask {
   const name = "attnMask";
-  if (!isShaped(mask) || !("dtype" in mask)) {
-    throw new AttentionInputError(
-      "type",
-      `${name} must be a flat mask { dtype, shape, data }, got ${describeValue(mask)}`,
-    );
-  }
-  const dtype: unknown = mask.dtype;
-  if (dtype !== "bool" && dtype !== "float") {
-    throw new AttentionInputError(
-      "type",
-      `${name}.dtype must be "bool" or "float", got ${describeValue(dtype)}`,
-    );
-  }
-  const expected = `${dtype === "bool" ? "a Uint8Array" : "a Float64Array or a Float32Array"} for dtype "${dtype}"`;
-  const { shape, data } = checkShaped(name, mask, expected);
-  if (dtype === "bool" && data instanceof Uint8Array) {
-    return { shape, bool: data, float: null };
-  }
-  if (dtype === "float" && (data instanceof Float64Array || data instanceof Float32Array)) {
-    return { shape, bool: null, float: data };
-  }
-  throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
+  return readingGuard(name, () => {
+    if (!isShaped(mask) || !("dtype" in mask)) {
+      throw new AttentionInputError(
+        "type",
+        `${name} must be a flat mask { dtype, shape, data }, got ${describeValue(mask)}`,
+      );
+    }
+    const { dtype, shape: given, data } = mask as typeof mask & { readonly dtype: unknown }; // each read once
+    if (dtype !== "bool" && dtype !== "float") {
+      throw new AttentionInputError(
+        "type",
+        `${name}.dtype must be "bool" or "float", got ${describeValue(dtype)}`,
+      );
+    }
+    const expected = `${dtype === "bool" ? "a Uint8Array" : "a Float64Array or a Float32Array"} for dtype "${dtype}"`;
+    const bool = dtype === "bool" ? ownView(data, ["Uint8Array"]) : null;
+    const float = dtype === "float" ? ownView(data, ["Float64Array", "Float32Array"]) : null;
+    const { shape } = readShaped(name, given, bool ?? float ?? data, expected);
+    if (bool === null && float === null) {
+      throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
+    }
+    return { shape, bool, float };
+  });
 }
 
 /** The scalar options, checked before any tensor is touched. */
@@ -726,14 +939,61 @@ export interface CheckedInputs<Data extends Float64Array | Float32Array = Float6
 export function readOptions<Mask>(
   options: unknown,
 ): Required<Omit<AttentionOptions, "attnMask">> & { readonly attnMask: Mask | null } {
-  if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
-    throw new AttentionInputError("value", `options must be an object, got ${describeValue(options)}`);
+  let read: Required<Omit<AttentionOptions, "attnMask">> & { readonly attnMask: Mask | null };
+  try {
+    if (
+      options !== undefined &&
+      (typeof options !== "object" || options === null || Array.isArray(options))
+    ) {
+      throw new AttentionInputError("value", `options must be an object, got ${describeValue(options)}`);
+    }
+    // Each option read once (a getter runs once), into plain values.
+    const given = (options ?? {}) as AttentionOptions & { readonly attnMask?: Mask | null };
+    const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
+    const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
+    read = { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit };
+  } catch (error) {
+    if (error instanceof AttentionInputError) {
+      throw error;
+    }
+    throw new AttentionInputError("value", `options cannot be read (${describeError(error)})`);
   }
-  const given = (options ?? {}) as AttentionOptions & { readonly attnMask?: Mask | null };
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
-  const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
+  const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = read;
   checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
   return { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit };
+}
+
+/** The checked inputs as plain arguments again, for a port that hands its inputs on to another
+ * (simd.ts's and webgpu.ts's attentionSteps take the other steps from attention.ts): the second
+ * port reads the values the first checked, not the caller's objects a second time. */
+export function plainArguments(problem: CheckedInputs<Float64Array | Float32Array>): {
+  readonly query: ShapedTensor;
+  readonly key: ShapedTensor;
+  readonly value: ShapedTensor;
+  readonly options: AttentionOptions;
+} {
+  const { batch, queryHeads, keyValueHeads, queryLength, keyLength, features, valueFeatures, hasHeads } =
+    problem.shapes;
+  const heads = (count: number) => (hasHeads ? [count] : []);
+  const { mask } = problem;
+  return {
+    query: { shape: [...batch, ...heads(queryHeads), queryLength, features], data: problem.query },
+    key: { shape: [...batch, ...heads(keyValueHeads), keyLength, features], data: problem.key },
+    value: { shape: [...batch, ...heads(keyValueHeads), keyLength, valueFeatures], data: problem.value },
+    options: {
+      attnMask:
+        mask === null
+          ? null
+          : mask.bool !== null
+            ? { shape: mask.shape, data: Array.from(mask.bool, Boolean) } // nonzero = may attend
+            : { shape: mask.shape, data: mask.float! },
+      isCausal: problem.isCausal,
+      scale: problem.scale,
+      enableGqa: queryHeads !== keyValueHeads, // what the check allowed: equal heads need no GQA
+      softcap: problem.softcap,
+      memoryLimit: problem.memoryLimit,
+    },
+  };
 }
 
 /** Both entries' checks, in the order of the readable port's attentionSteps (attention.ts). */
@@ -742,15 +1002,26 @@ function checkEntry<Data extends Float64Array | Float32Array, Mask>(
   key: unknown,
   value: unknown,
   options: unknown,
-  readTensor: (name: string, tensor: unknown) => { readonly shape: readonly number[]; readonly data: Data },
-  readMask: (mask: Mask) => KernelMask,
+  readTensor: (
+    name: string,
+    tensor: unknown,
+    memoryLimit: number,
+  ) => { readonly shape: readonly number[]; readonly data: Data },
+  readMask: (mask: Mask, memoryLimit: number) => KernelMask,
 ): CheckedInputs<Data> {
   const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<Mask>(options);
-  const q = readTensor("query", query); // [B..., Hq, Lq, E]
-  const k = readTensor("key", key); // [B..., Hkv, Lk, E]
-  const v = readTensor("value", value); // [B..., Hkv, Lk, Ev]
-  const mask = attnMask === null ? null : readMask(attnMask); // broadcasts to the scores
+  const q = readTensor("query", query, memoryLimit); // [B..., Hq, Lq, E]
+  const k = readTensor("key", key, memoryLimit); // [B..., Hkv, Lk, E]
+  const v = readTensor("value", value, memoryLimit); // [B..., Hkv, Lk, Ev]
+  const mask = attnMask === null ? null : readMask(attnMask, memoryLimit); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
+  // Every tensor was read once into plain values whose data holds exactly what their shape says.
+  // Held here too, as the kernels' last guard: one that trusted a shape its data does not fill
+  // would read past it (simd.ts: into memory a previous call wrote).
+  const held = [q, k, v, ...(mask === null ? [] : [{ shape: mask.shape, data: mask.bool ?? mask.float! }])];
+  if (held.some((tensor) => tensor.data.length !== product(tensor.shape))) {
+    throw new Error("inputs.ts read a tensor whose data does not fill its shape");
+  }
   return {
     query: q.data,
     key: k.data,
@@ -772,13 +1043,21 @@ export function checkInputs(
   options: unknown,
   allocate: Allocate = newArray,
 ): CheckedInputs {
-  const readTensor = (name: string, tensor: unknown) => toArray(name, tensor, allocate);
-  return checkEntry(query, key, value, options, readTensor, (attnMask: MaskInput): KernelMask => {
-    const mask = toMaskArray(attnMask);
-    return mask.dtype === "bool"
-      ? { shape: mask.shape, bool: Uint8Array.from(mask.data, Number), float: null } // 1 = may attend
-      : { shape: mask.shape, bool: null, float: mask.data };
-  });
+  const readTensor = (name: string, tensor: unknown, memoryLimit: number) =>
+    toArray(name, tensor, memoryLimit, allocate);
+  return checkEntry(
+    query,
+    key,
+    value,
+    options,
+    readTensor,
+    (attnMask: MaskInput, memoryLimit): KernelMask => {
+      const mask = toMaskArray(attnMask, memoryLimit);
+      return mask.dtype === "bool"
+        ? { shape: mask.shape, bool: Uint8Array.from(mask.data, Number), float: null } // 1 = may attend
+        : { shape: mask.shape, bool: null, float: mask.data };
+    },
+  );
 }
 
 /** The flat entry's inputs, checked in place: nothing is copied, the tensors keep their float type. */

@@ -103,6 +103,7 @@ import {
   formatShape,
   type MaskInput,
   type NestedArray,
+  plainArguments,
   product,
   type TensorInput,
 } from "./inputs.ts";
@@ -155,7 +156,8 @@ export function attentionSteps(
   options: SimdAttentionOptions = {},
 ): AttentionSteps {
   const problem = checkedProblem(query, key, value, options);
-  const steps = readable.attentionSteps(query, key, value, options); // holds its own memoryLimit
+  const plain = plainArguments(problem); // the values checked, not the caller's objects read again
+  const steps = readable.attentionSteps(plain.query, plain.key, plain.value, plain.options); // holds its own memoryLimit
   return { ...steps, output: nest(attend(problem), problem.shapes.outputShape) as NestedArray };
 }
 

@@ -97,6 +97,7 @@ import {
   formatShape,
   type MaskInput,
   type NestedArray,
+  plainArguments,
   product,
   type TensorInput,
 } from "./inputs.ts";
@@ -267,7 +268,7 @@ async function flatEntry(
 ): Promise<FlatTensor> {
   const problem = checkFlatInputs(query, key, value, options);
   const output = await compute(await gpu(), problem);
-  return { shape: problem.shapes.outputShape, data: outputOfType(output, query.data) };
+  return { shape: problem.shapes.outputShape, data: outputOfType(output, problem.query) }; // query as read
 }
 
 async function stepsEntry(
@@ -279,7 +280,8 @@ async function stepsEntry(
 ): Promise<AttentionSteps> {
   const problem = checkInputs(query, key, value, options);
   const output = await compute(await gpu(), problem);
-  const steps = readable.attentionSteps(query, key, value, options); // holds its own memoryLimit
+  const plain = plainArguments(problem); // the values checked, not the caller's objects read again
+  const steps = readable.attentionSteps(plain.query, plain.key, plain.value, plain.options); // holds its own memoryLimit
   return { ...steps, output: nestedOutput(output, problem) };
 }
 

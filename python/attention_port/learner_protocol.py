@@ -1,0 +1,131 @@
+"""The protocol between `attention-port check` and the process that runs a learner's code.
+
+Both sides read this module: learner.py (the harness side, which asks) and learner_worker.py (the
+Python process, which answers). typescript/src/learner-protocol.ts is its twin for the Node process
+(typescript/src/check.ts); a test holds the two to the same messages.
+
+1. The harness starts the process with only the learner's module path and the number of the answer
+   file descriptor on its command line, in an empty working folder of its own: no fixture path in
+   its arguments, environment or working folder.
+2. The first line on stdin is a secret, SECRET_HEX hex digits, which the process reads before it
+   imports the learner's code. Every line it writes on the answer descriptor starts with the secret
+   and a space. That descriptor is open in the process that runs the learner's code, so the code
+   could write to it; a line without the secret is not an answer, and the case it arrived in fails
+   with one line saying so. (Node keeps the secret in a closure that the learner's code cannot reach;
+   a Python program can reach any object, so there it stops a stray write, not a determined program:
+   docs/learn.md says so.)
+3. The process's first line: {"hello": {"function", "takesOptions", "optionNames"}} or
+   {"fatal": "one line"}.
+4. Then, for each request line on stdin, one answer line. A request holds one case's inputs and the
+   options it sets, never its expected values:
+       {"id", "valid", "output_shape", "inputs": {"query", "key", "value"}, "options": {...}}
+   valid: the case has expected values (else its inputs are handed over as written, to be refused);
+   output_shape: the expected output's shape (for the (output, weights) diagnosis), or null;
+   options: only those the case sets, by their Python names (attn_mask among them), so the
+   learner's own defaults apply to the rest. A tensor of a valid case is {"dtype", "shape", "data"}
+   with data flat, row-major, so a tensor with a zero-size dim keeps its shape: the process gives
+   it to the learner with that shape ({shape, data} in JavaScript, a numpy array in Python), where
+   nested arrays would lose it ([2, 0, 8] is [[], []]); an invalid case's inputs are nested as
+   written. The answer is one of
+       {"id", "steps": {name: {"shape", "data"}}}   output, and scores/logits/weights when returned
+       {"id", "threw": {"name", "message", "kind", "deliberate", "where"}}  the function threw
+           kind: an AttentionInputError's (or the learner's own); deliberate: thrown on purpose (a
+           throw / raise of the learner's), not a crash in its math; where: "line N of FILE", the
+           innermost line of the learner's code it came from, or null
+       {"id", "bad": "one line"}                     what it returned is not nested numbers
+   Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"; -0.0 keeps its sign).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .fixtures import decode_numbers, encode_numbers
+
+if TYPE_CHECKING:
+    from .fixtures import FixtureCase
+
+SECRET_HEX = 32  # hex digits: 128 random bits
+STEP_NAMES = ("scores", "logits", "weights", "output")
+OPTION_NAMES = ("attn_mask", "is_causal", "scale", "enable_gqa", "softcap")
+THREW_FIELDS = ("name", "message", "kind", "deliberate", "where")  # a "threw" answer's, in this order
+
+
+def new_secret() -> str:
+    return secrets.token_hex(SECRET_HEX // 2)
+
+
+def answer_line(secret: str, message: dict) -> bytes:
+    """One answer as the process writes it: the secret, a space, strict JSON, a newline."""
+    return f"{secret} {json.dumps(message, allow_nan=False)}\n".encode()
+
+
+def threw_answer(
+    case_id: str, *, name: str, message: str, kind: str | None, deliberate: bool, where: str | None
+) -> dict:
+    """The answer for a function that threw (step 4): what it threw, whether on purpose, and where."""
+    threw = {"name": name, "message": message, "kind": kind, "deliberate": deliberate, "where": where}
+    return {"id": case_id, "threw": {field: threw[field] for field in THREW_FIELDS}}
+
+
+def read_answer(secret: str, line: str) -> dict | None:
+    """The message of an answer line, or None when the line does not start with the secret (the
+    learner's code wrote it) or is not a JSON object."""
+    if not line.startswith(secret + " "):
+        return None
+    try:
+        message = json.loads(line[len(secret) + 1 :])
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def options_set(case: FixtureCase) -> dict[str, object]:
+    """The options a case sets (those not at their default), by their Python names. A learner is
+    given only these, so its own defaults apply to the rest."""
+    chosen = {"attn_mask": case.inputs["attn_mask"], **case.params}
+    softcap = chosen["softcap"]
+    at_default = {
+        "attn_mask": chosen["attn_mask"] is None,
+        "is_causal": chosen["is_causal"] is False,
+        "scale": chosen["scale"] is None,
+        "enable_gqa": chosen["enable_gqa"] is False,
+        "softcap": isinstance(softcap, (int, float)) and not isinstance(softcap, bool) and softcap == 0,
+    }
+    return {name: value for name, value in chosen.items() if not at_default[name]}
+
+
+def _tensor(x: np.ndarray) -> dict:
+    """A valid case's input as a request carries it: {"dtype", "shape", "data"}, data flat."""
+    dtype = "bool" if x.dtype == np.bool_ else "float64"
+    return {"dtype": dtype, "shape": list(x.shape), "data": encode_numbers(x.reshape(-1))}
+
+
+def request(case: FixtureCase) -> str:
+    """The request line for one case: its inputs and the options it sets, never its expected values."""
+    valid = case.expected is not None
+    given = _tensor if valid else encode_numbers
+    options = {
+        name: given(value) if name == "attn_mask" else encode_numbers(value)
+        for name, value in options_set(case).items()
+    }
+    message = {
+        "id": case.id,
+        "valid": valid,
+        "output_shape": list(case.expected.output.shape) if valid else None,
+        "inputs": {name: given(case.inputs[name]) for name in ("query", "key", "value")},
+        "options": options,
+    }
+    return json.dumps(message, allow_nan=False) + "\n"
+
+
+def read_input(entry: object, valid: bool) -> object:
+    """A request's input back: a numpy array for a valid case, the nested values as written else."""
+    if not valid:
+        return decode_numbers(entry)
+    dtype = bool if entry["dtype"] == "bool" else np.float64
+    return np.array(decode_numbers(entry["data"]), dtype=dtype).reshape(entry["shape"])
