@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES_DIR
 
 from attention_port import cases as case_table
-from attention_port import cli, fixtures, generate, oracle
+from attention_port import cli, fixtures, generate, oracle, reference
 from attention_port.inputs import ERROR_KINDS
 
 
@@ -511,7 +511,7 @@ def test_a_fifo_in_the_folder_is_refused_not_waited_on(tmp_path, where, command)
     assert lines[0] == f"error: {target / where}: is a FIFO, not a regular file"
 
 
-LEARNER = Path(__file__).parent / "learner_files" / "numpy_reference.py"
+LEARNER = Path(reference.__file__)  # the project's own port, as a learner's file
 
 
 def _drop_case(folder: Path, case_id: str) -> None:

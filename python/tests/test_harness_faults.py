@@ -15,7 +15,7 @@ import pytest
 import torch
 from conftest import FIXTURES_DIR
 
-from attention_port import cli, fixtures, ports
+from attention_port import cli, fixtures, ports, reference
 
 DTYPES = "float64, float32, float16, bfloat16"
 
@@ -129,7 +129,7 @@ def test_without_chromium_the_webgpu_port_is_refused_when_named_and_left_out_by_
 
 @pytest.mark.parametrize("seconds", ["1e10", "1e308", "86401"])
 def test_a_check_timeout_past_a_day_is_a_wrong_command_line(capsys, seconds):
-    learner = Path(__file__).parent / "learner_files" / "numpy_reference.py"
+    learner = Path(reference.__file__)  # the project's own port, as a learner's file
     status, lines = _run(capsys, "check", str(learner), "--timeout", seconds)
     assert (status, lines) == (
         2,
@@ -144,7 +144,7 @@ def test_generate_check_on_a_file_says_it_is_a_file(tmp_path, capsys):
     assert (status, lines) == (2, [f"error: --out {a_file}: is a file, not a folder"])
 
 
-LEARNER = Path(__file__).parent / "learner_files" / "numpy_reference.py"
+LEARNER = Path(reference.__file__)  # the project's own port, as a learner's file
 
 
 @pytest.mark.parametrize(

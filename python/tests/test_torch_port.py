@@ -78,6 +78,9 @@ def cases_with_ids(*ids):
 # Logits of 1e3 and more: float32's rounding of the logits alone moves the weights past the loose
 # tolerance. compare.py's rule, scaled to each case, holds float32 there (test_ports_on_fixtures).
 LARGE_LOGITS = ("large_logits", "float_mask_large_finite")
+# Logits near -1.8e9: float64's own rounding of them (about 4e-7) moves the weights past even the
+# float64 tolerance, so the two ports can only be held to compare.py's rule there.
+HUGE_LOGITS = ("bool_mask_logits_below_sentinel",)
 
 
 MATCH_RUNS = [
@@ -85,6 +88,7 @@ MATCH_RUNS = [
     for case in cases.VALID_CASES
     for dtype in (torch.float64, torch.float32)
     if not (dtype == torch.float32 and case.id in LARGE_LOGITS)
+    and case.id not in HUGE_LOGITS
     # The extremes of float64 are held by compare.py's rule (test_ports_on_fixtures), which knows
     # the cases outside the contract and beyond float32's range; this test's tolerance does not.
     and "extreme" not in case.tags
@@ -269,11 +273,11 @@ def test_torch_tensor_inputs_are_checked_like_arrays():
 
 # Cases without softcap (torch's kernel has none), without NaN or infinities (its fused kernels
 # place them differently) and away from float64's extremes: torch's kernel must share our
-# semantics on every one.
+# semantics on every one. HUGE_LOGITS are held to compare.py's rule instead (test_ports_on_fixtures).
 SDPA_CASES = [
     pytest.param(case, id=case.id)
     for case in cases.VALID_CASES
-    if not {"softcap", "nan", "inf", "extreme"} & set(case.tags)
+    if not {"softcap", "nan", "inf", "extreme"} & set(case.tags) and case.id not in HUGE_LOGITS
 ]
 
 
