@@ -32,7 +32,7 @@ EXIT_CODES = """exit codes:
 ALL_PORTS = tuple(ports.PORTS)
 # verify's summary ends with what it proves: the ports against the files, whose sha256 says only
 # that they agree with the manifest; regenerating them is what proves the oracle wrote them.
-TRUSTED = " (against the fixtures' expected values; only `generate --check` proves them the oracle's)"
+TRUSTED = "; judged against the fixtures' expected values (only `generate --check` proves them the oracle's)"
 
 
 class UsageError(Exception):
