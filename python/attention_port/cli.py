@@ -314,8 +314,10 @@ def _print_levels(verdicts: list[compare.CaseVerdict], by_id: dict) -> None:
 def _print_port_summary(
     verdicts: list[compare.CaseVerdict], runs: dict[str, tuple[ports.Port, ports.PortRun, float]]
 ) -> None:
-    print(f"{'port':<36} cases  failed  max budget used")
-    for name in dict.fromkeys(v.port for v in verdicts):
+    names = list(dict.fromkeys(v.port for v in verdicts))
+    width = max([36, *map(len, names)])  # a cross-check's name joins two ports' names
+    print(f"{'port':<{width}} cases  failed  max budget used")
+    for name in names:
         mine = [v for v in verdicts if v.port == name]
         budgets = [v.budget_used for v in mine if v.budget_used is not None]
         shown = compare.format_budget(max(budgets, default=0.0))
@@ -326,7 +328,8 @@ def _print_port_summary(
             if "browser_ms" in run.notes:
                 inside = f", {run.notes['browser_ms']:.0f} ms inside Chromium on {run.about['adapter']}"
             seconds = f"  ({elapsed:.2f} s{inside})"
-        print(f"{name:<36} {len(mine):>5}  {sum(compare.failed(v) for v in mine):>6}  {shown:>15}{seconds}")
+        failed = sum(compare.failed(v) for v in mine)
+        print(f"{name:<{width}} {len(mine):>5}  {failed:>6}  {shown:>15}{seconds}")
 
 
 # ---------------------------------------------------------------------------------------------
