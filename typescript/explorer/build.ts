@@ -32,7 +32,7 @@ import {
   loadFixtures,
   portTensor,
 } from "../src/fixtures.ts";
-import { jsLiteral } from "../src/js-literal.ts";
+import { jsLiteral, PAGE_BUNDLE_OPTIONS } from "../src/page-build.ts";
 import { BUILDS, buildIsFresh } from "../wasm/stamp.ts";
 import type { ExplorerCase, FlatTensor } from "./model.ts";
 
@@ -141,14 +141,7 @@ export async function bundle(): Promise<{ code: string; inputs: string[] }> {
     define: { "process.env.ATTENTION_PORT_SIMD_BUILD": '"auto"', "import.meta.url": "document.baseURI" },
     absWorkingDir: resolve(HERE, "..", ".."),
     entryPoints: [join(HERE, "main.ts")],
-    bundle: true,
-    write: false,
-    format: "iife",
-    platform: "browser",
-    target: "es2022",
-    charset: "utf8",
-    legalComments: "none",
-    logLevel: "silent",
+    ...PAGE_BUNDLE_OPTIONS,
     metafile: true,
   });
   return { code: result.outputFiles[0].text, inputs: Object.keys(result.metafile.inputs).sort() };

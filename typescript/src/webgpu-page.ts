@@ -20,7 +20,7 @@ import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { writeAtomic } from "./files.ts";
 import { DEFAULT_FIXTURES, type FixtureCase, FixtureError, loadFixtures } from "./fixtures.ts";
-import { jsLiteral } from "./js-literal.ts";
+import { jsLiteral, PAGE_BUNDLE_OPTIONS } from "./page-build.ts";
 import type { PageCase } from "./webgpu-browser.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -30,14 +30,7 @@ export async function bundle(): Promise<string> {
   const result = await build({
     absWorkingDir: resolve(HERE, "..", ".."),
     entryPoints: [join(HERE, "webgpu-browser.ts")],
-    bundle: true,
-    write: false,
-    format: "iife",
-    platform: "browser",
-    target: "es2022",
-    charset: "utf8",
-    legalComments: "none",
-    logLevel: "silent",
+    ...PAGE_BUNDLE_OPTIONS,
   });
   return result.outputFiles[0].text;
 }

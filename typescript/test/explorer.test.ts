@@ -26,7 +26,7 @@ import {
 } from "../explorer/model.ts";
 import { attentionSteps, scaledDotProductAttention } from "../src/attention.ts";
 import { loadFixtures } from "../src/fixtures.ts";
-import { jsLiteral } from "../src/js-literal.ts";
+import { jsLiteral } from "../src/page-build.ts";
 
 describe("reading what a reader types", () => {
   test("JSON with the bare words NaN, Infinity and -Infinity", () => {
