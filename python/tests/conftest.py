@@ -5,6 +5,7 @@ decided by the code, not by the luck of a draw; on a developer's machine it keep
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 from hypothesis import settings
@@ -24,3 +25,10 @@ INVALID_CASES = [case for case in ALL_CASES if case.expects_error]
 
 def case_params(cases):
     return [pytest.param(case, id=case.id) for case in cases]
+
+
+def interruptible() -> None:
+    """A child's preexec_fn: Ctrl-C's SIGINT at its default, as a terminal's foreground process has
+    it. A test runner started in the background (`pytest &` in a script) has SIGINT ignored, and its
+    children would inherit that and never see the SIGINT a test sends them."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES_DIR
+from conftest import FIXTURES_DIR, interruptible
 
 from attention_port import check, cli, learner_protocol
 from attention_port.node import checked_node
@@ -243,6 +243,7 @@ def test_watch_checks_again_on_save_with_the_first_failing_level_first_and_ctrl_
         [sys.executable, "-m", "attention_port", "check", "--watch", str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        preexec_fn=interruptible,
     )
     seen = bytearray()
     try:

@@ -16,6 +16,7 @@ import urllib.request
 
 import numpy as np
 import pytest
+from conftest import interruptible
 
 from attention_port import compare, fixtures, sqrt_dk
 from attention_port.cli import DEFAULT_FIXTURES
@@ -182,7 +183,7 @@ def test_explore_build_writes_one_self_contained_file(tmp_path):
 def test_explore_serves_on_localhost_until_interrupted():
     process = subprocess.Popen(
         [sys.executable, "-m", "attention_port", "explore"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible,
     )  # fmt: skip
     try:
         lines: list[str] = []
