@@ -180,10 +180,14 @@ def test_explore_build_writes_one_self_contained_file(tmp_path):
     assert "<script src" not in html and "<link" not in html
 
 
-def test_explore_serves_on_localhost_until_interrupted():
+@contextlib.contextmanager
+def _serving_explorer():
+    """`attention-port explore` started and serving: (the process, the URL it printed). Its own
+    session, so that the end kills Node too: a failing run must not leave a server behind."""
     process = subprocess.Popen(
         [sys.executable, "-m", "attention_port", "explore"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=interruptible,
     )  # fmt: skip
     try:
         lines: list[str] = []
@@ -191,7 +195,15 @@ def test_explore_serves_on_localhost_until_interrupted():
         reader.start()
         reader.join(timeout=60)
         assert lines and lines[0].startswith("attention explorer at http://127.0.0.1:"), lines
-        url = lines[0].split(" at ")[1].split()[0]
+        yield process, lines[0].split(" at ")[1].split()[0]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_explore_serves_on_localhost_until_interrupted():
+    with _serving_explorer() as (process, url):
         with urllib.request.urlopen(url, timeout=30) as response:
             html = response.read().decode("utf-8")
         assert "long_sequence_causal_masked" in html  # served mode has every case of fixtures/
@@ -202,10 +214,6 @@ def test_explore_serves_on_localhost_until_interrupted():
         out, err = process.communicate(timeout=30)
         assert process.returncode == 0, err
         assert "explorer stopped" in out
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="SIGTERM and SIGHUP as POSIX sends them")
@@ -213,17 +221,7 @@ def test_explore_serves_on_localhost_until_interrupted():
 def test_explore_stops_its_server_on_sigterm_and_sighup(name):
     # The signal goes to the attention-port process alone (as `kill PID` sends it), not to its
     # group: the Node server it started must stop too, not be left answering.
-    process = subprocess.Popen(
-        [sys.executable, "-m", "attention_port", "explore"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(timeout=60)
-        assert lines and lines[0].startswith("attention explorer at http://127.0.0.1:"), lines
-        url = lines[0].split(" at ")[1].split()[0]
+    with _serving_explorer() as (process, url):
         with urllib.request.urlopen(url, timeout=30) as response:
             assert response.status == 200
         process.send_signal(getattr(signal, name))
@@ -232,11 +230,6 @@ def test_explore_stops_its_server_on_sigterm_and_sighup(name):
         assert "explorer stopped" in out
         with pytest.raises(urllib.error.URLError):  # nothing listens there any more
             urllib.request.urlopen(url, timeout=5)
-    finally:
-        # The whole session, Node included: a failing run must not leave a server behind either.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 def test_explore_refuses_a_bad_fixture_folder(tmp_path):
