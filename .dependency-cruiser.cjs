@@ -2,14 +2,14 @@
 // ports, nothing imports a command's entry point, no circles. Python's twin is the import-linter
 // contracts in pyproject.toml.
 
-/** The ports and what they compute with. A port runs in a consumer's program (and in a browser,
+/** The ports and what they compute with: typescript/src/ holds nothing else. A port runs in a consumer's program (and in a browser,
  * bundled), so it must not pull in the harness, a command or a build script. */
 const PORTS = "^typescript/src/(attention|flash|simd|simd-worker|webgpu|webgpu-kernel|inputs|batching)[.]ts$";
 /** What the ports may import besides each other: the SIMD kernel's build files and stamp. */
 const PORT_DATA = "^typescript/wasm/stamp[.]ts$";
 /** Entry points, each run as a process (by a person, scripts/setup or the Python harness): what
  * another module needs of one belongs in a module of its own. */
-const ENTRIES = "^typescript/(src/(cli|check|bench|webgpu-page)|wasm/build|explorer/build|package/build)[.]ts$";
+const ENTRIES = "^typescript/(runners/(cli|check|bench)|pages/webgpu-page|wasm/build|explorer/build|package/build)[.]ts$";
 /** The tests exercise the entry points' functions, and may. */
 const TESTS = "^typescript/test/";
 

@@ -4,7 +4,7 @@ Ports: `reference` (numpy float64), `torch_port` (PyTorch, GPU when there is one
 TypeScript ports under typescript/src/, all checked against the golden fixtures in fixtures/.
 """
 
-from .inputs import ERROR_KINDS, AttentionInputError
+from attention_port.inputs import ERROR_KINDS, AttentionInputError
 
 __all__ = ["ERROR_KINDS", "AttentionInputError"]
 __version__ = "0.1.0"

@@ -12,14 +12,22 @@ import sys
 import time
 from pathlib import Path
 
-from . import compare, fixtures, ports
-from .args import OneLineParser
-from .cases import CASES, LEVELS, level_of
-from .extras import MissingExtra
-from .files import output_problem, write_atomic
-from .node import DEFAULT_TIMEOUT, TYPESCRIPT_PORTS, NodeError, NodeUnavailable, checked_node
-from .paths import FIXTURES as DEFAULT_FIXTURES
-from .paths import NotACheckout
+from attention_port.args import OneLineParser
+from attention_port.extras import MissingExtra
+from attention_port.files import output_problem, write_atomic
+from attention_port.fixtures import reader as fixtures
+from attention_port.fixtures.cases import CASES, LEVELS, level_of
+from attention_port.harness import compare
+from attention_port.harness import runners as ports
+from attention_port.harness.node import (
+    DEFAULT_TIMEOUT,
+    TYPESCRIPT_PORTS,
+    NodeError,
+    NodeUnavailable,
+    checked_node,
+)
+from attention_port.paths import FIXTURES as DEFAULT_FIXTURES
+from attention_port.paths import NotACheckout
 
 EXIT_CODES = """exit codes:
   0  every port passed every case (cases outside the contract are reported apart)
@@ -62,7 +70,7 @@ def seconds_problem(option: str, seconds: float) -> str | None:
 
 
 def command_generate(args: argparse.Namespace) -> int:
-    from . import generate  # the oracle's mpmath comes with the `harness` extra
+    from attention_port.fixtures import generate  # the oracle's mpmath comes with the `harness` extra
 
     out = Path(args.out)
     if args.check:
@@ -115,7 +123,7 @@ def _warn_if_stale(folder: Path, cases: list, args: argparse.Namespace) -> None:
     """A warning line when the fixture files differ from what cases.py and the oracle give today
     (a case edited, the oracle changed, and nobody ran `attention-port generate`), and one when
     the folder's cases are not the table's (one added or dropped in the folder or the table)."""
-    from . import generate
+    from attention_port.fixtures import generate
 
     stale = generate.stale_cases(cases)
     if stale:
@@ -156,7 +164,7 @@ def _check_torch_device(device: str | None) -> None:
 def _default_ports() -> list[str]:
     """Every port; the WebGPU port only where it can run (Chromium, playwright), else one line on
     stderr says why it is left out. Named in --ports, it runs or the job cannot (exit 2)."""
-    from .browser import unavailable_reason
+    from attention_port.harness.browser import unavailable_reason
 
     if (reason := unavailable_reason()) is None:
         return list(ALL_PORTS)
@@ -200,7 +208,7 @@ def command_verify(args: argparse.Namespace) -> int:
         except NodeUnavailable as error:
             return _error(str(error))
     if "webgpu" in names:
-        from .browser import unavailable_reason
+        from attention_port.harness.browser import unavailable_reason
 
         if (reason := unavailable_reason()) is not None:
             return _error(f"the webgpu port cannot run: {reason}")
@@ -336,7 +344,8 @@ def _print_port_summary(
 
 
 def command_side_by_side(args: argparse.Namespace) -> int:
-    from . import paths, side_by_side
+    from attention_port import paths
+    from attention_port.pages import side_by_side
 
     paths.require_checkout("side-by-side")  # it writes docs/side-by-side.md
     if args.check:
@@ -351,8 +360,8 @@ def command_side_by_side(args: argparse.Namespace) -> int:
 
 
 def command_check(args: argparse.Namespace) -> int:
-    from . import check
-    from .learner import parse_memory
+    from attention_port.learner import check
+    from attention_port.learner.runner import parse_memory
 
     if problem := seconds_problem("--timeout", args.timeout):
         return _error(problem)
@@ -365,13 +374,13 @@ def command_check(args: argparse.Namespace) -> int:
 
 
 def command_explore(args: argparse.Namespace) -> int:
-    from . import explore
+    from attention_port.pages import explore
 
     return explore.command_explore(args)
 
 
 def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
-    from . import sqrt_dk
+    from attention_port.pages import sqrt_dk
 
     return sqrt_dk.command_plot_sqrt_dk(args)
 
@@ -477,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     if argv[:1] == ["bench"]:
-        from .bench.run import main as bench_main
+        from attention_port.bench.run import main as bench_main
 
         return bench_main(argv[1:])
     args = make_parser().parse_args(argv)

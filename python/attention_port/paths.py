@@ -24,14 +24,15 @@ DATA_ROOT = REPO_ROOT if IN_CHECKOUT else PACKAGE_DIR / "data"
 FIXTURES = DATA_ROOT / "fixtures"
 SCHEMA_DIR = FIXTURES / "schema"
 TYPESCRIPT_SRC = DATA_ROOT / "typescript" / "src"
-TYPESCRIPT_CLI = TYPESCRIPT_SRC / "cli.ts"  # runs a TypeScript port on the fixtures (node.py)
-CHECK_TS = TYPESCRIPT_SRC / "check.ts"  # runs a learner's JavaScript or TypeScript (learner.py)
+TYPESCRIPT_RUNNERS = DATA_ROOT / "typescript" / "runners"
+TYPESCRIPT_CLI = TYPESCRIPT_RUNNERS / "cli.ts"  # runs a TypeScript port on the fixtures (node.py)
+CHECK_TS = TYPESCRIPT_RUNNERS / "check.ts"  # runs a learner's JavaScript or TypeScript (learner.py)
 
 # Only in a checkout: sources, docs and the npm dev dependencies that the repo-only commands use.
 PYTHON_PACKAGE = REPO_ROOT / "python" / "attention_port"
 DOCS = REPO_ROOT / "docs"
 NODE_MODULES = REPO_ROOT / "node_modules"
-BENCH_TS = REPO_ROOT / "typescript" / "src" / "bench.ts"
+BENCH_TS = REPO_ROOT / "typescript" / "runners" / "bench.ts"
 BENCH_PEERS = REPO_ROOT / "typescript" / "bench-peers"
 EXPLORER_BUILD = REPO_ROOT / "typescript" / "explorer" / "build.ts"
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inputs import (
+from attention_port.inputs import (
     DEFAULT_MEMORY_LIMIT,
     AttentionInputError,
     check_options,

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .extras import missing_extra
-from .inputs import (
+from attention_port.extras import missing_extra
+from attention_port.inputs import (
     DEFAULT_MEMORY_LIMIT,
     AttentionInputError,
     AttentionShapes,

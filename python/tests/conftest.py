@@ -10,8 +10,8 @@ import signal
 import pytest
 from hypothesis import settings
 
-from attention_port import fixtures
 from attention_port.cli import DEFAULT_FIXTURES
+from attention_port.fixtures import reader as fixtures
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

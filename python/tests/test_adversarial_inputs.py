@@ -23,9 +23,9 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from attention_port import reference, torch_port
-from attention_port.compare import normalize_message
+from attention_port.harness.compare import normalize_message
+from attention_port.harness.node import find_node
 from attention_port.inputs import ERROR_KINDS, AttentionInputError
-from attention_port.node import find_node
 
 PORTS = {"numpy": reference.scaled_dot_product_attention, "torch": torch_port.scaled_dot_product_attention}
 ARGUMENTS = ("query", "key", "value", "attn_mask")

@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 from conftest import ALL_CASES, FIXTURES_DIR
 
-from attention_port import cases, check, cli, mistakes
-from attention_port.fixtures import load_fixtures
-from attention_port.learner import LearnerProcess
+from attention_port import cli
+from attention_port.fixtures import cases
+from attention_port.fixtures.reader import load_fixtures
+from attention_port.learner import check, mistakes
+from attention_port.learner.runner import LearnerProcess
 
 LEARNER_FILES = Path(__file__).parent / "learner_files"
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -22,8 +22,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES_DIR, interruptible
 
-from attention_port import check, cli, learner_protocol
-from attention_port.node import checked_node
+from attention_port import cli
+from attention_port.harness.node import checked_node
+from attention_port.learner import check
+from attention_port.learner import protocol as learner_protocol
 
 LEARNER_FILES = Path(__file__).parent / "learner_files"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -276,7 +278,7 @@ def test_the_typescript_protocol_module_is_the_twin_of_the_python_one():
         " threwFields: p.THREW_FIELDS, threw: p.threwAnswer('c', {name: 'TypeError', message: 'm',"
         " kind: null, deliberate: false, where: 'line 3 of x.ts'})}))"
     )
-    protocol = REPO_ROOT / "typescript" / "src" / "learner-protocol.ts"
+    protocol = REPO_ROOT / "typescript" / "runners" / "learner-protocol.ts"
     finished = subprocess.run(
         [str(checked_node()), "--input-type=module", "-e", script, protocol.as_uri()],
         capture_output=True,

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from conftest import ALL_CASES
 
-from attention_port import compare, reference
+from attention_port import reference
+from attention_port.harness import compare
 
 U64 = compare.UNIT_ROUNDOFF["float64"]
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from conftest import ALL_CASES, VALID_CASES
 
-from attention_port import cases
-from attention_port.fixtures import FixtureCase
+from attention_port.fixtures import cases
+from attention_port.fixtures.reader import FixtureCase
 
 DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
 

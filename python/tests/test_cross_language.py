@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import ALL_CASES, FIXTURES_DIR, INVALID_CASES, VALID_CASES, case_params
 
-from attention_port import cli, compare, ports
-from attention_port.node import find_node, run_typescript
+from attention_port import cli
+from attention_port.harness import compare
+from attention_port.harness import runners as ports
+from attention_port.harness.node import find_node, run_typescript
 
 TYPESCRIPT_PORTS = ["typescript", "typescript-flash", "typescript-simd"]  # float64
 FLOAT32_PORTS = ["typescript-simd-float32"]
@@ -122,7 +124,7 @@ def _shift_weights(tmp_path: Path) -> Path:
     editor.write_text(
         "import json, sys\n"
         "import numpy as np\n"
-        "from attention_port.fixtures import load_fixtures\n"
+        "from attention_port.fixtures.reader import load_fixtures\n"
         f"case = load_fixtures({str(FIXTURES_DIR)!r}, ['rank2_square'])[0]\n"
         "path = sys.argv[1]\n"
         "doc = json.load(open(path))\n"

@@ -18,14 +18,16 @@ import numpy as np
 import pytest
 from conftest import interruptible
 
-from attention_port import compare, fixtures, sqrt_dk
 from attention_port.cli import DEFAULT_FIXTURES
-from attention_port.node import find_node
+from attention_port.fixtures import reader as fixtures
+from attention_port.harness import compare
+from attention_port.harness.node import find_node
+from attention_port.pages import sqrt_dk
 from attention_port.paths import REPO_ROOT
 
 MODEL = REPO_ROOT / "typescript" / "explorer" / "model.ts"
 ATTENTION = REPO_ROOT / "typescript" / "src" / "attention.ts"
-FIXTURES_TS = REPO_ROOT / "typescript" / "src" / "fixtures.ts"
+FIXTURES_TS = REPO_ROOT / "typescript" / "runners" / "fixtures.ts"
 
 
 def _encode(values: np.ndarray) -> list:

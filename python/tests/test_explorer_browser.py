@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_port.explore import explorer_command
-from attention_port.node import find_node
+from attention_port.harness.node import find_node
+from attention_port.pages.explore import explorer_command
 from attention_port.paths import REPO_ROOT
 
 pytestmark = pytest.mark.browser
@@ -141,7 +141,7 @@ def test_opens_on_the_tutorial_example_with_the_output_nodes_attention_ts_gives(
 def oracle_output(case_id: str) -> list[float]:
     """The oracle's output of a fixture case, flat: the expected values of every backend."""
     from attention_port.cli import DEFAULT_FIXTURES
-    from attention_port.fixtures import load_fixtures
+    from attention_port.fixtures.reader import load_fixtures
 
     (case,) = load_fixtures(DEFAULT_FIXTURES, [case_id])
     return [float(x) for x in case.expected.output.ravel()]
@@ -178,7 +178,7 @@ def test_every_backend_gives_the_oracles_numbers_on_the_tutorial_and_a_fixture_c
 @pytest.fixture(scope="module")
 def webgpu_browser(browser):
     """A second Chromium with WebGPU on SwiftShader (the flags verify's WebGPU port runs with)."""
-    from attention_port.browser import ADAPTER_ARGS, CHROMIUM_ARGS
+    from attention_port.harness.browser import ADAPTER_ARGS, CHROMIUM_ARGS
 
     args = CHROMIUM_ARGS + ADAPTER_ARGS["swiftshader"]
     chromium = browser.browser_type.launch(executable_path=CHROMIUM, args=args)
@@ -187,9 +187,9 @@ def webgpu_browser(browser):
 
 
 def test_the_webgpu_backend_gives_the_oracles_numbers_within_float32s_budget(webgpu_browser, built_page):
-    from attention_port import compare
     from attention_port.cli import DEFAULT_FIXTURES
-    from attention_port.fixtures import load_fixtures
+    from attention_port.fixtures.reader import load_fixtures
+    from attention_port.harness import compare
 
     tab = Page(webgpu_browser, built_page.as_uri())
     try:
@@ -450,7 +450,12 @@ def test_every_head_side_by_side_names_the_key_value_head_it_reads(page):
 
 
 def test_guided_mode_walks_the_five_steps_with_the_real_source_lines(page):
-    from attention_port.side_by_side import PYTHON_SOURCE, TYPESCRIPT_SOURCE, function_source, step_blocks
+    from attention_port.pages.side_by_side import (
+        PYTHON_SOURCE,
+        TYPESCRIPT_SOURCE,
+        function_source,
+        step_blocks,
+    )
 
     python_text = PYTHON_SOURCE.read_text(encoding="utf-8")
     typescript_text = TYPESCRIPT_SOURCE.read_text(encoding="utf-8")

@@ -13,11 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import attention_inputs
 
-from attention_port import compare, generate, oracle, ports, reference, torch_port
-from attention_port.cases import Case
-from attention_port.fixtures import ExpectedValues, FixtureCase, load_fixtures
-from attention_port.node import TYPESCRIPT_PORTS
-from attention_port.ports import PortAnswer
+from attention_port import reference, torch_port
+from attention_port.fixtures import generate, oracle
+from attention_port.fixtures.cases import Case
+from attention_port.fixtures.reader import ExpectedValues, FixtureCase, load_fixtures
+from attention_port.harness import compare
+from attention_port.harness import runners as ports
+from attention_port.harness.node import TYPESCRIPT_PORTS
+from attention_port.harness.runners import PortAnswer
 
 STEPS = ("scores", "logits", "weights", "output")
 

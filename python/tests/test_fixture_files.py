@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES_DIR
 
-from attention_port import cases as case_table
-from attention_port import cli, fixtures, generate, oracle, reference
+from attention_port import cli, reference
+from attention_port.fixtures import cases as case_table
+from attention_port.fixtures import generate, oracle
+from attention_port.fixtures import reader as fixtures
 from attention_port.inputs import ERROR_KINDS
 
 

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from attention_port.node import find_node
+from attention_port.harness.node import find_node
 from attention_port.paths import REPO_ROOT
 
 OLD_NODE = """#!/bin/sh

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import ALL_CASES, INVALID_CASES, VALID_CASES, case_params
 
-from attention_port import compare, ports
+from attention_port.harness import compare
+from attention_port.harness import runners as ports
 
 NUMPY = ports.numpy_port()
 TORCH_PORTS = [ports.torch_port("cpu", "float64"), ports.torch_port("cpu", "float32")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attention_port import side_by_side
+from attention_port.pages import side_by_side
 
 
 def test_page_is_up_to_date():

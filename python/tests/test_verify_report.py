@@ -11,7 +11,9 @@ from pathlib import Path
 
 from conftest import ALL_CASES, FIXTURES_DIR
 
-from attention_port import cli, compare, generate
+from attention_port import cli
+from attention_port.fixtures import generate
+from attention_port.harness import compare
 
 
 def _copy_with_edit(tmp_path: Path, case_id: str, edit) -> Path:

@@ -14,7 +14,9 @@ import json
 import numpy as np
 import pytest
 
-from attention_port import browser, cli, compare, fixtures, reference
+from attention_port import cli, reference
+from attention_port.fixtures import reader as fixtures
+from attention_port.harness import browser, compare
 
 pytestmark = pytest.mark.browser
 

@@ -10,8 +10,8 @@
  * experiment.
  */
 
+import type { FixtureCase } from "../runners/fixtures.ts"; // a type only: nothing of fixtures.ts is bundled
 import { attentionSteps, type NestedArray } from "../src/attention.ts";
-import type { FixtureCase } from "../src/fixtures.ts"; // a type only: nothing of fixtures.ts is bundled
 
 // ---- Reading and writing tensors as text ----------------------------------------------------------
 
@@ -412,7 +412,7 @@ export function outputArithmetic(
 
 // ---- The tolerance rule, for a fixture case ---------------------------------------------------------
 
-/** The rule's constant K and float64's unit roundoff u (see python/attention_port/compare.py). */
+/** The rule's constant K and float64's unit roundoff u (see python/attention_port/harness/compare.py). */
 export const K = 16;
 export const UNIT_ROUNDOFF_FLOAT64 = 2 ** -53;
 
@@ -652,7 +652,7 @@ export interface FlatTensor {
   readonly data: readonly number[];
 }
 
-/** One fixture case, as build.ts embeds it in the page (read by typescript/src/fixtures.ts, so the
+/** One fixture case, as build.ts embeds it in the page (read by typescript/runners/fixtures.ts, so the
  * page never parses the fixture format itself). Inputs are in the form the port takes; of the
  * oracle's values (exact, then 256-bit, rounded once to float64) the page carries what it shows. */
 export interface ExplorerCase

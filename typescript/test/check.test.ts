@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-
+import { declaredParameterCount, thrownOnPurpose } from "../runners/check.ts";
 import { scaledDotProductAttention } from "../src/attention.ts";
-import { declaredParameterCount, thrownOnPurpose } from "../src/check.ts";
 
 // `attention-port check` gives a learner's function its options only when it declares a 4th
 // parameter. function.length stops at the first parameter with a default, so the source counts too.

@@ -1,4 +1,4 @@
-// The CLI the Python harness runs (python/attention_port/node.py): its results document.
+// The CLI the Python harness runs (python/attention_port/harness/node.py): its results document.
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { after, type TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { EXIT_CANNOT_RUN, main, numberJson } from "../src/cli.ts";
-import { DEFAULT_FIXTURES, decodeNumbers, REGENERATE_HINT } from "../src/fixtures.ts";
+import { EXIT_CANNOT_RUN, main, numberJson } from "../runners/cli.ts";
+import { DEFAULT_FIXTURES, decodeNumbers, REGENERATE_HINT } from "../runners/fixtures.ts";
 
 const scratch = mkdtempSync(join(tmpdir(), "attention-port-cli-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -120,7 +120,7 @@ test("bad usage is one line on stderr and exit code 2", async (t) => {
   const printed: string[] = [];
   t.mock.method(console, "log", (line: string) => printed.push(line));
   assert.equal(await main(["--help"]), 0);
-  assert.match(printed.join("\n"), /^usage: node typescript\/src\/cli\.ts run /);
+  assert.match(printed.join("\n"), /^usage: node typescript\/runners\/cli\.ts run /);
 });
 
 test("a bad fixture folder is one line naming it, and exit code 2", async (t) => {
@@ -142,7 +142,7 @@ test("a bad fixture folder is one line naming it, and exit code 2", async (t) =>
 });
 
 test("the process itself exits with code 2 and one line on stderr", () => {
-  const cli = fileURLToPath(new URL("../src/cli.ts", import.meta.url));
+  const cli = fileURLToPath(new URL("../runners/cli.ts", import.meta.url));
   const missing = join(scratch, "nowhere");
   const run = spawnSync(
     process.execPath,

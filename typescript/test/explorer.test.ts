@@ -24,9 +24,9 @@ import {
   viridis,
   weightArithmetic,
 } from "../explorer/model.ts";
+import { jsLiteral } from "../pages/page-build.ts";
+import { loadFixtures } from "../runners/fixtures.ts";
 import { attentionSteps, scaledDotProductAttention } from "../src/attention.ts";
-import { loadFixtures } from "../src/fixtures.ts";
-import { jsLiteral } from "../src/page-build.ts";
 
 describe("reading what a reader types", () => {
   test("JSON with the bare words NaN, Infinity and -Infinity", () => {

@@ -16,7 +16,7 @@ import {
   MAX_DEPTH,
   nestingDepth,
   portTensor,
-} from "../src/fixtures.ts";
+} from "../runners/fixtures.ts";
 
 const cases = loadFixtures();
 

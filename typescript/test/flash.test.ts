@@ -5,9 +5,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
 import fc from "fast-check";
-
+import { type FixtureTensor, loadFixtures } from "../runners/fixtures.ts";
 import * as readable from "../src/attention.ts";
-import { type FixtureTensor, loadFixtures } from "../src/fixtures.ts";
 import {
   AttentionInputError,
   attentionSteps,

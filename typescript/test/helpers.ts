@@ -2,9 +2,8 @@
 // port they are given, so that every port is held to the same rule.
 
 import assert from "node:assert/strict";
-
+import { type FixtureCase, type FixtureTensor, portTensor } from "../runners/fixtures.ts";
 import type { AttentionOptions, NestedArray, TensorInput } from "../src/attention.ts";
-import { type FixtureCase, type FixtureTensor, portTensor } from "../src/fixtures.ts";
 import { AttentionInputError, type ErrorKind } from "../src/inputs.ts";
 
 /** Every number of a nested array, row-major. */

@@ -8,9 +8,8 @@ import { readFileSync } from "node:fs";
 import { after, describe, test } from "node:test";
 
 import fc from "fast-check";
-
+import { type FixtureTensor, loadFixtures } from "../runners/fixtures.ts";
 import * as readable from "../src/attention.ts";
-import { type FixtureTensor, loadFixtures } from "../src/fixtures.ts";
 import type { FlatMask, FlatTensor, ShapedMask, ShapedTensor } from "../src/inputs.ts";
 import {
   AttentionInputError,

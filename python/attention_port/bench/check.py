@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import compare, reference
+from attention_port import reference
+from attention_port.harness import compare
 
 
 @dataclass

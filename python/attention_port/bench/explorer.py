@@ -23,8 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..explore import explorer_command
-from ..paths import NotACheckout, require_checkout
+from attention_port.pages.explore import explorer_command
+from attention_port.paths import NotACheckout, require_checkout
 
 PAINTED = """async () => {
   const t0 = performance.now();

@@ -39,13 +39,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .. import torch_port
-from ..args import OneLineParser, integers, names, not_negative, positive
-from ..files import output_problem, write_atomic
-from ..paths import DOCS
-from .check import Expected, check_output, expected_output
-from .run import CAUSAL
-from .timing import sdpa_backend, time_cell, wall_clock
+from attention_port import torch_port
+from attention_port.args import OneLineParser, integers, names, not_negative, positive
+from attention_port.bench.check import Expected, check_output, expected_output
+from attention_port.bench.run import CAUSAL
+from attention_port.bench.timing import sdpa_backend, time_cell, wall_clock
+from attention_port.files import output_problem, write_atomic
+from attention_port.paths import DOCS
 
 DEFAULT_OUT = DOCS / "gpu-bench.md"
 DTYPES = {

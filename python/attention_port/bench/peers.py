@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..paths import BENCH_PEERS as PEERS_FOLDER
+from attention_port.paths import BENCH_PEERS as PEERS_FOLDER
 
 OPSET = 21  # Trilu, ConstantOfShape and Softmax over the last axis in every onnxruntime >= 1.18
 ONNX_DTYPES = ("float64", "float32")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import save_atomic, write_atomic
+from attention_port.files import save_atomic, write_atomic
 
 
 def describe_machine() -> dict:

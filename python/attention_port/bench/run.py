@@ -8,7 +8,7 @@ for every port in PORTS below.
 How: the parent (this module) draws the inputs once per (n, d) with numpy's
 Generator(PCG64([seed, n, d])) (standard normal), writes them as raw little-endian float64 files to
 a temporary folder, and starts one worker process per port (worker.py for the Python ports,
-typescript/src/bench.ts under Node for the others), one after the other, never two at once. A
+typescript/runners/bench.ts under Node for the others), one after the other, never two at once. A
 worker times every cell of its port: a warm-up, then at least --repeats timed runs; a fast cell
 keeps going while its timed runs total under --cell-budget seconds (at most --max-repeats runs).
 The median is reported. One thread by default (--threads): the parent sets OMP_NUM_THREADS and
@@ -43,12 +43,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..args import OneLineParser, integers, names, not_negative, positive
-from ..files import output_problem
-from ..node import NodeError, checked_node
-from ..paths import BENCH_TS, REPO_ROOT
-from . import check, peers, report
-from .timing import input_path
+from attention_port.args import OneLineParser, integers, names, not_negative, positive
+from attention_port.bench import check, peers, report
+from attention_port.bench.timing import input_path
+from attention_port.files import output_problem
+from attention_port.harness.node import NodeError, checked_node
+from attention_port.paths import BENCH_TS, REPO_ROOT
 
 DEFAULT_OUT = REPO_ROOT / "bench-results"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder that holds attention_port/
@@ -58,10 +58,10 @@ CAUSAL = {"off": [False], "on": [True], "both": [False, True]}  # --causal
 
 @dataclass(frozen=True)
 class BenchPort:
-    """One row of the port table. typescript/src/bench.ts has the Node side of each "node" row."""
+    """One row of the port table. typescript/runners/bench.ts has the Node side of each "node" row."""
 
     name: str
-    worker: str  # "python" (worker.py) or "node" (typescript/src/bench.ts)
+    worker: str  # "python" (worker.py) or "node" (typescript/runners/bench.ts)
     dtypes: tuple[str, ...]
     what: str  # the file or package, for the tables
     linear_memory: bool = False  # memory O(n): one more memory pass at --linear-memory-n
@@ -316,7 +316,7 @@ def _bench(args: argparse.Namespace) -> int:
         skipped.update({p.name: why for p in ports if p.peer})
         ports = [p for p in ports if not p.peer]
     if any(p.browser for p in ports):
-        from ..browser import unavailable_reason
+        from attention_port.harness.browser import unavailable_reason
 
         if why := unavailable_reason():
             skipped.update({p.name: why for p in ports if p.browser})

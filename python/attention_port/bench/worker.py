@@ -4,7 +4,7 @@
 
 run.py (the parent) draws the inputs once, writes them as raw little-endian float64 files and
 starts one worker per port, so that no port pays for another's imports, caches or heap. Its twin
-for the Node ports is typescript/src/bench.ts: the same plan, the same timing loop, the same
+for the Node ports is typescript/runners/bench.ts: the same plan, the same timing loop, the same
 result document.
 
 The plan (JSON, written by the parent):
@@ -44,8 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import write_atomic
-from .timing import input_path, sdpa_backend, time_cell
+from attention_port.bench.timing import input_path, sdpa_backend, time_cell
+from attention_port.files import write_atomic
 
 PYTHON_PORTS = ("numpy", "torch-sdpa", "torch-math", "webgpu")
 
@@ -63,7 +63,7 @@ class Port:
 def load_port(name: str, threads: int) -> Port:
     """Import what the port needs (and nothing else: idle mode measures exactly these imports)."""
     if name == "numpy":
-        from .. import reference
+        from attention_port import reference
 
         def prepare(array: np.ndarray, dtype: str) -> np.ndarray:
             if dtype != "float64":
@@ -93,7 +93,7 @@ def load_port(name: str, threads: int) -> Port:
             def run(q, k, v, causal):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         else:
-            from .. import torch_port
+            from attention_port import torch_port
 
             def run(q, k, v, causal):
                 return torch_port.scaled_dot_product_attention(
@@ -138,7 +138,7 @@ def run_browser_plan(plan: dict) -> dict:
     loop itself (webgpu-browser.ts's bench: time_cell's loop, with performance.now around each whole
     call: upload, dispatch, read back), so no round trip to this process is timed. Time mode only:
     the port's memory is Chromium's GPU process, not this one (run.py measures none)."""
-    from .. import browser
+    from attention_port.harness import browser
 
     result: dict = {"port": plan["port"], "mode": plan["mode"], "versions": {}, "cells": []}
     inputs, outputs = Path(plan["inputs"]), Path(plan.get("outputs", "."))

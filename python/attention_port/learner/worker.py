@@ -1,7 +1,7 @@
 """Run a learner's Python attention file on the cases check sends, one case at a time.
 
-The Python twin of typescript/src/check.ts, speaking the protocol of learner_protocol.py, started
-by learner.py as `python -m attention_port.learner_worker --module PATH --answers-fd N [--read
+The Python twin of typescript/runners/check.ts, speaking the protocol of learner_protocol.py, started
+by learner.py as `python -m attention_port.learner.worker --module PATH --answers-fd N [--read
 PATH ...]` in an empty working folder of its own. The learner's code runs in this process, never in
 the harness, and sees only the inputs and options of each case.
 
@@ -34,9 +34,23 @@ from pathlib import Path
 
 import numpy as np
 
-from .fixtures import encode_numbers
-from .inputs import AttentionInputError, describe_value, format_shape, infer_shape, is_number, leaves
-from .learner_protocol import OPTION_NAMES, SECRET_HEX, STEP_NAMES, answer_line, read_input, threw_answer
+from attention_port.fixtures.reader import encode_numbers
+from attention_port.inputs import (
+    AttentionInputError,
+    describe_value,
+    format_shape,
+    infer_shape,
+    is_number,
+    leaves,
+)
+from attention_port.learner.protocol import (
+    OPTION_NAMES,
+    SECRET_HEX,
+    STEP_NAMES,
+    answer_line,
+    read_input,
+    threw_answer,
+)
 
 POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 MAX_RANK = 64  # deeper nesting than any tensor has: an array that holds itself, say
@@ -352,7 +366,7 @@ def answer(learner: Learner, request: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="attention_port.learner_worker")
+    parser = argparse.ArgumentParser(prog="attention_port.learner.worker")
     parser.add_argument("--module", required=True)
     parser.add_argument("--answers-fd", type=int, required=True)
     parser.add_argument("--read", action="append", default=[], help="a folder the learner's code may read")

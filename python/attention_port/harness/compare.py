@@ -44,9 +44,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .expected import ExpectedValues
-from .fixtures import FixtureCase, encode_numbers
-from .inputs import check_shapes, resolve_scale
+from attention_port.fixtures.expected import ExpectedValues
+from attention_port.fixtures.reader import FixtureCase, encode_numbers
+from attention_port.inputs import check_shapes, resolve_scale
 
 K = 16
 UNIT_ROUNDOFF = {

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import reference
-from .files import output_problem, save_atomic
-from .paths import DOCS
+from attention_port import reference
+from attention_port.files import output_problem, save_atomic
+from attention_port.paths import DOCS
 
 DEFAULT_OUT = DOCS / "sqrt-dk.png"
 DIMENSIONS = tuple(2**n for n in range(11))  # d_k = 1 .. 1024

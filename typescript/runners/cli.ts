@@ -1,9 +1,9 @@
 /**
  * Run a TypeScript port on the fixtures and write its answers for the Python harness to judge.
  *
- *     node typescript/src/cli.ts run --fixtures fixtures --out results.json [--port attention] [--case ID]...
+ *     node typescript/runners/cli.ts run --fixtures fixtures --out results.json [--port attention] [--case ID]...
  *
- * The results document (read by python/attention_port/node.py and ports.py):
+ * The results document (read by python/attention_port/harness/node.py and ports.py):
  *     {"port": "attention", "elapsed_ms": 12.3, "cases": {id: answer}}
  * where an answer is {"scores", "logits", "weights", "output"} (each {"shape", "data"}, data flat row-major),
  * {"error": {"kind", "message"}} for an AttentionInputError, or {"crash": "..."} for anything else.
@@ -20,6 +20,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { type FlatTensor, oneLine } from "../src/inputs.ts";
 import { writeAtomic } from "./files.ts";
 import {
   DEFAULT_FIXTURES,
@@ -29,7 +30,6 @@ import {
   loadFixtures,
   portTensor,
 } from "./fixtures.ts";
-import { type FlatTensor, oneLine } from "./inputs.ts";
 import { flatMask, float32Tensor, type StepsLike, stepsJson, thrownJson } from "./results.ts";
 
 export { flat, numberJson, tensorJson } from "./results.ts";
@@ -43,7 +43,7 @@ type AttentionStepsFunction = (query: unknown, key: unknown, value: unknown, opt
 type CaseRunner = (c: FixtureCase) => StepsLike;
 
 const USAGE =
-  "usage: node typescript/src/cli.ts run [--fixtures DIR] --out FILE [--port attention|flash|simd|simd-float32] [--case ID]...";
+  "usage: node typescript/runners/cli.ts run [--fixtures DIR] --out FILE [--port attention|flash|simd|simd-float32] [--case ID]...";
 
 class UsageError extends Error {}
 
@@ -55,7 +55,7 @@ async function loadPort(name: PortName): Promise<CaseRunner> {
   const file = name === "simd-float32" ? "simd" : name;
   let module: { attentionSteps?: unknown; scaledDotProductAttentionFlat?: unknown };
   try {
-    module = (await import(`./${file}.ts`)) as typeof module;
+    module = (await import(`../src/${file}.ts`)) as typeof module;
   } catch (error) {
     throw new UsageError(
       `port '${name}' is not available (typescript/src/${file}.ts: ${(error as Error).message})`,

@@ -26,12 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cases, compare, mistakes
-from .compare import PortAnswer
-from .fixtures import FixtureCase, load_fixtures
-from .inputs import format_number, format_shape
-from .learner import DEFAULT_MEMORY, Hello, LearnerError, LearnerProcess, Reply
-from .learner_protocol import OPTION_NAMES, options_set
+from attention_port.fixtures import cases
+from attention_port.fixtures.reader import FixtureCase, load_fixtures
+from attention_port.harness import compare
+from attention_port.harness.compare import PortAnswer
+from attention_port.inputs import format_number, format_shape
+from attention_port.learner import mistakes
+from attention_port.learner.protocol import OPTION_NAMES, options_set
+from attention_port.learner.runner import DEFAULT_MEMORY, Hello, LearnerError, LearnerProcess, Reply
 
 DEFAULT_TIMEOUT = 10.0  # seconds one case may take
 WATCH_POLL = 0.25  # seconds between looks at the file's modification time in --watch

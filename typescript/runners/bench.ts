@@ -1,7 +1,7 @@
 /**
  * The Node worker of `attention-port bench`: times one port in a process of its own.
  *
- *     node typescript/src/bench.ts PLAN.json
+ *     node typescript/runners/bench.ts PLAN.json
  *
  * python/attention_port/bench/run.py (the parent) draws the inputs once, writes them as raw
  * little-endian float64 files and starts one worker per port. Its twin for the Python ports is
@@ -27,18 +27,18 @@ import { createRequire } from "node:module";
 import { endianness } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { scaledDotProductAttention as readableAttention } from "./attention.ts";
-import { writeAtomic } from "./files.ts";
+import { scaledDotProductAttention as readableAttention } from "../src/attention.ts";
 import {
   type FlatTensor,
   scaledDotProductAttention as flashAttention,
   scaledDotProductAttentionFlat,
-} from "./flash.ts";
+} from "../src/flash.ts";
 import {
   kernelBuild,
   scaledDotProductAttention as simdAttention,
   scaledDotProductAttentionFlat as simdFlat,
-} from "./simd.ts";
+} from "../src/simd.ts";
+import { writeAtomic } from "./files.ts";
 
 type Dtype = "float64" | "float32";
 
@@ -349,7 +349,7 @@ async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
 
 export async function main(argv: string[]): Promise<number> {
   if (argv.length !== 1) {
-    console.error("usage: node typescript/src/bench.ts PLAN.json");
+    console.error("usage: node typescript/runners/bench.ts PLAN.json");
     return 1;
   }
   if (endianness() !== "LE") {

@@ -1,7 +1,7 @@
 """Run a learner's own attention code in a sandboxed process of its own, one case at a time.
 
 `attention-port check` (check.py) asks; this module keeps the process that answers. A JavaScript or
-TypeScript file runs in the project's Node (node.py) through typescript/src/check.ts; a Python file
+TypeScript file runs in the project's Node (node.py) through typescript/runners/check.ts; a Python file
 runs in a fresh Python through learner_worker.py. Both speak learner_protocol.py's protocol.
 
 The learner's code never runs in the harness: a case that hangs past its time-out has its process
@@ -41,11 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import learner_protocol
-from .fixtures import FixtureCase
-from .node import NodeError, checked_node
-from .paths import CHECK_TS, FIXTURES, PACKAGE_DIR, REPO_ROOT
-from .ports import decode_tensor
+from attention_port.fixtures.reader import FixtureCase
+from attention_port.harness.node import NodeError, checked_node
+from attention_port.harness.runners import decode_tensor
+from attention_port.learner import protocol as learner_protocol
+from attention_port.paths import CHECK_TS, FIXTURES, PACKAGE_DIR, REPO_ROOT
 
 NODE_SUFFIXES = (".ts", ".mts", ".js", ".mjs")
 PYTHON_SUFFIXES = (".py",)
@@ -203,7 +203,7 @@ def command_for(path: Path, fixtures_dir: Path, memory: int) -> tuple[list[str],
         return [str(node), "--permission", *reads, heap, str(CHECK_TS), *module], "JavaScript"
     if suffix in PYTHON_SUFFIXES:
         reads = [f"--read={p}" for p in readable_paths(path, "Python", fixtures_dir)]
-        return [sys.executable, "-m", "attention_port.learner_worker", *module, *reads], "Python"
+        return [sys.executable, "-m", "attention_port.learner.worker", *module, *reads], "Python"
     kinds = ", ".join(NODE_SUFFIXES + PYTHON_SUFFIXES)
     raise LearnerError(f"{path}: check runs a {kinds} file, not {suffix or 'a file without a suffix'}")
 

@@ -9,8 +9,8 @@
  * written as in the fixtures ("NaN", "Infinity", "-Infinity"), and -0.0 keeps its sign.
  */
 
+import { AttentionInputError, type FlatMask, type FlatTensor } from "../src/inputs.ts";
 import type { FixtureTensor } from "./fixtures.ts";
-import { AttentionInputError, type FlatMask, type FlatTensor } from "./inputs.ts";
 
 /** What a port's run gives for one case (attentionSteps' fields; the other steps are optional). */
 export interface StepsLike {

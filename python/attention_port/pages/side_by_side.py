@@ -14,8 +14,8 @@ import re
 import textwrap
 from pathlib import Path
 
-from .files import write_atomic
-from .paths import DOCS, PYTHON_PACKAGE, TYPESCRIPT_SRC
+from attention_port.files import write_atomic
+from attention_port.paths import DOCS, PYTHON_PACKAGE, TYPESCRIPT_SRC
 
 PYTHON_SOURCE = PYTHON_PACKAGE / "reference.py"
 TYPESCRIPT_SOURCE = TYPESCRIPT_SRC / "attention.ts"

@@ -1,8 +1,8 @@
 """The protocol between `attention-port check` and the process that runs a learner's code.
 
 Both sides read this module: learner.py (the harness side, which asks) and learner_worker.py (the
-Python process, which answers). typescript/src/learner-protocol.ts is its twin for the Node process
-(typescript/src/check.ts); a test holds the two to the same messages.
+Python process, which answers). typescript/runners/learner-protocol.ts is its twin for the Node process
+(typescript/runners/check.ts); a test holds the two to the same messages.
 
 1. The harness starts the process with only the learner's module path and the number of the answer
    file descriptor on its command line, in an empty working folder of its own: no fixture path in
@@ -44,10 +44,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .fixtures import decode_numbers, encode_numbers
+from attention_port.fixtures.reader import decode_numbers, encode_numbers
 
 if TYPE_CHECKING:
-    from .fixtures import FixtureCase
+    from attention_port.fixtures.reader import FixtureCase
 
 SECRET_HEX = 32  # hex digits: 128 random bits
 STEP_NAMES = ("scores", "logits", "weights", "output")

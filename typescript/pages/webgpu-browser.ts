@@ -14,8 +14,8 @@
  * output, and the other steps would be the readable port's (webgpu.ts's attentionSteps).
  */
 
-import type { FixtureTensor } from "./fixtures.ts";
-import { flatMask, float32Tensor, stepsJson, thrownJson } from "./results.ts";
+import type { FixtureTensor } from "../runners/fixtures.ts";
+import { flatMask, float32Tensor, stepsJson, thrownJson } from "../runners/results.ts";
 import {
   type AdapterDescription,
   type AttentionOptions,
@@ -24,7 +24,7 @@ import {
   type TensorInput,
   type WebGpuAttention,
   type WebGpuSetup,
-} from "./webgpu.ts";
+} from "../src/webgpu.ts";
 
 /** A fixture case as the page holds it (webgpu-page.ts writes them): valid inputs as
  * FixtureTensors, invalid ones as written. */

@@ -1,6 +1,6 @@
 /**
  * The protocol between `attention-port check` and the Node process that runs a learner's code
- * (check.ts): the TypeScript twin of python/attention_port/learner_protocol.py, which describes it in
+ * (check.ts): the TypeScript twin of python/attention_port/learner/protocol.py, which describes it in
  * full and is what the harness (learner.py) and the Python process (learner_worker.py) read.
  *
  * In short: the process is given only the learner's module path and the number of its answer file

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import reference
+from attention_port import reference
 
 
 def _top_left(query_length: int, key_length: int) -> np.ndarray:

@@ -2,10 +2,10 @@
  * Run a learner's own attention module on the cases check sends, one case at a time, for
  * `attention-port check`.
  *
- *     node --permission --allow-fs-read=... typescript/src/check.ts --module PATH --answers-fd N
+ *     node --permission --allow-fs-read=... typescript/runners/check.ts --module PATH --answers-fd N
  *
- * Started by python/attention_port/learner.py, which judges the answers (with compare.py) and explains
- * them; the protocol is learner-protocol.ts's (python/attention_port/learner_protocol.py says it in
+ * Started by python/attention_port/learner/runner.py, which judges the answers (with compare.py) and explains
+ * them; the protocol is learner-protocol.ts's (python/attention_port/learner/protocol.py says it in
  * full). This process only loads the learner's module, calls it with each case's inputs and options
  * (it never sees the fixtures) and writes down what it returned: the learner's code runs here and not
  * in the harness, so an endless loop, a crash or a syntax error costs this process only, and the
@@ -27,8 +27,6 @@ import { basename, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-
-import { type FixtureTensor, portTensor } from "./fixtures.ts";
 import {
   describeValue,
   formatShape,
@@ -39,7 +37,8 @@ import {
   oneLine,
   path,
   product,
-} from "./inputs.ts";
+} from "../src/inputs.ts";
+import { type FixtureTensor, portTensor } from "./fixtures.ts";
 import {
   answerLine,
   OPTION_NAMES,
@@ -498,7 +497,9 @@ async function main(argv: string[]): Promise<number> {
   });
   const fd = Number(values["answers-fd"]);
   if (values.module === undefined || !Number.isInteger(fd)) {
-    console.error("usage: node typescript/src/check.ts --module PATH --answers-fd N (the secret on stdin)");
+    console.error(
+      "usage: node typescript/runners/check.ts --module PATH --answers-fd N (the secret on stdin)",
+    );
     return 2;
   }
   // The secret first, before any of the learner's code runs (learner-protocol.ts).

@@ -1,10 +1,10 @@
 /**
  * Build the WebGPU port's page: one HTML file holding webgpu-browser.ts bundled by esbuild (with
  * webgpu.ts, its shader and inputs.ts) and, for verify, the fixture cases. The Python harness
- * (python/attention_port/browser.py) opens it from disk in headless Chromium and calls the
+ * (python/attention_port/harness/browser.py) opens it from disk in headless Chromium and calls the
  * script's functions; nothing is fetched at run time.
  *
- *     node typescript/src/webgpu-page.ts --out DIR [--fixtures DIR] [--case ID]... [--no-cases]
+ *     node typescript/pages/webgpu-page.ts --out DIR [--fixtures DIR] [--case ID]... [--no-cases]
  *
  * writes DIR/index.html. The cases are read by fixtures.ts (the only TypeScript code that knows
  * the fixture format) and written as JavaScript literals, so NaN, the infinities and -0 reach the
@@ -18,8 +18,8 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 import { build } from "esbuild";
-import { writeAtomic } from "./files.ts";
-import { DEFAULT_FIXTURES, type FixtureCase, FixtureError, loadFixtures } from "./fixtures.ts";
+import { writeAtomic } from "../runners/files.ts";
+import { DEFAULT_FIXTURES, type FixtureCase, FixtureError, loadFixtures } from "../runners/fixtures.ts";
 import { jsLiteral, PAGE_BUNDLE_OPTIONS } from "./page-build.ts";
 import type { PageCase } from "./webgpu-browser.ts";
 
@@ -48,7 +48,7 @@ export async function buildPage(cases: readonly FixtureCase[]): Promise<string> 
 <html lang="en">
 <head><meta charset="utf-8"><title>attention-port: the WebGPU port</title></head>
 <body>
-<p>The WebGPU port of attention-port, for the harness (python/attention_port/browser.py).</p>
+<p>The WebGPU port of attention-port, for the harness (python/attention_port/harness/browser.py).</p>
 <script>${safe(literal)}</script>
 <script>${safe(await bundle())}</script>
 </body>

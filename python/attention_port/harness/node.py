@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .paths import TYPESCRIPT_CLI
+from attention_port.paths import TYPESCRIPT_CLI
 
 MINIMUM_NODE = (22, 18)
 DEFAULT_TIMEOUT = 120.0  # seconds for one Node run over every case (it takes well under one)

@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .node import find_node
-from .paths import DOCS, EXPLORER_BUILD, NODE_MODULES, require_checkout
+from attention_port.harness.node import find_node
+from attention_port.paths import DOCS, EXPLORER_BUILD, NODE_MODULES, require_checkout
 
 DEFAULT_BUILD_DIR = DOCS / "explorer"
 

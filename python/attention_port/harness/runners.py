@@ -14,10 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .compare import STEPS, PortAnswer
-from .fixtures import FixtureCase, decode_numbers
-from .inputs import AttentionInputError
-from .node import DEFAULT_TIMEOUT, TYPESCRIPT_DTYPES, TYPESCRIPT_PORTS, NodeError, run_typescript
+from attention_port.fixtures.reader import FixtureCase, decode_numbers
+from attention_port.harness.compare import STEPS, PortAnswer
+from attention_port.harness.node import (
+    DEFAULT_TIMEOUT,
+    TYPESCRIPT_DTYPES,
+    TYPESCRIPT_PORTS,
+    NodeError,
+    run_typescript,
+)
+from attention_port.inputs import AttentionInputError
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,7 @@ def _answer(compute: Callable[..., dict[str, np.ndarray]], case: FixtureCase) ->
 
 
 def numpy_port() -> Port:
-    from . import reference
+    from attention_port import reference
 
     def compute(*args, **kwargs) -> dict[str, np.ndarray]:
         steps = reference.attention_steps(*args, **kwargs)
@@ -65,7 +71,7 @@ def numpy_port() -> Port:
 def torch_port(device: str, dtype: str) -> Port:
     import torch
 
-    from . import torch_port as port
+    from attention_port import torch_port as port
 
     torch_dtype = getattr(torch, dtype)
 
@@ -84,7 +90,7 @@ def torch_sdpa_port(device: str, dtype: str) -> Port:
     """torch's production kernel, on the cases whose semantics it shares (others are left out)."""
     import torch
 
-    from . import torch_port as port
+    from attention_port import torch_port as port
 
     torch_dtype = getattr(torch, dtype)
 
@@ -164,7 +170,7 @@ def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEF
 
 def webgpu_port(fixtures_dir, timeout: float = DEFAULT_TIMEOUT) -> Port:
     """webgpu.ts in headless Chromium (browser.py), every case in one page load, in float32."""
-    from . import browser
+    from attention_port.harness import browser
 
     def run(cases: list[FixtureCase]) -> PortRun:
         document = browser.run_webgpu(fixtures_dir, [case.id for case in cases], timeout)
@@ -192,7 +198,7 @@ class PortOptions:
 
 def _torch_runs(options: PortOptions) -> list[tuple[str, str]]:
     """(device, dtype) pairs: float64 and float32, plus float16 and bfloat16 on CUDA."""
-    from .torch_port import default_device, supported_dtypes
+    from attention_port.torch_port import default_device, supported_dtypes
 
     device = options.device or str(default_device())
     dtypes = options.dtypes or [str(d).removeprefix("torch.") for d in supported_dtypes(device)]

@@ -1,7 +1,7 @@
 /**
  * Read a fixture folder: the only TypeScript code that reads the file format.
  *
- * The format is the JSON Schema in fixtures/schema, and python/attention_port/fixtures.py checks
+ * The format is the JSON Schema in fixtures/schema, and python/attention_port/fixtures/reader.py checks
  * every folder against it before the harness runs a TypeScript port on it. So this reader checks
  * only what TypeScript needs to read safely: the format version (an old folder is told to
  * regenerate), files inside the folder, each file's sha256, each case's id, each tensor's data of
@@ -18,15 +18,15 @@ import { closeSync, constants, fstatSync, openSync, readFileSync, type Stats, st
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { nest } from "./batching.ts";
-import type { ErrorKind } from "./inputs.ts";
+import { nest } from "../src/batching.ts";
+import type { ErrorKind } from "../src/inputs.ts";
 
 export const MANIFEST_FORMAT = "attention-port-fixtures";
 export const CASE_FORMAT = "attention-port-fixture";
 export const FORMAT_VERSION = 3; // 2: `expected.logits`; 3: spread, magnitude, errorFloor, scoreBound
 export const REGENERATE_HINT = "regenerate with `attention-port generate` (or scripts/generate)";
 
-/** The repository's fixtures/ folder (this file is typescript/src/fixtures.ts). */
+/** The repository's fixtures/ folder (this file is typescript/runners/fixtures.ts). */
 export const DEFAULT_FIXTURES = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "fixtures");
 
 // Bounds on what a document may hold (fixtures.py has the same): past them the readers would
@@ -223,7 +223,7 @@ function boundedNumber(value: number, source: string | undefined, display: strin
   return value;
 }
 
-// The documents as fixtures/schema describes them (python/attention_port/fixtures.py checks every
+// The documents as fixtures/schema describes them (python/attention_port/fixtures/reader.py checks every
 // folder against the schema, so only what TypeScript reads is spelled out here).
 interface TensorDocument {
   readonly dtype?: "float64" | "bool" | null;

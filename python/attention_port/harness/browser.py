@@ -1,8 +1,8 @@
 """Run the WebGPU port (typescript/src/webgpu.ts) in headless Chromium, driven by playwright.
 
-Node builds one page (typescript/src/webgpu-page.ts: the port bundled by esbuild, with the fixture
+Node builds one page (typescript/pages/webgpu-page.ts: the port bundled by esbuild, with the fixture
 cases written in), Chromium opens it from disk (a file:// page is a secure context, where
-`navigator.gpu` exists), and the page's script (typescript/src/webgpu-browser.ts) runs every case
+`navigator.gpu` exists), and the page's script (typescript/pages/webgpu-browser.ts) runs every case
 on one device and gives back the results document that cli.ts writes for the other TypeScript
 ports. The bench calls the same page to time the port (bench/browser.py).
 
@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .node import NodeError, NodeUnavailable, checked_node
-from .paths import IN_CHECKOUT, NODE_MODULES, REPO_ROOT
+from attention_port.harness.node import NodeError, NodeUnavailable, checked_node
+from attention_port.paths import IN_CHECKOUT, NODE_MODULES, REPO_ROOT
 
-PAGE_BUILDER = REPO_ROOT / "typescript" / "src" / "webgpu-page.ts"  # bundles with esbuild: a checkout only
+PAGE_BUILDER = REPO_ROOT / "typescript" / "pages" / "webgpu-page.ts"  # bundles with esbuild: a checkout only
 # Chromium's switches for WebGPU in a headless run. --no-sandbox: CI runs as root, where Chromium's
 # sandbox refuses to start. --enable-unsafe-webgpu: WebGPU where Chromium does not enable it by
 # default (Linux). Vulkan: the backend both SwiftShader and a GPU's driver are reached through.
