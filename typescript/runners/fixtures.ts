@@ -389,7 +389,10 @@ export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterab
 }
 
 /** Every layer and RoPE case of a fixture folder (or only `caseIds`). */
-export function loadLayerFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterable<string>): LayerFixtureCase[] {
+export function loadLayerFixtures(
+  folder: string = DEFAULT_FIXTURES,
+  caseIds?: Iterable<string>,
+): LayerFixtureCase[] {
   return readEntries(folder, caseIds, ["layer", "rope"]).map(({ path, data, id }) => {
     const document = readDocument<{
       kind: "layer" | "rope";
@@ -401,7 +404,11 @@ export function loadLayerFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: I
     const inputs = Object.fromEntries(
       Object.entries(document.inputs).map(([name, tensor]) => [
         name,
-        tensor === null ? null : valid ? readTensor(tensor, path, `inputs.${name}`) : decodeNumbers(tensor.data),
+        tensor === null
+          ? null
+          : valid
+            ? readTensor(tensor, path, `inputs.${name}`)
+            : decodeNumbers(tensor.data),
       ]),
     );
     return { id, kind: document.kind, inputs, params: document.params, valid };

@@ -18,9 +18,9 @@
 import { attentionSteps } from "./attention.ts";
 import { nest } from "./batching.ts";
 import {
+  AttentionInputError,
   type AttentionOptions,
   type AttentionSteps,
-  AttentionInputError,
   type MaskInput,
   type NestedArray,
   product,
@@ -37,8 +37,8 @@ import {
   type RopeOptions,
 } from "./layer-inputs.ts";
 
-export { AttentionInputError };
 export type { RopeOptions };
+export { AttentionInputError };
 
 export interface LayerParams {
   readonly wQ: TensorInput;
