@@ -60,10 +60,10 @@ def apply_rotary(
         )
     options = check_rotary_options(theta, rotary_dim, interleaved, x.shape[-1])
     check_positions(x.shape, positions.shape, positions.ravel().tolist())
-    return _rotate(x, positions, options)
+    return rotate(x, positions, options)
 
 
-def _rotate(x: np.ndarray, positions: np.ndarray, options) -> np.ndarray:
+def rotate(x: np.ndarray, positions: np.ndarray, options) -> np.ndarray:
     half = options.rotary_dim // 2
     # The frequency of pair i: theta^(-2i/rotary_dim). rotary_dim, not E, is the denominator.
     inverse_frequency = options.theta ** (-2.0 * np.arange(half) / options.rotary_dim)  # [rotary_dim/2]
@@ -86,7 +86,7 @@ def _rotate(x: np.ndarray, positions: np.ndarray, options) -> np.ndarray:
     return rotated
 
 
-def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     """nn.Linear: y = x · Wᵀ + b, W stored [out, in]."""
     y = x @ weight.T  # [..., out]
     return y if bias is None else y + bias
@@ -140,9 +140,9 @@ def multi_head_attention(
     batch = x_q.shape[:-2]  # B...
 
     # Step 1: project. Three learned linear maps read queries, keys and values out of the inputs.
-    q = _linear(x_q, weights["w_q"], biases["b_q"])  # [B..., Lq, Hq·E]
-    k = _linear(x_kv, weights["w_k"], biases["b_k"])  # [B..., Lk, Hkv·E]
-    v = _linear(x_kv, weights["w_v"], biases["b_v"])  # [B..., Lk, Hkv·Ev]
+    q = linear(x_q, weights["w_q"], biases["b_q"])  # [B..., Lq, Hq·E]
+    k = linear(x_kv, weights["w_k"], biases["b_k"])  # [B..., Lk, Hkv·E]
+    v = linear(x_kv, weights["w_v"], biases["b_v"])  # [B..., Lk, Hkv·Ev]
 
     # Step 2: split heads. Feature h·E + e is head h's feature e (head-major); the transpose puts
     # each head's rows together, as the core wants them. A reshape alone would mix positions.
@@ -153,8 +153,8 @@ def multi_head_attention(
     # Step 3: rotate. RoPE turns queries and keys (never values) by their positions 0..L-1.
     if rotary is not None:
         positions = np.arange(x_q.shape[-2], dtype=np.float64)  # [L]
-        q = _rotate(q, positions, rotary)  # [B..., Hq, Lq, E]
-        k = _rotate(k, positions, rotary)  # [B..., Hkv, Lk, E]
+        q = rotate(q, positions, rotary)  # [B..., Hq, Lq, E]
+        k = rotate(k, positions, rotary)  # [B..., Hkv, Lk, E]
 
     # Step 4: attend. The core, once for every head (query head h reads key/value head
     # h // (Hq / Hkv) when there are fewer key/value heads).
@@ -169,7 +169,7 @@ def multi_head_attention(
     )  # [B..., Lq, Hq·Ev]
 
     # Step 6: out-project. One more linear map mixes the heads; a fully-masked row gives b_o.
-    output = _linear(merged, weights["w_o"], biases["b_o"])  # [B..., Lq, Dout]
+    output = linear(merged, weights["w_o"], biases["b_o"])  # [B..., Lq, Dout]
 
     if need_weights:
         return LayerResult(output=output, weights=steps.weights)  # weights [B..., Hq, Lq, Lk]
