@@ -21,7 +21,7 @@
 
 import { parseArgs } from "node:util";
 import { type FlatTensor, oneLine } from "../src/inputs.ts";
-import { type AttentionCore, applyRotary, layerWith } from "../src/layer.ts";
+import { type AttentionCore, layerWith } from "../src/layer.ts";
 import { writeAtomic } from "./files.ts";
 import {
   DEFAULT_FIXTURES,
@@ -33,7 +33,8 @@ import {
   loadLayerFixtures,
   portTensor,
 } from "./fixtures.ts";
-import { flatMask, float32Tensor, type StepsLike, stepsJson, tensorJson, thrownJson } from "./results.ts";
+import { runLayerCase } from "./layer-cases.ts";
+import { flatMask, float32Tensor, type StepsLike, stepsJson, thrownJson } from "./results.ts";
 
 export { flat, numberJson, tensorJson } from "./results.ts";
 
@@ -109,65 +110,12 @@ async function loadPort(name: PortName): Promise<CaseRunner> {
 }
 
 /** The layer and RoPE cases' runner of a port: the shared layer over the port's attentionSteps
- * (simd-float32 has no float32 layer: its cases run the SIMD port's float64 core). */
+ * (simd-float32 has no float32 layer: its layer cases run the SIMD port's float64 core). */
 async function loadLayerPort(name: PortName): Promise<(c: LayerFixtureCase) => string> {
   const file = name === "simd-float32" ? "simd" : name;
   const module = (await import(`../src/${file}.ts`)) as { attentionSteps: AttentionCore };
-  const multiHeadAttention = layerWith(module.attentionSteps);
-  return (c) => {
-    const tensor = (x: unknown) =>
-      !c.valid || x === null || x === undefined ? x : portTensor(x as FixtureTensor);
-    const input = (name: string) => tensor(c.inputs[name]) as never;
-    const p = c.params as Record<string, unknown>;
-    if (c.kind === "rope") {
-      const x = c.inputs.x as FixtureTensor;
-      const out = applyRotary(input("x"), input("positions"), {
-        theta: p.theta as number,
-        rotaryDim: p.rotary_dim as number | null,
-        interleaved: p.interleaved as boolean,
-      });
-      return `{"output": ${tensorJson(c.valid ? x.shape : [], out)}}`;
-    }
-    const rope = p.rope as Record<string, unknown> | null;
-    const result = multiHeadAttention(
-      input("x_q"),
-      c.inputs.x_kv == null ? null : input("x_kv"),
-      {
-        wQ: input("w_q"),
-        wK: input("w_k"),
-        wV: input("w_v"),
-        wO: input("w_o"),
-        bQ: input("b_q"),
-        bK: input("b_k"),
-        bV: input("b_v"),
-        bO: input("b_o"),
-      },
-      {
-        numHeads: p.num_heads as number,
-        numKvHeads: p.num_kv_heads as number | null,
-        attnMask: input("attn_mask") ?? null,
-        isCausal: p.is_causal as boolean,
-        scale: p.scale as number | null,
-        softcap: p.softcap as number,
-        rope:
-          rope === null
-            ? null
-            : Object.fromEntries(
-                Object.entries(rope).map(([k, v]) => [k === "rotary_dim" ? "rotaryDim" : k, v]),
-              ),
-        needWeights: p.need_weights as boolean,
-      },
-    );
-    const { output, weights } = Array.isArray(result)
-      ? { output: result, weights: null }
-      : (result as { output: unknown; weights: unknown });
-    const shape = (x: unknown): number[] => (Array.isArray(x) ? [x.length, ...shape(x[0])] : []);
-    const parts = [`"output": ${tensorJson(shape(output), output)}`];
-    if (weights !== null) {
-      parts.push(`"weights": ${tensorJson(shape(weights), weights)}`);
-    }
-    return `{${parts.join(", ")}}`;
-  };
+  const layer = layerWith(module.attentionSteps);
+  return (c) => runLayerCase(layer, c) as string;
 }
 
 function layerAnswer(run: (c: LayerFixtureCase) => string, c: LayerFixtureCase): string {

@@ -75,6 +75,8 @@ export type AttentionCore = (
   value: TensorInput,
   options: AttentionOptions,
 ) => AttentionSteps;
+/** A core that answers later (the WebGPU port's). */
+export type AsyncAttentionCore = (...args: Parameters<AttentionCore>) => Promise<AttentionSteps>;
 
 interface Flat {
   readonly shape: readonly number[];
@@ -188,85 +190,108 @@ function flatten(x: NestedArray | number): number[] {
   return Array.isArray(x) ? (x as NestedArray[]).flatMap((row) => flatten(row)) : [x];
 }
 
-/** The layer over one port's attention core. */
-export function layerWith(core: AttentionCore) {
-  function layer(
+/** A layer over a core that answers at once, and one over a core that answers later. */
+type LayerArguments = [xQ: TensorInput, xKv: TensorInput | null, params: LayerParams, options: LayerOptions];
+interface Layer {
+  (
     xQ: TensorInput,
     xKv: TensorInput | null,
     params: LayerParams,
     options: LayerOptions & { readonly needWeights: true },
   ): LayerResult;
-  function layer(
+  (...args: LayerArguments): NestedArray;
+}
+interface AsyncLayer {
+  (
     xQ: TensorInput,
     xKv: TensorInput | null,
     params: LayerParams,
-    options: LayerOptions,
-  ): NestedArray;
-  function layer(
-    xQ: TensorInput,
-    xKv: TensorInput | null,
-    params: LayerParams,
-    options: LayerOptions,
-  ): NestedArray | LayerResult {
-    const {
-      attnMask = null,
-      isCausal = false,
-      scale = null,
-      softcap = 0,
-      rope = null,
-      needWeights = false,
-    } = options;
-    const [numHeads, numKvHeads] = checkHeads(options.numHeads, options.numKvHeads);
-    if (rope !== null && xKv !== null) {
-      throw new AttentionInputError(
-        "value",
-        "rope rotates by the positions of one sequence: give it with self-attention only (no xKv)",
-      );
-    }
-    const x = toArray("xQ", xQ); // [B..., Lq, D]
-    const xk = xKv === null ? x : toArray("xKv", xKv); // [B..., Lk, Dkv]
-    const wQ = toArray("wQ", params.wQ);
-    const wK = toArray("wK", params.wK);
-    const wV = toArray("wV", params.wV);
-    const wO = toArray("wO", params.wO);
-    const bias = (name: string, b: TensorInput | null | undefined) => (b == null ? null : toArray(name, b));
-    const bQ = bias("bQ", params.bQ);
-    const bK = bias("bK", params.bK);
-    const bV = bias("bV", params.bV);
-    const bO = bias("bO", params.bO);
-    const shapeOf = (b: Flat | null) => (b === null ? null : b.shape);
-    const shapes = checkLayerShapes(
-      x.shape,
-      xk.shape,
-      { wQ: wQ.shape, wK: wK.shape, wV: wV.shape, wO: wO.shape },
-      { bQ: shapeOf(bQ), bK: shapeOf(bK), bV: shapeOf(bV), bO: shapeOf(bO) },
-      numHeads,
-      numKvHeads,
+    options: LayerOptions & { readonly needWeights: true },
+  ): Promise<LayerResult>;
+  (...args: LayerArguments): Promise<NestedArray>;
+}
+
+/** The layer over one port's attention core (attentionSteps of attention.ts, flash.ts, simd.ts). */
+export function layerWith(core: AttentionCore): Layer {
+  return ((...args: LayerArguments) => layerOver(core, ...args)) as Layer;
+}
+
+/** The layer over a core that answers later (webgpu.ts's attentionSteps). */
+export function layerWithAsync(core: AsyncAttentionCore): AsyncLayer {
+  return (async (...args: LayerArguments) => await layerOver(core, ...args)) as AsyncLayer;
+}
+
+/** The six steps, over any core. */
+function layerOver(
+  core: AttentionCore | AsyncAttentionCore,
+  xQ: TensorInput,
+  xKv: TensorInput | null,
+  params: LayerParams,
+  options: LayerOptions,
+): NestedArray | LayerResult | Promise<NestedArray | LayerResult> {
+  const {
+    attnMask = null,
+    isCausal = false,
+    scale = null,
+    softcap = 0,
+    rope = null,
+    needWeights = false,
+  } = options;
+  const [numHeads, numKvHeads] = checkHeads(options.numHeads, options.numKvHeads);
+  if (rope !== null && xKv !== null) {
+    throw new AttentionInputError(
+      "value",
+      "rope rotates by the positions of one sequence: give it with self-attention only (no xKv)",
     );
-    const rotary = rope === null ? null : checkRope(rope, shapes.features);
+  }
+  const x = toArray("xQ", xQ); // [B..., Lq, D]
+  const xk = xKv === null ? x : toArray("xKv", xKv); // [B..., Lk, Dkv]
+  const wQ = toArray("wQ", params.wQ);
+  const wK = toArray("wK", params.wK);
+  const wV = toArray("wV", params.wV);
+  const wO = toArray("wO", params.wO);
+  const bias = (name: string, b: TensorInput | null | undefined) => (b == null ? null : toArray(name, b));
+  const bQ = bias("bQ", params.bQ);
+  const bK = bias("bK", params.bK);
+  const bV = bias("bV", params.bV);
+  const bO = bias("bO", params.bO);
+  const shapeOf = (b: Flat | null) => (b === null ? null : b.shape);
+  const shapes = checkLayerShapes(
+    x.shape,
+    xk.shape,
+    { wQ: wQ.shape, wK: wK.shape, wV: wV.shape, wO: wO.shape },
+    { bQ: shapeOf(bQ), bK: shapeOf(bK), bV: shapeOf(bV), bO: shapeOf(bO) },
+    numHeads,
+    numKvHeads,
+  );
+  const rotary = rope === null ? null : checkRope(rope, shapes.features);
 
-    // Step 1: project. Three learned linear maps read queries, keys and values out of the inputs.
-    let q = linear(x, wQ, bQ); // [B..., Lq, Hq·E]
-    let k = linear(xk, wK, bK); // [B..., Lk, Hkv·E]
-    let v = linear(xk, wV, bV); // [B..., Lk, Hkv·Ev]
+  // Step 1: project. Three learned linear maps read queries, keys and values out of the inputs.
+  let q = linear(x, wQ, bQ); // [B..., Lq, Hq·E]
+  let k = linear(xk, wK, bK); // [B..., Lk, Hkv·E]
+  let v = linear(xk, wV, bV); // [B..., Lk, Hkv·Ev]
 
-    // Step 2: split heads. Feature h·E + e is head h's feature e (head-major); the transpose puts
-    // each head's rows together, as the core wants them. A reshape alone would mix positions.
-    q = splitHeads(q, numHeads, shapes.features); // [B..., Hq, Lq, E]
-    k = splitHeads(k, numKvHeads, shapes.features); // [B..., Hkv, Lk, E]
-    v = splitHeads(v, numKvHeads, shapes.valueFeatures); // [B..., Hkv, Lk, Ev]
+  // Step 2: split heads. Feature h·E + e is head h's feature e (head-major); the transpose puts
+  // each head's rows together, as the core wants them. A reshape alone would mix positions.
+  q = splitHeads(q, numHeads, shapes.features); // [B..., Hq, Lq, E]
+  k = splitHeads(k, numKvHeads, shapes.features); // [B..., Hkv, Lk, E]
+  v = splitHeads(v, numKvHeads, shapes.valueFeatures); // [B..., Hkv, Lk, Ev]
 
-    // Step 3: rotate. RoPE turns queries and keys (never values) by their positions 0..L-1.
-    if (rotary !== null) {
-      const L = x.shape[x.shape.length - 2];
-      const positions = { shape: [L], data: Float64Array.from({ length: L }, (_, l) => l) }; // [L]
-      q = rotate(q, positions, rotary); // [B..., Hq, Lq, E]
-      k = rotate(k, positions, rotary); // [B..., Hkv, Lk, E]
-    }
+  // Step 3: rotate. RoPE turns queries and keys (never values) by their positions 0..L-1.
+  if (rotary !== null) {
+    const L = x.shape[x.shape.length - 2];
+    const positions = { shape: [L], data: Float64Array.from({ length: L }, (_, l) => l) }; // [L]
+    q = rotate(q, positions, rotary); // [B..., Hq, Lq, E]
+    k = rotate(k, positions, rotary); // [B..., Hkv, Lk, E]
+  }
 
-    // Step 4: attend. The core, once for every head (query head h reads key/value head
-    // h // (Hq / Hkv) when there are fewer key/value heads).
-    const steps = core(q, k, v, { attnMask, isCausal, scale, softcap, enableGqa: numKvHeads !== numHeads });
+  // Step 4: attend. The core, once for every head (query head h reads key/value head
+  // h // (Hq / Hkv) when there are fewer key/value heads).
+  const attended = core(q, k, v, { attnMask, isCausal, scale, softcap, enableGqa: numKvHeads !== numHeads });
+  // The rest waits for the core where it answers later (the WebGPU port's runs on the GPU).
+  return attended instanceof Promise ? attended.then(finish) : finish(attended);
+
+  function finish(steps: AttentionSteps): NestedArray | LayerResult {
     const heads = { shape: steps.outputShape, data: Float64Array.from(flatten(steps.output)) }; // [B..., Hq, Lq, Ev]
 
     // Step 5: merge heads. The transpose back, then head h's feature e is feature h·Ev + e again.
@@ -278,7 +303,6 @@ export function layerWith(core: AttentionCore) {
     const nested = nest(output.data, output.shape) as NestedArray;
     return needWeights ? { output: nested, weights: steps.weights } : nested;
   }
-  return layer;
 }
 
 /** Multi-head attention as a layer, over the readable core (attention.ts); xKv null is

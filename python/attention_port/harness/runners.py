@@ -214,7 +214,6 @@ def webgpu_port(fixtures_dir, timeout: float = DEFAULT_TIMEOUT) -> Port:
     from attention_port.harness import browser
 
     def run(cases: list[FixtureCase]) -> PortRun:
-        cases = [case for case in cases if case.kind == "attention"]  # the page runs the core only
         document = browser.run_webgpu(fixtures_dir, [case.id for case in cases], timeout)
         elapsed = document.get("elapsed_ms")
         notes = {"browser_ms": float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
