@@ -366,7 +366,8 @@ function readShaped(name: string, shape: unknown, data: unknown, expected: strin
       `${name}.shape must be an array of non-negative integers, got [${dims.map(describeValue).join(", ")}]`,
     );
   }
-  const length: unknown = typeof data === "object" && data !== null ? (data as ArrayLike<unknown>).length : null;
+  const length: unknown =
+    typeof data === "object" && data !== null ? (data as ArrayLike<unknown>).length : null;
   if (typeof length !== "number") {
     throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
   }
@@ -444,12 +445,18 @@ export function toArray(
 export function toMaskArray(data: unknown, memoryLimit: number = DEFAULT_MEMORY_LIMIT): MaskArray {
   const name = "attnMask";
   let bools = false;
-  const read = readTensor<boolean | number>(name, data, "an array of booleans or numbers", memoryLimit, (first) => {
-    bools = isBoolean(first);
-    return bools
-      ? { accept: isBoolean, out: (length) => new Array<boolean>(length) }
-      : { accept: isNumber, out: (length) => new Float64Array(length) };
-  });
+  const read = readTensor<boolean | number>(
+    name,
+    data,
+    "an array of booleans or numbers",
+    memoryLimit,
+    (first) => {
+      bools = isBoolean(first);
+      return bools
+        ? { accept: isBoolean, out: (length) => new Array<boolean>(length) }
+        : { accept: isNumber, out: (length) => new Float64Array(length) };
+    },
+  );
   const { shape, out, refused } = read;
   if (refused !== null) {
     const where = (flat: number) => name + path(indicesOf(flat, shape));

@@ -554,4 +554,3 @@ describe("a tensor too large or too deep is refused from its lengths, before its
     }
   });
 });
-

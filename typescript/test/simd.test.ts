@@ -539,7 +539,10 @@ describe("the memory limit", () => {
       () => scaledDotProductAttentionFlat(query, one, one, { memoryLimit: 1e6 }),
       isSize(/the output \[1, 1048576, 1\] needs 8388608 bytes, more than memoryLimit = 1000000/),
     );
-    assert.throws(() => flash.scaledDotProductAttentionFlat(query, one, one, { memoryLimit: 1e6 }), isSize(/memoryLimit/));
+    assert.throws(
+      () => flash.scaledDotProductAttentionFlat(query, one, one, { memoryLimit: 1e6 }),
+      isSize(/memoryLimit/),
+    );
   });
 
   test("attentionSteps also holds its [Lq, Lk] diagnostic steps to the limit, as the readable port does", () => {
