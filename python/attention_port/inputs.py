@@ -221,9 +221,24 @@ def _read_nested(
             break
         first = first[0]  # type: ignore[index]
     accept = choose(first)
-    values = list(leaves(data, len(shape), name))
-    refused = next(((where, leaf) for where, leaf in values if not accept(leaf)), None)
-    return tuple(shape), [leaf for _, leaf in values], refused
+    values: list[object] = []
+    _extend_leaves(values, data, len(shape))
+    refused = next((i for i, leaf in enumerate(values) if not accept(leaf)), None)
+    if refused is None:
+        return tuple(shape), values, None
+    where = name + "".join(f"[{i}]" for i in np.unravel_index(refused, tuple(shape))) if shape else name
+    return tuple(shape), values, (where, values[refused])
+
+
+def _extend_leaves(out: list[object], data: object, depth: int) -> None:
+    """The leaves of rectangular nested lists `depth` deep appended to `out`, in row-major order."""
+    if depth == 0:
+        out.append(data)
+    elif depth == 1:
+        out.extend(data)  # type: ignore[arg-type]
+    else:
+        for child in data:  # type: ignore[attr-defined]
+            _extend_leaves(out, child, depth - 1)
 
 
 def check_tensor(name: str, tensor: object) -> None:

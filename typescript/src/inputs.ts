@@ -316,17 +316,24 @@ function copyLeaves<T>(
   out: { [index: number]: T },
   accept: (leaf: unknown) => leaf is T,
 ): Refused {
+  if (depth === 0) {
+    return copyLeaves([data], 1, out, accept); // a scalar (rank 0): one leaf
+  }
   let refused: Refused = null;
   let flat = 0;
   const walk = (node: unknown, depth: number): void => {
-    if (depth > 0) {
-      for (let i = 0; i < (node as readonly unknown[]).length; i++) {
-        walk((node as readonly unknown[])[i], depth - 1);
+    const array = node as readonly unknown[];
+    for (let i = 0; i < array.length; i++) {
+      if (depth > 1) {
+        walk(array[i], depth - 1);
+        continue;
       }
-    } else if (accept(node)) {
-      out[flat++] = node;
-    } else {
-      refused ??= { flat, leaf: node };
+      const leaf = array[i]; // one innermost row, leaf by leaf
+      if (accept(leaf)) {
+        out[flat] = leaf;
+      } else {
+        refused ??= { flat, leaf };
+      }
       flat++;
     }
   };
