@@ -236,7 +236,8 @@ def test_without_a_webgpu_adapter_the_backend_is_disabled_with_the_reason(page):
     # without a GPU. The page asks for one at start and offers the backend disabled, saying why.
     option = page.page.locator('#backend option[value="webgpu"]')
     assert option.is_disabled()
-    assert "no WebGPU adapter in this browser" in option.inner_text()
+    assert option.get_attribute("title") == "no WebGPU adapter in this browser"
+    assert "(not here: see beside)" in option.inner_text()
     assert "webgpu: no WebGPU adapter in this browser" in page.page.inner_text("#backend-note")
 
 

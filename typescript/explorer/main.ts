@@ -394,7 +394,7 @@ async function recomputeNow(generation: number): Promise<void> {
     timed.warmUpMs === null
       ? "after a warm-up"
       : `after a warm-up (the backend's first call, ${timed.warmUpMs.toFixed(1)} ms, not counted)`;
-  status.textContent = `${backend.source.split("/").at(-1)} ${timed.medianMs.toFixed(2)} ms: ${runs} ${warmUp}; drawing ${drawMs.toFixed(1)} ms`;
+  status.textContent = `${backend.source.split("/").at(-1)} ${milliseconds(timed.medianMs)}: ${runs} ${warmUp}; drawing ${drawMs.toFixed(1)} ms`;
   status.dataset.backend = backend.name;
   status.dataset.computeMs = String(timed.medianMs);
   status.dataset.runs = String(timed.runs);
@@ -405,6 +405,16 @@ async function recomputeNow(generation: number): Promise<void> {
   }
   status.dataset.totalMs = String(timed.medianMs + drawMs);
   refreshCopy();
+}
+
+/** Two significant digits below 1 ms (a 3 × 3 takes microseconds), one decimal above; 0 is a time
+ * under the step of the clock (a page not cross-origin isolated has 0.1 ms). */
+function milliseconds(ms: number): string {
+  return ms >= 1
+    ? `${ms.toFixed(1)} ms`
+    : ms > 0
+      ? `${ms.toPrecision(2)} ms`
+      : "under 0.1 ms (the browser's clock step)";
 }
 
 interface Timed {
@@ -1586,7 +1596,7 @@ async function fillBackends(): Promise<void> {
     if (why[n] !== null) {
       option.disabled = true;
       option.title = why[n] ?? "";
-      option.textContent = `${b.label}: not here, ${why[n]}`;
+      option.textContent = `${b.label} (not here: see beside)`; // the reason is beside the picker
       notes.push(`${b.name}: ${why[n]}`);
     }
   });
