@@ -763,6 +763,12 @@ def test_at_400_px_the_steps_explanation_and_its_heatmap_are_on_screen_together(
             assert guide["bottom"] <= figure["top"] and figure["bottom"] <= 800, f"step {step}: {figure}"
             if step < 5:
                 tab.click("#guide-next")
+        # A change made while the guide is open redraws it but leaves the page where it is.
+        tab.evaluate("() => window.scrollTo(0, 0)")
+        tab.evaluate("() => document.getElementById('causal').click()")
+        tab.wait_for_function("() => document.body.dataset.busy === undefined")
+        assert tab.is_checked("#causal")
+        assert tab.evaluate("() => window.scrollY") == 0
     finally:
         context.close()
 

@@ -1364,13 +1364,16 @@ function guideLines(step: number, i: number, j: number): string[] {
 /** On a narrow screen the guide box sticks to the top of the screen (index.html) and the heatmaps
  * follow it; the heatmap of the step is scrolled to just below the box, so that the explanation
  * and the cell it explains are on screen together. */
-function keepGuideBesideItsHeatmap(name: (typeof GUIDE_STEPS)[number]): void {
+function keepGuideBesideItsHeatmap(name: (typeof GUIDE_STEPS)[number], scroll: boolean): void {
   if (!window.matchMedia(NARROW).matches) {
     return;
   }
   const box = $("guide");
   if (box.nextElementSibling !== $("steps")) {
     box.after($("steps"));
+  }
+  if (!scroll) {
+    return; // a recompute while the guide is open (an input typed in) leaves the page where it is
   }
   const target =
     name === "scores" ? "scores" : name === "weights" ? "weights" : name === "output" ? "output" : "logits";
@@ -1384,8 +1387,10 @@ function keepGuideBesideItsHeatmap(name: (typeof GUIDE_STEPS)[number]): void {
   }
 }
 
-/** Draw the guide at its step: the words, the highlighted rows and cell, and the source lines. */
-function drawGuide(): void {
+/** Draw the guide at its step: the words, the highlighted rows and cell, and the source lines;
+ * `moved` when the step or its rows were just chosen (on a narrow screen, its heatmap is then
+ * scrolled to). */
+function drawGuide(moved = false): void {
   if (!guide.open) {
     return;
   }
@@ -1425,7 +1430,7 @@ function drawGuide(): void {
     $(`guide-${language}`).textContent = `${source?.steps[guide.step + 1] ?? ""}${extra}`;
   }
   document.body.dataset.guideStep = name;
-  keepGuideBesideItsHeatmap(name);
+  keepGuideBesideItsHeatmap(name, moved);
   if (rows > 0 && cols > 0) {
     const target =
       name === "scores" ? "scores" : name === "weights" ? "weights" : name === "output" ? "output" : "logits";
@@ -1443,7 +1448,7 @@ function drawGuide(): void {
 function wireGuide(): void {
   const move = (by: number) => {
     guide.step = Math.min(GUIDE_STEPS.length - 1, Math.max(0, guide.step + by));
-    drawGuide();
+    drawGuide(true);
   };
   $("guide-start").addEventListener("click", () => {
     guide.open = true;
@@ -1456,7 +1461,7 @@ function wireGuide(): void {
     $<HTMLSelectElement>("guide-key").value = String(Math.max(keys - 1, 0));
     $("guide").hidden = false;
     $("guide-code").hidden = false;
-    drawGuide();
+    drawGuide(true);
     $("guide-next").focus();
   });
   $("guide-close").addEventListener("click", () => {
@@ -1472,7 +1477,7 @@ function wireGuide(): void {
   $("guide-prev").addEventListener("click", () => move(-1));
   $("guide-next").addEventListener("click", () => move(1));
   for (const id of ["guide-row", "guide-key"]) {
-    $(id).addEventListener("change", drawGuide);
+    $(id).addEventListener("change", () => drawGuide(true));
   }
   $("guide").addEventListener("keydown", (event) => {
     if (event.target instanceof HTMLSelectElement) {
