@@ -632,6 +632,7 @@ def test_a_backends_first_call_is_a_warm_up_off_the_clock_and_the_label_says_wha
     runs = int(status.get_attribute("data-runs"))
     assert 1 <= runs <= 5
     assert (f"median of {runs} runs" if runs > 1 else "1 run") in first
+    assert first.startswith("flash.ts ")  # flash computes every step itself
     # The next compute of the same backend has no warm-up to leave out.
     page.page.check("#causal")
     wait_idle(page)
@@ -640,6 +641,10 @@ def test_a_backends_first_call_is_a_warm_up_off_the_clock_and_the_label_says_wha
     assert "after a warm-up;" in second and "not counted" not in second, second
     runs = int(status.get_attribute("data-runs"))
     assert (f"median of {runs} runs" if runs > 1 else "1 run") in second
+    # simd computes the output only: its time includes the readable port's other steps, and says so.
+    page.page.select_option("#backend", "simd")
+    wait_idle(page)
+    assert status.inner_text().startswith("simd.ts's output and attention.ts's other steps ")
 
 
 def open_guide_at(page, step: int) -> None:

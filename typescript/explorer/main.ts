@@ -394,7 +394,10 @@ async function recomputeNow(generation: number): Promise<void> {
     timed.warmUpMs === null
       ? "after a warm-up"
       : `after a warm-up (the backend's first call, ${timed.warmUpMs.toFixed(1)} ms, not counted)`;
-  status.textContent = `${backend.source.split("/").at(-1)} ${milliseconds(timed.medianMs)}: ${runs} ${warmUp}; drawing ${drawMs.toFixed(1)} ms`;
+  const file = backend.source.split("/").at(-1);
+  // A backend whose other steps are the readable port's is timed with them: the label says so.
+  const what = backend.diagnostics === "readable" ? `${file}'s output and attention.ts's other steps` : file;
+  status.textContent = `${what} ${milliseconds(timed.medianMs)}: ${runs} ${warmUp}; drawing ${drawMs.toFixed(1)} ms`;
   status.dataset.backend = backend.name;
   status.dataset.computeMs = String(timed.medianMs);
   status.dataset.runs = String(timed.runs);
