@@ -431,7 +431,7 @@ interface Timed {
  * WebAssembly kernel, the GPU's device and shader, the JIT's first pass) that later calls do not. */
 const warmedUp = new Set<string>();
 const TIMED_RUNS = 5; // at most, for a median
-const TIMING_BUDGET_MS = 5; // more runs only while the runs so far took less than this in all
+const TIMING_BUDGET_MS = 1; // more runs only while the runs so far took less than this in all
 
 /** The backend's steps, timed off the warm-up: a backend's first call runs once untimed, then the
  * call is timed, and repeated (up to TIMED_RUNS, while cheap) for a median a stray pause cannot
