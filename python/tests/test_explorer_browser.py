@@ -485,6 +485,38 @@ def test_every_head_side_by_side_names_the_key_value_head_it_reads(page):
     assert page.values("weights@3") == page.values("weights")
 
 
+REAL_TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"]
+
+
+def test_the_real_model_preset_shows_its_12_heads_with_the_tokens_as_labels(page):
+    fixture = json.loads((REPO_ROOT / "fixtures" / "cases" / "real_model_heads.json").read_text())
+    assert f"({' '.join(REAL_TOKENS)})" in fixture["description"]  # the tokens the labels say
+    oracle = np.array(fixture["expected"]["weights"]["data"])  # [12, 8, 8]
+    page.page.select_option("#preset", "real-model")
+    assert "all-MiniLM-L6-v2" in page.page.inner_text("#case-description")
+    assert "Apache License 2.0" in page.page.inner_text("#case-description")
+    assert page.page.inner_text("#fixture-verdict").startswith("within budget")
+    captions = page.page.eval_on_selector_all(
+        "#multi-head figcaption", "c => c.map(x => x.firstChild.textContent)"
+    )
+    assert captions == [f"weights, head {h}, reads key/value head {h}" for h in range(12)]
+    for h in range(12):  # every head's weights are the oracle's, each row labelled with its token
+        table = f"[id='table-weights@{h}']"
+        shown = np.array(page.values(f"weights@{h}"))
+        assert shown.shape == (8, 8) and np.allclose(shown, oracle[h], rtol=1e-12, atol=0), h
+        columns = page.page.eval_on_selector_all(
+            f"{table} tr:first-child th", "t => t.map(x => x.textContent)"
+        )
+        assert columns[:8] == [f"key {j} {token}" for j, token in enumerate(REAL_TOKENS)]
+        rows = page.page.eval_on_selector_all(f"{table} tr th[scope=row]", "t => t.map(x => x.textContent)")
+        assert rows == [f"query {i} {token}" for i, token in enumerate(REAL_TOKENS)]
+    assert accessibility(page, "#table-weights tr:nth-child(3) th")["name"] == "query 1 the"
+    # The tutorial's numbers are no tokens: its headers are indices again.
+    page.page.select_option("#preset", "tutorial")
+    rows = page.page.eval_on_selector_all("#table-weights tr th[scope=row]", "t => t.map(x => x.textContent)")
+    assert rows == ["query 0", "query 1", "query 2"]
+
+
 def test_guided_mode_walks_the_five_steps_with_the_real_source_lines(page):
     from attention_port.pages.side_by_side import (
         PYTHON_SOURCE,

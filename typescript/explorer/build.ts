@@ -34,12 +34,13 @@ import {
   portTensor,
 } from "../runners/fixtures.ts";
 import { BUILDS, buildIsFresh } from "../wasm/stamp.ts";
-import type { ExplorerCase, FlatTensor } from "./model.ts";
+import { type ExplorerCase, type FlatTensor, REAL_MODEL_PRESET } from "./model.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const DEFAULT_OUT = resolve(HERE, "..", "..", "docs", "explorer");
 /** `build` leaves out the cases whose embedded data is larger than this (the long-sequence cases,
- * a few hundred KB each); `serve` and --all-cases keep every case. */
+ * a few hundred KB each) but the real model's, which a preset shows; `serve` and --all-cases keep
+ * every case. */
 export const CASE_BYTES_LIMIT = 48_000;
 
 const USAGE =
@@ -247,7 +248,8 @@ export async function buildPage(
   const literals: string[] = [];
   for (const fixture of fixtures) {
     const literal = jsLiteral(explorerCase(fixture));
-    if (!options.allCases && literal.length > CASE_BYTES_LIMIT) {
+    // The real model's case stays however large: the page's real-model preset shows it.
+    if (!options.allCases && literal.length > CASE_BYTES_LIMIT && fixture.id !== REAL_MODEL_PRESET.caseId) {
       left.push(fixture.id);
       continue;
     }
