@@ -38,7 +38,8 @@ out-projection; for RoPE it is (|x_a| + |x_b|)(1 + |angle|): the pair's products
 which a port rounds to about u·|angle|. Exactly: a RoPE feature whose angle is 0 (position 0) or
 past rotary_dim is x itself, bit for bit (as float64 holds it, or rounded once to the port's
 dtype); a fully-masked row of the layer is b_o so, exactly (0 without a bias, of either sign).
-With need_weights the per-head weights are held to K * u * weights_scale + K * tiny, and a fully-masked row's to +0.0.
+With need_weights the per-head weights are held to K * u * weights_scale + K * tiny, and a
+fully-masked row's to +0.0.
 
 "Budget used" is the largest |actual - expected| / budget, in percent: up to 100% passes.
 
