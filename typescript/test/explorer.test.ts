@@ -7,6 +7,7 @@ import { describe, test } from "node:test";
 import { buildPage, bundle, explorerCase } from "../explorer/build.ts";
 import {
   camelCaseMessage,
+  caseTokens,
   checkOutput,
   errorTarget,
   errorVerdict,
@@ -15,6 +16,7 @@ import {
   K,
   outerIndices,
   parseTensorText,
+  REAL_MODEL_PRESET,
   randomInputs,
   SQRT_DK_DRAWS,
   SQRT_DK_GRID,
@@ -322,7 +324,21 @@ describe("the page build", () => {
     assert.ok(cases.includes("tutorial_seq3_dk4"));
     assert.equal(cases.length + left.length, loadFixtures().length);
     assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
-    assert.ok(Buffer.byteLength(html) < 1_000_000, `${Buffer.byteLength(html)} bytes`);
+    // Under 1 MB but for the real model's case, which the page keeps however large (its preset).
+    const [real] = loadFixtures(undefined, [REAL_MODEL_PRESET.caseId]);
+    const realBytes = Buffer.byteLength(jsLiteral(explorerCase(real)));
+    assert.ok(cases.includes(REAL_MODEL_PRESET.caseId) && realBytes < 500_000, `${realBytes} bytes`);
+    assert.ok(Buffer.byteLength(html) - realBytes < 1_000_000, `${Buffer.byteLength(html)} bytes`);
+  });
+
+  test("the real model's preset names the tokens its case's description names, one per position", () => {
+    const [real] = loadFixtures(undefined, [REAL_MODEL_PRESET.caseId]);
+    const tokens = caseTokens(explorerCase(real));
+    assert.deepEqual(tokens, REAL_MODEL_PRESET.tokens);
+    assert.ok(real.description.includes(`(${REAL_MODEL_PRESET.tokens.join(" ")})`), real.description);
+    const shape = (real.inputs.query as { shape: number[] }).shape;
+    assert.deepEqual(shape, [12, REAL_MODEL_PRESET.tokens.length, 32]);
+    assert.equal(caseTokens({ id: "tutorial_seq3_dk4" }), null);
   });
 
   test("a fixture case reaches the page with the port's input form and the oracle's values", () => {
