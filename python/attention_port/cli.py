@@ -370,7 +370,14 @@ def command_check(args: argparse.Namespace) -> int:
     except ValueError as error:
         return _error(str(error))
     run = check.watch if args.watch else check.check
-    return run(Path(args.path), Path(args.fixtures), timeout=args.timeout, memory=memory, run_all=args.all)
+    return run(
+        Path(args.path),
+        Path(args.fixtures),
+        timeout=args.timeout,
+        memory=memory,
+        run_all=args.all,
+        dtype=args.dtype,
+    )
 
 
 def command_explore(args: argparse.Namespace) -> int:
@@ -438,6 +445,10 @@ def make_parser() -> argparse.ArgumentParser:
     mine.add_argument(
         "--watch", action="store_true", help="check again each time the file is saved; Ctrl-C stops"
     )
+    mine.add_argument(
+        "--dtype", choices=tuple(compare.UNIT_ROUNDOFF), default="float64",
+        help="the dtype your function computes in: the rule's precision and range (default: float64)",
+    )  # fmt: skip
     mine.set_defaults(handler=command_check)
 
     # Listed here for --help; `bench` parses its own options (bench/run.py), imported only when it runs.
