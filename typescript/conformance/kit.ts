@@ -383,21 +383,23 @@ export type AttentionFunction = {
   ): unknown;
 }["call"];
 
+/** `fn` called on one case the way the ports are called: its answer (awaited), or what it threw
+ * (as an Error), for judge. */
+export async function call(fn: AttentionFunction, test: TestCase): Promise<unknown> {
+  const { query, key, value, attnMask } = test.inputs;
+  try {
+    return await fn(query, key, value, { attnMask, ...test.options });
+  } catch (error) {
+    return error instanceof Error ? error : new Error(`threw a non-Error: ${String(error)}`);
+  }
+}
+
 /** Calls `fn` on every case asked for, in order, one at a time, and yields the verdict on each. */
 export async function* runCases(
   fn: AttentionFunction,
   options: JudgeOptions & CaseFilter = {},
 ): AsyncGenerator<Verdict> {
   for (const test of loadCases(options)) {
-    let actual: unknown;
-    try {
-      actual = await fn(test.inputs.query, test.inputs.key, test.inputs.value, {
-        attnMask: test.inputs.attnMask,
-        ...test.options,
-      });
-    } catch (error) {
-      actual = error instanceof Error ? error : new Error(`threw a non-Error: ${String(error)}`);
-    }
-    yield judge(test, actual, options);
+    yield judge(test, await call(fn, test), options);
   }
 }
