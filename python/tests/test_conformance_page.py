@@ -43,7 +43,7 @@ def _row(page: str, start: str) -> str:
 def test_each_failure_is_counted_under_its_most_specific_rule():
     page = conformance.conformance_page(_results(), CASES)
     valid = sum(not c.expects_error for c in CASES)
-    assert _row(page, "fake |") == f"| fake | 1.0 | a fake | {valid - 4} | 3 | 1 | 1.5 |"
+    assert _row(page, "fake |") == f"| fake | 1.0 | float32 | a fake | {valid - 4} | 3 | 1 | 1.5 |"
     fully_masked = _row(page, "a row whose logits are all -inf")
     assert fully_masked.endswith("| breaks (1): `fully_masked_row_bool` |"), fully_masked
     # Step 1 carries the tags of the fully-masked case too, but is not the rule it says most about.

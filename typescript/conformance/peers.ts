@@ -12,7 +12,8 @@
  *     tfjs               tfjs-core on its CPU backend: tfjs has no attention operator, so this is the
  *                        textbook composition of its ops (matMul, softmax, where)
  *
- * Each runs in float32, the dtype they compute attention in. The ONNX graph is one Attention node,
+ * onnxruntime runs in float32, onnxruntime-web in float16 too (onnxruntime-node's binding refuses
+ * float16 tensors from JavaScript), tfjs in float32 (its CPU backend has no other float). The ONNX graph is one Attention node,
  * written here as protobuf bytes (no onnx package needed); its inputs are rank 4 [B, H, L, E], so an
  * adapter lays a case's [B..., H, L, E] tensors out that way (rank 2 and 3 get leading 1s, two
  * batch dims are merged) and the mask broadcast to the logits' shape, and lays the output back.
@@ -232,20 +233,55 @@ interface Ort {
   readonly env: { wasm: { numThreads: number }; logLevel?: string };
 }
 
-function onnxPeer(ort: Ort, name: string, version: string, provider: string): Peer {
+/** Float16Array (Node 24, recent browsers), which the TypeScript lib here does not declare yet. */
+const Float16 = (
+  globalThis as unknown as {
+    Float16Array?: { from(x: ArrayLike<number>): { buffer: ArrayBuffer } } & (new (
+      buffer: ArrayBuffer,
+      offset: number,
+      length: number,
+    ) => ArrayLike<number>);
+  }
+).Float16Array;
+
+/** float16 tensors travel as their bits (Uint16Array), which every onnxruntime takes. */
+function storage(data: ArrayLike<number>, dtype: "float32" | "float16"): ArrayLike<number> {
+  if (dtype === "float32") {
+    return Float32Array.from(data);
+  }
+  if (Float16 === undefined) {
+    throw new Error("float16 needs Float16Array (Node 24)");
+  }
+  return new Uint16Array(Float16.from(data).buffer);
+}
+
+function readBack(data: ArrayLike<number>, dtype: "float32" | "float16"): Float64Array {
+  if (dtype === "float16" && data instanceof Uint16Array && Float16 !== undefined) {
+    return Float64Array.from(new Float16(data.buffer as ArrayBuffer, data.byteOffset, data.length));
+  }
+  return Float64Array.from(data);
+}
+
+function onnxPeer(
+  ort: Ort,
+  name: string,
+  version: string,
+  provider: string,
+  dtype: "float32" | "float16",
+): Peer {
   return {
     name,
     version,
-    dtype: "float32",
+    dtype,
     about: `ONNX Attention (opset 23), ${provider} provider`,
     async run(test) {
       const layout = rank4(test) as Rank4;
-      const session = await ort.InferenceSession.create(attentionModel(layout, "float32"), {
+      const session = await ort.InferenceSession.create(attentionModel(layout, dtype), {
         executionProviders: [provider],
         graphOptimizationLevel: "disabled",
         logSeverityLevel: 4, // its own errors come back as the thrown error the kit reports
       });
-      const tensor = (t: FlatTensor) => new ort.Tensor("float32", Float32Array.from(t.data), t.shape);
+      const tensor = (t: FlatTensor) => new ort.Tensor(dtype, storage(t.data, dtype), t.shape);
       const feeds: Record<string, OrtTensor> = {
         Q: tensor(layout.query),
         K: tensor(layout.key),
@@ -259,7 +295,7 @@ function onnxPeer(ort: Ort, name: string, version: string, provider: string): Pe
             : tensor(m.tensor);
       }
       const { Y } = await session.run(feeds);
-      return { shape: layout.outputShape, data: Float64Array.from(Y.data) };
+      return { shape: layout.outputShape, data: readBack(Y.data, dtype) };
     },
   };
 }
@@ -341,9 +377,12 @@ export async function peers(folder: string): Promise<Peer[]> {
   const tf = (await load("@tensorflow/tfjs-core")) as Tf;
   await load("@tensorflow/tfjs-backend-cpu");
   await tf.setBackend("cpu");
+  // No float16 for onnxruntime-node: its binding refuses every float16 tensor from JavaScript
+  // ("not enough space: expected 24, got 0" for 12 values, as Uint16Array or Float16Array).
   return [
-    onnxPeer(ortNode, "onnxruntime-node", version("onnxruntime-node"), "cpu"),
-    onnxPeer(ortWeb, "onnxruntime-web", version("onnxruntime-web"), "wasm"),
+    onnxPeer(ortNode, "onnxruntime-node", version("onnxruntime-node"), "cpu", "float32"),
+    onnxPeer(ortWeb, "onnxruntime-web", version("onnxruntime-web"), "wasm", "float32"),
+    onnxPeer(ortWeb, "onnxruntime-web", version("onnxruntime-web"), "wasm", "float16"),
     tfjsPeer(tf),
   ];
 }
@@ -361,7 +400,7 @@ export async function runPeer(peer: Peer, cases: readonly TestCase[]): Promise<P
 /** One peer on the cases from `from` on, in this process: one JSON line per verdict on stdout,
  * each written before the next case starts, so that a case that kills the process is known. */
 async function worker(folder: string, name: string, from: number): Promise<void> {
-  const peer = (await peers(folder)).find((p) => p.name === name);
+  const peer = (await peers(folder)).find((p) => `${p.name}-${p.dtype}` === name);
   if (peer === undefined) {
     throw new Error(`no peer named ${name}`);
   }
@@ -389,7 +428,7 @@ function runIsolated(folder: string, peer: Peer, cases: readonly TestCase[]): Pe
         "--peers",
         folder,
         "--worker",
-        peer.name,
+        `${peer.name}-${peer.dtype}`,
         "--from",
         String(verdicts.length),
       ],

@@ -87,20 +87,20 @@ def conformance_page(results: dict, cases: list[FixtureCase]) -> str:
         "(docs/design.md): where a peer gives another answer, the page says what it gave and, where the",
         "rule is a convention rather than arithmetic, says that too.",
         "",
-        "| peer | version | what runs | pass | fail | outside | seconds |",
-        "|---|---|---|---:|---:|---:|---:|",
+        "| peer | version | dtype | what runs | pass | fail | outside | seconds |",
+        "|---|---|---|---|---:|---:|---:|---:|",
     ]
     for peer in peers:
         counts = {k: sum(v["verdict"] == k for v in peer["verdicts"]) for k in ("pass", "fail", "outside")}
         lines.append(
-            f"| {peer['name']} | {peer['version']} | {peer['about']} | {counts['pass']} | {counts['fail']}"
-            f" | {counts['outside']} | {peer['seconds']:.1f} |"
+            f"| {peer['name']} | {peer['version']} | {peer['dtype']} | {peer['about']} | {counts['pass']}"
+            f" | {counts['fail']} | {counts['outside']} | {peer['seconds']:.1f} |"
         )
     lines += [
         "",
-        "*outside*: a case whose inputs or scores float32 cannot hold, where the contract defines no",
-        "answer. The invalid-input cases are not run: the peers take typed tensors, so the adapter",
-        "would refuse a ragged array or a string before the peer saw it.",
+        "*outside*: a case whose inputs or scores the peer's dtype cannot hold, where the contract",
+        "defines no answer. The invalid-input cases are not run: the peers take typed tensors, so the",
+        "adapter would refuse a ragged array or a string before the peer saw it.",
         "",
         "## Rule by rule",
         "",
@@ -151,6 +151,8 @@ def conformance_page(results: dict, cases: list[FixtureCase]) -> str:
         "case that ends it (a native crash is reported as such). The ONNX graph is one Attention",
         "node (opset 23) built by typescript/conformance/peers.ts; tfjs has no attention operator,",
         "so its column is the textbook composition of tfjs's matMul, softmax and where.",
+        "onnxruntime-node has no float16 column: its binding refuses every float16 tensor from",
+        "JavaScript (`not enough space: expected 24, got 0` for 12 values), whatever the case.",
         "",
     ]
     return "\n".join(lines)
