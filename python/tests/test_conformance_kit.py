@@ -216,7 +216,8 @@ for (const c of loadCases()) {
   const verdicts = (got) => Object.fromEntries(dtypes.map((dtype) => {
     const v = judge(c, got, { dtype, matchKind: true });
     return [dtype, { verdict: v.verdict, used: v.budgetUsed === null ? null : enc(v.budgetUsed),
-                     cell: v.worst?.cell ?? null, first: v.firstDivergentStep }];
+                     cell: v.worst?.cell ?? null, first: v.firstDivergentStep,
+                     said: v.steps.length === 0 ? null : v.steps.at(-1).problem !== null }];
   }));
   // The ports' answers go back whole; Python's candidates only as verdicts (JSON would lose a -0).
   out[c.id] = [...answers, wrong].map(({ got, ...rest }) => ({ ...rest, verdicts: verdicts(got) }))
@@ -282,6 +283,8 @@ def test_the_typescript_judge_is_compare_pys_on_every_fixture_port_and_dtype(tmp
                 if mine.budget_used is not None and used is not None:
                     same &= math.isclose(mine.budget_used, used, rel_tol=1e-12) or mine.budget_used == used
                     same &= (mine.worst and list(mine.worst.cell)) == theirs["cell"]
+                    # Both say in words the same kinds of trouble (NaN, -0.0, beyond the values' reach).
+                    same &= (mine.steps[-1].problem is not None) == theirs["said"]
                     if 0.99 < mine.budget_used < 1.02:
                         boundary["inside" if mine.budget_used <= 1 else "outside"] += 1
                 else:

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { checkOutput, DTYPES, K } from "../conformance/judge.ts";
 import { distinctDigits, judge, loadCases, runCases, type Verdict } from "../conformance/kit.ts";
+import { attentionModel, rank4 } from "../conformance/peers.ts";
 import { loadFixtures } from "../runners/fixtures.ts";
 import { AttentionInputError, scaledDotProductAttention } from "../src/attention.ts";
 
@@ -185,5 +186,47 @@ describe("the rule, on one cell", () => {
     assert.equal(beyond.passed, false);
     assert.match(beyond.problem ?? "", /beyond every value/);
     assert.equal(check([Infinity], huge, value).passed, false);
+  });
+});
+
+describe("the peers' adapter (peers.ts)", () => {
+  test("lays every valid case out as rank 4, the mask broadcast, without changing a value", () => {
+    for (const c of loadCases().filter((x) => x.rule !== null)) {
+      const layout = rank4(c);
+      assert.ok(layout !== null && c.rule !== null);
+      for (const name of ["query", "key", "value"] as const) {
+        assert.equal(layout[name].shape.length, 4, `${c.id} ${name}`);
+        assert.deepEqual(layout[name].shape.slice(-2), c.rule[name].shape.slice(-2), c.id);
+        assert.equal(layout[name].data, c.rule[name].data, c.id); // the same values, laid out anew
+      }
+      const logits = c.rule.expected.logits.shape;
+      assert.deepEqual(layout.outputShape, c.rule.expected.output.shape, c.id);
+      if (layout.mask !== null) {
+        assert.equal(
+          layout.mask.tensor.data.length,
+          logits.reduce((a, n) => a * n, 1),
+          c.id,
+        );
+      }
+    }
+    const broadcast = loadCases().find((x) => x.id === "mask_broadcast_rank1");
+    assert.ok(broadcast?.rule?.attnMask);
+    const mask = rank4(broadcast)?.mask?.tensor;
+    const row = Array.from(broadcast.rule.attnMask.data, Number);
+    assert.deepEqual(Array.from(mask?.data ?? []).slice(0, row.length), row); // every row the same
+    assert.deepEqual(Array.from(mask?.data ?? []).slice(-row.length), row);
+  });
+
+  test("the ONNX model is one Attention node with the case's options", () => {
+    const c = loadCases().find((x) => x.id === "softcap_scale");
+    assert.ok(c !== undefined);
+    const layout = rank4(c);
+    assert.ok(layout !== null);
+    const bytes = attentionModel(layout, "float32");
+    assert.deepEqual([...bytes.slice(0, 2)], [0x08, 11]); // field 1 (ir_version) = 11
+    const text = new TextDecoder("latin1").decode(bytes);
+    for (const word of ["Attention", "softcap", "scale", "is_causal", "Q", "K", "V", "Y"]) {
+      assert.ok(text.includes(word), word);
+    }
   });
 });
