@@ -32,7 +32,13 @@ def run_check(
     path = name if os.path.isabs(name) or "/" in name else LEARNER_FILES / name
     lines: list[str] = []
     code = check.check(
-        Path(path), FIXTURES_DIR, timeout=timeout, run_all=run_all, dtype=dtype, say=lines.append
+        Path(path),
+        FIXTURES_DIR,
+        timeout=timeout,
+        run_all=run_all,
+        dtype=dtype,
+        say=lines.append,
+        say_error=lines.append,
     )
     return code, "\n".join(lines)
 
