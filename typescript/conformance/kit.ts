@@ -34,7 +34,7 @@ import {
   type StepCheck,
   type StepName,
 } from "./judge.ts";
-import { levelOf } from "./levels.ts";
+import { LEVELS, levelOf } from "./levels.ts";
 import type { RawCase, RawTensor } from "./raw-case.ts";
 
 export { DTYPES, type Dtype, type FlatTensor, type StepCheck, type StepName } from "./judge.ts";
@@ -162,8 +162,8 @@ function testCase(raw: RawCase): TestCase {
 export function loadCases(filter: CaseFilter = {}): TestCase[] {
   const { levels, tags } = filter;
   for (const level of levels ?? []) {
-    if (!Number.isInteger(level) || level < 1 || level > 13) {
-      throw new RangeError(`levels: ${String(level)} is not a level (1 to 13)`);
+    if (!Number.isInteger(level) || level < 1 || level > LEVELS.length) {
+      throw new RangeError(`levels: ${String(level)} is not a level (1 to ${LEVELS.length})`);
     }
   }
   return rawCases()
