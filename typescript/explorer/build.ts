@@ -13,7 +13,8 @@
  * `build` bundles the fixture cases whose data is small (see CASE_BYTES_LIMIT) to keep the file
  * light; `serve` rebuilds the page on every load with every case, so a reload shows the current
  * fixtures/ and the current attention.ts. The server listens on 127.0.0.1 only (a free port unless
- * --port is given), prints its URL and stops on Ctrl-C, SIGTERM or SIGHUP.
+ * --port is given), answers only requests whose Host is 127.0.0.1 or localhost, prints its URL
+ * and stops on Ctrl-C, SIGTERM or SIGHUP, or when the process that started it ends.
  */
 
 import { mkdirSync, readFileSync } from "node:fs";
@@ -278,12 +279,37 @@ export async function writePage(out: string, options: PageOptions = {}): Promise
   return `wrote ${target} (${(size / 1024).toFixed(0)} KiB, ${cases.length} fixture cases${leftOut})`;
 }
 
+/** The Host headers the server answers: 127.0.0.1 or localhost, with or without a port. */
+const LOCAL_HOST = /^(127\.0\.0\.1|localhost)(:\d{1,5})?$/i;
+/** How often the server checks that the process that started it is still there. */
+const PARENT_POLL_MS = 500;
+
+/** The path of a request target, or undefined when the target is not a URL (`http://[::1`). */
+function requestPath(target: string | undefined): string | undefined {
+  try {
+    return new URL(target ?? "/", "http://localhost").pathname;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Serve the page on 127.0.0.1 until Ctrl-C; resolves with the URL once listening. */
 export function serve(port: number, options: PageOptions = {}): Promise<string> {
   const server = createServer((request, response) => {
-    const path = new URL(request.url ?? "/", "http://localhost").pathname;
+    const text = { "content-type": "text/plain; charset=utf-8" };
+    // Only requests addressed to this machine by name: a page on another site whose name was
+    // rebound to 127.0.0.1 sends its own name, and must not read the page (DNS rebinding).
+    if (!LOCAL_HOST.test(request.headers.host ?? "")) {
+      response.writeHead(403, text).end("this server answers only requests for 127.0.0.1 or localhost\n");
+      return;
+    }
+    const path = requestPath(request.url);
+    if (path === undefined) {
+      response.writeHead(400, text).end("malformed request target\n");
+      return;
+    }
     if (request.method !== "GET" || (path !== "/" && path !== "/index.html")) {
-      response.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found\n");
+      response.writeHead(404, text).end("not found\n");
       return;
     }
     buildPage({ ...options, allCases: true }).then(
@@ -309,6 +335,14 @@ export function serve(port: number, options: PageOptions = {}): Promise<string> 
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     process.on(signal, stop);
   }
+  // So does the end of the process that started it (`attention-port explore` killed with -9 can
+  // pass nothing on): an orphan is adopted by another process, which changes its parent's id.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) {
+      stop();
+    }
+  }, PARENT_POLL_MS).unref();
   return new Promise((done, fail) => {
     server.once("error", fail);
     server.listen(port, "127.0.0.1", () => {
