@@ -346,15 +346,16 @@ def command_side_by_side(args: argparse.Namespace) -> int:
     from attention_port import paths
     from attention_port.pages import side_by_side
 
-    paths.require_checkout("side-by-side")  # it writes docs/side-by-side.md
+    paths.require_checkout("side-by-side")  # it writes docs/side-by-side.md and lesson-steps.json
+    written = f"{side_by_side.OUTPUT} and {side_by_side.STEPS_OUTPUT}"
     if args.check:
         if side_by_side.is_fresh():
-            print(f"{side_by_side.OUTPUT} is up to date")
+            print(f"{written} are up to date")
             return 0
-        print(f"{side_by_side.OUTPUT} is stale; run `attention-port side-by-side`")
+        print(f"{written} are not both up to date; run `attention-port side-by-side`")
         return 1
     side_by_side.write()
-    print(f"wrote {side_by_side.OUTPUT}")
+    print(f"wrote {written}")
     return 0
 
 
