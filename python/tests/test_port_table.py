@@ -90,3 +90,21 @@ def test_attention_port_ports_prints_the_table():
         assert line.split()[1:4] == [entry["language"], entry["runs_in"], ",".join(entry["dtypes"])], line
         assert line.endswith(entry["module"])
     assert "attention-port ports" in (REPO_ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
+
+
+def test_the_bench_times_every_port_of_the_table_through_its_module():
+    from attention_port.bench import run as bench
+
+    timed = {p.port for p in bench.PORTS if p.port is not None}
+    assert set(timed) <= set(port_table.BY_NAME)
+    # Every row is benched; simd.ts's float32 row is timed by typescript-simd's float32 cells.
+    assert {row.name for row in ROWS} - timed <= {"typescript-simd-float32"}
+    for p in bench.PORTS:
+        if p.port is not None:
+            module = port_table.BY_NAME[p.port].module
+            assert module.rsplit("/", 1)[1] in p.what or p.port.startswith("torch-sdpa"), (p.name, module)
+            assert p.worker == ("node" if port_table.BY_NAME[p.port].runs_in == "node" else "python"), p.name
+    node_side = (REPO_ROOT / "typescript" / "runners" / "bench.ts").read_text(encoding="utf-8")
+    for p in bench.PORTS:
+        if p.worker == "node" and not p.peer:
+            assert f'"{p.name}": ' in node_side or f"  {p.name}: " in node_side, p.name
