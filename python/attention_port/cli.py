@@ -284,7 +284,9 @@ def _summary_line(passed: int, failed: int, outside: int, verbose: bool) -> str:
 
 def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> list[compare.CaseVerdict]:
     """TypeScript (WebGPU too) against torch float64 directly, as well as each against the truth."""
-    reference = next(((p, r) for p, r in runs if p.kind == "torch" and p.dtype == "float64"), None)
+    reference = next(
+        ((p, r) for p, r in runs if p.kind == ports.CROSS_REFERENCE and p.dtype == "float64"), None
+    )
     if reference is None:
         return []
     torch_port, torch_run = reference

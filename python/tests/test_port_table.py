@@ -108,3 +108,14 @@ def test_the_bench_times_every_port_of_the_table_through_its_module():
     for p in bench.PORTS:
         if p.worker == "node" and not p.peer:
             assert f'"{p.name}": ' in node_side or f"  {p.name}: " in node_side, p.name
+
+
+def test_no_port_is_named_in_the_commands():
+    """What verify does with a port follows from its row (runs_in, language), never its name."""
+    for path in ("python/attention_port/cli.py", "typescript/runners/cli.ts"):
+        # A language ("typescript"), cli.ts's default --port and comments are not branches on a name.
+        lines = (REPO_ROOT / path).read_text(encoding="utf-8").splitlines()
+        code = [line for line in lines if not line.lstrip().startswith(("#", "*", "//"))]
+        source = "\n".join(line for line in code if "language" not in line and "default:" not in line)
+        named = [row.name for row in ROWS if f'"{row.name}"' in source or f"'{row.name}'" in source]
+        assert named == [], (path, named)

@@ -203,6 +203,8 @@ def _torch_runs(options: PortOptions) -> list[tuple[str, str]]:
     return [(device, dtype) for dtype in dtypes]
 
 
+# The port the TypeScript ports are also checked against directly, in float64 (typescript~torch-...).
+CROSS_REFERENCE = "torch"
 # The ports that run on verify's --device.
 DEVICE_PORTS = ("torch", "torch-sdpa")
 # The Python ports, each by its own runner (they differ in what they are called with).
