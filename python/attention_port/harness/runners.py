@@ -40,12 +40,22 @@ class Port:
     run: Callable[[list[FixtureCase]], PortRun]
 
 
+def call_arguments(case: FixtureCase) -> tuple[tuple[object, object, object], dict[str, object]]:
+    """A case as a port is called with it: (query, key, value), and every option by name in one
+    record (attn_mask with the rest), so that a new option of the contract travels without a change
+    here."""
+    inputs = case.inputs
+    return (inputs["query"], inputs["key"], inputs["value"]), {
+        "attn_mask": inputs["attn_mask"],
+        **case.params,
+    }
+
+
 def _answer(compute: Callable[..., dict[str, np.ndarray]], case: FixtureCase) -> PortAnswer:
     """Call a Python port on one case's inputs and options; sort what happens into an answer."""
-    inputs = case.inputs
+    tensors, options = call_arguments(case)
     try:
-        steps = compute(inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"], **case.params)
-        return PortAnswer(steps=steps)
+        return PortAnswer(steps=compute(*tensors, **options))
     except AttentionInputError as error:
         return PortAnswer(error=(error.kind, str(error)))
     except Exception as error:  # a port that breaks is reported, not raised
@@ -98,10 +108,9 @@ def torch_sdpa_port(device: str, dtype: str) -> Port:
     def shares_semantics(case: FixtureCase) -> bool:
         if case.expects_error:
             return False
-        inputs = case.inputs
-        arguments = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
+        tensors, options = call_arguments(case)
         try:
-            return port.sdpa_shares_semantics(*arguments, **case.params, device=device, dtype=torch_dtype)
+            return port.sdpa_shares_semantics(*tensors, **options, device=device, dtype=torch_dtype)
         except AttentionInputError:
             return True  # the kernel's run then reports the error, as every other port's does
 
