@@ -370,7 +370,14 @@ def command_check(args: argparse.Namespace) -> int:
     except ValueError as error:
         return _error(str(error))
     run = check.watch if args.watch else check.check
-    return run(Path(args.path), Path(args.fixtures), timeout=args.timeout, memory=memory, run_all=args.all)
+    return run(
+        Path(args.path),
+        Path(args.fixtures),
+        timeout=args.timeout,
+        memory=memory,
+        run_all=args.all,
+        start=args.start,
+    )
 
 
 def command_explore(args: argparse.Namespace) -> int:
@@ -434,6 +441,11 @@ def make_parser() -> argparse.ArgumentParser:
     mine.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
     mine.add_argument(
         "--memory", default="2GiB", help="memory your code may use, e.g. 4GiB or 1536MiB (default: 2GiB)"
+    )
+    mine.add_argument(
+        "--start",
+        action="store_true",
+        help="a guided first run: what each level teaches, then the check, and the lesson lines to read",
     )
     mine.add_argument(
         "--watch", action="store_true", help="check again each time the file is saved; Ctrl-C stops"

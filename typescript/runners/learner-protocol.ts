@@ -50,6 +50,7 @@ export interface Request {
   readonly output_shape: readonly number[] | null; // the expected output's shape (valid cases)
   readonly inputs: { readonly query: unknown; readonly key: unknown; readonly value: unknown };
   readonly options: Readonly<Partial<Record<keyof typeof OPTION_NAMES, unknown>>>;
+  readonly same_query_key?: boolean; // true: one array is given as both query and key
 }
 
 /** The secret: the first line on stdin, read synchronously, so that it is in hand before the
