@@ -415,9 +415,9 @@ function outputAndWeights(learner: Loaded, request: Request, returned: unknown):
  * a timer), held until it can be said on the case that is running. */
 let stray: { error: unknown } | null = null;
 
-/** Whether an argument is as it was before the call: the same nesting and numbers (NaN equal to
- * NaN, -0 not equal to 0). */
-function same(before: unknown, after: unknown, depth = 0): boolean {
+/** Whether an argument is as it was before the call (`before` is its copy from then): the same
+ * nesting and numbers, NaN equal to NaN, -0 not equal to 0. */
+export function unchanged(before: unknown, after: unknown, depth = 0): boolean {
   if (depth > MAX_RANK + 2) {
     return false;
   }
@@ -432,7 +432,7 @@ function same(before: unknown, after: unknown, depth = 0): boolean {
   return (
     keys.length === afterKeys.length &&
     keys.every((k) =>
-      same((before as Record<string, unknown>)[k], (after as Record<string, unknown>)[k], depth + 1),
+      unchanged((before as Record<string, unknown>)[k], (after as Record<string, unknown>)[k], depth + 1),
     )
   );
 }
@@ -445,7 +445,7 @@ async function answer(learner: Loaded, request: Request): Promise<string> {
   const json = await answerOf(learner, request, given, before);
   let changed: string[] = [];
   try {
-    changed = Object.keys(before).filter((name) => !same(before[name], given[name]));
+    changed = Object.keys(before).filter((name) => !unchanged(before[name], given[name]));
   } catch {
     changed = []; // an argument replaced by a Proxy whose reads throw: nothing to compare
   }
