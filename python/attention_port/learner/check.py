@@ -479,7 +479,7 @@ LEVEL_GUIDE = (
     ("enable_gqa: Hq query heads share Hkv key/value heads in consecutive groups", ("gqa",)),
     ("a given scale replaces 1/sqrt(d_k); softcap squashes the logits into (-softcap, softcap)",
      ("scale", "softcap")),
-    ("refusing input that does not fit, with an error of your own", ("options",)),
+    ("refusing input that does not fit, with an error of your own", ("options", "checks")),
     ("empty dims, NaN and infinities in the inputs, float64's extremes", ("fully_masked", "softmax_max")),
 )  # fmt: skip
 

@@ -50,6 +50,7 @@ PLACES: dict[str, dict[str, str | tuple[Path, str]]] = {
         "JavaScript": "for (const at of slices(shapes",
         "Python": "scores = query @ np.swapaxes(key, -1, -2)",
     },
+    "checks": {"JavaScript": "const shapes = checkShapes(", "Python": "shapes = check_shapes("},
     "lengths": {"JavaScript": "queryLength: Lq, keyLength: Lk", "Python": "# Step 1: scores."},
 }
 
