@@ -8,20 +8,18 @@ package has no dependencies, so `npm install` of the tarball works offline.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import importlib.metadata
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 import venv
 from pathlib import Path
 
 import numpy as np
 import pytest
+from packing import NODE_24, NPM, building, node_env, npm_pack
 
 from attention_port import paths
 
@@ -32,15 +30,6 @@ pytestmark = pytest.mark.skipif(not paths.IN_CHECKOUT, reason="builds the packag
 
 def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300):
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-@contextlib.contextmanager
-def _building():
-    """One build from the checkout at a time: both write into it (dist/, build/), and pytest may
-    run these tests in several processes at once."""
-    with open(Path(tempfile.gettempdir()) / "attention-port-package-build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,7 +73,7 @@ def wheel_venv(tmp_path_factory) -> Path:
     nothing else."""
     root = tmp_path_factory.mktemp("wheel")
     wheel_command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
-    with _building():
+    with building():
         built = _run([*wheel_command, "-w", str(root), str(REPO_ROOT)], cwd=root)
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = root.glob("attention_port-*.whl")
@@ -152,8 +141,6 @@ def test_the_wheel_with_the_harness_verifies_its_shipped_fixtures_from_another_f
 # ---------------------------------------------------------------------------------------------
 # The npm package
 
-NPM = REPO_ROOT / ".venv" / "bin" / "npm"
-NODE_24 = REPO_ROOT / ".venv" / "bin" / "node"
 TSC = REPO_ROOT / "node_modules" / "typescript" / "bin" / "tsc"
 # A Node too old to strip types: the package must not need it to.
 OLD_NODE = Path(os.environ.get("ATTENTION_PORT_OLD_NODE", "/usr/bin/node"))
@@ -186,29 +173,20 @@ RESOLUTIONS = {
 }
 
 
-def _node_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("npm_")}
-    env["PATH"] = f"{NODE_24.parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
-
-
 @pytest.fixture(scope="module")
 def npm_consumer(tmp_path_factory) -> tuple[Path, list[str]]:
     """A project outside the checkout with the packed tarball installed; and the packed file list."""
     if not (NPM.is_file() and TSC.is_file()):
         pytest.skip("needs the project's npm and tsc (run scripts/setup)")
     root = tmp_path_factory.mktemp("npm")
-    with _building():
-        packed = _run([str(NPM), "pack", "--json", "--pack-destination", str(root)], REPO_ROOT, _node_env())
-    assert packed.returncode == 0, packed.stdout + packed.stderr
-    (report,) = json.loads(packed.stdout)
+    report = npm_pack(root)
     consumer = root / "consumer"
     consumer.mkdir()
     (consumer / "package.json").write_text('{"name": "consumer", "private": true, "type": "module"}\n')
     installed = _run(
         [str(NPM), "install", "--offline", "--no-audit", "--no-fund", str(root / report["filename"])],
         consumer,
-        _node_env(),
+        node_env(),
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return consumer, sorted(entry["path"] for entry in report["files"])
@@ -219,15 +197,18 @@ def test_the_npm_package_holds_compiled_modules_and_the_kernel_only(npm_consumer
     manifest = json.loads((REPO_ROOT / "package.json").read_text(encoding="utf-8"))
     assert "private" not in manifest
     for subpath, target in manifest["exports"].items():
-        assert target.removeprefix("./") in files, subpath
-        if subpath != "./package.json":  # its types, which tsc finds beside the .js
-            assert target.removeprefix("./").replace(".js", ".d.ts") in files, subpath
+        # One file, or one per condition ("node", "default"; "types" names the .d.ts itself).
+        targets = [target] if isinstance(target, str) else list(target.values())
+        for file in targets:
+            assert file.removeprefix("./") in files, subpath
+            if subpath != "./package.json":  # its types, which tsc finds beside the .js
+                assert re.sub(r"(\.d)?\.ts$|\.js$", ".d.ts", file.removeprefix("./")) in files, subpath
     assert {"dist/wasm/build/kernel.wasm", "dist/wasm/build/kernel.relaxed.wasm"} <= set(files)
     # No TypeScript source to strip, no tests, no fixtures, no repository tooling.
     unexpected = [
         f
         for f in files
-        if f not in ("package.json", "README.md")
+        if f not in ("package.json", "README.md", "LICENSE")
         and not (f.startswith("dist/") and f.endswith((".js", ".d.ts", ".wasm", "kernel.stamp")))
     ]
     assert unexpected == []
@@ -256,7 +237,7 @@ def test_every_subpath_of_the_npm_package_imports_and_computes_on_node(npm_consu
     manifest = json.loads((REPO_ROOT / "package.json").read_text(encoding="utf-8"))
     inputs = [TUTORIAL["inputs"][name]["data"] for name in ("query", "key", "value")]
     script = [str(node), "--input-type=module", "-e", IMPORT_EVERY_SUBPATH]
-    result = _run([*script, json.dumps([*inputs, COMPUTE_ON_NODE])], consumer, _node_env())
+    result = _run([*script, json.dumps([*inputs, COMPUTE_ON_NODE])], consumer, node_env())
     assert result.returncode == 0, f"{version}: {result.stderr}"
     lines = dict(line.split(" ", 1) for line in result.stdout.strip().splitlines())
     assert sorted(lines) == sorted(s for s in manifest["exports"] if s != "./package.json"), version
@@ -278,7 +259,7 @@ def test_the_simd_subpath_says_what_it_needs_where_webassembly_is_missing(npm_co
 const simd = await import("attention-port/simd");
 try { simd.scaledDotProductAttention([[1]], [[1]], [[1]]); } catch (error) { console.log(error.message); }
 """
-    result = _run([str(NODE_24), "--jitless", "--input-type=module", "-e", script], consumer, _node_env())
+    result = _run([str(NODE_24), "--jitless", "--input-type=module", "-e", script], consumer, node_env())
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (
         "simd.ts needs WebAssembly with 128-bit SIMD and threads (a shared memory); relaxed SIMD is"
@@ -298,7 +279,7 @@ def test_a_consumers_tsc_resolves_the_package_types(npm_consumer, resolution):
     (folder / "tsconfig.json").write_text(
         json.dumps({"compilerOptions": options, "files": ["right.ts", "wrong.ts"]})
     )
-    result = _run([str(NODE_24), str(TSC), "-p", "tsconfig.json"], folder, _node_env())
+    result = _run([str(NODE_24), str(TSC), "-p", "tsconfig.json"], folder, node_env())
     errors = [line for line in result.stdout.splitlines() if ": error TS" in line]
     assert result.returncode != 0 and len(errors) == 1, result.stdout + result.stderr
     assert errors[0].startswith("wrong.ts(3,7)") and "not assignable to type 'string'" in errors[0], errors

@@ -52,7 +52,7 @@ export const EXIT_CANNOT_RUN = 2;
 const HELP_HINT = "run with --help for usage";
 
 async function loadPort(name: PortName): Promise<CaseRunner> {
-  const file = name === "simd-float32" ? "simd" : name;
+  const file = name === "simd" || name === "simd-float32" ? "simd-node" : name; // Node's entry of simd.ts
   let module: { attentionSteps?: unknown; scaledDotProductAttentionFlat?: unknown };
   try {
     module = (await import(`../src/${file}.ts`)) as typeof module;

@@ -16,7 +16,7 @@ import fc from "fast-check";
 import * as readable from "../src/attention.ts";
 import * as flash from "../src/flash.ts";
 import { AttentionInputError, describeValue, ERROR_KINDS } from "../src/inputs.ts";
-import * as simd from "../src/simd.ts";
+import * as simd from "../src/simd-node.ts";
 import { generator } from "./generate.ts";
 
 type Entry = (query: unknown, key: unknown, value: unknown, options?: unknown) => unknown;

@@ -20,7 +20,7 @@ import {
   scaledDotProductAttention,
   scaledDotProductAttentionFlat,
   selectKernelBuild,
-} from "../src/simd.ts";
+} from "../src/simd-node.ts";
 import {
   BUILDS,
   buildIsFresh,
