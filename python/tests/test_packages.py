@@ -262,6 +262,12 @@ def test_the_npm_package_holds_compiled_modules_and_the_kernel_only(npm_consumer
     assert unexpected == []
 
 
+def test_npm_packs_tarball_is_ignored_by_git():
+    # `npm pack` in the checkout writes attention-port-<version>.tgz beside package.json.
+    ignored = _run(["git", "check-ignore", "-q", "attention-port-0.1.0.tgz"], REPO_ROOT)
+    assert ignored.returncode == 0, "attention-port-*.tgz is not in .gitignore"
+
+
 def test_the_npm_build_leaves_a_wheel_in_dist_alone():
     # `pip wheel -w dist .` and `npm run build` share dist/: the build replaces its own folders only.
     if not NPM.is_file():
@@ -314,6 +320,16 @@ def test_every_subpath_of_the_npm_package_imports_and_computes_on_node(npm_consu
             rtol=1e-13,
             err_msg=f"{version} {subpath}",
         )
+
+
+def test_the_npm_entry_exports_the_error_kinds_python_has(npm_consumer):
+    from attention_port import ERROR_KINDS
+
+    consumer, _ = npm_consumer
+    script = 'import { ERROR_KINDS } from "attention-port"; console.log(JSON.stringify(ERROR_KINDS));'
+    result = _run([str(NODE_24), "--input-type=module", "-e", script], consumer, node_env())
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == list(ERROR_KINDS)
 
 
 def test_the_simd_subpath_says_what_it_needs_where_webassembly_is_missing(npm_consumer):

@@ -25,6 +25,8 @@ import {
   type AttentionSteps,
   checkShapes,
   checkSize,
+  ERROR_KINDS,
+  type ErrorKind,
   type MaskArray,
   type MaskInput,
   type NestedArray,
@@ -35,8 +37,8 @@ import {
   toMaskArray,
 } from "./inputs.ts";
 
-export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
-export { AttentionInputError };
+export type { AttentionOptions, AttentionSteps, ErrorKind, MaskInput, NestedArray, TensorInput };
+export { AttentionInputError, ERROR_KINDS };
 
 // ---- Part 1: attention for one head. ----
 
