@@ -233,15 +233,26 @@ export async function initSimd(
   options: SimdOptions = {},
 ): Promise<BuildName> {
   const workers = checkWorkers(options.workers);
-  const given: Partial<Record<BuildName, KernelSource>> =
-    source === undefined
-      ? {
-          relaxed: new URL("../wasm/build/kernel.relaxed.wasm", import.meta.url),
-          baseline: new URL("../wasm/build/kernel.wasm", import.meta.url),
-        }
-      : isKernelSource(source)
-        ? { baseline: source }
-        : source;
+  // With no source, a host that reads the builds itself (Node's, from disk) needs nothing fetched.
+  if (source !== undefined || host.readBuild("baseline") === null) {
+    await fetchBuilds(
+      source === undefined
+        ? {
+            relaxed: new URL("../wasm/build/kernel.relaxed.wasm", import.meta.url),
+            baseline: new URL("../wasm/build/kernel.wasm", import.meta.url),
+          }
+        : isKernelSource(source)
+          ? { baseline: source }
+          : source,
+    );
+  }
+  const kernel = loadKernel(kernelBuild());
+  await startWorkers(kernel, workers - 1);
+  return kernelBuild();
+}
+
+/** initSimd's sources read: relaxed where given and the engine validates it, else baseline. */
+async function fetchBuilds(given: Partial<Record<BuildName, KernelSource>>): Promise<void> {
   if (given.relaxed === undefined && given.baseline === undefined) {
     throw new TypeError("initSimd needs a kernel source: a URL, a Response, bytes, or { relaxed, baseline }");
   }
@@ -256,11 +267,8 @@ export async function initSimd(
     }
     loadedBytes.set(build, bytes);
     validatedBuild = build;
-    break;
+    return;
   }
-  const kernel = loadKernel(kernelBuild());
-  await startWorkers(kernel, workers - 1);
-  return kernelBuild();
 }
 
 function isKernelSource(source: unknown): source is KernelSource {

@@ -1,0 +1,70 @@
+// simd.ts as a browser takes it (package.json's "default" condition): no Node host, so the kernel
+// comes from initSimd and workers only where a page is cross-origin isolated. Run here in Node
+// without simd-node.ts (each test file is its own process): the same module a bundle holds.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+
+import { explorerCase } from "../explorer/build.ts";
+import { checkOutput, outsideContract } from "../explorer/model.ts";
+import { loadFixtures } from "../runners/fixtures.ts";
+import * as readable from "../src/attention.ts";
+import type { NestedArray } from "../src/inputs.ts";
+import * as simd from "../src/simd.ts";
+import { BUILDS } from "../wasm/stamp.ts";
+import { assertFixtureError, flatten, runCase } from "./helpers.ts";
+
+const { query, key, value } = readable.TUTORIAL_EXAMPLE;
+const bytes = (name: keyof typeof BUILDS) => new Uint8Array(readFileSync(BUILDS[name].file));
+
+test("before initSimd a call says to await it, in one line", () => {
+  assert.throws(
+    () => simd.scaledDotProductAttention(query, key, value),
+    /^Error: the SIMD kernel's relaxed build is not loaded: await initSimd\(\) once before the first call/,
+  );
+});
+
+test("initSimd wants a source it can read", async () => {
+  await assert.rejects(simd.initSimd({}), /initSimd needs a kernel source/);
+  await assert.rejects(
+    simd.initSimd(new Response("missing", { status: 404 })),
+    /the SIMD kernel could not be fetched from .*HTTP 404/,
+  );
+});
+
+test("a lone source is the baseline build; both given, relaxed runs where it validates", async () => {
+  assert.equal(await simd.initSimd(bytes("baseline")), "baseline");
+  assert.equal(simd.kernelBuild(), "baseline");
+  assert.equal(await simd.initSimd({ relaxed: bytes("relaxed"), baseline: bytes("baseline") }), "relaxed");
+  assert.equal(simd.kernelBuild(), "relaxed");
+});
+
+test("loaded by initSimd, the port gives the fixtures' outputs (the errors too)", async () => {
+  await simd.initSimd({ relaxed: bytes("relaxed"), baseline: bytes("baseline") });
+  for (const c of loadFixtures()) {
+    if (c.expectedError !== null) {
+      assertFixtureError(() => runCase(simd.scaledDotProductAttention, c), c.expectedError);
+      continue;
+    }
+    const page = explorerCase(c).expected; // the fixture's values as the explorer's rule reads them
+    if (page === null || outsideContract(page) !== null) {
+      continue; // no answer to hold it to
+    }
+    // The explorer's twin of compare.py's rule at float64 (compare.py itself holds the port to the
+    // fixtures in test_cross_language.py): here it shows that the kernel loaded from bytes runs.
+    const actual = flatten(runCase(simd.scaledDotProductAttention, c) as NestedArray);
+    const check = checkOutput(actual, page, page.value);
+    assert.ok(check.passed, `${c.id}: ${check.problem ?? `budget used ${check.used}`}`);
+  }
+});
+
+test("without cross-origin isolation, workers: N runs on this thread, with the same output", async () => {
+  assert.equal(await simd.initSimd(undefined, { workers: 3 }), "relaxed"); // starts none here
+  const n = 200;
+  const data = Float32Array.from({ length: n * 16 }, (_, i) => Math.sin(i));
+  const input = { shape: [n, 16], data };
+  const one = simd.scaledDotProductAttentionFlat(input, input, input);
+  const three = simd.scaledDotProductAttentionFlat(input, input, input, { workers: 3 });
+  assert.deepEqual(three.data, one.data);
+});
