@@ -99,10 +99,12 @@ def test_the_packages_ports_compute_every_small_fixture_case_in_a_vite_page(app,
         results = page.evaluate("cases => attentionPage.outputs(cases)", [_page_case(c) for c in CASES])
         # The headers of vite.config.js isolate the page: workers share the work, bit for bit.
         assert page.evaluate("() => attentionPage.crossOriginIsolated()")
-        threads = page.evaluate("() => attentionPage.init(undefined, { workers: 3 })")
+        threads = page.evaluate("() => attentionPage.init({ workers: 3 })")
+        started = [worker.url for worker in page.workers]  # up: initSimd waits until they are ready
         one, three = (page.evaluate(f"() => attentionPage.withWorkers(300, 32, {w})") for w in (1, 3))
         page.close()
     assert build == threads
+    assert len(started) == 2 and all("simd-worker-web" in url for url in started), started
     assert one == three and len(one) == 300 * 32
     failures = []
     for case, outputs in zip(CASES, results, strict=True):
