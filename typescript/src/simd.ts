@@ -45,8 +45,9 @@
  *  6. Threads. `workers: N` splits the work items, (batch, head, block of 64 query rows), between
  *     the calling thread and N - 1 workers over one shared WebAssembly memory (see
  *     simd-worker.ts), one chunk of query rows at a time: worker_threads in Node, Web Workers in a
- *     cross-origin-isolated page (elsewhere a browser cannot share the memory: one thread). Every item is computed by the same code
- *     on the same data whichever thread takes it, so the output is bit for bit the same for every N.
+ *     cross-origin-isolated page (elsewhere a browser cannot share the memory: one thread). Every
+ *     item is computed by the same code on the same data whichever thread takes it, so the output
+ *     is bit for bit the same for every N.
  *  7. The same causal tile skipping, mask strides (a broadcast mask is never expanded) and
  *     grouped-query indexing as flash.ts, done in the kernel.
  *
