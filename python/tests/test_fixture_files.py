@@ -7,8 +7,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -227,11 +225,6 @@ def _foreign_folders(tmp_path: Path) -> dict[str, Path]:
     make("fixtures_schema_holds_text", {"manifest.json": manifest, "schema/notes.txt": "mine"})
     make("cases_is_a_file", {"manifest.json": manifest, "cases": "mine"})
     make("only_a_readme", {"README.md": "mine"})
-    fifo = tmp_path / "manifest_is_a_fifo"
-    fifo.mkdir()
-    os.mkfifo(fifo / "manifest.json")
-    (fifo / "notes.txt").write_text("mine")
-    folders[fifo.name] = fifo
     nested = tmp_path / "folder_in_cases"
     shutil.copytree(FIXTURES_DIR, nested)
     (nested / "cases" / "mine").mkdir()
@@ -241,7 +234,7 @@ def _foreign_folders(tmp_path: Path) -> dict[str, Path]:
 
 
 def _contents(folder: Path) -> dict[Path, bytes]:
-    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_fifo()}
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 def test_generate_replaces_only_a_folder_it_wrote(tmp_path, capsys):
@@ -411,44 +404,11 @@ def _entry(manifest: dict, case_id: str) -> dict:
     return next(e for e in manifest["cases"] if e["id"] == case_id)
 
 
-HUGE = "1" * 400
-DEEP = "[" * 100_000 + "]" * 100_000
-# Faults that hung, traced back or were read without a word before the reader bounded them.
-# (A FIFO is tested apart, in a process of its own with a time limit: a reader that opens it hangs.)
+# Faults of a folder a user edited, each refused in one line naming the file.
 CORRUPTIONS |= {
     "symlink_loop": (
         lambda f: _replace(f / "cases" / "rank2_square.json", lambda p: p.symlink_to(p.name)),
         "cannot be resolved (a symlink loop?)",
-    ),
-    "device_for_manifest": (  # a case file linked outside the folder is refused before it is read
-        lambda f: _replace(f / "manifest.json", lambda p: p.symlink_to("/dev/zero")),
-        "is a device, not a regular file",
-    ),
-    "huge_integer_in_data": (
-        _reseal("rank2_square", "[2.04,", f"[{HUGE},"),
-        "holds the integer 111111111111… (400 digits), beyond ±2^53",
-    ),
-    "huge_integer_in_score_bound": (
-        _reseal("rank2_square", '"score_bound": 11.117445', f'"score_bound": {HUGE}'),
-        "holds the integer 111111111111… (400 digits), beyond ±2^53",
-    ),
-    "integer_past_2_53": (
-        _reseal("rank2_square", '"seed": 3,', '"seed": 9007199254740994,'),
-        "holds the integer 9007199254740994, beyond ±2^53",
-    ),
-    "number_beyond_float64": (
-        _reseal("rank2_square", "[2.04,", "[1e400,"),
-        "holds the number 1e400, beyond float64",
-    ),
-    "deep_case": (
-        _reseal("rank2_square", '"seed": 3,', f'"seed": {DEEP},'),
-        "nests arrays and objects more than 64",
-    ),
-    "deep_manifest": (
-        lambda f: (f / "manifest.json").write_text(
-            (f / "manifest.json").read_text().replace('"generator": ', f'"generator": {DEEP}, "x": ', 1)
-        ),
-        "nests arrays and objects more than 64",
     ),
     "empty_case_list": (_edit_manifest(lambda m: m.update(cases=[])), "lists no case"),
     "manifest_tags_contradict": (
@@ -458,10 +418,6 @@ CORRUPTIONS |= {
     "manifest_expect_contradicts": (
         _edit_manifest(lambda m: _entry(m, "rank2_square").update(expect="error")),
         "expects an output, but the manifest says an error",
-    ),
-    "duplicate_key_first_wrong": (
-        _reseal("rank2_square", '"scale": null', '"scale": 100.0, "scale": null'),
-        "holds the key 'scale' twice in one object",
     ),
 }
 
@@ -494,23 +450,6 @@ def test_generate_check_reports_stale_fixtures(tmp_path, capsys):
 def test_the_schema_lists_the_shared_error_kinds():
     schema = json.loads((fixtures.SCHEMA_DIR / fixtures.SCHEMA_FILES[fixtures.MANIFEST_FORMAT]).read_text())
     assert tuple(schema["$defs"]["error_kind"]["enum"]) == ERROR_KINDS
-
-
-@pytest.mark.parametrize("where", ["manifest.json", "cases/rank2_square.json"])
-@pytest.mark.parametrize("command", ["verify", "check"])
-def test_a_fifo_in_the_folder_is_refused_not_waited_on(tmp_path, where, command):
-    """Run in a process of its own with a time limit: a reader that opens a FIFO waits forever."""
-    target = _copy(tmp_path)
-    (target / where).unlink()
-    os.mkfifo(target / where)
-    args = ["verify", "--ports", "numpy"] if command == "verify" else ["check", str(LEARNER)]
-    finished = subprocess.run(
-        [sys.executable, "-m", "attention_port", *args, "--fixtures", str(target)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    lines = finished.stderr.strip().splitlines()
-    assert finished.returncode == 2 and len(lines) == 1, finished.stderr
-    assert lines[0] == f"error: {target / where}: is a FIFO, not a regular file"
 
 
 LEARNER = Path(reference.__file__)  # the project's own port, as a learner's file

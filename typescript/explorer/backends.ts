@@ -26,6 +26,7 @@ export interface Backend {
   readonly name: string; // the picker's value, and the ?backend= of the page's address
   readonly label: string; // what the picker shows
   readonly source: string; // the file that computes the output, repository-relative
+  readonly nodeSource?: string; // the file a Node program in the repository imports, where not `source`
   readonly diagnostics: "own" | "readable"; // who computes scores, logits and weights
   readonly dtype: Dtype; // what the output is computed in: the tolerance rule's unit roundoff
   /** null when the backend can run in this page, else why not (said beside the picker). */
@@ -131,6 +132,7 @@ export const BACKENDS: Backend[] = [
       name: "simd",
       label: "WebAssembly SIMD (simd.ts)",
       source: "typescript/src/simd.ts",
+      nodeSource: "typescript/src/simd-node.ts", // simd.ts with its kernel read from disk
       dtype: "float64",
       unavailable: simdUnavailable,
     },
