@@ -67,7 +67,9 @@ def vite_app(root: Path) -> Path:
     app = root / "app"
     (app / "node_modules").mkdir(parents=True)
     with tarfile.open(root / report["filename"]) as tarball:
-        tarball.extractall(app / "node_modules", filter="data")
+        # The "data" filter (no links out, no devices) where this Python has it (3.10.12 and later).
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tarball.extractall(app / "node_modules", **safe)
     (app / "node_modules" / "package").rename(app / "node_modules" / "attention-port")
     for file in VITE_PAGE.iterdir():
         shutil.copy(file, app / file.name)
