@@ -450,7 +450,13 @@ def make_parser() -> argparse.ArgumentParser:
     pages.add_argument("--check", action="store_true", help="only check that the page is up to date")
     pages.set_defaults(handler=command_side_by_side)
 
-    mine = commands.add_parser("check", help="check your own attention implementation, level by level")
+    mine = commands.add_parser(
+        "check",
+        help="check your own attention implementation, level by level",
+        description="Check your own attention implementation against the fixtures, level by level"
+        " (docs/learn.md). check bounds the time, memory, processes and output of your code, so that"
+        " a bug cannot hurt your machine; it is not a security sandbox: your code runs as you.",
+    )
     mine.add_argument("path", help="a .ts/.mts/.js/.mjs module or a .py file (see docs/learn.md)")
     mine.add_argument("--all", action="store_true", help="run every level, not only up to the first failure")
     mine.add_argument("--timeout", type=float, default=10.0, help="seconds one case may take (default: 10)")
@@ -458,7 +464,10 @@ def make_parser() -> argparse.ArgumentParser:
         "--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)"
     )
     mine.add_argument(
-        "--memory", default="2GiB", help="memory your code may use, e.g. 4GiB or 1536MiB (default: 2GiB)"
+        "--memory",
+        default="2GiB",
+        help="memory your code may use, e.g. 4GiB or 1536MiB (default: 2GiB; check adds what Node or"
+        " Python maps for itself)",
     )
     mine.add_argument(
         "--watch", action="store_true", help="check again each time the file is saved; Ctrl-C stops"
