@@ -4,8 +4,7 @@
 
 /** The ports and what they compute with: typescript/src/ holds nothing else. A port runs in a consumer's program (and in a browser,
  * bundled), so it must not pull in the harness, a command or a build script. */
-const PORTS =
-  "^typescript/src/(attention|flash|simd|simd-node|simd-worker|simd-worker-web|webgpu|webgpu-kernel|inputs|batching)[.]ts$";
+const PORTS = "^typescript/src/[^/]+[.]ts$";
 /** Node's own modules and files, which a browser bundle cannot import: only simd-node.ts, the SIMD
  * port's Node entry, may (package.json gives a browser simd.ts instead). */
 const NODE_ONLY = "^typescript/src/simd-node[.]ts$";

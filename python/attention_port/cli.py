@@ -20,15 +20,11 @@ from attention_port.fixtures import reader as fixtures
 from attention_port.fixtures.cases import CASES, LEVELS, level_of
 from attention_port.harness import compare
 from attention_port.harness import runners as ports
-from attention_port.harness.node import (
-    DEFAULT_TIMEOUT,
-    TYPESCRIPT_PORTS,
-    NodeError,
-    NodeUnavailable,
-    checked_node,
-)
+from attention_port.harness.node import DEFAULT_TIMEOUT, NodeError, NodeUnavailable, checked_node
 from attention_port.paths import FIXTURES as DEFAULT_FIXTURES
 from attention_port.paths import NotACheckout
+from attention_port.port_table import BY_NAME as PORT_ROWS
+from attention_port.port_table import render as render_port_table
 
 EXIT_CODES = """exit codes:
   0  every port passed every case (cases outside the contract are reported apart)
@@ -39,7 +35,6 @@ EXIT_CODES = """exit codes:
      device this machine lacks, or a wrong command line (check: the file could not be run)
   141  the output was closed before the report ended (`| head`): nothing more is said"""
 ALL_PORTS = tuple(ports.PORTS)
-TORCH_PORTS = ("torch", "torch-sdpa")  # the ports --dtypes and --device are for
 # verify's summary ends with what it proves: the ports against the files, whose sha256 says only
 # that they agree with the manifest; regenerating them is what proves the oracle wrote them.
 TRUSTED = "; judged against the fixtures' expected values (only `generate --check` proves them the oracle's)"
@@ -179,10 +174,11 @@ def _default_ports() -> list[str]:
         import attention_port.torch_port  # noqa: F401  (torch itself, and its version's check)
     except MissingExtra as error:
         print(f"note: the torch ports are left out: {error}", file=sys.stderr)
-        names = [name for name in names if name not in TORCH_PORTS]
+        names = [name for name in names if name not in ports.DEVICE_PORTS]
     if (reason := unavailable_reason()) is not None:
-        print(f"note: the webgpu port is left out: {reason}", file=sys.stderr)
-        names = [name for name in names if name != "webgpu"]
+        for name in (row.name for row in PORT_ROWS.values() if row.runs_in == "browser"):
+            print(f"note: the {name} port is left out: {reason}", file=sys.stderr)
+        names = [name for name in names if PORT_ROWS[name].runs_in != "browser"]
     return names
 
 
@@ -204,10 +200,10 @@ def command_verify(args: argparse.Namespace) -> int:
         return _error(f"--dtypes names no dtype; choose from {', '.join(compare.UNIT_ROUNDOFF)}")
     if dtypes and (bad := [d for d in dtypes if d not in compare.UNIT_ROUNDOFF]):
         return _error(f"unknown dtype {bad[0]!r}; choose from {', '.join(compare.UNIT_ROUNDOFF)}")
-    if dtypes and args.ports is not None and not set(TORCH_PORTS) & set(names):
+    if dtypes and args.ports is not None and not set(ports.DEVICE_PORTS) & set(names):
         return _error(
             f"--dtypes sets the torch ports' dtypes, and --ports {args.ports} names none"
-            f" ({', '.join(TORCH_PORTS)}); each other port computes in its own dtype"
+            f" ({', '.join(ports.DEVICE_PORTS)}); each other port computes in its own dtype"
         )
     if not Path(args.fixtures).is_dir():
         return _error(f"--fixtures {args.fixtures}: no such folder")
@@ -221,18 +217,20 @@ def command_verify(args: argparse.Namespace) -> int:
     _warn_if_stale(Path(args.fixtures), cases, args)
     by_id = {case.id: case for case in cases}
 
-    if {"torch", "torch-sdpa"} & set(names):
+    if set(ports.DEVICE_PORTS) & set(names):
         _check_torch_device(args.device)
-    if any(name in TYPESCRIPT_PORTS or name == "webgpu" for name in names):
+    runs_in = {PORT_ROWS[name].runs_in for name in names}
+    if runs_in & {"node", "browser"}:
         try:
             checked_node(args.node_timeout)  # no usable Node: the job cannot run (exit 2, one line)
         except NodeUnavailable as error:
             return _error(str(error))
-    if "webgpu" in names:
+    if "browser" in runs_in:
         from attention_port.harness.browser import unavailable_reason
 
         if (reason := unavailable_reason()) is not None:
-            return _error(f"the webgpu port cannot run: {reason}")
+            in_browser = [name for name in names if PORT_ROWS[name].runs_in == "browser"]
+            return _error(f"the {' and '.join(in_browser)} port cannot run: {reason}")
 
     verdicts: list[compare.CaseVerdict] = []
     broken: list[str] = []  # ports that could not run at all, one line each
@@ -306,13 +304,15 @@ def _summary_line(passed: int, failed: int, outside: int, verbose: bool) -> str:
 
 def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> list[compare.CaseVerdict]:
     """TypeScript (WebGPU too) against torch float64 directly, as well as each against the truth."""
-    reference = next(((p, r) for p, r in runs if p.kind == "torch" and p.dtype == "float64"), None)
+    reference = next(
+        ((p, r) for p, r in runs if p.kind == ports.CROSS_REFERENCE and p.dtype == "float64"), None
+    )
     if reference is None:
         return []
     torch_port, torch_run = reference
     verdicts = []
     for port, run in runs:
-        if port.kind not in TYPESCRIPT_PORTS and port.kind != "webgpu":
+        if PORT_ROWS[port.kind].language != "typescript":
             continue
         pair = f"{port.name}~{torch_port.name}"
         for case_id, answer in run.answers.items():
@@ -368,15 +368,16 @@ def command_side_by_side(args: argparse.Namespace) -> int:
     from attention_port import paths
     from attention_port.pages import side_by_side
 
-    paths.require_checkout("side-by-side")  # it writes docs/side-by-side.md
+    paths.require_checkout("side-by-side")  # it writes docs/side-by-side.md and lesson-steps.json
+    written = f"{side_by_side.OUTPUT} and {side_by_side.STEPS_OUTPUT}"
     if args.check:
         if side_by_side.is_fresh():
-            print(f"{side_by_side.OUTPUT} is up to date")
+            print(f"{written} are up to date")
             return 0
-        print(f"{side_by_side.OUTPUT} is stale; run `attention-port side-by-side`")
+        print(f"{written} are not both up to date; run `attention-port side-by-side`")
         return 1
     side_by_side.write()
-    print(f"wrote {side_by_side.OUTPUT}")
+    print(f"wrote {written}")
     return 0
 
 
@@ -398,6 +399,11 @@ def command_explore(args: argparse.Namespace) -> int:
     from attention_port.pages import explore
 
     return explore.command_explore(args)
+
+
+def command_ports(args: argparse.Namespace) -> int:
+    print(render_port_table())
+    return 0
 
 
 def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
@@ -422,6 +428,9 @@ def make_parser() -> argparse.ArgumentParser:
         " to write, and --check reads the installed fixtures)")  # fmt: skip
     add("--check", action="store_true", help="only check that the folder is fresh")
     generate.set_defaults(handler=command_generate)
+
+    ports_command = commands.add_parser("ports", help="print the port table: what verify can run")
+    ports_command.set_defaults(handler=command_ports)
 
     verify = commands.add_parser("verify", help="run every port on every case and report")
     add = verify.add_argument

@@ -22,6 +22,7 @@ DATA_ROOT = REPO_ROOT if IN_CHECKOUT else PACKAGE_DIR / "data"
 
 # Shipped in both layouts.
 FIXTURES = DATA_ROOT / "fixtures"
+PORT_TABLE = DATA_ROOT / "ports.json"  # every port, declared once (port_table.py; cli.ts reads it too)
 SCHEMA_DIR = FIXTURES / "schema"
 TYPESCRIPT_SRC = DATA_ROOT / "typescript" / "src"
 TYPESCRIPT_RUNNERS = DATA_ROOT / "typescript" / "runners"

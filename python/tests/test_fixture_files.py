@@ -3,10 +3,13 @@ clearly when damaged."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,7 +144,7 @@ def test_failed_swap_puts_the_old_folder_back(tmp_path, monkeypatch):
 
     monkeypatch.setattr(generate, "_exchange", lambda first, second: False)
     monkeypatch.setattr(generate.os, "rename", rename)
-    with pytest.raises(OSError):
+    with pytest.raises(fixtures.FixtureError, match="disk full"):
         generate.write_fixtures(target, FEW)
     assert failed and _tree(target) == before
     assert [p.name for p in tmp_path.iterdir()] == ["fixtures"]
@@ -503,3 +506,71 @@ def test_verify_says_only_generate_check_proves_the_expected_values(tmp_path, ca
     assert out[-1].endswith("only `generate --check` proves them the oracle's)")
     assert cli.main(["generate", "--check", "--out", str(target)]) == 1
     assert "cases/large_scale.json differs" in capsys.readouterr().out
+
+
+def _one_line_exit_2(capsys, argv: list[str], *words: str) -> str:
+    status = cli.main(argv)
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert "Traceback" not in captured.err and all(word in lines[0] for word in words), lines
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("code", "where"),
+    [(errno.ENOSPC, "a case file"), (errno.EBUSY, "the swap"), (errno.ENOSPC, "the swap")],
+)
+def test_generate_on_a_full_disk_or_a_busy_mount_is_one_line_and_exit_2(
+    tmp_path, monkeypatch, capsys, code, where
+):
+    """ENOSPC while a case is written, EBUSY (the folder is a mount point) when it is swapped in:
+    one line naming the folder and the system's reason, exit 2, the old folder whole."""
+    target = _copy(tmp_path)
+    before = _tree(target)
+    if where == "a case file":
+        real_write = Path.write_bytes
+
+        def write_bytes(self, data):
+            if self.parent.name == "cases":
+                raise OSError(code, os.strerror(code), str(self))
+            return real_write(self, data)
+
+        monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    else:
+
+        def refuse(first, second):
+            raise OSError(code, os.strerror(code), str(first))
+
+        monkeypatch.setattr(generate, "_exchange", refuse)
+    real_write_fixtures = generate.write_fixtures
+    monkeypatch.setattr(generate, "write_fixtures", lambda folder: real_write_fixtures(folder, FEW))
+    _one_line_exit_2(capsys, ["generate", "--out", str(target)], str(target), os.strerror(code))
+    assert _tree(target) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["fixtures"], "no staging folder left behind"
+
+
+def test_generate_past_the_file_size_limit_is_one_line_and_exit_2(tmp_path):
+    """A real EFBIG: generate under RLIMIT_FSIZE, in a child (SIGXFSZ ignored, so that the write
+    fails instead of killing the process)."""
+    target = _copy(tmp_path)
+    before = _tree(target)
+    program = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))\n"
+        "from attention_port import cli\n"
+        f"sys.exit(cli.main(['generate', '--out', {str(target)!r}]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert str(target) in lines[0] and os.strerror(errno.EFBIG) in lines[0], lines
+    assert _tree(target) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["fixtures"]
+
+
+def test_generate_with_a_path_too_long_is_one_line_and_exit_2(tmp_path, capsys):
+    out = tmp_path / "/".join(["d" * 200] * 20)  # about 4,000 bytes, past PATH_MAX
+    _one_line_exit_2(capsys, ["generate", "--out", str(out)], os.strerror(errno.ENAMETOOLONG))
+    assert list(tmp_path.iterdir()) == []
