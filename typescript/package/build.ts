@@ -16,9 +16,9 @@
  * in URL_MODULES. The kernel's builds come from scripts/setup, and a build older than kernel.ts is
  * refused here rather than packed.
  *
- * The build owns dist/src/ and dist/wasm/ only (package.json's `files`): anything else in dist/,
- * such as a wheel that `pip wheel -w dist` wrote, is left alone and is not packed. They are
- * written whole or not at all: into a scratch folder, then renamed into place.
+ * The build owns dist/src/, dist/wasm/ and dist/conformance/ only (package.json's `files`, OWNED):
+ * anything else in dist/, such as a wheel that `pip wheel -w dist` wrote, is left alone and is not
+ * packed. They are written whole or not at all: into a scratch folder, then renamed into place.
  */
 
 import { spawnSync } from "node:child_process";
@@ -26,13 +26,14 @@ import { cpSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } fr
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { rawCases } from "../conformance/fixture-data.ts";
 import { BUILDS, buildIsFresh, STAMP_FILE } from "../wasm/stamp.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const DIST = join(ROOT, "dist");
 
 /** The folders of dist/ that this build writes (and package.json's `files` packs). */
-export const OWNED = ["src", "wasm"] as const;
+export const OWNED = ["src", "wasm", "conformance"] as const;
 
 /** Modules reached by a URL, not an import (tsc would not follow them). */
 const URL_MODULES = ["typescript/src/simd-worker-web.ts"];
@@ -66,6 +67,34 @@ export function entryPoints(manifest: Manifest): string[] {
   return entries;
 }
 
+// JSON has no NaN, infinities or -0: these strings stand for them in the embedded cases.
+const SPECIAL_NUMBERS = ["NaN", "Infinity", "-Infinity", "-0"];
+
+/** The conformance kit's cases as a module of their own: the checkout's fixture-data.ts reads
+ * fixtures/ with Node's fs, the package's carries every case inside it (one JSON text, parsed on
+ * first use), so that the kit imports nothing of Node and needs no bundler setting in a page. */
+export function embeddedFixtureModule(): string {
+  const text = JSON.stringify(rawCases(), (_, value: unknown) =>
+    typeof value === "number" && (!Number.isFinite(value) || Object.is(value, -0))
+      ? Object.is(value, -0)
+        ? "-0"
+        : String(value)
+      : value,
+  );
+  return [
+    "// The conformance kit's fixture cases, embedded by typescript/package/build.ts from fixtures/.",
+    `const TEXT = ${JSON.stringify(text)};`,
+    `const SPECIAL = new Map(${JSON.stringify(SPECIAL_NUMBERS)}.map((word) => [word, Number(word)]));`,
+    "let cases = null;",
+    "/** Every fixture case, parsed once. */",
+    "export function rawCases() {",
+    '  cases ??= JSON.parse(TEXT, (_, value) => (typeof value === "string" && SPECIAL.has(value) ? SPECIAL.get(value) : value));',
+    "  return cases;",
+    "}",
+    "",
+  ].join("\n");
+}
+
 function main(): void {
   if (!buildIsFresh()) {
     throw new Error("the SIMD kernel build is missing or older than its source; run scripts/setup first");
@@ -96,6 +125,10 @@ function main(): void {
     for (const file of [...Object.values(BUILDS).map((build) => build.file), STAMP_FILE]) {
       cpSync(file, join(kernelDir, relative(dirname(STAMP_FILE), file)));
     }
+    // The kit's cases go inside the package; the fixture reader (Node only) that the checkout's
+    // fixture-data.ts imports does not.
+    writeFileSync(join(scratch, "conformance", "fixture-data.js"), embeddedFixtureModule());
+    rmSync(join(scratch, "runners"), { recursive: true, force: true });
     mkdirSync(DIST, { recursive: true });
     for (const folder of OWNED) {
       rmSync(join(DIST, folder), { recursive: true, force: true });
@@ -105,7 +138,7 @@ function main(): void {
     rmSync(config, { force: true });
     rmSync(scratch, { recursive: true, force: true });
   }
-  const built = OWNED.map((folder) => `${relative(process.cwd(), join(DIST, folder))}/`).join(" and ");
+  const built = OWNED.map((folder) => `${relative(process.cwd(), join(DIST, folder))}/`).join(", ");
   console.error(`built ${built} from ${entryPoints(manifest).join(", ")}`);
 }
 
