@@ -8,10 +8,8 @@ import { test } from "node:test";
 
 import { loadCases, runCases } from "../conformance/kit.ts";
 import * as readable from "../src/attention.ts";
-import type { NestedArray } from "../src/inputs.ts";
 import * as simd from "../src/simd.ts";
 import { BUILDS } from "../wasm/stamp.ts";
-import { assertFixtureError, flatten, runCase } from "./helpers.ts";
 
 const { query, key, value } = readable.TUTORIAL_EXAMPLE;
 const bytes = (name: keyof typeof BUILDS) => new Uint8Array(readFileSync(BUILDS[name].file));
