@@ -5,7 +5,8 @@ the app's node_modules, typescript/examples/vite-page as the app, served by Vite
 The readable port, flash.ts and the SIMD port (its kernel loaded the package's own way, the .wasm
 Vite emitted) compute every small valid fixture case in the page; each output is held to the
 oracle's under the tolerance rule (compare.py), float64 for the nested entries and float32 for the
-SIMD port's Float32Array entry. Skips with a reason without Chromium, playwright or the npm tools.
+SIMD port's Float32Array entry. The page also runs the package's conformance kit on every case
+through each of them, in the same dtypes. Skips with a reason without Chromium, playwright or the npm tools.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def test_the_packages_ports_compute_every_small_fixture_case_in_a_vite_page(app,
         build = page.evaluate("() => attentionPage.init()")
         assert build == "relaxed"  # Chromium has relaxed SIMD: the build the engine takes
         results = page.evaluate("cases => attentionPage.outputs(cases)", [_page_case(c) for c in CASES])
+        kit = page.evaluate("() => attentionPage.conformance()")
         # The headers of vite.config.js isolate the page: workers share the work, bit for bit.
         assert page.evaluate("() => attentionPage.crossOriginIsolated()")
         threads = page.evaluate("() => attentionPage.init({ workers: 3 })")
@@ -114,4 +116,15 @@ def test_the_packages_ports_compute_every_small_fixture_case_in_a_vite_page(app,
             if not check.passed:
                 failures.append(f"{case.id} {port}: {check.problem or check.budget_used}")
     assert failures == []
+    # The conformance kit in the page, on every fixture case (those with an error to throw too): no
+    # port fails; a case is outside only where the contract defines no answer in that dtype.
+    every = load_fixtures(DEFAULT_FIXTURES)
+    for port, counts in kit.items():
+        dtype = PORTS[port]
+        outside = sum(
+            c.expected is not None and compare.outside_contract(c, dtype) is not None for c in every
+        )
+        assert counts["failures"] == [], port
+        assert (counts["pass"], counts["outside"]) == (len(every) - outside, outside), (port, counts)
+    assert sorted(kit) == sorted(PORTS)
     assert problems == []

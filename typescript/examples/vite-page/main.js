@@ -1,11 +1,13 @@
 // A browser app's use of the npm package, bundled by Vite (the dev server and a production build):
-// the readable port, flash.ts and the SIMD port, imported as any project imports them. The page
+// the readable port, flash.ts, the SIMD port and the conformance kit, imported as any project
+// imports them. The page
 // exposes window.attentionPage for a test or a measurement to drive; it computes nothing by itself.
 //
 //     npm install attention-port vite
 //     npx vite            (or: npx vite build && npx vite preview)
 
 import { scaledDotProductAttention } from "attention-port";
+import { runCases } from "attention-port/conformance";
 import * as flash from "attention-port/flash";
 import * as simd from "attention-port/simd";
 
@@ -81,12 +83,65 @@ function withWorkers(n, d, workers) {
   return Array.from(simd.scaledDotProductAttentionFlat(input, input, input, { workers }).data);
 }
 
+/** The conformance kit in the page: every fixture case through each port, judged in the dtype it
+ * computes in; per port, the verdicts counted and the failures named. */
+async function conformance() {
+  const simdFloat32 = (query, key, value, options) => {
+    // The nested entry first: bad input (ragged, wrong types) meets its checks and errors, which
+    // flattening below would hide; then the flat entry computes in float32.
+    simd.scaledDotProductAttention(query, key, value, options);
+    const nested = { query, key, value };
+    const flatOf = (x) => (x !== null && typeof x === "object" && "shape" in x ? x : null);
+    // The kit hands nested arrays (or { shape, data } where a dim is 0): flatten for the flat entry.
+    const tensor = (x) => {
+      const given = flatOf(x);
+      if (given) {
+        return { shape: given.shape, data: Float32Array.from(given.data) };
+      }
+      const shape = [];
+      for (let level = x; Array.isArray(level); level = level[0]) {
+        shape.push(level.length);
+      }
+      return { shape, data: Float32Array.from(x.flat(Number.POSITIVE_INFINITY)) };
+    };
+    const mask = options.attnMask;
+    let attnMask = null;
+    if (mask !== null && mask !== undefined) {
+      const t = tensor(mask);
+      const bool = typeof (flatOf(mask)?.data ?? mask.flat(Number.POSITIVE_INFINITY))[0] === "boolean";
+      attnMask = bool ? { dtype: "bool", shape: t.shape, data: Uint8Array.from(t.data) } : { dtype: "float", ...t };
+    }
+    const [q, k, v] = [nested.query, nested.key, nested.value].map(tensor);
+    const out = simd.scaledDotProductAttentionFlat(q, k, v, { ...options, attnMask });
+    return { shape: out.shape, data: Array.from(out.data) };
+  };
+  const ports = {
+    readable: [scaledDotProductAttention, "float64"],
+    flash: [flash.scaledDotProductAttention, "float64"],
+    simd: [simd.scaledDotProductAttention, "float64"],
+    simdFloat32: [simdFloat32, "float32"],
+  };
+  const report = {};
+  for (const [name, [fn, dtype]] of Object.entries(ports)) {
+    const counts = { pass: 0, fail: 0, outside: 0, failures: [] };
+    for await (const verdict of runCases(fn, { dtype })) {
+      counts[verdict.verdict] += 1;
+      if (verdict.verdict === "fail") {
+        counts.failures.push(`${verdict.caseId}: ${verdict.problem}`);
+      }
+    }
+    report[name] = counts;
+  }
+  return report;
+}
+
 window.attentionPage = {
   /** Loads the SIMD kernel (the package's own loading: the .wasm Vite emitted beside the page). */
   init: (options) => simd.initSimd(undefined, options),
   outputs: (cases) => cases.map(outputs),
   gflops,
   withWorkers,
+  conformance,
   kernelBuild: () => simd.kernelBuild(),
   crossOriginIsolated: () => globalThis.crossOriginIsolated === true,
 };
