@@ -398,6 +398,7 @@ def command_check(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         memory=memory,
         run_all=args.all,
+        start=args.start,
         dtype=args.dtype,
     )
 
@@ -494,6 +495,11 @@ def make_parser() -> argparse.ArgumentParser:
         default="2GiB",
         help="memory your code may use, e.g. 4GiB or 1536MiB (default: 2GiB; check adds what Node or"
         " Python maps for itself)",
+    )
+    mine.add_argument(
+        "--start",
+        action="store_true",
+        help="a guided first run: what each level teaches, then the check, and the lesson lines to read",
     )
     mine.add_argument(
         "--watch", action="store_true", help="check again each time the file is saved; Ctrl-C stops"
