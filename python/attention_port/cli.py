@@ -515,7 +515,9 @@ def make_parser() -> argparse.ArgumentParser:
     )
     page.add_argument("--results", required=True, help="the JSON file typescript/conformance/peers.ts wrote")
     page.add_argument("--out", default="docs/conformance.md", help="the page (default: %(default)s)")
-    page.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
+    page.add_argument(
+        "--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)"
+    )
     page.set_defaults(handler=command_conformance_page)
 
     # Listed here for --help; `bench` parses its own options (bench/run.py), imported only when it runs.
