@@ -70,7 +70,7 @@ def test_levels_follow_the_order_a_learner_builds_them():
 PROJECT_PORTS = [
     "typescript/src/attention.ts",
     "typescript/src/flash.ts",
-    "typescript/src/simd.ts",
+    "typescript/src/simd-node.ts",  # simd.ts with Node's host (simd.ts alone loads its kernel by initSimd)
     "python/attention_port/reference.py",
 ]
 
