@@ -61,9 +61,11 @@ const MAX_RANK = 64; // deeper nesting than any tensor has: an array that holds 
 type Learner = (...args: unknown[]) => unknown;
 
 interface Loaded {
-  readonly run: Learner;
-  readonly name: string;
+  readonly run: Learner | null; // null: the module has the layer or RoPE only
+  readonly name: string | null;
   readonly takesOptions: boolean;
+  readonly layer: Learner | null; // its multiHeadAttention, checked on the layer's levels
+  readonly rotary: Learner | null; // its applyRotary
 }
 
 /** How many parameters a function declares. `function.length` stops at the first parameter with a
@@ -200,14 +202,21 @@ async function loadLearner(path: string): Promise<Loaded> {
   const hasFunction = (x: unknown): boolean =>
     typeof x === "object" &&
     x !== null &&
-    (typeof (x as Record<string, unknown>).scaledDotProductAttention === "function" ||
-      typeof (x as Record<string, unknown>).attentionSteps === "function");
+    ["scaledDotProductAttention", "attentionSteps", "multiHeadAttention", "applyRotary"].some(
+      (name) => typeof (x as Record<string, unknown>)[name] === "function",
+    );
   const scope =
     !hasFunction(module) && hasFunction(module.default)
       ? (module.default as Record<string, unknown>)
       : module;
   const name = typeof scope.attentionSteps === "function" ? "attentionSteps" : "scaledDotProductAttention";
   const run = scope[name];
+  const own = (x: unknown) => (typeof x === "function" ? (x as Learner) : null);
+  const layer = own(scope.multiHeadAttention);
+  const rotary = own(scope.applyRotary);
+  if (typeof run !== "function" && (layer !== null || rotary !== null)) {
+    return { run: null, name: null, takesOptions: false, layer, rotary };
+  }
   if (typeof run !== "function") {
     const names = Object.keys(scope).filter((k) => k !== "default");
     let has = `it exports ${names.join(", ")}`;
@@ -223,6 +232,8 @@ async function loadLearner(path: string): Promise<Loaded> {
     run: run as Learner,
     name,
     takesOptions: declaredParameterCount(run as Learner) >= 4,
+    layer,
+    rotary,
   };
 }
 
@@ -384,7 +395,7 @@ function requestOptions(request: Request): Record<string, unknown> {
 }
 
 /** One input of a request as the learner's function is given it. */
-function given(request: Request, entry: unknown): unknown {
+function given(request: Pick<Request, "valid">, entry: unknown): unknown {
   const x = readInput(entry, request.valid);
   // Nested arrays, or {shape, data} for a tensor with a zero-size dim (nested arrays would lose it).
   return request.valid ? portTensor(x as FixtureTensor) : x;
@@ -414,18 +425,87 @@ function outputAndWeights(learner: Loaded, request: Request, returned: unknown):
  * a timer), held until it can be said on the case that is running. */
 let stray: { error: unknown } | null = null;
 
-/** One case's answer line (its JSON). A returned promise is awaited: an async function is fine. */
-async function answer(learner: Loaded, request: Request): Promise<string> {
-  const id = stringify(request.id);
-  const args = [given(request, request.inputs.query), given(request, request.inputs.key)];
-  args.push(given(request, request.inputs.value));
-  if (Object.keys(request.options).length > 0) {
-    args.push(requestOptions(request));
+/** The JavaScript names of a layer or RoPE request's inputs and options (the contract's). */
+const LAYER_NAMES: Readonly<Record<string, string>> = {
+  w_q: "wQ",
+  w_k: "wK",
+  w_v: "wV",
+  w_o: "wO",
+  b_q: "bQ",
+  b_k: "bK",
+  b_v: "bV",
+  b_o: "bO",
+  num_heads: "numHeads",
+  num_kv_heads: "numKvHeads",
+  attn_mask: "attnMask",
+  is_causal: "isCausal",
+  need_weights: "needWeights",
+  rotary_dim: "rotaryDim",
+};
+
+/** A layer or RoPE request's arguments: multiHeadAttention(xQ, xKv, params, options) or
+ * applyRotary(x, positions, options), each option and rope's rotary_dim by its JavaScript name. */
+function layerArguments(request: LayerRequest): unknown[] {
+  const input = (name: string) => {
+    const entry = request.inputs[name];
+    return entry === null || entry === undefined ? null : given(request, entry);
+  };
+  const options: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(request.options)) {
+    let option = readInput(value, false);
+    if (name === "rope" && option !== null && typeof option === "object") {
+      option = Object.fromEntries(Object.entries(option).map(([k, v]) => [LAYER_NAMES[k] ?? k, v]));
+    }
+    options[LAYER_NAMES[name] ?? name] = option;
   }
+  if (request.kind === "rope") {
+    return [input("x"), input("positions"), options];
+  }
+  const params: Record<string, unknown> = {};
+  for (const name of ["w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"]) {
+    if (request.inputs[name] !== null && request.inputs[name] !== undefined) {
+      params[LAYER_NAMES[name]!] = input(name);
+    }
+  }
+  if (request.inputs.attn_mask !== null && request.inputs.attn_mask !== undefined) {
+    options.attnMask = input("attn_mask");
+  }
+  return [input("x_q"), input("x_kv"), params, options];
+}
+
+/** What a layer or RoPE function returned, as steps: the output, and with needWeights the
+ * object's output and weights. */
+function layerSteps(request: LayerRequest, returned: unknown): Record<string, unknown> | string {
+  if (request.options.need_weights !== true) {
+    return { output: returned };
+  }
+  const all = returned as Record<string, unknown> | null;
+  if (typeof all !== "object" || all === null || !("output" in all) || !("weights" in all)) {
+    return `multiHeadAttention with needWeights: true returned ${what(returned)}, expected { output, weights }`;
+  }
+  return { output: all.output, weights: all.weights };
+}
+
+/** A layer or RoPE case: the request names its kind (learner-protocol.ts). */
+interface LayerRequest {
+  readonly id: string;
+  readonly kind: "layer" | "rope";
+  readonly valid: boolean;
+  readonly output_shape: readonly number[] | null;
+  readonly inputs: Readonly<Record<string, unknown>>;
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+/** One case's answer line (its JSON). A returned promise is awaited: an async function is fine. */
+async function answer(learner: Loaded, request: Request | LayerRequest): Promise<string> {
+  const id = stringify(request.id);
+  const layered = "kind" in request;
+  const args = layered ? layerArguments(request) : coreArguments(request);
+  const run = layered ? (request.kind === "rope" ? learner.rotary : learner.layer) : learner.run;
   let returned: unknown;
   let promised: boolean;
   try {
-    returned = learner.run(...args);
+    returned = run!(...args);
   } catch (error) {
     return threwAnswer(request.id, describeThrown(error));
   }
@@ -454,6 +534,13 @@ async function answer(learner: Loaded, request: Request): Promise<string> {
   }
   let steps: Record<string, unknown>;
   try {
+    if (layered) {
+      const found = layerSteps(request, returned);
+      if (typeof found === "string") {
+        return `{"id": ${id}, "bad": ${stringify(found)}}`;
+      }
+      return stepsAnswer(id, found, ["output", "weights"]);
+    }
     if (learner.name === "attentionSteps" && (typeof returned !== "object" || returned === null)) {
       const said = `attentionSteps returned ${what(returned)}, expected an object with scores, logits, weights and output`;
       return `{"id": ${id}, "bad": ${stringify(said)}}`;
@@ -475,8 +562,23 @@ async function answer(learner: Loaded, request: Request): Promise<string> {
     const said = `reading what ${learner.name} returned threw ${thrown.name}: ${thrown.message}`;
     return `{"id": ${id}, "bad": ${stringify(said)}}`;
   }
+  return stepsAnswer(id, steps, STEP_NAMES);
+}
+
+/** The arguments of an attention case: query, key, value, and the options it sets. */
+function coreArguments(request: Request): unknown[] {
+  const args = [given(request, request.inputs.query), given(request, request.inputs.key)];
+  args.push(given(request, request.inputs.value));
+  if (Object.keys(request.options).length > 0) {
+    args.push(requestOptions(request));
+  }
+  return args;
+}
+
+/** The answer line of returned steps, each read as a tensor (the output always). */
+function stepsAnswer(id: string, steps: Record<string, unknown>, names: readonly string[]): string {
   const parts: string[] = [];
-  for (const name of STEP_NAMES) {
+  for (const name of names) {
     if (!(name in steps) && name !== "output") {
       continue;
     }
@@ -542,12 +644,17 @@ async function main(argv: string[]): Promise<number> {
   loaded = true;
   send(
     stringify({
-      hello: { function: learner.name, takesOptions: learner.takesOptions },
+      hello: {
+        function: learner.name,
+        takesOptions: learner.takesOptions,
+        layer: learner.layer === null ? null : "multiHeadAttention",
+        rotary: learner.rotary === null ? null : "applyRotary",
+      },
     }),
   );
   for await (const line of createInterface({ input: process.stdin })) {
     if (line.trim() !== "") {
-      send(await answer(learner, JSON.parse(line) as Request));
+      send(await answer(learner, JSON.parse(line) as Request | LayerRequest));
     }
   }
   return 0;

@@ -34,6 +34,14 @@ Python process, which answers). typescript/runners/learner-protocol.ts is its tw
            innermost line of the learner's code it came from, or null
        {"id", "bad": "one line"}                     what it returned is not nested numbers
    Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"; -0.0 keeps its sign).
+5. A layer or RoPE case (the levels after the attention core's, run when the file has the layer or
+   RoPE) comes as {"id", "kind": "layer" or "rope", "valid", "output_shape", "inputs", "options"}:
+   inputs by their Python names (x_q, x_kv, w_q ... b_o, attn_mask; or x and positions), null where
+   the case gives none; options those the case sets (num_heads always; num_kv_heads, is_causal,
+   scale, softcap, rope, need_weights; or theta, rotary_dim, interleaved). The hello says what the
+   file has: "layer" and "rotary" name its layer and RoPE functions, or are null; "function" is
+   null when it has no attention function of its own. The answer's steps are output (and weights
+   with need_weights).
 """
 
 from __future__ import annotations
@@ -52,6 +60,18 @@ if TYPE_CHECKING:
 SECRET_HEX = 32  # hex digits: 128 random bits
 STEP_NAMES = ("scores", "logits", "weights", "output")
 OPTION_NAMES = ("attn_mask", "is_causal", "scale", "enable_gqa", "softcap")
+# The layer's and RoPE's options (by their Python names) at their defaults: a request leaves these out.
+LAYER_DEFAULTS = {
+    "num_kv_heads": None,
+    "is_causal": False,
+    "scale": None,
+    "softcap": 0.0,
+    "rope": None,
+    "need_weights": False,
+    "theta": 10000.0,
+    "rotary_dim": None,
+    "interleaved": False,
+}
 THREW_FIELDS = ("name", "message", "kind", "deliberate", "where")  # a "threw" answer's, in this order
 
 
@@ -108,6 +128,8 @@ def _tensor(x: np.ndarray) -> dict:
 def request(case: FixtureCase) -> str:
     """The request line for one case: its inputs and the options it sets, never its expected values."""
     valid = case.expected is not None
+    if case.kind != "attention":
+        return layer_request(case)
     given = _tensor if valid else encode_numbers
     options = {
         name: given(value) if name == "attn_mask" else encode_numbers(value)
@@ -129,3 +151,28 @@ def read_input(entry: object, valid: bool) -> object:
         return decode_numbers(entry)
     dtype = bool if entry["dtype"] == "bool" else np.float64
     return np.array(decode_numbers(entry["data"]), dtype=dtype).reshape(entry["shape"])
+
+
+def layer_request(case: FixtureCase) -> str:
+    """The request line for a layer or RoPE case (step 5)."""
+    valid = case.expected is not None
+    given = _tensor if valid else encode_numbers
+    options = {
+        name: encode_numbers(value)
+        for name, value in case.params.items()
+        if name == "num_heads" or not _at_default(name, value)
+    }
+    message = {
+        "id": case.id,
+        "kind": case.kind,
+        "valid": valid,
+        "output_shape": list(case.expected.output.shape) if valid else None,
+        "inputs": {name: None if x is None else given(x) for name, x in case.inputs.items()},
+        "options": options,
+    }
+    return json.dumps(message, allow_nan=False) + "\n"
+
+
+def _at_default(name: str, value: object) -> bool:
+    default = LAYER_DEFAULTS.get(name, object())
+    return type(value) is type(default) and value == default
