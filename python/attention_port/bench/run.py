@@ -49,6 +49,7 @@ from attention_port.bench.timing import input_path
 from attention_port.files import output_problem
 from attention_port.harness.node import NodeError, checked_node
 from attention_port.paths import BENCH_TS, REPO_ROOT
+from attention_port.port_table import BY_NAME as PORT_ROWS
 
 DEFAULT_OUT = REPO_ROOT / "bench-results"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder that holds attention_port/
@@ -58,40 +59,66 @@ CAUSAL = {"off": [False], "on": [True], "both": [False, True]}  # --causal
 
 @dataclass(frozen=True)
 class BenchPort:
-    """One row of the port table. typescript/runners/bench.ts has the Node side of each "node" row."""
+    """One way of timing a port of the port table (port_table.py): `port` names its row, None for a
+    bench-only peer. typescript/runners/bench.ts has the Node side of each "node" worker."""
 
     name: str
+    port: str | None  # the row of the port table it times
     worker: str  # "python" (worker.py) or "node" (typescript/runners/bench.ts)
     dtypes: tuple[str, ...]
     what: str  # the file or package, for the tables
     linear_memory: bool = False  # memory O(n): one more memory pass at --linear-memory-n
     slow: bool = False  # timed up to --typescript-max-n only
     peer: bool = False  # a bench-only package: skipped with a note where it is not installed
-    browser: bool = False  # runs in Chromium: skipped with a note where there is none; no memory pass
+
+    @property
+    def browser(self) -> bool:
+        """Runs in Chromium (its row's runs_in): skipped with a note where there is none; no memory pass."""
+        return self.port is not None and PORT_ROWS[self.port].runs_in == "browser"
 
 
 PORTS = (
-    BenchPort("numpy", "python", ("float64",), "reference.py"),
-    BenchPort("torch-sdpa", "python", DTYPES, "torch's own kernel, [1, 1, n, d]", linear_memory=True),
-    BenchPort("torch-math", "python", DTYPES, "torch_port.py"),
-    BenchPort("typescript", "node", ("float64",), "attention.ts, number[][]", slow=True),
-    BenchPort("typescript-flash", "node", DTYPES, "flash.ts, flat typed arrays", linear_memory=True),
-    BenchPort("typescript-flash-nested", "node", ("float64",), "flash.ts, number[][] in and out"),
+    BenchPort("numpy", "numpy", "python", ("float64",), "reference.py"),
     BenchPort(
-        "typescript-simd", "node", DTYPES, "simd.ts, WebAssembly SIMD, flat typed arrays", linear_memory=True
+        "torch-sdpa", "torch-sdpa", "python", DTYPES, "torch's own kernel, [1, 1, n, d]", linear_memory=True
     ),
-    BenchPort("typescript-simd-2w", "node", DTYPES, "simd.ts, flat, workers: 2"),
-    BenchPort("typescript-simd-nested", "node", ("float64",), "simd.ts, number[][] in and out"),
+    BenchPort("torch-math", "torch", "python", DTYPES, "torch_port.py"),
+    BenchPort("typescript", "typescript", "node", ("float64",), "attention.ts, number[][]", slow=True),
     BenchPort(
+        "typescript-flash",
+        "typescript-flash",
+        "node",
+        DTYPES,
+        "flash.ts, flat typed arrays",
+        linear_memory=True,
+    ),
+    BenchPort(
+        "typescript-flash-nested", "typescript-flash", "node", ("float64",), "flash.ts, number[][] in and out"
+    ),
+    BenchPort(
+        "typescript-simd",
+        "typescript-simd",
+        "node",
+        DTYPES,
+        "simd.ts, WebAssembly SIMD, flat typed arrays",
+        linear_memory=True,
+    ),
+    BenchPort("typescript-simd-2w", "typescript-simd", "node", DTYPES, "simd.ts, flat, workers: 2"),
+    BenchPort(
+        "typescript-simd-nested", "typescript-simd", "node", ("float64",), "simd.ts, number[][] in and out"
+    ),
+    BenchPort(
+        "webgpu",
         "webgpu",
         "python",
         ("float32",),
         "webgpu.ts in headless Chromium, whole calls; the kernel column names the adapter",
-        browser=True,
         slow=True,  # on SwiftShader, a CPU emulation, one call at n = 4096 takes minutes
     ),
-    BenchPort("onnxruntime-node", "node", DTYPES, "CPU provider, peers.py's graph", peer=True),
-    BenchPort("onnxruntime-web", "node", DTYPES, "WebAssembly backend in Node, peers.py's graph", peer=True),
+    BenchPort("onnxruntime-node", None, "node", DTYPES, "CPU provider, peers.py's graph", peer=True),
+    BenchPort(
+        "onnxruntime-web", None, "node", DTYPES, "WebAssembly backend in Node, peers.py's graph", peer=True
+    ),
 )
 PORT_NAMES = tuple(p.name for p in PORTS)
 

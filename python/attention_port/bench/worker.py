@@ -55,7 +55,7 @@ class Port:
     """What the timing loop needs from a port: its inputs in its own form, one call, its output."""
 
     prepare: Callable[[np.ndarray, str], object]  # float64 [n, d] array, dtype -> the port's input
-    run: Callable[[object, object, object, bool], object]  # query, key, value, causal -> output
+    run: Callable[..., object]  # (query, key, value, **options) -> output; options by name, e.g. is_causal
     to_float64: Callable[[object], np.ndarray]  # output -> float64 [n, d]
     versions: dict[str, str]
 
@@ -72,7 +72,7 @@ def load_port(name: str, threads: int) -> Port:
 
         return Port(
             prepare=prepare,
-            run=lambda q, k, v, causal: reference.scaled_dot_product_attention(q, k, v, is_causal=causal),
+            run=reference.scaled_dot_product_attention,
             to_float64=lambda out: np.asarray(out, dtype=np.float64),
             versions={"numpy": np.__version__},
         )
@@ -90,14 +90,13 @@ def load_port(name: str, threads: int) -> Port:
         if name == "torch-sdpa":
             import torch.nn.functional as F
 
-            def run(q, k, v, causal):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            run = F.scaled_dot_product_attention
         else:
             from attention_port import torch_port
 
-            def run(q, k, v, causal):
+            def run(q, k, v, **options):
                 return torch_port.scaled_dot_product_attention(
-                    q, k, v, is_causal=causal, device="cpu", dtype=q.dtype
+                    q, k, v, **options, device="cpu", dtype=q.dtype
                 )
 
         return Port(
@@ -187,7 +186,7 @@ def run_plan(plan: dict) -> dict:
         label = f"{plan['port']} {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
         try:
             q, k, v = (port.prepare(read_input(inputs, n, d, w), dtype) for w in ("query", "key", "value"))
-            run = partial(port.run, q, k, v, causal)
+            run = partial(port.run, q, k, v, is_causal=causal)
             if plan["mode"] == "memory":
                 run()  # exactly one pass: the peak is read at exit
                 record["runs_ms"] = []
