@@ -9,6 +9,7 @@
 
 import { AttentionInputError, type AttentionOptions, type AttentionSteps } from "../src/attention.ts";
 import { BACKENDS, type Backend, backendNamed, DEFAULT_BACKEND } from "./backends.ts";
+import { startLayerViews } from "./layer-view.ts";
 import {
   camelCaseMessage,
   caseNumbers,
@@ -1878,6 +1879,7 @@ async function start(): Promise<void> {
   loadPreset();
   // The experiment's 11 × 8 draws take a moment: drawn after the heatmaps are on screen.
   window.setTimeout(drawSqrtDk, 0);
+  startLayerViews();
 }
 
 start().catch((error: unknown) => {
