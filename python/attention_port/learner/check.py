@@ -118,6 +118,14 @@ def number(x: float | None, language: str = "JavaScript") -> str:
     return f"{x:.6g}" if math.isfinite(x) else spoken(format_number(x), language)
 
 
+def numbers_apart(actual: float | None, expected: float | None, language: str) -> tuple[str, str]:
+    """Two numbers as a learner reads them, with the digits that tell them apart."""
+    if actual is None or expected is None:
+        return number(actual, language), number(expected, language)
+    got, want = compare.distinct_digits(actual, expected)
+    return spoken(got, language), spoken(want, language)
+
+
 def _nested_form(shape: tuple[int, ...]) -> str:
     """How nested arrays write a shape with a zero dim: [2, 0, 4] is [[], []]."""
     cut = shape[: shape.index(0)]
@@ -231,8 +239,11 @@ def _threw(reply: Reply) -> str:
     return f"your code crashed{f' at {reply.where}' if reply.where else ''}: {what}"
 
 
-def judge_valid(case: FixtureCase, reply: Reply, timeout: float, language: str = "JavaScript") -> CaseResult:
-    """A case with expected values: compare.judge decides; the lines say what went wrong."""
+def judge_valid(
+    case: FixtureCase, reply: Reply, timeout: float, language: str = "JavaScript", dtype: str = "float64"
+) -> CaseResult:
+    """A case with expected values: compare.judge decides, with the budget of the dtype the
+    learner's function computes in; the lines say what went wrong."""
     prefix = f"{case.id}:"
     description = f"    {spoken(case.description, language)}"
     if reply.how != "steps":
@@ -242,12 +253,12 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float, language: str =
             "bad": reply.message,
             "threw": _threw(reply) if reply.how == "threw" else "",
         }[reply.how]
-        verdict = compare.judge(case, LEARNER, "float64", PortAnswer(crash=problem))
+        verdict = compare.judge(case, LEARNER, dtype, PortAnswer(crash=problem))
         hint = _case_hint(case, language) if reply.how == "threw" else None
         return _result(case, verdict, [_joined(f"{prefix} {problem}", hint), description])
     expected = case.expected
     steps = {name: _as_expected_shape(a, getattr(expected, name)) for name, a in reply.steps.items()}
-    verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
+    verdict = compare.judge(case, LEARNER, dtype, PortAnswer(steps=steps))
     output = steps.get("output")
     if output is not None and output.shape != expected.output.shape:
         want = expected.output.shape
@@ -260,10 +271,8 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float, language: str =
     if verdict.passed:
         return CaseResult(case, "pass")
     if verdict.index is not None:
-        line = (
-            f"{prefix} {compare.cell('output', verdict.index)} is {number(verdict.actual, language)},"
-            f" expected {number(verdict.expected, language)}"
-        )
+        got, want = numbers_apart(verdict.actual, verdict.expected, language)
+        line = f"{prefix} {compare.cell('output', verdict.index)} is {got}, expected {want}"
     else:
         line = f"{prefix} {verdict.problem or 'output differs'}"
     named = _mistake_named(case, steps["output"], language)
@@ -272,9 +281,9 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float, language: str =
     if first is not None and first != "output" and len(reply.steps) > 1:
         check = next(c for c in verdict.steps if c.step == first)
         if check.index is not None:
+            got, want = numbers_apart(check.actual, check.expected, language)
             lines.append(
-                f"    first step that differs: {compare.cell(first, check.index)} is"
-                f" {number(check.actual, language)}, expected {number(check.expected, language)}"
+                f"    first step that differs: {compare.cell(first, check.index)} is {got}, expected {want}"
             )
         else:
             lines.append(f"    first step that differs: {check.problem or first}")
@@ -333,7 +342,11 @@ def _transposed(case: FixtureCase) -> FixtureCase:
 
 
 def _layer_mistake(
-    case: FixtureCase, output: np.ndarray | None, language: str, ask_again: Callable[[FixtureCase], Reply]
+    case: FixtureCase,
+    output: np.ndarray | None,
+    language: str,
+    ask_again: Callable[[FixtureCase], Reply],
+    dtype: str = "float64",
 ) -> str | None:
     """ "looks like ..." for a known layer or RoPE mistake: a variant the output matches
     (layer_mistakes.py), or right answers once the weights are given transposed."""
@@ -343,7 +356,7 @@ def _layer_mistake(
     if mistake is None and case.kind == "layer":
         again = ask_again(_transposed(case))
         steps = again.steps if again.how == "steps" else None
-        if steps is not None and compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps)).passed:
+        if steps is not None and compare.judge(case, LEARNER, dtype, PortAnswer(steps=steps)).passed:
             mistake = layer_mistakes.WEIGHTS_NOT_TRANSPOSED
     if mistake is None:
         return None
@@ -356,6 +369,7 @@ def judge_layer_valid(
     timeout: float,
     language: str,
     ask_again: Callable[[FixtureCase], Reply],
+    dtype: str = "float64",
 ) -> CaseResult:
     """A layer or RoPE case with expected values: compare.judge decides, as for every port; the
     lines say the worst cell and the known mistake it matches, pointing at the lesson's line."""
@@ -368,9 +382,11 @@ def judge_layer_valid(
             "bad": reply.message,
             "threw": _threw(reply) if reply.how == "threw" else "",
         }[reply.how]
-        named = _layer_mistake(case, None, language, ask_again) if reply.how in ("threw", "bad") else None
+        named = (
+            _layer_mistake(case, None, language, ask_again, dtype) if reply.how in ("threw", "bad") else None
+        )
         return CaseResult(case, "fail", [_joined(f"{prefix} {problem}", named), description])
-    verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=reply.steps))
+    verdict = compare.judge(case, LEARNER, dtype, PortAnswer(steps=reply.steps))
     if verdict.passed:
         return CaseResult(case, "pass")
     output = reply.steps.get("output")
@@ -385,11 +401,13 @@ def judge_layer_valid(
         )
     else:
         line = f"{prefix} {spoken(verdict.problem or 'output differs', language)}"
-    named = _layer_mistake(case, output, language, ask_again)
+    named = _layer_mistake(case, output, language, ask_again, dtype)
     return CaseResult(case, "fail", [_joined(line, named), description])
 
 
-def run_case(learner: LearnerProcess, case: FixtureCase, timeout: float) -> CaseResult:
+def run_case(
+    learner: LearnerProcess, case: FixtureCase, timeout: float, dtype: str = "float64"
+) -> CaseResult:
     hello = learner.hello
     if case.kind != "attention":
         reason = _layer_skip_reason(case, hello)
@@ -398,13 +416,15 @@ def run_case(learner: LearnerProcess, case: FixtureCase, timeout: float) -> Case
         reply = learner.ask(case)
         if case.expects_error:
             return judge_invalid(case, reply, timeout, hello.language)
-        return judge_layer_valid(case, reply, timeout, hello.language, learner.ask)
+        return judge_layer_valid(case, reply, timeout, hello.language, learner.ask, dtype)
     reason = skip_reason(case, hello)
     if reason is not None:
         return CaseResult(case, "skip", reason=reason)
     reply = learner.ask(case)
-    judge = judge_invalid if case.expects_error else judge_valid
-    result = judge(case, reply, timeout, hello.language)
+    if case.expects_error:
+        result = judge_invalid(case, reply, timeout, hello.language)
+    else:
+        result = judge_valid(case, reply, timeout, hello.language, dtype)
     result.printed = reply.printed
     return result
 
@@ -496,7 +516,8 @@ def _not_attempted(by_level: dict[int, list[CaseResult]]) -> str:
     return f"{_counted(count, 'case')} {verb} not attempted ({_level_numbers(levels)})"
 
 
-def describe_function(path: Path, hello: Hello) -> str:
+def describe_function(path: Path, hello: Hello, dtype: str = "float64") -> str:
+    held = "" if dtype == "float64" else f", held to the {dtype} budget"
     layered = [name for name in (hello.layer, hello.rotary) if name is not None]
     if layered:
         first = len(cases.LEVELS) + 1
@@ -504,17 +525,19 @@ def describe_function(path: Path, hello: Hello) -> str:
         if hello.function is None:
             core = spoken("scaled_dot_product_attention", hello.language)
             return (
-                f"Checking {path} ({hello.language}): {also}; it has no {core}, so levels 1-{first - 1}"
+                f"Checking {path} ({hello.language}{held}): {also}; it has no {core}, so levels"
+                f" 1-{first - 1}"
                 " are not run."
             )
-        return f"{describe_function(path, dataclasses.replace(hello, layer=None, rotary=None))[:-1]}; {also}."
+        core = describe_function(path, dataclasses.replace(hello, layer=None, rotary=None), dtype)
+        return f"{core[:-1]}; {also}."
     if hello.language == "JavaScript":
         args = "(query, key, value, options)" if hello.takes_options else "(query, key, value), no options"
     elif hello.option_names:
         args = f"(query, key, value, {', '.join(n for n in OPTION_NAMES if n in hello.option_names)})"
     else:
         args = "(query, key, value), no options"
-    return f"Checking {path} ({hello.language}): {hello.function} takes {args}."
+    return f"Checking {path} ({hello.language}{held}): {hello.function} takes {args}."
 
 
 def check(
@@ -524,11 +547,14 @@ def check(
     timeout: float = DEFAULT_TIMEOUT,
     memory: int = DEFAULT_MEMORY,
     run_all: bool = False,
+    dtype: str = "float64",
     say: Callable[[str], None] = print,
     say_error: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     failure_first: bool = False,
 ) -> int:
-    """Run the levels and say how they went; the exit code. With `failure_first` (--watch) the
+    """Run the levels and say how they went; the exit code. `dtype` is the one the learner's
+    function computes in: the tolerance rule's budget, and the cases outside the contract there
+    (inputs or scores the dtype cannot hold) are left out. With `failure_first` (--watch) the
     lines of the first failing level come first, before the levels that pass. A file that cannot be
     run at all is one line to `say_error` (after what its code printed while loading, if anything)."""
     try:
@@ -554,9 +580,18 @@ def check(
 
     try:
         by_level: dict[int, list[FixtureCase]] = {}
+        beyond_dtype = 0
         for case in load_fixtures(fixtures_dir, kinds=KINDS):
             if "outside_contract" in case.tags:
                 continue  # the contract defines no answer there: nothing for a learner to match
+            if (
+                dtype != "float64"
+                and case.kind == "attention"
+                and not case.expects_error
+                and compare.outside_contract(case, dtype)
+            ):
+                beyond_dtype += 1  # nor in this dtype
+                continue
             level_of = cases.level_of if case.kind == "attention" else cases.layer_level_of
             by_level.setdefault(level_of(case.tags), []).append(case)
         # The layer's and RoPE's levels follow the core's when the file has either of them; a file
@@ -565,14 +600,17 @@ def check(
         total = len(levels)
         first = 1 if hello.function is not None else len(cases.LEVELS) + 1
         run_numbers = list(range(first, total + 1))
-        say(describe_function(path, hello))
+        say(describe_function(path, hello, dtype))
+        if beyond_dtype:
+            left_out = _counted(beyond_dtype, "case")
+            say(f"{left_out} left out: outside the contract in {dtype} (inputs or scores it cannot hold).")
         for line in printed_lines(learner.loading_printed, indent="  "):
             say(line.replace("your code printed:", "your code printed while loading:"))
         say("")
         failed_levels = []
         ran: dict[int, list[CaseResult]] = {}
         for n, level in enumerate(levels[first - 1 :], start=first):
-            results = ran[n] = [run_case(learner, case, timeout) for case in by_level.get(n, [])]
+            results = ran[n] = [run_case(learner, case, timeout, dtype) for case in by_level.get(n, [])]
             lines = [level_line(n, total, level.name, results)]
             # each case's line (pass or fail) with its details, where it has any
             lines += [line for result in results for line in case_lines(result)]
