@@ -120,7 +120,7 @@ async function loadPort(row: PortRow): Promise<CaseRunner> {
 }
 
 /** The layer and RoPE cases' runner of a port: the shared layer over the port's attentionSteps
- * (a float32 row has no float32 layer: its layer cases run its module's float64 core). */
+ * (a float32 row has no float32 layer: its layer cases run its module's float64 attentionSteps). */
 async function loadLayerPort(row: PortRow): Promise<(c: LayerFixtureCase) => string> {
   const module = (await import(new URL(`../../${row.module}`, import.meta.url).href)) as {
     attentionSteps: AttentionCore;
