@@ -37,7 +37,7 @@ import {
   kernelBuild,
   scaledDotProductAttention as simdAttention,
   scaledDotProductAttentionFlat as simdFlat,
-} from "../src/simd.ts";
+} from "../src/simd-node.ts";
 import { writeAtomic } from "./files.ts";
 
 type Dtype = "float64" | "float32";

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
 from attention_port import reference
+from attention_port.learner import lesson
 from attention_port.learner.mistakes import same_values
-from attention_port.paths import REPO_ROOT
+from attention_port.paths import PACKAGE_DIR, TYPESCRIPT_SRC
 
-# The lessons a message points at, by the learner's language.
-LESSONS = {"JavaScript": "typescript/src/layer.ts", "Python": "python/attention_port/layer.py"}
+# The lessons a message points at, by the learner's language: the layer's, beside the core's.
+LESSONS = {"JavaScript": TYPESCRIPT_SRC / "layer.ts", "Python": PACKAGE_DIR / "layer.py"}
 
 
 def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
@@ -188,26 +188,13 @@ class LayerMistake:
     variant: Callable[..., np.ndarray | None] | None  # None: found by asking again (check.py)
     name: str
     says: str  # what check prints after "looks like"
-    # The line of each lesson that does the step right: a text it holds, by language.
+    # Where each lesson does the step right: a text on that line (or on the comment above it).
     lesson_line: dict[str, str]
 
     def pointer(self, language: str) -> str:
         """What check prints after the mistake: the lesson's line that does the step right."""
-        line = lesson_line(language, self.lesson_line[language])
-        return "" if line is None else f" ({LESSONS[language]} line {line} does it right)"
-
-
-@cache
-def _lesson_lines(language: str) -> tuple[str, ...]:
-    try:
-        return tuple((REPO_ROOT / LESSONS[language]).read_text(encoding="utf-8").splitlines())
-    except OSError:  # an installed package without the checkout's lessons: no line to point at
-        return ()
-
-
-def lesson_line(language: str, text: str) -> int | None:
-    """The number of the first line of the lesson in `language` that holds `text`, or None."""
-    return next((n for n, line in enumerate(_lesson_lines(language), start=1) if text in line), None)
+        where = lesson.place_in(LESSONS[language], self.lesson_line[language])
+        return "" if where is None else f" (the lesson does it right at {where})"
 
 
 SPLIT = {"JavaScript": "// Step 2: split heads", "Python": "# Step 2: split heads"}
