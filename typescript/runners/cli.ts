@@ -129,7 +129,8 @@ async function loadPort(row: PortRow): Promise<CaseRunner> {
 /** The layer and RoPE cases' runner of a port: the shared layer over the port's attentionSteps
  * (a float32 row has no float32 layer: its layer cases run its module's float64 attentionSteps). */
 async function loadLayerPort(row: PortRow): Promise<(c: LayerFixtureCase) => string> {
-  const module = (await import(new URL(`../../${row.module}`, import.meta.url).href)) as {
+  const file = NODE_ENTRIES[row.module] ?? row.module;
+  const module = (await import(new URL(`../../${file}`, import.meta.url).href)) as {
     attentionSteps: AttentionCore;
   };
   const layer = layerWith(module.attentionSteps);
