@@ -123,7 +123,11 @@ export interface SourceSteps {
 /** The five steps of attention.ts and of reference.py, as the guided mode shows them: cut from the
  * sources by `attention-port side-by-side` (side_by_side.py), which writes docs/side-by-side.md from
  * the same cut, into docs/lesson-steps.json. */
-export function sourceSteps(): { typescript: SourceSteps; python: SourceSteps } {
+export function sourceSteps(): {
+  typescript: SourceSteps;
+  python: SourceSteps;
+  layer: Record<"typescript" | "python", { steps: Record<string, string> }>;
+} {
   const path = resolve(HERE, "..", "..", "docs", "lesson-steps.json");
   try {
     return JSON.parse(readFileSync(path, "utf8"));
@@ -161,9 +165,11 @@ export async function buildPage(
     literals.push(literal);
   }
   const template = readFileSync(join(HERE, "index.html"), "utf8");
+  const sources = sourceSteps();
   const casesScript =
     `window.EXPLORER_CASES = [\n${literals.join(",\n")}\n];\n` +
-    `window.EXPLORER_SOURCES = ${JSON.stringify(sourceSteps())};\n` +
+    `window.EXPLORER_SOURCES = ${JSON.stringify({ typescript: sources.typescript, python: sources.python })};\n` +
+    `window.EXPLORER_LAYER_SOURCES = ${JSON.stringify(sources.layer)};\n` +
     simdKernelScript();
   const { code: script } = await bundle();
   // Function replacers: a `$` in the script must not be read as a replacement pattern.

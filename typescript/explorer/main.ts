@@ -10,6 +10,7 @@
 import { checkOutput, outsideContract } from "../conformance/judge.ts";
 import { AttentionInputError, type AttentionOptions, type AttentionSteps } from "../src/attention.ts";
 import { BACKENDS, type Backend, backendNamed, DEFAULT_BACKEND } from "./backends.ts";
+import { startLayerViews } from "./layer-view.ts";
 import {
   camelCaseMessage,
   caseNumbers,
@@ -1903,6 +1904,7 @@ async function start(): Promise<void> {
   loadPreset();
   // The experiment's 11 × 8 draws take a moment: drawn after the heatmaps are on screen.
   window.setTimeout(drawSqrtDk, 0);
+  startLayerViews();
 }
 
 start().catch((error: unknown) => {

@@ -6,6 +6,15 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { buildPage, bundle, explorerCase } from "../explorer/build.ts";
 import {
+  LAYER_SIZES,
+  layerExample,
+  mergeHeads,
+  ROPE_POSITIONS,
+  ropeView,
+  splitHeads,
+  walkLayer,
+} from "../explorer/layer-model.ts";
+import {
   camelCaseMessage,
   caseTokens,
   errorTarget,
@@ -306,5 +315,38 @@ describe("the page build", () => {
       [5, 6],
     ]);
     assert.deepEqual(page.expected?.output.data, fixture.expected?.output.data);
+  });
+});
+
+describe("the layer view and the RoPE view", () => {
+  test("the layer view's steps end in the layer's own output, and its heads split and merge back", () => {
+    const example = layerExample(1);
+    for (const rope of [null, { theta: 10000, interleaved: false }, { theta: 10000, interleaved: true }]) {
+      const walk = walkLayer(example, rope);
+      assert.ok(walk.walkDifference < 1e-12, `${walk.walkDifference}`);
+      assert.deepEqual(mergeHeads(splitHeads(walk.q, LAYER_SIZES.H)), walk.q);
+      // Token 0 is at position 0: RoPE leaves it as it was, bit for bit.
+      for (let h = 0; h < LAYER_SIZES.H; h++) {
+        assert.deepEqual(walk.qRotated[h][0], walk.qHeads[h][0]);
+        for (const row of walk.weights[h]) {
+          assert.ok(Math.abs(row.reduce((a, x) => a + x, 0) - 1) < 1e-12);
+        }
+      }
+      assert.equal(rope === null, JSON.stringify(walk.qRotated) === JSON.stringify(walk.qHeads));
+    }
+    // No weight is square, so a missing transpose could not pass unseen.
+    assert.notEqual(example.wQ.length, example.wQ[0].length);
+    assert.notEqual(example.wO.length, example.wO[0].length);
+  });
+
+  test("the RoPE view's dot products are one number along each diagonal", () => {
+    for (const interleaved of [false, true]) {
+      const view = ropeView(3, 10000, interleaved);
+      assert.ok(view.diagonalSpread < 1e-12, `${view.diagonalSpread}`);
+      assert.deepEqual(view.queries[0], view.query); // position 0 turns by 0
+      assert.equal(view.dots.length, ROPE_POSITIONS);
+      // Off the diagonals the numbers differ: the distance matters, not only its absence.
+      assert.notEqual(view.dots[0][0], view.dots[1][0]);
+    }
   });
 });
