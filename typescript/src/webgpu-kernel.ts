@@ -55,7 +55,7 @@ struct Params {
   // the special values the shader writes come in as data. (It tests for them by their bits.)
   nan: f32,
   negativeInfinity: f32,
-  pad0: u32,
+  queryOffset: u32,    // causal: query row i (of Lq) may see keys j <= i + queryOffset (at most Lk)
   pad1: u32,
   pad2: u32,
 }
@@ -140,7 +140,7 @@ fn logit(score: f32, maskBase: u32, row: u32, j: u32) -> f32 {
     x = softcapped(x, params.softcap);
   }
   let cell = maskBase + row * params.maskI + j * params.maskJ;
-  if (params.isCausal != 0u && j > params.rowStart + row) {
+  if (params.isCausal != 0u && j > params.rowStart + row + params.queryOffset) {
     return params.negativeInfinity;
   }
   if (params.maskKind == MASK_BOOL && !maskAllows(cell)) {
@@ -198,11 +198,12 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
   workgroupBarrier();                       // (read by every thread, even with no key tile at all)
   var acc = array<f32, ${QUERY_BLOCK}>();  // acc[r]: sum of p * value[., column] for row r
 
-  // Causal tile skipping: key j is allowed for query row i only when j <= i, so keys from the
-  // block's last row + 1 on are masked for every row of it: those tiles are never computed.
+  // Causal tile skipping: key j is allowed for query row i only when j <= i + queryOffset, so keys
+  // from the block's last row + queryOffset + 1 on are masked for every row of it: those tiles are
+  // never computed.
   var keyEnd = Lk;
   if (params.isCausal != 0u) {
-    keyEnd = min(Lk, params.rowStart + i0 + rows);
+    keyEnd = min(Lk, params.rowStart + i0 + rows + params.queryOffset);
   }
 
   for (var j0 = 0u; j0 < keyEnd; j0 += KEY_TILE) {

@@ -660,6 +660,8 @@ async function runDispatch(
   params.setFloat32(40, problem.softcap, true);
   params.setFloat32(44, NaN, true);
   params.setFloat32(48, -Infinity, true);
+  // queryOffset: an offset of Lk or more lets every row see every key, so Lk is the same (a u32).
+  params.setUint32(52, Math.min(problem.queryOffset, Lk), true);
 
   device.pushErrorScope("out-of-memory");
   device.pushErrorScope("validation");

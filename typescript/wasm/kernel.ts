@@ -41,6 +41,7 @@ const J_LAST_NON_FINITE: i32 = 60; // i32 [kvSlices, Ev]: last key row with NaN/
 const J_SCALE: i32 = 64; // f64
 const J_SOFTCAP: i32 = 72; // f64
 const J_ROW0: i32 = 80; // the chunk's first query row (for the causal limit and the mask's rows)
+const J_QUERY_OFFSET: i32 = 84; // query row i may see keys j <= i + offset (causal; at most Lk)
 
 /** Bytes of scratch one thread needs for features E and Ev (the same for f32 and f64). */
 export function scratchBytes(E: i32, Ev: i32): i32 {
@@ -252,6 +253,7 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   const maskI = load<i32>(job + J_MASK_I);
   const maskJ = load<i32>(job + J_MASK_J);
   const causal = load<i32>(job + J_CAUSAL) != 0;
+  const offset = load<i32>(job + J_QUERY_OFFSET);
   const scale = load<f64>(job + J_SCALE);
   const softcap = load<f64>(job + J_SOFTCAP);
   const evPad = (Ev + L - 1) & ~(L - 1); // acc rows hold whole vectors
@@ -272,8 +274,10 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
       v128.store(acc + <usize>(r * evPad + t) * S, zero); // acc = 0
     }
   }
-  // Causal tile skipping: keys from i0 + rows on are masked for every row of the block.
-  const keyEnd = causal ? min(Lk, i0 + rows) : Lk;
+  // Causal tile skipping: keys from i0 + rows + offset on are masked for every row of the block.
+  // The keys a block reads past one row's own limit are -inf for it and add exactly 0 to its sums,
+  // so a row's result does not depend on the other rows of its block.
+  const keyEnd = causal ? min(Lk, i0 + rows + offset) : Lk;
   // Without softcap and float mask the logit in log2 units is one multiply: score * scale·log2(e).
   const simpleLogits = softcap <= 0 && maskKind != 2;
   const scaleLog2 = v128.splat<T>(<T>(scale * LOG2E));
@@ -375,8 +379,8 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
           }
         }
       }
-      // Causal: query i sees keys j <= i only; past cols: padding. Both -inf (weight 0).
-      const end = causal ? max(0, min(cols, i + 1 - j0)) : cols;
+      // Causal: query i sees keys j <= i + offset only; past cols: padding. Both -inf (weight 0).
+      const end = causal ? max(0, min(cols, i + offset + 1 - j0)) : cols;
       for (let c = end; c < colsPad; c++) {
         store<T>(row + <usize>c * S, <T>-Infinity);
       }
