@@ -158,13 +158,14 @@ def test_values_near_float32s_largest_give_the_exact_output_not_an_overflow(page
 def test_the_bench_row_is_checked_and_names_the_adapter_as_an_emulation(tmp_path):
     code = cli.main(["bench", "--ports", "webgpu", "--sizes", "16,40", "--repeats", "2", "--max-repeats", "2",
                      "--cell-budget", "0", "--warmup", "0", "--odd-shape", "none", "--memory-n", "32",
+                     "--decode-keys", "70", "--decode-shape", "4x2x16", "--bandwidth-mib", "0",
                      "--no-plot", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     report = json.loads((tmp_path / "bench.json").read_text(encoding="utf-8"))
     cells = report["results"]
-    assert {(c["dtype"], c["causal"], c["n"]) for c in cells} == {
-        ("float32", causal, n) for causal in (False, True) for n in (16, 40)
-    }
+    assert {(c["kind"], c["dtype"], c["causal"], c["n"]) for c in cells} == {
+        ("prefill", "float32", causal, n) for causal in (False, True) for n in (16, 40)
+    } | {("decode", "float32", False, 70)}  # one decode step: 4 query heads on 2 of 70 keys
     for cell in cells:
         assert cell["status"] == "ok" and len(cell["runs_ms"]) == 2, cell
         assert 0 <= cell["budget_used"] <= 1  # checked against numpy float64 at float32's budget
