@@ -63,7 +63,7 @@
  */
 
 import { TUTORIAL_EXAMPLE } from "./attention.ts";
-import { nest, nestSteps, type Slice, slices } from "./batching.ts";
+import { foldDecodeHeads, nest, nestSteps, type Slice, slices } from "./batching.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -231,7 +231,8 @@ interface Scratch {
 }
 
 /** The whole computation; returns the output [B..., Hq, Lq, Ev]. */
-function attend(problem: Problem, recording: Recording | null): Float64Array {
+function attend(given: Problem, recording: Recording | null): Float64Array {
+  const problem = foldDecodeHeads(given); // a decode step's query heads as rows of their kv head
   const { shapes, mask } = problem;
   const Ev = shapes.valueFeatures;
   const output = new Float64Array(product(shapes.outputShape)); // [B..., Hq, Lq, Ev]

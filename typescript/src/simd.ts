@@ -92,7 +92,7 @@ import { Worker } from "node:worker_threads";
 
 import { BUILDS, type BuildName, buildIsFresh } from "../wasm/stamp.ts";
 import * as readable from "./attention.ts";
-import { nest, type Slice, slices } from "./batching.ts";
+import { foldDecodeHeads, nest, type Slice, slices } from "./batching.ts";
 import {
   type Allocate,
   AttentionInputError,
@@ -414,7 +414,8 @@ function reserve(
 
 /** The whole computation on one shared memory; returns the output [B..., Hq, Lq, Ev] in the
  * problem's dtype: written into `into` when given (float64 only), else into a new array. */
-function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Array {
+function attend(given: Problem, into?: Float64Array): Float64Array | Float32Array {
+  const problem = foldDecodeHeads(given); // a decode step's query heads as rows of their kv head
   const { shapes, mask, float32 } = problem;
   const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
   const { features: E, valueFeatures: Ev } = shapes;
