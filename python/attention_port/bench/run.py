@@ -587,7 +587,7 @@ def measure_limits(workers: Workers, buffer_bytes: int, node, args) -> dict:
         if problem or records[0].get("error") or "output" not in records[0]:
             limits[f"{port.name} problem"] = problem or records[0].get("error") or "no output"
             continue
-        values = np.fromfile(records[0]["output"], dtype="<f8")  # native: the median; wasm: the last run
+        values = np.fromfile(records[0]["output"], dtype="<f8")  # each figure's best run
         if port.name == "native-limits":
             limits["native_read_gbps"] = float(values[0])
         else:
