@@ -29,7 +29,9 @@ TOTAL = len(cases.LEVELS)
 def run_check(name: str, *, timeout: float = 10.0, run_all: bool = False) -> tuple[int, str]:
     path = name if os.path.isabs(name) or "/" in name else LEARNER_FILES / name
     lines: list[str] = []
-    code = check.check(Path(path), FIXTURES_DIR, timeout=timeout, run_all=run_all, say=lines.append)
+    code = check.check(
+        Path(path), FIXTURES_DIR, timeout=timeout, run_all=run_all, say=lines.append, say_error=lines.append
+    )
     return code, "\n".join(lines)
 
 

@@ -58,7 +58,7 @@ class Port:
     """What the timing loop needs from a port: its inputs in its own form, one call, its output."""
 
     prepare: Callable[[np.ndarray, str], object]  # float64 array, dtype -> the port's input
-    run: Callable[[object, object, object, bool, bool], object]  # q, k, v, causal, gqa -> output
+    run: Callable[..., object]  # (query, key, value, **options) -> output; options by name, e.g. is_causal
     to_float64: Callable[[object], np.ndarray]  # output -> float64, the input's shape
     versions: dict[str, str]
 
@@ -75,9 +75,7 @@ def load_port(name: str, threads: int) -> Port:
 
         return Port(
             prepare=prepare,
-            run=lambda q, k, v, causal, gqa: reference.scaled_dot_product_attention(
-                q, k, v, is_causal=causal, enable_gqa=gqa
-            ),
+            run=reference.scaled_dot_product_attention,
             to_float64=lambda out: np.asarray(out, dtype=np.float64),
             versions={"numpy": np.__version__},
         )
@@ -97,14 +95,13 @@ def load_port(name: str, threads: int) -> Port:
         if name == "torch-sdpa":
             import torch.nn.functional as F
 
-            def run(q, k, v, causal, gqa):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+            run = F.scaled_dot_product_attention
         else:
             from attention_port import torch_port
 
-            def run(q, k, v, causal, gqa):
+            def run(q, k, v, **options):
                 return torch_port.scaled_dot_product_attention(
-                    q, k, v, is_causal=causal, enable_gqa=gqa, device="cpu", dtype=q.dtype
+                    q, k, v, **options, device="cpu", dtype=q.dtype
                 )
 
         return Port(
@@ -231,7 +228,10 @@ def run_plan(plan: dict) -> dict:
         label = f"{plan['port']} {kind} {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
         try:
             q, k, v = (port.prepare(read_input(inputs, cell, w), dtype) for w in ("query", "key", "value"))
-            run = partial(port.run, q, k, v, causal, kind == "decode")
+            # a decode step: grouped-query heads (hq query heads on hkv key/value heads)
+            run = partial(
+                port.run, q, k, v, is_causal=causal, **({"enable_gqa": True} if kind == "decode" else {})
+            )
             if plan["mode"] == "memory":
                 run()  # exactly one pass: the peak is read at exit
                 record["runs_ms"] = []
