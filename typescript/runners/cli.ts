@@ -63,12 +63,19 @@ class UsageError extends Error {}
 export const EXIT_CANNOT_RUN = 2;
 const HELP_HINT = "run with --help for usage";
 
+/** The module Node runs for a port's file, where it is not the file itself: simd.ts imports no
+ * node: module (a browser bundles it) and its Node entry, simd-node.ts, reads the kernel from disk. */
+const NODE_ENTRIES: Readonly<Record<string, string>> = {
+  "typescript/src/simd.ts": "typescript/src/simd-node.ts",
+};
+
 async function loadPort(row: PortRow): Promise<CaseRunner> {
+  const file = NODE_ENTRIES[row.module] ?? row.module;
   let module: { attentionSteps?: unknown; scaledDotProductAttentionFlat?: unknown };
   try {
-    module = (await import(new URL(`../../${row.module}`, import.meta.url).href)) as typeof module;
+    module = (await import(new URL(`../../${file}`, import.meta.url).href)) as typeof module;
   } catch (error) {
-    throw new UsageError(`port '${row.name}' is not available (${row.module}: ${(error as Error).message})`);
+    throw new UsageError(`port '${row.name}' is not available (${file}: ${(error as Error).message})`);
   }
   if (typeof module.attentionSteps !== "function") {
     throw new UsageError(`port '${row.name}' does not export attentionSteps`);
