@@ -14,7 +14,10 @@ import pytest
 from conftest import ALL_CASES, VALID_CASES
 
 from attention_port.fixtures import cases
-from attention_port.fixtures.reader import FixtureCase
+from attention_port.fixtures.reader import FixtureCase, load_fixtures
+from attention_port.paths import FIXTURES
+
+LAYER_CASES = load_fixtures(FIXTURES, kinds=("layer", "rope"))
 
 DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
 
@@ -194,8 +197,46 @@ WITNESSES: dict[str, Callable[[FixtureCase], bool]] = {
 }  # fmt: skip
 
 
+def _layer_rows_equal_bias(case) -> bool:
+    """Some query row of the layer's output is b_o exactly (or 0 without a bias)."""
+    if case.kind != "layer":
+        return False
+    output, bias = case.expected.output, case.inputs["b_o"]
+    rows = output.reshape(-1, output.shape[-1])
+    return bool(np.any(np.all(rows == (0.0 if bias is None else bias), axis=-1)))
+
+
+def _rope_rows_unmoved(case) -> bool:
+    """Some row at position 0 is x itself, bit for bit."""
+    if case.kind != "rope":
+        return False
+    x, out, positions = case.inputs["x"], case.expected.output, case.inputs["positions"]
+    at_zero = positions == 0  # [L] or [B..., L]
+    zero = np.broadcast_to(
+        at_zero if at_zero.ndim == 1 else at_zero[..., None, :], x.shape[:-1]
+    )  # [B..., H, L]
+    return bool(zero.any() and np.array_equal(out[zero], x[zero]))
+
+
+def _rope_tail_unmoved(case) -> bool:
+    """The features past rotary_dim are x's, bit for bit."""
+    if case.kind != "rope" or case.params["rotary_dim"] is None:
+        return False
+    dim, x, out = case.params["rotary_dim"], case.inputs["x"], case.expected.output
+    return dim < x.shape[-1] and np.array_equal(out[..., dim:], x[..., dim:])
+
+
+WITNESSES.update({
+    "layer-fully-masked": _layer_rows_equal_bias,
+    "rope-position-zero": _rope_rows_unmoved,
+    "rope-partial": _rope_tail_unmoved,
+})  # fmt: skip
+
+
 def _carriers(rule: cases.Rule, among) -> list:
-    return [case for case in among if set(rule.tags) <= set(case.tags)]
+    kinds = {"layer", "rope"} & set(rule.tags)
+    pool = LAYER_CASES if kinds else among  # a layer or RoPE rule is held by cases of those kinds
+    return [case for case in pool if set(rule.tags) <= set(case.tags)]
 
 
 @pytest.mark.parametrize("rule", cases.CONTRACT, ids=lambda r: r.id)

@@ -35,7 +35,7 @@ def test_case_table_size_and_seeds():
     valid = [c for c in case_table.CASES if not c.expects_error]
     invalid = [c for c in case_table.CASES if c.expects_error]
     assert len(valid) >= 30 and len(invalid) >= 15
-    assert len({c.seed for c in case_table.CASES}) == len(case_table.CASES), "each case has its own seed"
+    assert len({c.seed for c in case_table.FIXTURE_CASES}) == len(case_table.FIXTURE_CASES), "own seeds"
     assert len({c.id for c in case_table.CASES}) == len(case_table.CASES)
     # Every kind but size: a fixture refused for its size would have to be that large.
     # test_inputs.py and inputs.test.ts hold both languages to the size message instead.
@@ -43,7 +43,7 @@ def test_case_table_size_and_seeds():
 
 
 def test_every_tag_is_documented_and_used():
-    used = {tag for case in case_table.CASES + case_table.ARRAY_CASES for tag in case.tags}
+    used = {tag for case in case_table.FIXTURE_CASES + case_table.ARRAY_CASES for tag in case.tags}
     assert used == set(case_table.TAGS), "tags and cases.TAGS differ"
 
 
@@ -59,7 +59,7 @@ EXTRA_CASE = case_table.Case(
 
 
 def test_adding_a_case_changes_no_other(tmp_path):
-    generate.write_fixtures(tmp_path / "f", [EXTRA_CASE, *case_table.CASES])
+    generate.write_fixtures(tmp_path / "f", [EXTRA_CASE, *case_table.FIXTURE_CASES])
     for name, data in _tree(FIXTURES_DIR).items():
         if name.startswith("cases/"):
             assert (tmp_path / "f" / name).read_bytes() == data, name
@@ -489,7 +489,7 @@ def test_verify_warns_when_the_folder_holds_a_case_the_table_does_not(tmp_path, 
     cli.main(["verify", "--ports", "numpy", "--fixtures", str(target)])
     err = capsys.readouterr().err
     assert (
-        f"{len(case_table.CASES) - 3} case(s) of cases.py" in err
+        f"{len(case_table.FIXTURE_CASES) - 3} case(s) of cases.py" in err
         and "holds 1 case(s) cases.py does not" in err
     )
 

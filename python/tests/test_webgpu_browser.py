@@ -24,6 +24,10 @@ if (reason := browser.unavailable_reason()) is not None:
     pytest.skip(f"the WebGPU port cannot run: {reason}", allow_module_level=True)
 
 CASES = {case.id: case for case in fixtures.load_fixtures(cli.DEFAULT_FIXTURES)}
+# The layer's and RoPE's cases, which the page runs through the shared layer over the port's core.
+LAYER_CASES = {
+    case.id: case for case in fixtures.load_fixtures(cli.DEFAULT_FIXTURES, kinds=("layer", "rope"))
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +41,11 @@ def test_verify_runs_every_fixture_case_and_each_in_the_contract_passes(tmp_path
     assert cli.main(["verify", "--ports", "webgpu", "--json", str(report_path)]) == 0
     report = json.loads(report_path.read_text(encoding="utf-8"))
     results = {r["case_id"]: r for r in report["results"] if r["port"] == "webgpu"}
-    assert set(results) == set(CASES)  # all of them, from one page load
+    assert set(results) == set(CASES) | set(LAYER_CASES)  # all of them, from one page load
     assert report["ports"]["webgpu"]["dtype"] == "float32"
     assert "swiftshader" in report["ports"]["webgpu"]["adapter"]
+    for case_id in LAYER_CASES:
+        assert results.pop(case_id)["passed"], case_id
     for case_id, result in results.items():
         case = CASES[case_id]
         if case.expects_error:

@@ -11,11 +11,14 @@
  * Valid cases go through the flat entry with Float32Array tensors (the port computes in float32
  * whatever it is given, and judged in float32), invalid ones through the nested entry with their
  * inputs as written, whose checks are the same. Only the output is written: compare.py judges the
- * output, and the other steps would be the readable port's (webgpu.ts's attentionSteps).
+ * output, and the other steps would be the readable port's (webgpu.ts's attentionSteps). The
+ * layer's and RoPE's cases go through the shared layer (layer.ts) over the port's attentionSteps.
  */
 
 import type { FixtureTensor } from "../runners/fixtures.ts";
+import { type LayerCase, runLayerCase } from "../runners/layer-cases.ts";
 import { flatMask, float32Tensor, stepsJson, thrownJson } from "../runners/results.ts";
+import { layerWithAsync } from "../src/layer.ts";
 import {
   type AdapterDescription,
   type AttentionOptions,
@@ -34,6 +37,9 @@ export interface PageCase {
   readonly inputs: Readonly<Record<"query" | "key" | "value" | "attnMask", unknown>>;
   readonly params: Readonly<Record<string, unknown>>; // every option but the mask, by name: passed on as one record
 }
+
+/** A layer or RoPE case as the page holds it: as fixtures.ts's loadLayerFixtures reads it. */
+export type PageLayerCase = LayerCase;
 
 /** One bench cell: query, key and value [n, d] (float64 values, rounded to float32 by the port),
  * or of the given shapes (a decode step: [1, Hq, 1, E] and [1, Hkv, Lk, E], grouped-query heads). */
@@ -54,7 +60,7 @@ export interface BenchCell {
 
 declare global {
   // Written into the page by webgpu-page.ts.
-  var WEBGPU_CASES: readonly PageCase[] | undefined;
+  var WEBGPU_CASES: readonly (PageCase | PageLayerCase)[] | undefined;
   var attentionPort: unknown;
 }
 
@@ -66,8 +72,13 @@ function device(): Promise<WebGpuAttention> {
   return attention;
 }
 
-async function answer(port: WebGpuAttention, c: PageCase): Promise<string> {
+async function answer(port: WebGpuAttention, c: PageCase | PageLayerCase): Promise<string> {
   try {
+    if ("kind" in c) {
+      // The shared layer over the port's core: projections and RoPE in float64 on the CPU, each
+      // head attended on the GPU in float32.
+      return await runLayerCase(layerWithAsync(port.attentionSteps.bind(port)), c);
+    }
     if (!c.valid) {
       const { query, key, value, attnMask } = c.inputs;
       const options = { attnMask, ...c.params } as Parameters<

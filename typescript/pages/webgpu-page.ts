@@ -19,9 +19,16 @@ import { parseArgs } from "node:util";
 
 import { build } from "esbuild";
 import { writeAtomic } from "../runners/files.ts";
-import { DEFAULT_FIXTURES, type FixtureCase, FixtureError, loadFixtures } from "../runners/fixtures.ts";
+import {
+  DEFAULT_FIXTURES,
+  type FixtureCase,
+  FixtureError,
+  type LayerFixtureCase,
+  loadFixtures,
+  loadLayerFixtures,
+} from "../runners/fixtures.ts";
 import { jsLiteral, PAGE_BUNDLE_OPTIONS } from "./page-build.ts";
-import type { PageCase } from "./webgpu-browser.ts";
+import type { PageCase, PageLayerCase } from "./webgpu-browser.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -40,9 +47,13 @@ export function pageCase(fixture: FixtureCase): PageCase {
   return { id: fixture.id, valid: fixture.expected !== null, inputs: fixture.inputs, params: fixture.params };
 }
 
-/** The page, with the given cases. */
-export async function buildPage(cases: readonly FixtureCase[]): Promise<string> {
-  const literal = `globalThis.WEBGPU_CASES = [\n${cases.map((c) => jsLiteral(pageCase(c))).join(",\n")}\n];`;
+/** The page, with the given cases (the layer's and RoPE's as the reader gives them). */
+export async function buildPage(
+  cases: readonly FixtureCase[],
+  layerCases: readonly LayerFixtureCase[] = [],
+): Promise<string> {
+  const all: (PageCase | PageLayerCase)[] = [...cases.map(pageCase), ...layerCases];
+  const literal = `globalThis.WEBGPU_CASES = [\n${all.map((c) => jsLiteral(c)).join(",\n")}\n];`;
   const safe = (source: string) => source.replace(/<\/(script)/gi, "<\\/$1"); // "</script" would end it
   return `<!doctype html>
 <html lang="en">
@@ -73,7 +84,8 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     const cases = values["no-cases"] ? [] : loadFixtures(values.fixtures, values.case);
-    const html = await buildPage(cases);
+    const layerCases = values["no-cases"] ? [] : loadLayerFixtures(values.fixtures, values.case);
+    const html = await buildPage(cases, layerCases);
     mkdirSync(values.out, { recursive: true });
     writeAtomic(join(values.out, "index.html"), html);
     return 0;

@@ -22,15 +22,19 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type FlatTensor, oneLine } from "../src/inputs.ts";
+import { type AttentionCore, layerWith } from "../src/layer.ts";
 import { writeAtomic } from "./files.ts";
 import {
   DEFAULT_FIXTURES,
   type FixtureCase,
   FixtureError,
   type FixtureTensor,
+  type LayerFixtureCase,
   loadFixtures,
+  loadLayerFixtures,
   portTensor,
 } from "./fixtures.ts";
+import { runLayerCase } from "./layer-cases.ts";
 import { flatMask, float32Tensor, type StepsLike, stepsJson, thrownJson } from "./results.ts";
 
 export { flat, numberJson, tensorJson } from "./results.ts";
@@ -122,6 +126,25 @@ async function loadPort(row: PortRow): Promise<CaseRunner> {
   };
 }
 
+/** The layer and RoPE cases' runner of a port: the shared layer over the port's attentionSteps
+ * (a float32 row has no float32 layer: its layer cases run its module's float64 attentionSteps). */
+async function loadLayerPort(row: PortRow): Promise<(c: LayerFixtureCase) => string> {
+  const file = NODE_ENTRIES[row.module] ?? row.module;
+  const module = (await import(new URL(`../../${file}`, import.meta.url).href)) as {
+    attentionSteps: AttentionCore;
+  };
+  const layer = layerWith(module.attentionSteps);
+  return (c) => runLayerCase(layer, c) as string;
+}
+
+function layerAnswer(run: (c: LayerFixtureCase) => string, c: LayerFixtureCase): string {
+  try {
+    return run(c);
+  } catch (error) {
+    return thrownJson(error);
+  }
+}
+
 /** One case's answer, as a JSON text. */
 function answer(run: CaseRunner, c: FixtureCase): string {
   try {
@@ -154,7 +177,12 @@ async function runCommand(args: string[]): Promise<void> {
   const run = await loadPort(row);
   const cases = loadFixtures(values.fixtures, values.case);
   const start = performance.now();
-  const answers = cases.map((c) => `    ${JSON.stringify(c.id)}: ${answer(run, c)}`);
+  const layerCases = loadLayerFixtures(values.fixtures, values.case);
+  const runLayer = await loadLayerPort(row);
+  const answers = [
+    ...cases.map((c) => `    ${JSON.stringify(c.id)}: ${answer(run, c)}`),
+    ...layerCases.map((c) => `    ${JSON.stringify(c.id)}: ${layerAnswer(runLayer, c)}`),
+  ];
   const elapsed = performance.now() - start;
   const document =
     `{\n  "port": ${JSON.stringify(port)},\n  "elapsed_ms": ${elapsed.toFixed(3)},\n` +

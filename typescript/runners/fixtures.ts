@@ -21,7 +21,7 @@ import type { ErrorKind } from "../src/inputs.ts";
 
 export const MANIFEST_FORMAT = "attention-port-fixtures";
 export const CASE_FORMAT = "attention-port-fixture";
-export const FORMAT_VERSION = 3; // 2: `expected.logits`; 3: spread, magnitude, errorFloor, scoreBound
+export const FORMAT_VERSION = 4; // 2: `expected.logits`; 3: spread, magnitude, errorFloor, scoreBound; 4: kind
 export const REGENERATE_HINT = "regenerate with `attention-port generate` (or scripts/generate)";
 
 /** The repository's fixtures/ folder (this file is typescript/runners/fixtures.ts). */
@@ -156,7 +156,26 @@ interface CaseDocument {
   readonly expected_error?: { readonly kind: ErrorKind; readonly message: string };
 }
 interface ManifestDocument {
-  readonly cases: readonly { readonly id: string; readonly file: string; readonly sha256: string }[];
+  readonly cases: readonly {
+    readonly id: string;
+    readonly kind: FixtureKind;
+    readonly file: string;
+    readonly sha256: string;
+  }[];
+}
+
+/** The function a case calls: the attention core, the layer (multiHeadAttention) or applyRotary. */
+export type FixtureKind = "attention" | "layer" | "rope";
+
+/** A layer or RoPE case: its inputs and options by their Python names (as the file has them),
+ * tensors read as FixtureTensors (null where absent) for a valid case, as written for an invalid
+ * one. The harness judges the answers; this reader only hands the inputs over. */
+export interface LayerFixtureCase {
+  readonly id: string;
+  readonly kind: "layer" | "rope";
+  readonly inputs: Readonly<Record<string, unknown>>;
+  readonly params: Readonly<Record<string, unknown>>;
+  readonly valid: boolean;
 }
 
 /** A JSON object whose format and version this code reads. */
@@ -260,10 +279,45 @@ function readCase(path: string, data: Buffer, id: string): FixtureCase {
   };
 }
 
-/** Every case of a fixture folder (or only `caseIds`), checked against the manifest.
+/** Every attention case of a fixture folder (or only `caseIds`), checked against the manifest.
  *
  * Any problem throws FixtureError naming the file; nothing is ever written. */
 export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterable<string>): FixtureCase[] {
+  return readEntries(folder, caseIds, ["attention"]).map(({ path, data, id }) => readCase(path, data, id));
+}
+
+/** Every layer and RoPE case of a fixture folder (or only `caseIds`). */
+export function loadLayerFixtures(
+  folder: string = DEFAULT_FIXTURES,
+  caseIds?: Iterable<string>,
+): LayerFixtureCase[] {
+  return readEntries(folder, caseIds, ["layer", "rope"]).map(({ path, data, id }) => {
+    const document = readDocument<{
+      kind: "layer" | "rope";
+      inputs: Record<string, TensorDocument | null>;
+      params: Record<string, unknown>;
+      expected?: unknown;
+    }>(data, CASE_FORMAT, path);
+    const valid = document.expected !== undefined;
+    const inputs = Object.fromEntries(
+      Object.entries(document.inputs).map(([name, tensor]) => [
+        name,
+        tensor === null
+          ? null
+          : valid
+            ? readTensor(tensor, path, `inputs.${name}`)
+            : decodeNumbers(tensor.data),
+      ]),
+    );
+    return { id, kind: document.kind, inputs, params: document.params, valid };
+  });
+}
+
+function readEntries(
+  folder: string,
+  caseIds: Iterable<string> | undefined,
+  kinds: readonly FixtureKind[],
+): { path: string; data: Buffer; id: string }[] {
   const manifestPath = join(folder, "manifest.json");
   let isFolder: boolean;
   try {
@@ -294,7 +348,7 @@ export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterab
     }
   }
   return entries
-    .filter((entry) => wanted === null || wanted.has(entry.id))
+    .filter((entry) => (wanted === null || wanted.has(entry.id)) && kinds.includes(entry.kind))
     .map((entry) => {
       const path = join(folder, entry.file);
       const data = readBytes(path);
@@ -306,7 +360,7 @@ export function loadFixtures(folder: string = DEFAULT_FIXTURES, caseIds?: Iterab
             ` the file was edited by hand or is damaged; ${REGENERATE_HINT}`,
         );
       }
-      return readCase(path, data, entry.id);
+      return { path, data, id: entry.id };
     });
 }
 

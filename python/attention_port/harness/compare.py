@@ -27,6 +27,20 @@ Exactly:
     small that they round to 0), is outside the contract: it is reported as such, never as a pass
     or a failure.
 
+The layer and RoPE (a case of kind "layer" or "rope") are held to the same kind of rule, with the
+yardstick the oracle writes for them (`error_scale`, in units of u; docs/design.md derives it):
+
+    |actual - expected| <= K * u * error_scale + K * tiny * n
+
+with n the number of terms that make one element (Hq·Ev + 1 for the layer, 2 for RoPE). For the
+layer error_scale carries the projections' dot-product bounds through the core's spread and the
+out-projection; for RoPE it is (|x_a| + |x_b|)(1 + |angle|): the pair's products, and the phase,
+which a port rounds to about u·|angle|. Exactly: a RoPE feature whose angle is 0 (position 0) or
+past rotary_dim is x itself, bit for bit (as float64 holds it, or rounded once to the port's
+dtype); a fully-masked row of the layer is b_o so, exactly (0 without a bias, of either sign).
+With need_weights the per-head weights are held to K * u * weights_scale + K * tiny, and a
+fully-masked row's to +0.0.
+
 "Budget used" is the largest |actual - expected| / budget, in percent: up to 100% passes.
 
 To say which step first went wrong, scores, logits and weights are held to the same kind of rule
@@ -123,6 +137,12 @@ def normalize_message(message: str) -> str:
         ("isCausal", "is_causal"),
         ("memoryLimit", "memory_limit"),
         ("queryOffset", "query_offset"),
+        ("numKvHeads", "num_kv_heads"),
+        ("numHeads", "num_heads"),
+        ("rotaryDim", "rotary_dim"),
+        ("xKv", "x_kv"),
+        ("xQ", "x_q"),
+        *((f"{p}{c}", f"{p.lower()}_{c.lower()}") for p in "wb" for c in "QKVO"),
     ):
         message = message.replace(camel, snake)
     return message
@@ -355,6 +375,8 @@ def _first_divergent_step(checks: list[StepCheck]) -> str | None:
 def judge(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) -> CaseVerdict:
     """One port's answer to one case, held to the rule."""
     verdict = functools.partial(CaseVerdict, case.id, port, dtype)
+    if case.kind != "attention" and not case.expects_error and answer.error is None:
+        return judge_layer(case, port, dtype, answer)
     if answer.crash is not None:
         return verdict(False, problem=f"crashed: {answer.crash}")
     if case.expects_error:
@@ -485,3 +507,89 @@ def format_verdict(verdict: CaseVerdict) -> str:
 def failed(verdict: CaseVerdict) -> bool:
     """A failure: neither a pass nor a case outside the contract."""
     return not verdict.passed and verdict.outside is None
+
+
+def _layer_budget(case: FixtureCase, dtype: str) -> np.ndarray:
+    """The layer's or RoPE's budget per output element (see the module docstring); 0 where the
+    answer is exact (_layer_target says what it is there)."""
+    u, tiny = UNIT_ROUNDOFF[dtype], TINY[dtype]
+    expected = case.expected
+    if case.kind == "rope":
+        exact = expected.error_scale == 0  # angle 0, or past rotary_dim
+        return np.where(exact, 0.0, K * u * expected.error_scale + K * tiny * 2)
+    terms = case.inputs["w_o"].shape[1] + 1
+    budget = K * u * expected.error_scale + K * tiny * terms
+    return np.where(_no_attention(case), 0.0, budget)  # a fully-masked row: b_o exactly
+
+
+def _layer_target(case: FixtureCase, dtype: str, actual: np.ndarray) -> np.ndarray:
+    """What a port computing in `dtype` must give: the oracle's output, and where the answer is
+    exact (RoPE's unturned features, a fully-masked layer row's b_o) that value bit for bit, as
+    float64 holds it or rounded once to the dtype (a port may compute those steps wider than
+    its dtype, as the TypeScript layer does around a float32 core)."""
+    expected = case.expected
+    if case.kind == "rope":
+        exact = expected.error_scale == 0
+    else:
+        exact = np.broadcast_to(_no_attention(case), expected.output.shape)
+    rounded = _rounded(expected.output, dtype)
+    if np.shape(actual) != expected.output.shape:
+        return expected.output  # check_step reports the shape
+    return np.where(exact & (np.asarray(actual, dtype=np.float64) == rounded), rounded, expected.output)
+
+
+def _rounded(x: np.ndarray, dtype: str) -> np.ndarray:
+    """x rounded to nearest in a port's dtype, back in float64."""
+    x = np.asarray(x, dtype=np.float64)
+    if dtype == "bfloat16":  # no numpy dtype: round float64 to bfloat16's 8 significant bits
+        mantissa, exponent = np.frexp(x)
+        return np.ldexp(np.round(mantissa * 2**8) / 2**8, exponent)
+    return x.astype(_NUMPY_DTYPES[dtype]).astype(np.float64)
+
+
+_NUMPY_DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
+
+
+def _no_attention(case: FixtureCase) -> np.ndarray:
+    """[B..., Lq, 1]: the query rows with no key to attend to in any head (the mask and causality
+    exclude every one): their layer output is b_o."""
+    x_q = case.inputs["x_q"]
+    x_kv = x_q if case.inputs.get("x_kv") is None else case.inputs["x_kv"]
+    lq, lk = x_q.shape[-2], x_kv.shape[-2]
+    heads = case.params["num_heads"]
+    allowed = np.ones((*x_q.shape[:-2], heads, lq, lk), dtype=bool)
+    if case.params["is_causal"]:
+        allowed &= np.tri(lq, lk, dtype=bool)
+    mask = case.inputs.get("attn_mask")
+    if mask is not None:
+        allowed &= mask if mask.dtype == bool else np.broadcast_to(mask != -np.inf, allowed.shape)
+    none = ~allowed.any(axis=-1)  # [B..., Hq, Lq]
+    return none.all(axis=-2)[..., None]  # [B..., Lq, 1]
+
+
+def judge_layer(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) -> CaseVerdict:
+    """One port's answer to a layer or RoPE case, held to the rule."""
+    verdict = functools.partial(CaseVerdict, case.id, port, dtype)
+    if answer.crash is not None:
+        return verdict(False, problem=f"crashed: {answer.crash}")
+    if case.expects_error or answer.error is not None:
+        return judge(case, port, dtype, answer)
+    steps = answer.steps or {}
+    if "output" not in steps:
+        return verdict(False, problem="no output")
+    expected = case.expected
+    target, budget = _layer_target(case, dtype, steps["output"]), _layer_budget(case, dtype)
+    checks = [check_step("output", steps["output"], target, budget, limit=LARGEST[dtype])]
+    if expected.weights is not None:
+        if "weights" not in steps:
+            return verdict(False, problem="need_weights gave no weights")
+        budget = K * UNIT_ROUNDOFF[dtype] * expected.weights_scale + K * TINY[dtype]
+        masked = np.all(expected.weights == 0, axis=-1, keepdims=True)
+        checks.insert(
+            0, check_step("weights", steps["weights"], expected.weights, budget, positive_zero=masked)
+        )
+    output = checks[-1]
+    passed = all(c.passed for c in checks)
+    shared = ("budget_used", "max_abs_error", "index", "actual", "expected")
+    problem = next((c.problem or f"{c.step} out of its budget" for c in checks if not c.passed), None)
+    return verdict(passed, **{name: getattr(output, name) for name in shared}, problem=problem, steps=checks)

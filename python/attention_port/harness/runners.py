@@ -40,6 +40,36 @@ class Port:
     run: Callable[[list[FixtureCase]], PortRun]
 
 
+def _layer_answer(layer_module, case: FixtureCase, **extra) -> PortAnswer:
+    """A layer or RoPE case through a Python port's multi_head_attention or apply_rotary."""
+    inputs, params = case.inputs, case.params
+    try:
+        if case.kind == "rope":
+            output = layer_module.apply_rotary(inputs["x"], inputs["positions"], **params, **extra)
+            return PortAnswer(steps={"output": _as_float64(output)})
+        arguments = {name: value for name, value in inputs.items() if name not in ("x_q", "x_kv")}
+        result = layer_module.multi_head_attention(
+            inputs["x_q"], inputs["x_kv"], **arguments, **params, **extra
+        )
+        if params["need_weights"]:
+            return PortAnswer(
+                steps={"output": _as_float64(result.output), "weights": _as_float64(result.weights)}
+            )
+        return PortAnswer(steps={"output": _as_float64(result)})
+    except AttentionInputError as error:
+        return PortAnswer(error=(error.kind, str(error)))
+    except Exception as error:  # a port that breaks is reported, not raised
+        return PortAnswer(crash=f"{type(error).__name__}: {error}")
+
+
+def _as_float64(x) -> np.ndarray:
+    if hasattr(x, "detach"):  # a torch tensor
+        import torch
+
+        return x.detach().to("cpu", torch.float64).numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
 def call_arguments(case: FixtureCase) -> tuple[tuple[object, object, object], dict[str, object]]:
     """A case as a port is called with it: (query, key, value), and every option by name in one
     record (attn_mask with the rest), so that a new option of the contract travels without a change
@@ -63,14 +93,19 @@ def _answer(compute: Callable[..., dict[str, np.ndarray]], case: FixtureCase) ->
 
 
 def numpy_port() -> Port:
-    from attention_port import reference
+    from attention_port import layer, reference
 
     def compute(*args, **kwargs) -> dict[str, np.ndarray]:
         steps = reference.attention_steps(*args, **kwargs)
         return {name: getattr(steps, name) for name in STEPS}
 
     def run(cases: list[FixtureCase]) -> PortRun:
-        return PortRun({case.id: _answer(compute, case) for case in cases})
+        return PortRun(
+            {
+                case.id: _answer(compute, case) if case.kind == "attention" else _layer_answer(layer, case)
+                for case in cases
+            }
+        )
 
     return Port("numpy", "numpy", "float64", run)
 
@@ -78,6 +113,7 @@ def numpy_port() -> Port:
 def torch_port(device: str, dtype: str) -> Port:
     import torch
 
+    from attention_port import torch_layer
     from attention_port import torch_port as port
 
     torch_dtype = getattr(torch, dtype)
@@ -86,9 +122,14 @@ def torch_port(device: str, dtype: str) -> Port:
         steps = port.attention_steps(*args, **kwargs, device=device, dtype=torch_dtype)
         return {name: getattr(steps, name).detach().to("cpu", torch.float64).numpy() for name in STEPS}
 
+    def answer(case: FixtureCase) -> PortAnswer:
+        if case.kind == "attention":
+            return _answer(compute, case)
+        return _layer_answer(torch_layer, case, device=device, dtype=torch_dtype)
+
     def run(cases: list[FixtureCase]) -> PortRun:
         with port.tf32_disabled():
-            return PortRun({case.id: _answer(compute, case) for case in cases})
+            return PortRun({case.id: answer(case) for case in cases})
 
     return Port(f"torch-{device}-{dtype}", "torch", dtype, run)
 
@@ -106,7 +147,7 @@ def torch_sdpa_port(device: str, dtype: str) -> Port:
         return {"output": output.detach().to("cpu", torch.float64).numpy()}
 
     def shares_semantics(case: FixtureCase) -> bool:
-        if case.expects_error:
+        if case.expects_error or case.kind != "attention":
             return False
         tensors, options = call_arguments(case)
         try:

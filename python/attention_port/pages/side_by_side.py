@@ -25,6 +25,9 @@ from attention_port.paths import DOCS, PYTHON_PACKAGE, TYPESCRIPT_SRC
 PYTHON_SOURCE = PYTHON_PACKAGE / "reference.py"
 TYPESCRIPT_SOURCE = TYPESCRIPT_SRC / "attention.ts"
 BATCHING_SOURCE = TYPESCRIPT_SRC / "batching.ts"  # batch dims, heads, GQA
+PYTHON_LAYER = PYTHON_PACKAGE / "layer.py"  # the layer and RoPE, around the core
+TYPESCRIPT_LAYER = TYPESCRIPT_SRC / "layer.ts"
+LAYER_STEP_COUNT = 6
 GQA_LABEL = "Grouped-query attention:"
 OUTPUT = DOCS / "side-by-side.md"
 STEPS_OUTPUT = DOCS / "lesson-steps.json"  # the explorer's guided mode reads it
@@ -35,9 +38,9 @@ class SourceLayoutError(Exception):
     """A source no longer has the labels the page is cut at."""
 
 
-def step_blocks(text: str, comment: str, source: Path) -> dict[int, str]:
-    """The lines of each `<comment> Step N:` block, up to the next step label or the `return` at
-    the label's indentation."""
+def step_blocks(text: str, comment: str, source: Path, count: int = STEP_COUNT) -> dict[int, str]:
+    """The lines of each `<comment> Step N:` block (N from 1 to count), up to the next step label
+    or the `return` at the label's indentation."""
     lines = text.splitlines()
     label = re.compile(rf"^\s*{re.escape(comment)} Step (\d+):")
     starts = {}
@@ -45,8 +48,8 @@ def step_blocks(text: str, comment: str, source: Path) -> dict[int, str]:
         match = label.match(line)
         if match:
             starts[int(match.group(1))] = number
-    if sorted(starts) != list(range(1, STEP_COUNT + 1)):
-        raise SourceLayoutError(f"{source}: expected step labels 1..{STEP_COUNT}, found {sorted(starts)}")
+    if sorted(starts) != list(range(1, count + 1)):
+        raise SourceLayoutError(f"{source}: expected step labels 1..{count}, found {sorted(starts)}")
     blocks = {}
     for step, start in starts.items():
         indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
@@ -118,9 +121,11 @@ def function_source(text: str, header: str, source: Path) -> str:
     return "\n".join(lines[_doc_comment_start(lines, start) : end]).rstrip()
 
 
-def _pair(python: str, typescript: str, typescript_file: str = "attention.ts") -> str:
+def _pair(
+    python: str, typescript: str, typescript_file: str = "attention.ts", python_file: str = "reference.py"
+) -> str:
     return (
-        f"<table>\n<tr><th>Python (reference.py)</th><th>TypeScript ({typescript_file})</th></tr>\n<tr>\n"
+        f"<table>\n<tr><th>Python ({python_file})</th><th>TypeScript ({typescript_file})</th></tr>\n<tr>\n"
         f'<td valign="top">\n\n<pre lang="python">\n{html.escape(python)}\n</pre>\n\n</td>\n'
         f'<td valign="top">\n\n<pre lang="typescript">\n{html.escape(typescript)}\n</pre>\n\n</td>\n'
         "</tr>\n</table>\n"
@@ -169,7 +174,48 @@ def render() -> str:
             function_source(typescript_text, "export function softmax(", TYPESCRIPT_SOURCE),
         ),
     ]
-    return "".join(parts)
+    return "".join(parts + _layer_parts())
+
+
+def _layer_parts() -> list[str]:
+    """The layer around the core, and RoPE: layer.py against layer.ts, step by step."""
+    python_text = PYTHON_LAYER.read_text(encoding="utf-8")
+    typescript_text = TYPESCRIPT_LAYER.read_text(encoding="utf-8")
+    python_steps = step_blocks(python_text, "#", PYTHON_LAYER, LAYER_STEP_COUNT)
+    typescript_steps = step_blocks(typescript_text, "//", TYPESCRIPT_LAYER, LAYER_STEP_COUNT)
+    files = {"typescript_file": "layer.ts", "python_file": "layer.py"}
+    parts = [
+        "\n# The layer: multi-head attention around the core\n\n",
+        "Generated from `python/attention_port/layer.py` and `typescript/src/layer.ts`. Q, K and V\n"
+        "come from the inputs through three learned projections (`y = x·Wᵀ + b`, weights [out, in]\n"
+        "as nn.Linear stores them), are split into heads, turned by RoPE if asked, attended by the\n"
+        "core above head by head, merged and projected out. numpy reshapes and transposes; the\n"
+        "TypeScript layer writes the same index arithmetic as loops over flat arrays.\n",
+        "\n## The function\n\n",
+        _pair(
+            signature_and_doc(python_text, "def multi_head_attention(", PYTHON_LAYER),
+            signature_and_doc(typescript_text, "export function layerWith(", TYPESCRIPT_LAYER),
+            **files,
+        ),
+    ]
+    for step in range(1, LAYER_STEP_COUNT + 1):
+        title = python_steps[step].splitlines()[0].lstrip("# ").split(".")[0]
+        parts += [f"\n## Layer {title}\n\n", _pair(python_steps[step], typescript_steps[step], **files)]
+    parts += [
+        "\n## Rotary position embeddings\n\n",
+        _pair(
+            signature_and_doc(python_text, "def apply_rotary(", PYTHON_LAYER),
+            signature_and_doc(typescript_text, "export function applyRotary(", TYPESCRIPT_LAYER),
+            **files,
+        ),
+        "\nThe rotation itself: each pair of features turns by its own angle.\n\n",
+        _pair(
+            function_source(python_text, "def rotate(", PYTHON_LAYER),
+            function_source(typescript_text, "function rotate(", TYPESCRIPT_LAYER),
+            **files,
+        ),
+    ]
+    return parts
 
 
 def lesson_steps() -> dict:

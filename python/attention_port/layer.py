@@ -1,0 +1,176 @@
+"""The numpy float64 multi-head attention layer and rotary position embeddings, around the
+attention core of reference.py.
+
+    output = concat_h attention(x_q W_qₕᵀ, x_kv W_kₕᵀ, x_kv W_vₕᵀ) W_oᵀ + b_o
+
+Q, K and V come from the inputs through three learned projections (nn.Linear's `y = x·Wᵀ + b`),
+each split into heads, attended head by head by the core, merged back and projected out. Its twin
+is typescript/src/layer.ts: the same six steps with the same labels (project, split heads, rotate,
+attend, merge heads, out-project), as loops there. docs/side-by-side.md shows the two next to each
+other.
+
+Dimension letters, beside reference.py's:
+    D     x_q's features        Dkv   x_kv's features      Dout  the output's features
+    E     per-head query/key features (Hq·E need not be D)  Ev    per-head value features
+Shapes: x_q [B..., Lq, D], x_kv [B..., Lk, Dkv], w_q [Hq·E, D], w_k [Hkv·E, Dkv],
+        w_v [Hkv·Ev, Dkv], w_o [Dout, Hq·Ev] -> output [B..., Lq, Dout].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention_port.inputs import AttentionInputError, to_array, to_mask_array
+from attention_port.layer_inputs import (
+    check_heads,
+    check_layer_shapes,
+    check_positions,
+    check_rope,
+    check_rotary_options,
+)
+from attention_port.reference import attention_steps
+
+__all__ = ["AttentionInputError", "LayerResult", "apply_rotary", "multi_head_attention"]
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    """What need_weights asks for: the output and each head's weights."""
+
+    output: np.ndarray  # [B..., Lq, Dout]
+    weights: np.ndarray  # [B..., Hq, Lq, Lk]  rows sum to 1, or are +0.0 when fully masked
+
+
+def apply_rotary(
+    x, positions, *, theta: float = 10000.0, rotary_dim: int | None = None, interleaved: bool = False
+):
+    """Rotate feature pairs of x [B..., H, L, E] by angles that grow with the position.
+
+    Pair i of the first rotary_dim features turns by positions · theta^(-2i/rotary_dim): a query
+    and a key rotated so give a dot product that depends on their distance only. Half-split pairs
+    are (i, i + rotary_dim/2) (HF Llama's rotate_half); interleaved pairs are (2i, 2i+1) (GPT-J,
+    Meta's Llama). Features past rotary_dim pass through unchanged."""
+    x = to_array("x", x)  # [B..., H, L, E]
+    positions = to_array("positions", positions)  # [L] or [B..., L]
+    if x.ndim < 2:
+        raise AttentionInputError(
+            "rank", f"x must have at least 2 dimensions ([L, E]), got shape {list(x.shape)}"
+        )
+    options = check_rotary_options(theta, rotary_dim, interleaved, x.shape[-1])
+    check_positions(x.shape, positions.shape, positions.ravel().tolist())
+    return rotate(x, positions, options)
+
+
+def rotate(x: np.ndarray, positions: np.ndarray, options) -> np.ndarray:
+    half = options.rotary_dim // 2
+    # The frequency of pair i: theta^(-2i/rotary_dim). rotary_dim, not E, is the denominator.
+    inverse_frequency = options.theta ** (-2.0 * np.arange(half) / options.rotary_dim)  # [rotary_dim/2]
+    angle = positions[..., :, None] * inverse_frequency  # [L, rotary_dim/2] or [B..., L, rotary_dim/2]
+    if positions.ndim > 1:
+        angle = angle[..., None, :, :]  # [B..., 1, L, rotary_dim/2]: every head turns alike
+    cos, sin = np.cos(angle), np.sin(angle)  # [..., L, rotary_dim/2]
+    if options.interleaved:
+        first, second = x[..., 0 : 2 * half : 2], x[..., 1 : 2 * half : 2]  # [..., L, rotary_dim/2] each
+    else:
+        first, second = x[..., :half], x[..., half : 2 * half]  # [..., L, rotary_dim/2] each
+    # Each pair (first, second) turns by its angle: the textbook rotation.
+    turned_first = first * cos - second * sin  # [..., L, rotary_dim/2]
+    turned_second = first * sin + second * cos  # [..., L, rotary_dim/2]
+    rotated = x.copy()  # [B..., H, L, E]  features past rotary_dim stay as they were, bit for bit
+    if options.interleaved:
+        rotated[..., 0 : 2 * half : 2], rotated[..., 1 : 2 * half : 2] = turned_first, turned_second
+    else:
+        rotated[..., :half], rotated[..., half : 2 * half] = turned_first, turned_second
+    return rotated
+
+
+def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """nn.Linear: y = x · Wᵀ + b, W stored [out, in]."""
+    y = x @ weight.T  # [..., out]
+    return y if bias is None else y + bias
+
+
+@np.errstate(invalid="ignore", over="ignore")  # NaN and inf propagate by design
+def multi_head_attention(
+    x_q,
+    x_kv=None,
+    *,
+    w_q,
+    w_k,
+    w_v,
+    w_o,
+    b_q=None,
+    b_k=None,
+    b_v=None,
+    b_o=None,
+    num_heads,
+    num_kv_heads=None,
+    attn_mask=None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    softcap: float = 0.0,
+    rope: dict | None = None,
+    need_weights: bool = False,
+):
+    """Multi-head attention as a layer; x_kv None is self-attention. Returns the output
+    [B..., Lq, Dout], or with need_weights a LayerResult that also holds each head's weights."""
+    num_heads, num_kv_heads = check_heads(num_heads, num_kv_heads)
+    if rope is not None and x_kv is not None:
+        raise AttentionInputError(
+            "value",
+            "rope rotates by the positions of one sequence: give it with self-attention only (no x_kv)",
+        )
+    x_q = to_array("x_q", x_q)  # [B..., Lq, D]
+    x_kv = x_q if x_kv is None else to_array("x_kv", x_kv)  # [B..., Lk, Dkv]
+    weights = {
+        name: to_array(name, w) for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o))
+    }
+    biases = {
+        name: None if b is None else to_array(name, b)
+        for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o))
+    }
+    shapes = check_layer_shapes(
+        x_q.shape, x_kv.shape, {n: w.shape for n, w in weights.items()},
+        {n: None if b is None else b.shape for n, b in biases.items()}, num_heads, num_kv_heads,
+    )  # fmt: skip
+    rotary = None if rope is None else check_rope(rope, shapes.features)
+    mask = None if attn_mask is None else to_mask_array(attn_mask)
+    batch = x_q.shape[:-2]  # B...
+
+    # Step 1: project. Three learned linear maps read queries, keys and values out of the inputs.
+    q = linear(x_q, weights["w_q"], biases["b_q"])  # [B..., Lq, Hq·E]
+    k = linear(x_kv, weights["w_k"], biases["b_k"])  # [B..., Lk, Hkv·E]
+    v = linear(x_kv, weights["w_v"], biases["b_v"])  # [B..., Lk, Hkv·Ev]
+
+    # Step 2: split heads. Feature h·E + e is head h's feature e (head-major); the transpose puts
+    # each head's rows together, as the core wants them. A reshape alone would mix positions.
+    q = q.reshape(*batch, -1, num_heads, shapes.features).swapaxes(-2, -3)  # [B..., Hq, Lq, E]
+    k = k.reshape(*batch, -1, num_kv_heads, shapes.features).swapaxes(-2, -3)  # [B..., Hkv, Lk, E]
+    v = v.reshape(*batch, -1, num_kv_heads, shapes.value_features).swapaxes(-2, -3)  # [B..., Hkv, Lk, Ev]
+
+    # Step 3: rotate. RoPE turns queries and keys (never values) by their positions 0..L-1.
+    if rotary is not None:
+        positions = np.arange(x_q.shape[-2], dtype=np.float64)  # [L]
+        q = rotate(q, positions, rotary)  # [B..., Hq, Lq, E]
+        k = rotate(k, positions, rotary)  # [B..., Hkv, Lk, E]
+
+    # Step 4: attend. The core, once for every head (query head h reads key/value head
+    # h // (Hq / Hkv) when there are fewer key/value heads).
+    steps = attention_steps(
+        q, k, v, mask, is_causal=is_causal, scale=scale, enable_gqa=num_kv_heads != num_heads, softcap=softcap
+    )
+    heads = steps.output  # [B..., Hq, Lq, Ev]  a fully-masked row is +0.0
+
+    # Step 5: merge heads. The transpose back, then head h's feature e is feature h·Ev + e again.
+    merged = heads.swapaxes(-2, -3).reshape(
+        *batch, -1, num_heads * shapes.value_features
+    )  # [B..., Lq, Hq·Ev]
+
+    # Step 6: out-project. One more linear map mixes the heads; a fully-masked row gives b_o.
+    output = linear(merged, weights["w_o"], biases["b_o"])  # [B..., Lq, Dout]
+
+    if need_weights:
+        return LayerResult(output=output, weights=steps.weights)  # weights [B..., Hq, Lq, Lk]
+    return output

@@ -1,0 +1,183 @@
+"""The checks of the multi-head attention layer and of rotary position embeddings, shared by the
+numpy and torch layers (the attention core checks its own inputs: inputs.py).
+
+Every fault raises AttentionInputError with a kind of ERROR_KINDS and a message naming the
+argument and the shapes; typescript/src/layer-inputs.ts raises the same kinds with the same
+messages (argument names in camelCase there: numHeads, wQ, xKv, rotaryDim).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from attention_port.inputs import AttentionInputError, describe_value, format_shape, is_number
+
+
+@dataclass(frozen=True)
+class LayerShapes:
+    """The sizes the layer's weights fix: heads, per-head features, and the output's width."""
+
+    num_heads: int  # Hq
+    num_kv_heads: int  # Hkv
+    features: int  # E, per head, of queries and keys
+    value_features: int  # Ev, per head, of values
+    out_features: int  # Dout
+
+
+def _positive_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x > 0
+
+
+def check_heads(num_heads: object, num_kv_heads: object) -> tuple[int, int]:
+    """num_heads a positive integer; num_kv_heads (default num_heads) one that divides it."""
+    if not _positive_int(num_heads):
+        raise AttentionInputError(
+            "value", f"num_heads must be a positive integer, got {describe_value(num_heads)}"
+        )
+    if num_kv_heads is None:
+        return num_heads, num_heads  # type: ignore[return-value]
+    if not _positive_int(num_kv_heads):
+        raise AttentionInputError(
+            "value", f"num_kv_heads must be a positive integer, got {describe_value(num_kv_heads)}"
+        )
+    if num_heads % num_kv_heads:  # type: ignore[operator]
+        raise AttentionInputError(
+            "heads", f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})"
+        )
+    return num_heads, num_kv_heads  # type: ignore[return-value]
+
+
+def check_layer_shapes(
+    x_q: tuple[int, ...],
+    x_kv: tuple[int, ...],
+    weights: dict[str, tuple[int, ...]],
+    biases: dict[str, tuple[int, ...] | None],
+    num_heads: int,
+    num_kv_heads: int,
+) -> LayerShapes:
+    """x_q [B..., Lq, D], x_kv [B..., Lk, Dkv], w_q [Hq·E, D], w_k [Hkv·E, Dkv], w_v [Hkv·Ev, Dkv],
+    w_o [Dout, Hq·Ev], each bias the length of its weight's rows."""
+    for name, shape in (("x_q", x_q), ("x_kv", x_kv)):
+        if len(shape) < 2:
+            raise AttentionInputError(
+                "rank", f"{name} must have at least 2 dimensions ([L, D]), got shape {format_shape(shape)}"
+            )
+    if x_kv[:-2] != x_q[:-2]:
+        raise AttentionInputError(
+            "shape",
+            f"x_kv has batch dims {format_shape(x_kv[:-2])} but x_q has {format_shape(x_q[:-2])}"
+            f" (x_q {format_shape(x_q)}, x_kv {format_shape(x_kv)})",
+        )
+    for name, shape in weights.items():
+        if len(shape) != 2:
+            raise AttentionInputError(
+                "rank",
+                f"{name} must be a matrix [out, in] as nn.Linear stores it, got shape {format_shape(shape)}",
+            )
+    w_q, w_k, w_v, w_o = weights["w_q"], weights["w_k"], weights["w_v"], weights["w_o"]
+    for name, columns, source, x in (
+        ("w_q", w_q[1], "x_q", x_q),
+        ("w_k", w_k[1], "x_kv", x_kv),
+        ("w_v", w_v[1], "x_kv", x_kv),
+    ):
+        if columns != x[-1]:
+            raise AttentionInputError(
+                "shape",
+                f"{name} has {columns} columns but {source} has feature size {x[-1]}"
+                f" ({source} {format_shape(x)}, {name} {format_shape(weights[name])})",
+            )
+    for name, rows, heads, heads_name in (
+        ("w_q", w_q[0], num_heads, "num_heads"),
+        ("w_k", w_k[0], num_kv_heads, "num_kv_heads"),
+        ("w_v", w_v[0], num_kv_heads, "num_kv_heads"),
+    ):
+        if rows % heads:
+            raise AttentionInputError(
+                "heads",
+                f"{name} has {rows} rows, not a multiple of {heads_name} ({heads})"
+                f" ({name} {format_shape(weights[name])})",
+            )
+    features, value_features = w_q[0] // num_heads, w_v[0] // num_kv_heads
+    if w_k[0] != num_kv_heads * features:
+        raise AttentionInputError(
+            "heads",
+            f"w_k has {w_k[0]} rows but num_kv_heads ({num_kv_heads}) times the query heads' feature size"
+            f" ({features}) is {num_kv_heads * features} (w_q {format_shape(w_q)}, w_k {format_shape(w_k)})",
+        )
+    if w_o[1] != num_heads * value_features:
+        raise AttentionInputError(
+            "shape",
+            f"w_o has {w_o[1]} columns but num_heads ({num_heads}) times the value heads' feature size"
+            f" ({value_features}) is {num_heads * value_features}"
+            f" (w_v {format_shape(w_v)}, w_o {format_shape(w_o)})",
+        )
+    for name, shape in biases.items():
+        rows = weights["w" + name[1:]][0]
+        if shape is not None and tuple(shape) != (rows,):
+            raise AttentionInputError(
+                "shape",
+                f"{name} must have shape [{rows}] (the rows of w{name[1:]}), got {format_shape(shape)}",
+            )
+    return LayerShapes(num_heads, num_kv_heads, features, value_features, w_o[0])
+
+
+@dataclass(frozen=True)
+class RopeOptions:
+    theta: float
+    rotary_dim: int  # the features that rotate, from the first
+    interleaved: bool
+
+
+def check_rope(rope: object, features: int, name: str = "rope") -> RopeOptions:
+    """rope = {"theta", "rotary_dim", "interleaved"} (each optional), checked against E."""
+    if not isinstance(rope, dict):
+        raise AttentionInputError(
+            "value",
+            f"{name} must be an object of theta, rotary_dim and interleaved, got {describe_value(rope)}",
+        )
+    unknown = sorted(set(rope) - {"theta", "rotary_dim", "interleaved"})
+    if unknown:
+        raise AttentionInputError("value", f"{name} has an unknown option {unknown[0]!r}")
+    return check_rotary_options(
+        rope.get("theta", 10000.0), rope.get("rotary_dim"), rope.get("interleaved", False), features
+    )
+
+
+def check_rotary_options(
+    theta: object, rotary_dim: object, interleaved: object, features: int
+) -> RopeOptions:
+    if not (is_number(theta) and math.isfinite(theta) and theta > 0):  # type: ignore[arg-type,operator]
+        raise AttentionInputError("value", f"theta must be a finite number > 0, got {describe_value(theta)}")
+    if not isinstance(interleaved, bool):
+        raise AttentionInputError(
+            "value", f"interleaved must be a boolean, got {describe_value(interleaved)}"
+        )
+    dim = features if rotary_dim is None else rotary_dim
+    if not (isinstance(dim, int) and not isinstance(dim, bool) and 0 < dim <= features and dim % 2 == 0):
+        raise AttentionInputError(
+            "value",
+            f"rotary_dim must be an even integer from 2 to the feature size {features},"
+            f" got {describe_value(dim)}",
+        )
+    return RopeOptions(float(theta), dim, interleaved)
+
+
+def check_positions(x: tuple[int, ...], positions: tuple[int, ...], values: list[float]) -> None:
+    """positions [L] or [B..., L] (x [B..., H, L, E]): whole numbers >= 0."""
+    length = x[-2]
+    if (
+        len(positions) == 0
+        or positions[-1] != length
+        or (len(positions) > 1 and tuple(positions[:-1]) != tuple(x[:-3]))
+    ):
+        raise AttentionInputError(
+            "shape",
+            f"positions must have shape [L] or [B..., L] with L = {length} (x {format_shape(x)},"
+            f" positions {format_shape(positions)})",
+        )
+    for p in values:
+        if not (math.isfinite(p) and p >= 0 and float(p).is_integer()):
+            raise AttentionInputError(
+                "value", f"positions must be whole numbers >= 0, got {describe_value(p)}"
+            )

@@ -1,0 +1,168 @@
+"""The multi-head attention layer and RoPE: every Python port on the fixtures' layer and RoPE cases,
+the rule's budget (an error just past it fails), RoPE's exact properties, the adapters, and torch's
+nn.MultiheadAttention through them (agreeing where it is defined, NaN where it is not)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attention_port import adapters, layer, torch_layer
+from attention_port.fixtures import reader
+from attention_port.harness import compare, runners
+from attention_port.harness.compare import PortAnswer
+from attention_port.paths import FIXTURES
+
+CASES = reader.load_fixtures(FIXTURES, kinds=("layer", "rope"))
+VALID = [c for c in CASES if not c.expects_error]
+
+
+def test_the_fixtures_hold_layer_and_rope_cases():
+    kinds = {c.kind for c in CASES}
+    assert kinds == {"layer", "rope"} and len(VALID) >= 14
+    assert all(c.kind == "attention" for c in reader.load_fixtures(FIXTURES))  # the core's by default
+
+
+@pytest.mark.parametrize("port", [runners.numpy_port(), runners.torch_port("cpu", "float64"),
+                                  runners.torch_port("cpu", "float32")], ids=lambda p: p.name)  # fmt: skip
+def test_python_ports_pass_every_layer_and_rope_case(port):
+    answers = port.run(CASES).answers
+    by_id = {c.id: c for c in CASES}
+    failed = [
+        v
+        for v in (compare.judge(by_id[i], port.name, port.dtype, a) for i, a in answers.items())
+        if not v.passed
+    ]
+    assert not failed, compare.format_verdict(failed[0])
+
+
+@pytest.mark.parametrize("case", VALID, ids=lambda c: c.id)
+def test_an_error_just_past_the_budget_fails(case):
+    budget = compare._layer_budget(case, "float64")
+    cell = np.unravel_index(int(np.argmax(budget)), budget.shape)
+    for share, passes in ((0.99, True), (1.01, False)):
+        output = case.expected.output.copy()
+        output[cell] += share * budget[cell] if budget[cell] > 0 else (0.0 if passes else 1e-300)
+        steps = {"output": output}
+        if case.expected.weights is not None:
+            steps["weights"] = case.expected.weights
+        assert compare.judge(case, "p", "float64", PortAnswer(steps=steps)).passed is passes
+
+
+def test_the_layer_budget_is_not_flat():
+    budgets = [compare._layer_budget(c, "float64") for c in VALID if c.kind == "layer"]
+    sizes = np.concatenate([b[b > 0] for b in budgets])
+    assert sizes.max() / sizes.min() > 10  # it follows the intermediate values
+
+
+def test_a_bfloat16_phase_fails_at_large_positions():
+    case = next(c for c in VALID if c.id == "rope_half_split")
+    x, positions = case.inputs["x"], case.inputs["positions"]
+    coarse = (
+        torch.tensor(positions, dtype=torch.bfloat16).to(torch.float64).numpy()
+    )  # 16000 -> 16000, 4095 -> 4096
+    wrong = layer.apply_rotary(x, coarse)
+    assert not compare.judge(case, "p", "float32", PortAnswer(steps={"output": wrong})).passed
+
+
+def test_rope_position_zero_is_the_identity_and_the_conventions_are_one_permutation():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 5, 8))
+    positions = np.array([0.0, 3.0, 50.0, 4095.0, 16000.0])
+    half = layer.apply_rotary(x, positions)
+    assert np.array_equal(half[..., 0, :], x[..., 0, :])
+    order = np.r_[0:8:2, 1:8:2]  # even features first: interleaved pairs become half-split pairs
+    interleaved = layer.apply_rotary(x, positions, interleaved=True)
+    assert np.array_equal(interleaved[..., order], layer.apply_rotary(x[..., order], positions))
+    partial = layer.apply_rotary(x, positions, rotary_dim=4)
+    assert np.array_equal(partial[..., 4:], x[..., 4:])
+    assert not np.allclose(half[..., 3, :], interleaved[..., 3, :])
+
+
+def test_adapters_round_trip_the_three_layouts():
+    rng = np.random.default_rng(4)
+    packed = rng.standard_normal((24, 8))
+    parts = adapters.from_packed(packed, np.arange(24.0))
+    assert np.array_equal(np.concatenate([parts["w_q"], parts["w_k"], parts["w_v"]]), packed)
+    assert np.array_equal(parts["b_k"], np.arange(8.0, 16.0))
+    conv, _ = adapters.from_conv1d(packed.T)
+    assert np.array_equal(conv, packed)
+    gqa = adapters.from_packed(rng.standard_normal((16, 8)), sizes=(8, 4, 4))
+    assert gqa["w_k"].shape == (4, 8)
+
+
+def _module(seed: int, embed: int = 8, heads: int = 2) -> torch.nn.MultiheadAttention:
+    torch.manual_seed(seed)
+    module = torch.nn.MultiheadAttention(embed, heads, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        module.in_proj_bias.normal_()
+        module.out_proj.bias.normal_()
+    return module.train()  # not the fast path: its own kernel
+
+
+def test_torch_layer_matches_nn_multihead_attention_where_it_is_defined():
+    module = _module(5)
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    torch_mask = torch.rand(2 * 2, 5, 5) < 0.3  # true = ignore, [N·H, L, S]
+    torch_mask[:, :, 0] = False  # every row keeps a key
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    padding[1, 3:] = True
+    mask = adapters.torch_mha_mask(torch_mask.numpy(), padding.numpy(), num_heads=2)
+    ours = torch_layer.multi_head_attention(
+        x, **torch_layer.from_torch_mha(module), attn_mask=mask, need_weights=True
+    )
+    for need_weights in (True, False):
+        theirs, weights = module(
+            x, x, x, attn_mask=torch_mask, key_padding_mask=padding,
+            need_weights=need_weights, average_attn_weights=False,
+        )  # fmt: skip
+        difference = (ours.output - theirs).abs().max().item()
+        assert difference < 1e-13, difference
+        if need_weights:
+            assert (ours.weights - weights).abs().max().item() < 1e-15
+    # The same boolean tensor read SDPA's way (true = may attend) is another mask: the trap.
+    trap = torch_layer.multi_head_attention(
+        x, **torch_layer.from_torch_mha(module), attn_mask=torch_mask.numpy().reshape(2, 2, 5, 5)
+    )
+    assert (trap - ours.output).abs().max().item() > 0.1
+
+
+def test_nn_multihead_attention_gives_nan_for_a_fully_masked_row_where_the_layer_gives_b_o():
+    module = _module(6)
+    x = torch.randn(1, 4, 8, dtype=torch.float64)
+    torch_mask = torch.zeros(4, 4, dtype=torch.bool)
+    torch_mask[2] = True  # query 2 may attend to nothing
+    theirs, _ = module(x, x, x, attn_mask=torch_mask, need_weights=True)
+    mask = adapters.torch_mha_mask(torch_mask.numpy(), num_heads=2)
+    ours = torch_layer.multi_head_attention(x, **torch_layer.from_torch_mha(module), attn_mask=mask)
+    assert torch.isnan(theirs[0, 2]).all()  # the documented divergence: need_weights' plain softmax
+    assert torch.equal(ours[0, 2], module.out_proj.bias.detach())
+    assert (ours[0, [0, 1, 3]] - theirs[0, [0, 1, 3]]).abs().max().item() < 1e-13
+
+
+def test_a_float_one_zero_mask_is_added_not_read_as_booleans():
+    case = next(c for c in VALID if c.id == "layer_float_one_zero_trap")
+    arguments = {n: v for n, v in case.inputs.items() if n not in ("x_q", "x_kv", "attn_mask")}
+    params = {n: v for n, v in case.params.items()}
+    as_bool = layer.multi_head_attention(
+        case.inputs["x_q"], **arguments, **params, attn_mask=case.inputs["attn_mask"] > 0
+    )
+    answer = PortAnswer(steps={"output": as_bool})
+    assert not compare.judge(case, "bool-reader", "float64", answer).passed
+
+
+@pytest.mark.parametrize("case_id", ["rope_half_split", "layer_fully_masked_row"])
+def test_exact_cells_take_the_value_or_its_dtype_rounding_and_nothing_else(case_id):
+    case = next(c for c in VALID if c.id == case_id)
+    budget = compare._layer_budget(case, "float32")
+    exact = budget == 0
+    assert exact.any()
+    steps = {} if case.expected.weights is None else {"weights": case.expected.weights}
+    rounded = case.expected.output.astype(np.float32).astype(np.float64)
+    for output in (case.expected.output, np.where(exact, rounded, case.expected.output)):
+        assert compare.judge(case, "p", "float32", PortAnswer(steps={**steps, "output": output})).passed
+    off = case.expected.output.copy()
+    cell = tuple(np.argwhere(exact)[0])
+    off[cell] = np.nextafter(np.float32(rounded[cell]), np.float32(np.inf))  # one float32 step away
+    assert not compare.judge(case, "p", "float32", PortAnswer(steps={**steps, "output": off})).passed

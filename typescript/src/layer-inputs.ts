@@ -1,0 +1,208 @@
+/**
+ * The checks of the multi-head attention layer and of rotary position embeddings (the attention
+ * core checks its own inputs: inputs.ts). The twin of python/attention_port/layer_inputs.py: the
+ * same kinds and messages, with argument names in camelCase (numHeads, wQ, xKv, rotaryDim).
+ */
+
+import { AttentionInputError, describeValue, formatShape } from "./inputs.ts";
+
+export interface LayerShapes {
+  readonly numHeads: number; // Hq
+  readonly numKvHeads: number; // Hkv
+  readonly features: number; // E, per head, of queries and keys
+  readonly valueFeatures: number; // Ev, per head, of values
+  readonly outFeatures: number; // Dout
+}
+
+export interface RopeOptions {
+  readonly theta?: number;
+  readonly rotaryDim?: number | null;
+  readonly interleaved?: boolean;
+}
+
+export interface CheckedRope {
+  readonly theta: number;
+  readonly rotaryDim: number;
+  readonly interleaved: boolean;
+}
+
+const positiveInt = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x) && x > 0;
+
+export function checkHeads(numHeads: unknown, numKvHeads: unknown): [number, number] {
+  if (!positiveInt(numHeads)) {
+    throw new AttentionInputError(
+      "value",
+      `numHeads must be a positive integer, got ${describeValue(numHeads)}`,
+    );
+  }
+  if (numKvHeads === undefined || numKvHeads === null) {
+    return [numHeads, numHeads];
+  }
+  if (!positiveInt(numKvHeads)) {
+    throw new AttentionInputError(
+      "value",
+      `numKvHeads must be a positive integer, got ${describeValue(numKvHeads)}`,
+    );
+  }
+  if (numHeads % numKvHeads !== 0) {
+    throw new AttentionInputError(
+      "heads",
+      `numHeads (${String(numHeads)}) must be a multiple of numKvHeads (${String(numKvHeads)})`,
+    );
+  }
+  return [numHeads, numKvHeads];
+}
+
+type Shape = readonly number[];
+
+export function checkLayerShapes(
+  xQ: Shape,
+  xKv: Shape,
+  weights: { readonly wQ: Shape; readonly wK: Shape; readonly wV: Shape; readonly wO: Shape },
+  biases: Readonly<Record<"bQ" | "bK" | "bV" | "bO", Shape | null>>,
+  numHeads: number,
+  numKvHeads: number,
+): LayerShapes {
+  const f = formatShape;
+  for (const [name, shape] of [
+    ["xQ", xQ],
+    ["xKv", xKv],
+  ] as const) {
+    if (shape.length < 2) {
+      throw new AttentionInputError(
+        "rank",
+        `${name} must have at least 2 dimensions ([L, D]), got shape ${f(shape)}`,
+      );
+    }
+  }
+  if (f(xKv.slice(0, -2)) !== f(xQ.slice(0, -2))) {
+    throw new AttentionInputError(
+      "shape",
+      `xKv has batch dims ${f(xKv.slice(0, -2))} but xQ has ${f(xQ.slice(0, -2))} (xQ ${f(xQ)}, xKv ${f(xKv)})`,
+    );
+  }
+  for (const [name, shape] of Object.entries(weights)) {
+    if (shape.length !== 2) {
+      throw new AttentionInputError(
+        "rank",
+        `${name} must be a matrix [out, in] as nn.Linear stores it, got shape ${f(shape)}`,
+      );
+    }
+  }
+  const { wQ, wK, wV, wO } = weights;
+  for (const [name, weight, source, x] of [
+    ["wQ", wQ, "xQ", xQ],
+    ["wK", wK, "xKv", xKv],
+    ["wV", wV, "xKv", xKv],
+  ] as const) {
+    if (weight[1] !== x[x.length - 1]) {
+      throw new AttentionInputError(
+        "shape",
+        `${name} has ${String(weight[1])} columns but ${source} has feature size ${String(x[x.length - 1])}` +
+          ` (${source} ${f(x)}, ${name} ${f(weight)})`,
+      );
+    }
+  }
+  for (const [name, weight, heads, headsName] of [
+    ["wQ", wQ, numHeads, "numHeads"],
+    ["wK", wK, numKvHeads, "numKvHeads"],
+    ["wV", wV, numKvHeads, "numKvHeads"],
+  ] as const) {
+    if (weight[0] % heads !== 0) {
+      throw new AttentionInputError(
+        "heads",
+        `${name} has ${String(weight[0])} rows, not a multiple of ${headsName} (${String(heads)}) (${name} ${f(weight)})`,
+      );
+    }
+  }
+  const features = wQ[0] / numHeads;
+  const valueFeatures = wV[0] / numKvHeads;
+  if (wK[0] !== numKvHeads * features) {
+    throw new AttentionInputError(
+      "heads",
+      `wK has ${String(wK[0])} rows but numKvHeads (${String(numKvHeads)}) times the query heads' feature size` +
+        ` (${String(features)}) is ${String(numKvHeads * features)} (wQ ${f(wQ)}, wK ${f(wK)})`,
+    );
+  }
+  if (wO[1] !== numHeads * valueFeatures) {
+    throw new AttentionInputError(
+      "shape",
+      `wO has ${String(wO[1])} columns but numHeads (${String(numHeads)}) times the value heads' feature size` +
+        ` (${String(valueFeatures)}) is ${String(numHeads * valueFeatures)} (wV ${f(wV)}, wO ${f(wO)})`,
+    );
+  }
+  for (const [name, shape] of Object.entries(biases)) {
+    const rows = weights[`w${name.slice(1)}` as keyof typeof weights][0];
+    if (shape !== null && (shape.length !== 1 || shape[0] !== rows)) {
+      throw new AttentionInputError(
+        "shape",
+        `${name} must have shape [${String(rows)}] (the rows of w${name.slice(1)}), got ${f(shape)}`,
+      );
+    }
+  }
+  return { numHeads, numKvHeads, features, valueFeatures, outFeatures: wO[0] };
+}
+
+export function checkRope(rope: unknown, features: number): CheckedRope {
+  if (typeof rope !== "object" || rope === null || Array.isArray(rope)) {
+    throw new AttentionInputError(
+      "value",
+      `rope must be an object of theta, rotaryDim and interleaved, got ${describeValue(rope)}`,
+    );
+  }
+  const unknown = Object.keys(rope)
+    .filter((k) => !["theta", "rotaryDim", "interleaved"].includes(k))
+    .sort();
+  if (unknown.length > 0) {
+    throw new AttentionInputError("value", `rope has an unknown option '${unknown[0]}'`);
+  }
+  const { theta, rotaryDim, interleaved } = rope as RopeOptions;
+  return checkRotaryOptions(theta ?? 10000, rotaryDim, interleaved ?? false, features);
+}
+
+export function checkRotaryOptions(
+  theta: unknown,
+  rotaryDim: unknown,
+  interleaved: unknown,
+  features: number,
+): CheckedRope {
+  if (!(typeof theta === "number" && Number.isFinite(theta) && theta > 0)) {
+    throw new AttentionInputError("value", `theta must be a finite number > 0, got ${describeValue(theta)}`);
+  }
+  if (typeof interleaved !== "boolean") {
+    throw new AttentionInputError(
+      "value",
+      `interleaved must be a boolean, got ${describeValue(interleaved)}`,
+    );
+  }
+  const dim = rotaryDim === undefined || rotaryDim === null ? features : rotaryDim;
+  if (!(typeof dim === "number" && Number.isInteger(dim) && dim > 0 && dim <= features && dim % 2 === 0)) {
+    throw new AttentionInputError(
+      "value",
+      `rotaryDim must be an even integer from 2 to the feature size ${String(features)}, got ${describeValue(dim)}`,
+    );
+  }
+  return { theta, rotaryDim: dim, interleaved };
+}
+
+/** positions [L] or [B..., L] for x [B..., H, L, E]: whole numbers >= 0. */
+export function checkPositions(x: Shape, positions: Shape, values: ArrayLike<number>): void {
+  const L = x[x.length - 2];
+  const lead = positions.slice(0, -1);
+  if (
+    positions.length === 0 ||
+    positions[positions.length - 1] !== L ||
+    (positions.length > 1 && formatShape(lead) !== formatShape(x.slice(0, -3)))
+  ) {
+    throw new AttentionInputError(
+      "shape",
+      `positions must have shape [L] or [B..., L] with L = ${String(L)} (x ${formatShape(x)},` +
+        ` positions ${formatShape(positions)})`,
+    );
+  }
+  for (const p of Array.from(values)) {
+    if (!(Number.isFinite(p) && p >= 0 && Number.isInteger(p))) {
+      throw new AttentionInputError("value", `positions must be whole numbers >= 0, got ${describeValue(p)}`);
+    }
+  }
+}
