@@ -130,12 +130,13 @@ class CaseVerdict:
 
 
 def normalize_message(message: str) -> str:
-    """TypeScript spells three argument names its own way; the rest of a message is shared."""
+    """TypeScript spells some argument names its own way; the rest of a message is shared."""
     for camel, snake in (
         ("attnMask", "attn_mask"),
         ("enableGqa", "enable_gqa"),
         ("isCausal", "is_causal"),
         ("memoryLimit", "memory_limit"),
+        ("queryOffset", "query_offset"),
         ("numKvHeads", "num_kv_heads"),
         ("numHeads", "num_heads"),
         ("rotaryDim", "rotary_dim"),
