@@ -100,7 +100,12 @@ def test_tag_selects_cases_that_carry_every_tag_given(capsys):
     status, out, _ = _verify(capsys, "--list", "--tag", "gqa", "--tag", "causal")
     assert status == 0
     lines = out.splitlines()[:-1]
-    assert [line.split()[0] for line in lines] == ["gqa_causal_masked", "everything_at_once", "layer_gqa"]
+    assert [line.split()[0] for line in lines] == [
+        "gqa_causal_masked",
+        "everything_at_once",
+        "decode_step_gqa",
+        "layer_gqa",
+    ]
     assert all("gqa" in line.split() and "causal" in line.split() for line in lines)
     # Both need grouped-query heads, the last level their tags name (scale and softcap come later).
     assert "level 10 (grouped-query heads)" in lines[0]
