@@ -110,7 +110,7 @@ def test_tag_selects_cases_that_carry_every_tag_given(capsys):
     # Both need grouped-query heads, the last level their tags name (scale and softcap come later).
     assert "level 10 (grouped-query heads)" in lines[0]
     assert "level 11 (scale and softcap)" in lines[1]
-    assert out.splitlines()[-1] == "3 cases"
+    assert out.splitlines()[-1] == "4 cases"
 
 
 def test_an_unknown_tag_or_case_is_one_line_and_exit_2(capsys):
