@@ -7,7 +7,7 @@ kind and message; both test suites check them.
 
 Checks run in this order, and the first failure is raised:
   1. options: is_causal, enable_gqa (booleans), scale (finite or None), softcap (finite, >= 0),
-     memory_limit (a number > 0)                                        kind: value
+     memory_limit (a number > 0), query_offset (an integer >= 0)        kind: value
   2. query, key, value: each a rectangular array of numbers, read once: its shape from the first
      elements (at most 64 dimensions), the memory its float64 copy needs (within memory_limit,
      decided from the lengths alone), then every element             kinds: rank, size, ragged, type
@@ -416,6 +416,28 @@ def check_options(
         raise AttentionInputError(
             "value", f"memory_limit must be a number of bytes > 0, got {describe_value(memory_limit)}"
         )
+
+
+# The largest query_offset: JavaScript's largest exact integer, so that both languages accept the
+# same offsets (and numpy's int64 index arithmetic never overflows with it).
+MAX_QUERY_OFFSET = 2**53 - 1
+
+
+def check_query_offset(query_offset: object) -> int:
+    """query_offset, the position of query row 0 among the keys for the causal rule (see
+    docs/design.md): an integer from 0 to 2^53 - 1 (2.0 is one; 2.5, NaN and True are not).
+    Checked with the other options, before any tensor is touched; returned as a Python int."""
+    if not (
+        is_number(query_offset)
+        and math.isfinite(query_offset)  # type: ignore[arg-type]
+        and float(query_offset).is_integer()  # type: ignore[arg-type]
+        and 0 <= query_offset <= MAX_QUERY_OFFSET  # type: ignore[operator]
+    ):
+        raise AttentionInputError(
+            "value",
+            f"query_offset must be an integer from 0 to 2^53 - 1, got {describe_value(query_offset)}",
+        )
+    return int(query_offset)  # type: ignore[call-overload]
 
 
 def check_size(shapes: AttentionShapes, memory_limit: float) -> None:

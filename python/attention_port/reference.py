@@ -29,6 +29,7 @@ from attention_port.inputs import (
     DEFAULT_MEMORY_LIMIT,
     AttentionInputError,
     check_options,
+    check_query_offset,
     check_shapes,
     check_size,
     resolve_scale,
@@ -87,11 +88,15 @@ def attention_steps(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
+    query_offset: int = 0,
     memory_limit: float = DEFAULT_MEMORY_LIMIT,
 ) -> AttentionSteps:
     """Scaled dot-product attention, returning every step. Arguments as in torch, plus
+    query_offset: the position of query row 0 among the keys for is_causal (0: torch's top-left
+    rule; Lk - Lq: its causal_lower_right, a decode step after Lk - Lq cached tokens), and
     memory_limit: the most bytes the steps may need (kind "size" above it; see inputs.py)."""
     check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
+    query_offset = check_query_offset(query_offset)
     query = to_array("query", query, memory_limit)  # [B..., Hq, Lq, E]
     key = to_array("key", key, memory_limit)  # [B..., Hkv, Lk, E]
     value = to_array("value", value, memory_limit)  # [B..., Hkv, Lk, Ev]
@@ -122,8 +127,9 @@ def attention_steps(
     # Step 3: mask. A disallowed cell becomes -inf, so exp() makes its weight exactly 0.
     allowed = np.ones(logits.shape, dtype=bool)  # [B..., Hq, Lq, Lk]
     if is_causal:
-        # Query i may look at keys j <= i only (top-left aligned, as torch does for Lq != Lk).
-        allowed &= np.tri(shapes.query_length, shapes.key_length, dtype=bool)  # [Lq, Lk]
+        # Query i sits at position i + query_offset and may look at keys j <= i + query_offset only
+        # (offset 0 is torch's top-left rule; a decode step after P cached keys has offset P).
+        allowed &= np.tri(shapes.query_length, shapes.key_length, k=query_offset, dtype=bool)  # [Lq, Lk]
     if mask is not None and mask.dtype == bool:
         allowed &= mask  # True = may attend; broadcasts numpy-style
     elif mask is not None:
@@ -153,6 +159,7 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
+    query_offset: int = 0,
     memory_limit: float = DEFAULT_MEMORY_LIMIT,
 ) -> np.ndarray:
     """softmax(query · keyᵀ · scale [+ mask]) · value in float64, as
@@ -166,5 +173,6 @@ def scaled_dot_product_attention(
         scale=scale,
         enable_gqa=enable_gqa,
         softcap=softcap,
+        query_offset=query_offset,
         memory_limit=memory_limit,
     ).output

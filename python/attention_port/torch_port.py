@@ -55,6 +55,7 @@ from attention_port.inputs import (
     AttentionInputError,
     AttentionShapes,
     check_options,
+    check_query_offset,
     check_shapes,
     check_size,
     check_tensor,
@@ -229,14 +230,16 @@ class _Prepared:
     mask: torch.Tensor | None  # bool, or float in the compute dtype; broadcasts to the scores
     shapes: AttentionShapes
     scale: float
+    query_offset: int  # checked: an int from 0 to 2^53 - 1
 
 
 def _prepare(
     query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype,
-    memory_limit=DEFAULT_MEMORY_LIMIT,
+    memory_limit=DEFAULT_MEMORY_LIMIT, *, query_offset=0,
 ):  # fmt: skip
     """Check every input exactly as reference.py does, then put them on one device in one dtype."""
     check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
+    query_offset = check_query_offset(query_offset)
     _check_device_and_dtype(device, dtype)  # the torch port's own options
     query = _checked("query", query, memory_limit)  # [B..., Hq, Lq, E]
     key = _checked("key", key, memory_limit)  # [B..., Hkv, Lk, E]
@@ -259,7 +262,9 @@ def _prepare(
         query, key, value = (_on_device(x, device, dtype) for x in (query, key, value))
     except (RuntimeError, AssertionError) as error:  # torch says "not compiled with CUDA" by assert
         raise AttentionInputError("value", f"device {str(device)!r} cannot be used here ({error})") from None
-    return _Prepared(query=query, key=key, value=value, mask=mask, shapes=shapes, scale=scale)
+    return _Prepared(
+        query=query, key=key, value=value, mask=mask, shapes=shapes, scale=scale, query_offset=query_offset
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,18 +305,21 @@ def attention_steps(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
+    query_offset: int = 0,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     memory_limit: float = DEFAULT_MEMORY_LIMIT,
 ) -> AttentionSteps:
     """Scaled dot-product attention, returning every step. Arguments as in torch, plus the
     device and dtype to compute in (see the module docstring for the defaults) and memory_limit,
-    the most bytes the steps may need (kind "size" above it; see inputs.py)."""
+    the most bytes the steps may need (kind "size" above it; see inputs.py). query_offset is
+    reference.py's: the position of query row 0 among the keys for is_causal."""
     inputs = _prepare(
-        query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype, memory_limit
-    )
+        query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype, memory_limit,
+        query_offset=query_offset,
+    )  # fmt: skip
     query, key, value, mask = inputs.query, inputs.key, inputs.value, inputs.mask
-    shapes, scale = inputs.shapes, inputs.scale
+    shapes, scale, query_offset = inputs.shapes, inputs.scale, inputs.query_offset
 
     if shapes.group_size != 1:
         # Grouped-query attention: each key/value head serves group_size consecutive query heads,
@@ -333,8 +341,11 @@ def attention_steps(
     # Step 3: mask. A disallowed cell becomes -inf, so exp() makes its weight exactly 0.
     allowed = torch.ones(logits.shape, dtype=torch.bool, device=logits.device)  # [B..., Hq, Lq, Lk]
     if is_causal:
-        # Query i may look at keys j <= i only (top-left aligned, as torch does for Lq != Lk).
-        allowed &= _causal_allowed(shapes.query_length, shapes.key_length, logits.device)  # [Lq, Lk]
+        # Query i sits at position i + query_offset and may look at keys j <= i + query_offset only
+        # (offset 0 is torch's top-left rule; a decode step after P cached keys has offset P).
+        allowed &= _causal_allowed(
+            shapes.query_length, shapes.key_length, query_offset, logits.device
+        )  # [Lq, Lk]
     if mask is not None and mask.dtype == torch.bool:
         allowed &= mask  # True = may attend; broadcasts numpy-style
     elif mask is not None:
@@ -354,11 +365,13 @@ def attention_steps(
     return AttentionSteps(scores=scores, logits=logits, weights=weights, output=output)
 
 
-def _causal_allowed(query_length: int, key_length: int, device: torch.device) -> torch.Tensor:
-    """[Lq, Lk] booleans, True where key j <= query i: numpy's np.tri(Lq, Lk)."""
+def _causal_allowed(
+    query_length: int, key_length: int, query_offset: int, device: torch.device
+) -> torch.Tensor:
+    """[Lq, Lk] booleans, True where key j <= query i + query_offset: numpy's np.tri(Lq, Lk, k)."""
     i = torch.arange(query_length, device=device).unsqueeze(-1)  # [Lq, 1]
     j = torch.arange(key_length, device=device).unsqueeze(0)  # [1, Lk]
-    return j <= i  # [Lq, Lk]
+    return j <= i + query_offset  # [Lq, Lk]
 
 
 def scaled_dot_product_attention(
@@ -371,6 +384,7 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
+    query_offset: int = 0,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     memory_limit: float = DEFAULT_MEMORY_LIMIT,
@@ -386,6 +400,7 @@ def scaled_dot_product_attention(
         scale=scale,
         enable_gqa=enable_gqa,
         softcap=softcap,
+        query_offset=query_offset,
         device=device,
         dtype=dtype,
         memory_limit=memory_limit,
@@ -416,6 +431,7 @@ def torch_sdpa(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
+    query_offset: int = 0,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
@@ -423,8 +439,9 @@ def torch_sdpa(
 
     A thin call of the production kernel (whichever one torch dispatches to), for cross-checks.
     It agrees with the port only where `sdpa_shares_semantics` says so. Two adjustments, neither
-    a change of meaning: torch refuses attn_mask together with is_causal, so the causal rule is
-    folded into the mask here (the port's contract combines the two); and a 1-D mask is given a
+    a change of meaning: torch refuses attn_mask together with is_causal, and its is_causal has no
+    query offset, so the causal rule is folded into a mask here when either is given (the port's
+    contract combines the two); and a 1-D mask is given a
     leading 1, because torch 2.13's fused CPU kernel raises IndexError for a 1-D mask.
     `softcap` is accepted so that the port's keyword arguments can be passed unchanged, but torch
     has no softcap: anything other than 0 raises ValueError.
@@ -432,17 +449,23 @@ def torch_sdpa(
     # No size limit: the kernel does not hold the [..., Lq, Lk] steps (its fused kernels never
     # make them), and it is torch's to refuse what does not fit.
     inputs = _prepare(
-        query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype, math.inf
-    )
+        query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype, math.inf,
+        query_offset=query_offset,
+    )  # fmt: skip
     if softcap > 0:
         raise ValueError("torch's scaled_dot_product_attention has no softcap; use softcap=0")
     query, key, value, mask = inputs.query, inputs.key, inputs.value, inputs.mask
     shapes = inputs.shapes
-    if mask is not None and is_causal:
+    if is_causal and (mask is not None or inputs.query_offset != 0):
         # Fold the causal rule into the mask: a cell is allowed only if both allow it.
-        causal = _causal_allowed(shapes.query_length, shapes.key_length, query.device)  # [Lq, Lk]
-        blocked = False if mask.dtype == torch.bool else -math.inf
-        mask = torch.where(causal, mask, blocked)  # [..., Lq, Lk]
+        causal = _causal_allowed(
+            shapes.query_length, shapes.key_length, inputs.query_offset, query.device
+        )  # [Lq, Lk]
+        if mask is None:
+            mask = causal
+        else:
+            blocked = False if mask.dtype == torch.bool else -math.inf
+            mask = torch.where(causal, mask, blocked)  # [..., Lq, Lk]
         is_causal = False
     if mask is not None and mask.dim() < 2:
         mask = mask.reshape(1, *mask.shape)  # [1, Lk]
@@ -467,6 +490,7 @@ def sdpa_shares_semantics(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
+    query_offset: int = 0,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
 ) -> bool:
@@ -492,7 +516,10 @@ def sdpa_shares_semantics(
          no. Outside the contract anyway, and torch gives NaN even where such a cell is masked.
     Bad inputs raise AttentionInputError, as in the port.
     """
-    inputs = _prepare(query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype)
+    inputs = _prepare(
+        query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype,
+        query_offset=query_offset,
+    )  # fmt: skip
     if softcap > 0:
         return False
     for tensor in (inputs.query, inputs.key, inputs.value):
@@ -514,6 +541,7 @@ def sdpa_shares_semantics(
         is_causal=is_causal,
         scale=inputs.scale,
         enable_gqa=enable_gqa,
+        query_offset=inputs.query_offset,
     )
     has_empty_rows = bool((steps.logits == -math.inf).all(dim=-1).any())
     if has_empty_rows:

@@ -20,7 +20,8 @@ from attention_port.harness import compare
 from attention_port.inputs import resolve_scale
 from attention_port.paths import REPO_ROOT
 
-TINY = ["--sizes", "16,32", "--repeats", "2", "--max-repeats", "2", "--cell-budget", "0", "--warmup", "0"]
+TINY = ["--sizes", "16,32", "--repeats", "2", "--max-repeats", "2", "--cell-budget", "0", "--warmup", "0",
+        "--decode-keys", "none", "--bandwidth-mib", "0"]  # fmt: skip
 NO_EXTRAS = ["--memory-n", "0", "--linear-memory-n", "0", "--odd-shape", "none", "--no-plot"]
 OURS = ["numpy", "torch-sdpa", "torch-math", "typescript", "typescript-flash", "typescript-flash-nested"]
 
@@ -122,13 +123,106 @@ def test_without_chromium_the_webgpu_row_is_skipped_with_a_note(tmp_path, monkey
 @pytest.mark.skipif(peers.peers_missing() is not None, reason=f"{peers.peers_missing()}")
 def test_the_peers_run_and_are_checked(tmp_path):
     code = cli.main(["bench", *TINY, "--ports", "onnxruntime-node,onnxruntime-web", "--odd-shape", "24x12",
-                     "--memory-n", "0", "--no-plot", "--out", str(tmp_path)])  # fmt: skip
+                     "--memory-n", "0", "--no-plot", "--out", str(tmp_path), "--decode-keys", "40",
+                     "--decode-shape", "4x2x16"])  # fmt: skip
     assert code == 0
     report = _report(tmp_path)
-    assert len(report["results"]) == 2 * 2 * (4 + 1)  # two peers, two dtypes, 4 cells + the odd shape
+    # two peers, two dtypes, 4 cells + the odd shape + one decode step on the decode graph
+    assert len(report["results"]) == 2 * 2 * (4 + 1 + 1)
     assert all(r["status"] == "ok" and 0 <= r["budget_used"] <= 1 for r in report["results"])
     versions = report["machine"]["versions"]
     assert versions["onnxruntime-node"]["onnxruntime-node"] == versions["onnxruntime-web"]["onnxruntime-web"]
+
+
+DECODE = ["--decode-keys", "40,70", "--decode-shape", "4x2x16", "--bandwidth-mib", "8"]
+
+
+def test_decode_rows_and_the_limits_are_measured_checked_and_shared(tmp_path):
+    ports = "numpy,torch-sdpa,typescript-flash,typescript-simd,typescript-simd-2w"
+    code = cli.main(["bench", *TINY[:-4], *DECODE, *NO_EXTRAS, "--sizes", "16", "--causal", "off",
+                     "--ports", ports, "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    report = _report(tmp_path)
+    limits = report["limits"]
+    assert limits["native_read_gbps"] > 0 and limits["wasm_read_gbps"] > 0 and limits["wasm_madd_gflops"] > 0
+    decode = [r for r in report["results"] if r["kind"] == "decode"]
+    expected = {
+        (port.name, dtype, keys)
+        for port in run.PORTS
+        if port.name in ports.split(",")
+        for dtype in port.dtypes
+        for keys in (40, 70)
+    }
+    assert {(r["port"], r["dtype"], r["n"]) for r in decode} == expected
+    engine = {p.name for p in run.PORTS if p.engine}
+    for r in decode:
+        assert r["status"] == "ok" and 0 <= r["budget_used"] <= 1, r
+        assert (r["hq"], r["hkv"], r["d"]) == (4, 2, 16)
+        itemsize = 4 if r["dtype"] == "float32" else 8
+        assert r["read_gbps"] == pytest.approx(2 * 2 * r["n"] * 16 * itemsize / (r["median_ms"] * 1e6))
+        limit = "wasm_read_gbps" if r["port"] in engine else "native_read_gbps"
+        assert (r["limit"], r["share"]) == (limit, pytest.approx(r["read_gbps"] / limits[limit]))
+    for r in report["results"]:
+        if r["kind"] == "prefill":
+            assert r["share"] == pytest.approx(r["gflops"] / limits["wasm_madd_gflops"])
+    markdown = (tmp_path / "bench.md").read_text(encoding="utf-8")
+    assert "## Decode: one step, query [1, 4, 1, 16] against key and value [1, 2, keys, 16]" in markdown
+    assert "- 128-bit SIMD multiply-add peak:" in markdown
+    targets = {t["name"]: t["status"] for t in report["targets"]}
+    share = "typescript-simd float32 decode at 4096 keys >= 60% of the WebAssembly read bandwidth"
+    assert targets[share] == "n/a"  # measured at 40 and 70 keys only
+
+
+def test_a_wrong_decode_answer_is_failed_and_shows_no_time(tmp_path):
+    code = cli.main(["bench", *TINY[:-4], *DECODE, *NO_EXTRAS, "--sizes", "16", "--causal", "off",
+                     "--ports", "typescript-simd", "--dtypes", "float32", "--bandwidth-mib", "0",
+                     "--corrupt-port", "typescript-simd", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 1
+    decode = [r for r in _report(tmp_path)["results"] if r["kind"] == "decode"]
+    assert len(decode) == 2
+    assert all(r["status"] == "FAILED" and r["median_ms"] is None for r in decode)
+
+
+def test_decode_targets_read_the_limits():
+    simd, web = "typescript-simd", "onnxruntime-web"
+
+    def decode(port, ms):
+        cell = run.CellResult(port, "float32", False, 4096, 128, kind="decode", hq=32, hkv=8, status="ok")
+        cell.median_ms, cell.read_gbps = ms, 2 * 8 * 4096 * 128 * 4 / (ms * 1e6)
+        return cell
+
+    prefill = _cell(simd, 2.0, dtype="float32")  # 134 GFLOP/s
+    measured = check.Measured(
+        results=[decode(simd, 1.0), decode(web, 3.0), prefill, _cell(web, 3.0, dtype="float32")],
+        memory=[],
+        limits={"wasm_read_gbps": 10.0, "wasm_madd_gflops": 200.0},
+    )
+    status = {t["name"]: t["status"] for t in check.check_targets(measured)}
+    assert status[f"{simd} float32 decode >= 2x {web} at 4096 keys"] == "met"  # 3x
+    assert status[f"{simd} float32 decode at 4096 keys >= 60% of the WebAssembly read bandwidth"] == "met"
+    peak = f"{simd} float32 at n=1024, one thread, >= 75% of the 128-bit multiply-add peak"
+    assert status[peak] == "not met"  # 67%
+    assert status[f"{simd} float32 >= 1.8x {web} at n=1024"] == "not met"  # 1.5x
+    without = check.check_targets(check.Measured(measured.results, []))
+    assert {t["name"]: t["status"] for t in without}[peak] == "n/a"  # no limits measured
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("onnx") is None, reason="onnx (the bench extra) is not installed"
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_peers_decode_graph_is_one_grouped_query_step(dtype):
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(4)
+    query, key, value = rng.standard_normal((1, 4, 1, 6)), *rng.standard_normal((2, 1, 2, 9, 6))
+    model = peers.decode_model(dtype, 4, 2, 6)
+    feeds = {"query": query, "key": key, "value": value, "scale": np.array(1 / np.sqrt(6))}
+    (got,) = ReferenceEvaluator(model).run(None, {name: x.astype(dtype) for name, x in feeds.items()})
+    expected = check.expected_decode(query, key, value)
+    assert check.check_output(got.astype(np.float64), expected, dtype)[1] is None
+    tiled = check.expected_output(query, np.tile(key, (1, 2, 1, 1)), np.tile(value, (1, 2, 1, 1)), False)
+    assert not np.allclose(got, tiled.output)  # heads grouped consecutively, not tiled
 
 
 @pytest.mark.skipif(

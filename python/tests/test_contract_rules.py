@@ -145,6 +145,26 @@ def _large_finite_mask(case) -> bool:
     )
 
 
+def _offset(case) -> int:
+    return case.params.get("query_offset", 0)
+
+
+def _offset_moves_the_causal_rule(case) -> bool:
+    """Without a mask, exactly the cells j > i + P are -inf, and some of them are (P > 0)."""
+    e = case.expected
+    if not (case.params["is_causal"] and _offset(case) > 0 and case.inputs["attn_mask"] is None):
+        return False
+    lq, lk = e.logits.shape[-2:]
+    hidden = ~np.tri(lq, lk, k=_offset(case), dtype=bool)  # [Lq, Lk]
+    return bool(hidden.any() and np.array_equal(e.logits == -np.inf, np.broadcast_to(hidden, e.logits.shape)))
+
+
+def _offset_fully_masked_row(case) -> bool:
+    rows = list(_rows(case))
+    empty = [_fully_masked(lg) and _plus_zero(out) for lg, _, out, _, _, _ in rows]
+    return _offset(case) > 0 and any(empty) and not all(empty)
+
+
 # What a case must show, in its inputs and the oracle's values, to exercise a rule its tags claim.
 WITNESSES: dict[str, Callable[[FixtureCase], bool]] = {
     "fully-masked-zero": lambda c: any(
@@ -154,6 +174,10 @@ WITNESSES: dict[str, Callable[[FixtureCase], bool]] = {
     and _plus_zero(c.expected.output),
     "fully-masked-special-value": _masked_row_special_value,
     "causal": lambda c: c.params["is_causal"] and c.expected.logits.shape[-2] != c.expected.logits.shape[-1],
+    "query-offset": _offset_moves_the_causal_rule,
+    "query-offset-fully-masked": _offset_fully_masked_row,
+    "query-offset-needs-causal": lambda c: not c.params["is_causal"] and _offset(c) > 0
+    and not np.any(c.expected.logits == -np.inf),
     "softmax-stable": lambda c: _largest_finite(c.expected.logits) > 709,  # exp overflows past it
     "nan-value": _nan_value_times_zero,
     "inf-times-zero": _inf_times_zero_in_scores,
@@ -256,3 +280,54 @@ def test_a_fully_masked_row_is_plus_zero_even_where_value_holds_nan_and_inf():
     shown = [c.id for c in VALID_CASES if "fully_masked" in c.tags and _masked_row_special_value(c)]
     assert {"fully_masked_bool_nan_inf_value", "fully_masked_float_nan_inf_value",
             "fully_masked_causal_nan_inf_value"} <= set(shown)  # fmt: skip
+
+
+def test_the_offsets_p_minus_1_p_and_p_plus_1_give_three_different_outputs():
+    """The same inputs with query_offset P - 1, P and P + 1: an off-by-one in a port's offset (or a
+    port reading the offset as Lk - Lq, or as the count of cached keys minus one) fails one of them."""
+    by_id = {case.id: case for case in VALID_CASES}
+    trio = [by_id[f"decode_chunk_offset_p{suffix}"] for suffix in ("_minus_1", "", "_plus_1")]
+    assert [_offset(case) for case in trio] == [4, 5, 6]
+    for name in ("query", "key", "value"):
+        assert all(np.array_equal(case.inputs[name], trio[0].inputs[name]) for case in trio), name
+    outputs = [case.expected.output for case in trio]
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert not np.allclose(outputs[a], outputs[b]), (trio[a].id, trio[b].id)
+
+
+def _decode_cases():
+    return [case for case in VALID_CASES if "decode" in case.tags]
+
+
+@pytest.mark.parametrize(
+    ("mistake", "wrong_options"),
+    [
+        ("top-left causal (the offset ignored)", lambda case: {"query_offset": 0}),
+        ("causal_lower_right whatever the offset", lambda case: {"query_offset": _lower_right(case)}),
+        ("the offset off by one", lambda case: {"query_offset": _offset(case) + 1}),
+        ("the offset applied without is_causal", lambda case: {"is_causal": True}),
+    ],
+)
+def test_a_port_making_a_decode_mistake_fails_a_decode_case(mistake, wrong_options):
+    """The decode cases are traps: each common mistake gives, on at least one of them, an output
+    outside the float64 budget (computed by the numpy port with the mistake made)."""
+    from attention_port import reference
+    from attention_port.harness import compare
+
+    failed = []
+    for case in _decode_cases():
+        inputs = case.inputs
+        options = {**case.params, **wrong_options(case)}
+        output = reference.scaled_dot_product_attention(
+            inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"], **options
+        )
+        error = np.abs(output - case.expected.output)
+        if np.any(~(error <= compare.output_budget(case.expected, "float64"))):
+            failed.append(case.id)
+    assert failed, f"no decode case catches a port with {mistake}"
+
+
+def _lower_right(case) -> int:
+    lq, lk = case.expected.logits.shape[-2:]
+    return max(lk - lq, 0)

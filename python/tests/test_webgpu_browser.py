@@ -164,13 +164,14 @@ def test_values_near_float32s_largest_give_the_exact_output_not_an_overflow(page
 def test_the_bench_row_is_checked_and_names_the_adapter_as_an_emulation(tmp_path):
     code = cli.main(["bench", "--ports", "webgpu", "--sizes", "16,40", "--repeats", "2", "--max-repeats", "2",
                      "--cell-budget", "0", "--warmup", "0", "--odd-shape", "none", "--memory-n", "32",
+                     "--decode-keys", "70", "--decode-shape", "4x2x16", "--bandwidth-mib", "0",
                      "--no-plot", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     report = json.loads((tmp_path / "bench.json").read_text(encoding="utf-8"))
     cells = report["results"]
-    assert {(c["dtype"], c["causal"], c["n"]) for c in cells} == {
-        ("float32", causal, n) for causal in (False, True) for n in (16, 40)
-    }
+    assert {(c["kind"], c["dtype"], c["causal"], c["n"]) for c in cells} == {
+        ("prefill", "float32", causal, n) for causal in (False, True) for n in (16, 40)
+    } | {("decode", "float32", False, 70)}  # one decode step: 4 query heads on 2 of 70 keys
     for cell in cells:
         assert cell["status"] == "ok" and len(cell["runs_ms"]) == 2, cell
         assert 0 <= cell["budget_used"] <= 1  # checked against numpy float64 at float32's budget
@@ -200,3 +201,22 @@ def test_a_chromium_without_webgpu_gives_webgpu_unavailable_error(page, tmp_path
             browser.PortPage(tab, 60).call("attend", _nested("tutorial_seq3_dk4"))
     finally:
         chromium.close()
+
+
+def test_a_prefill_and_decode_steps_give_the_rows_of_one_causal_pass(page):
+    """test_decode.py's prefill and decode steps through the WebGPU port: each block, with
+    queryOffset at its first row, within float32's budget of the oracle's whole causal pass."""
+    from test_decode import BLOCKS, KEY, QUERY, TRUTH, VALUE
+
+    budget = compare.output_budget(TRUTH, "float32")
+    for start, rows in BLOCKS:
+        end = start + rows
+        answer = page.call("attend", {
+            "query": QUERY[..., start:end, :].tolist(), "key": KEY[..., :end, :].tolist(),
+            "value": VALUE[..., :end, :].tolist(),
+            "options": {"isCausal": True, "enableGqa": True, "queryOffset": start},
+        })  # fmt: skip
+        assert "output" in answer, answer
+        error = np.abs(np.asarray(answer["output"], dtype=np.float64) - TRUTH.output[..., start:end, :])
+        used = float(np.max(error / budget[..., start:end, :]))
+        assert used <= 1, f"rows {start}..{end - 1}: {used:.1%} of the budget"

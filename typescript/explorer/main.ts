@@ -232,15 +232,20 @@ function readOptions(attnMask: unknown): AttentionOptions {
       ? rawFlags.enableGqa
       : $<HTMLInputElement>("gqa").checked) as boolean,
     softcap: softcap as number,
+    ...(caseQueryOffset === undefined ? {} : { queryOffset: caseQueryOffset as number }),
   };
 }
 
 // A fixture case may hold a flag that is not a boolean (to test the port's check), which a checkbox
 // cannot show: it is passed to the port as it is until the checkbox is touched.
 let rawFlags: { isCausal?: unknown; enableGqa?: unknown } = {};
+// A decode case's queryOffset: the page has no control for it, so it is passed to the port as the
+// case gives it, until another case (or the reset) is loaded.
+let caseQueryOffset: unknown;
 
 function applyParams(params: ExplorerCase["params"]): void {
   rawFlags = {};
+  caseQueryOffset = params.queryOffset;
   if (typeof params.isCausal !== "boolean") {
     rawFlags.isCausal = params.isCausal;
   }
@@ -1321,6 +1326,9 @@ function typescriptCall(): string {
   }
   if (options.enableGqa === true) {
     given.push("enableGqa: true");
+  }
+  if (options.queryOffset !== undefined) {
+    given.push(`queryOffset: ${numberText(options.queryOffset)}`);
   }
   const tensor = (name: string, x: unknown) => `const ${name} = ${formatTensorText(x)};`;
   return [

@@ -123,6 +123,7 @@ export function camelCaseMessage(message: string): string {
     ["enable_gqa", "enableGqa"],
     ["is_causal", "isCausal"],
     ["memory_limit", "memoryLimit"],
+    ["query_offset", "queryOffset"],
   ];
   return names.reduce((text, [snake, camel]) => text.replaceAll(snake, camel), message);
 }

@@ -41,11 +41,14 @@ export interface PageCase {
 /** A layer or RoPE case as the page holds it: as fixtures.ts's loadLayerFixtures reads it. */
 export type PageLayerCase = LayerCase;
 
-/** One bench cell: query, key and value [n, d] (float64 values, rounded to float32 by the port). */
+/** One bench cell: query, key and value [n, d] (float64 values, rounded to float32 by the port),
+ * or of the given shapes (a decode step: [1, Hq, 1, E] and [1, Hkv, Lk, E], grouped-query heads). */
 export interface BenchCell {
   readonly n: number;
   readonly d: number;
   readonly causal: boolean;
+  readonly shapes?: readonly [number[], number[], number[]];
+  readonly enableGqa?: boolean;
   readonly query: readonly number[];
   readonly key: readonly number[];
   readonly value: readonly number[];
@@ -123,12 +126,17 @@ async function runFixtureCases(): Promise<string> {
  * bench.ts's timeCell does; the last output comes back for the parent to check. */
 async function bench(cell: BenchCell): Promise<{ timesMs: number[]; warmupRuns: number; output: number[] }> {
   const port = await device();
-  const shape = [cell.n, cell.d];
-  const [query, key, value] = [cell.query, cell.key, cell.value].map((x) => ({
-    shape,
+  const shapes = cell.shapes ?? [
+    [cell.n, cell.d],
+    [cell.n, cell.d],
+    [cell.n, cell.d],
+  ];
+  const [query, key, value] = [cell.query, cell.key, cell.value].map((x, n) => ({
+    shape: shapes[n],
     data: Float32Array.from(x),
   }));
-  const call = () => port.scaledDotProductAttentionFlat(query, key, value, { isCausal: cell.causal });
+  const options = { isCausal: cell.causal, enableGqa: cell.enableGqa ?? false };
+  const call = () => port.scaledDotProductAttentionFlat(query, key, value, options);
   let warmupRuns = 0;
   let warmupMs = 0;
   while (warmupRuns === 0 || (warmupRuns < 20 && warmupMs < cell.warmupS * 1e3)) {

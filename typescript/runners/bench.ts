@@ -16,6 +16,14 @@
  *     typescript-simd-nested   simd.ts through number[][]
  *     onnxruntime-node         the peers, running run.py's ONNX graph (plan.models) from the
  *     onnxruntime-web          bench-only packages in plan.peers; Web is its WebAssembly backend
+ *     wasm-limits              the machine's limits as WebAssembly sees them (no attention): the
+ *                              read bandwidth of a streaming sum and the 128-bit multiply-add peak,
+ *                              from simd.ts's kernel module (limitReadSum, limitMaddPeak)
+ *
+ * A cell is a prefill cell (single-head self-attention, [n, d]) or, with kind "decode", one decode
+ * step: query [1, hq, 1, d] against key and value [1, hkv, n, d] (n keys: the cache and the new
+ * token), grouped-query heads, no mask (one row after every key sees every key). Only the flat
+ * entries and the peers take decode cells.
  *
  * Modes: "time" (warm-up, timed runs, output written for the parent to check), "memory" (exactly one
  * pass, then the peak RSS) and "idle" (load the port, then the peak RSS: the baseline).
@@ -38,15 +46,40 @@ import {
   scaledDotProductAttention as simdAttention,
   scaledDotProductAttentionFlat as simdFlat,
 } from "../src/simd.ts";
+import { BUILDS } from "../wasm/stamp.ts";
 import { writeAtomic } from "./files.ts";
 
 type Dtype = "float64" | "float32";
 
 interface Cell {
-  readonly n: number;
+  readonly n: number; // prefill: tokens; decode: keys in the cache
   readonly d: number;
   readonly dtype: Dtype;
   readonly causal: boolean;
+  readonly kind?: "prefill" | "decode" | "limits";
+  readonly hq?: number; // decode: query heads
+  readonly hkv?: number; // decode: key/value heads
+  readonly bytes?: number; // limits: the buffer the read bandwidth streams over
+}
+
+/** The cell's tensors' shapes: [n, d] each for prefill; [1, hq, 1, d], [1, hkv, n, d] twice for decode. */
+function shapesOf(cell: Cell): [number[], number[], number[]] {
+  if (cell.kind === "decode") {
+    const kv = [1, cell.hkv!, cell.n, cell.d];
+    return [[1, cell.hq!, 1, cell.d], kv, kv];
+  }
+  return [
+    [cell.n, cell.d],
+    [cell.n, cell.d],
+    [cell.n, cell.d],
+  ];
+}
+
+/** Where run.py wrote one input of the cell (timing.input_path and timing.decode_input_path). */
+function inputName(cell: Cell, which: string): string {
+  return cell.kind === "decode"
+    ? `decode-k${cell.n}-h${cell.hq}-kv${cell.hkv}-e${cell.d}-${which}.f64`
+    : `n${cell.n}-d${cell.d}-${which}.f64`;
 }
 
 interface Plan {
@@ -88,7 +121,7 @@ type FlatAttention = (
   query: FlatTensor,
   key: FlatTensor,
   value: FlatTensor,
-  options: { isCausal: boolean },
+  options: { isCausal: boolean; enableGqa?: boolean },
 ) => FlatTensor | Promise<FlatTensor>;
 
 const PORTS: Record<string, (plan: Plan) => Port | Promise<Port>> = {
@@ -101,6 +134,7 @@ const PORTS: Record<string, (plan: Plan) => Port | Promise<Port>> = {
   "typescript-simd-nested": () => simdPort(nestedPort(simdAttention)),
   "onnxruntime-node": (plan) => onnxPort(plan, "onnxruntime-node"),
   "onnxruntime-web": (plan) => onnxPort(plan, "onnxruntime-web"),
+  "wasm-limits": () => limitsPort(),
 };
 
 /** The SIMD port, with its WebAssembly build chosen and checked at load and named among the
@@ -115,8 +149,9 @@ function storage(x: Float64Array, cell: Cell): Float64Array | Float32Array {
 }
 
 function checkShape(shape: readonly number[], cell: Cell): void {
-  if (shape.length !== 2 || shape[0] !== cell.n || shape[1] !== cell.d) {
-    throw new Error(`output has shape [${shape.join(", ")}], expected [${cell.n}, ${cell.d}]`);
+  const want = cell.kind === "decode" ? shapesOf(cell)[0] : [cell.n, cell.d];
+  if (shape.length !== want.length || shape.some((n, i) => n !== want[i])) {
+    throw new Error(`output has shape [${shape.join(", ")}], expected [${want.join(", ")}]`);
   }
 }
 
@@ -124,8 +159,8 @@ function checkShape(shape: readonly number[], cell: Cell): void {
 function nestedPort(attention: NestedAttention): Port {
   return {
     prepare(query, key, value, cell) {
-      if (cell.dtype !== "float64") {
-        throw new Error(`number[][] holds float64 only, not ${cell.dtype}`);
+      if (cell.dtype !== "float64" || cell.kind === "decode") {
+        throw new Error(`this entry is timed on float64 prefill cells only, not ${cell.dtype} ${cell.kind}`);
       }
       const [Q, K, V] = [query, key, value].map((x) =>
         Array.from({ length: cell.n }, (_, i) => Array.from(x.subarray(i * cell.d, (i + 1) * cell.d))),
@@ -146,10 +181,13 @@ function nestedPort(attention: NestedAttention): Port {
 function flatPort(attention: FlatAttention): Port {
   return {
     prepare(query, key, value, cell) {
-      const shape = [cell.n, cell.d];
-      const [Q, K, V] = [query, key, value].map((x): FlatTensor => ({ shape, data: storage(x, cell) }));
+      const shapes = shapesOf(cell);
+      const [Q, K, V] = [query, key, value].map(
+        (x, n): FlatTensor => ({ shape: shapes[n], data: storage(x, cell) }),
+      );
+      const options = { isCausal: cell.causal, enableGqa: cell.kind === "decode" };
       return {
-        run: () => attention(Q, K, V, { isCausal: cell.causal }),
+        run: () => attention(Q, K, V, options),
         flatten(output) {
           const tensor = output as FlatTensor;
           checkShape(tensor.shape, cell);
@@ -175,9 +213,11 @@ interface Ort {
   readonly env: { wasm: { numThreads: number } };
 }
 
-/** peers.model_name: the graph file for one cell. */
+/** peers.model_name and peers.decode_model_name: the graph file for one cell. */
 function modelName(cell: Cell): string {
-  return `attention-d${cell.d}-${cell.dtype}-${cell.causal ? "causal" : "full"}.onnx`;
+  return cell.kind === "decode"
+    ? `decode-h${cell.hq}-kv${cell.hkv}-e${cell.d}-${cell.dtype}.onnx`
+    : `attention-d${cell.d}-${cell.dtype}-${cell.causal ? "causal" : "full"}.onnx`;
 }
 
 /** An onnxruntime package from plan.peers running the graph in plan.models, one thread by default. */
@@ -206,9 +246,10 @@ async function onnxPort(plan: Plan, name: "onnxruntime-node" | "onnxruntime-web"
     versions: { [name]: version.version },
     prepare(query, key, value, cell) {
       const session = sessions.get(modelName(cell))!;
-      const tensor = (x: Float64Array) => new ort.Tensor(cell.dtype, storage(x, cell), [cell.n, cell.d]);
+      const shapes = shapesOf(cell);
+      const tensor = (x: Float64Array, n: number) => new ort.Tensor(cell.dtype, storage(x, cell), shapes[n]);
       const scale = new ort.Tensor(cell.dtype, storage(Float64Array.of(1 / Math.sqrt(cell.d)), cell), []);
-      const feeds = { query: tensor(query), key: tensor(key), value: tensor(value), scale };
+      const feeds = { query: tensor(query, 0), key: tensor(key, 1), value: tensor(value, 2), scale };
       return {
         run: () => session.run(feeds),
         flatten(output) {
@@ -216,6 +257,42 @@ async function onnxPort(plan: Plan, name: "onnxruntime-node" | "onnxruntime-web"
           checkShape(tensor.dims, cell);
           return Float64Array.from(tensor.data);
         },
+      };
+    },
+  };
+}
+
+/** The machine's limits in WebAssembly, from simd.ts's kernel module (its relaxed build, as simd.ts
+ * picks where it validates): a cell of kind "limits" times a streaming sum over `bytes` of memory
+ * and a loop of independent 128-bit multiply-adds, and returns [read GB/s, GFLOP/s] as its output. */
+function limitsPort(): Port {
+  const build = WebAssembly.validate(readFileSync(BUILDS.relaxed.file)) ? "relaxed" : "baseline";
+  const module = new WebAssembly.Module(readFileSync(BUILDS[build].file));
+  return {
+    versions: { "limits kernel build": build },
+    prepare(_query, _key, _value, cell) {
+      const bytes = Math.ceil(cell.bytes! / 128) * 128;
+      const pages = Math.ceil((bytes + 2 ** 20) / 65536);
+      const memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+      const exports = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as {
+        limitReadSum(ptr: number, n: number): number;
+        limitMaddPeak(iterations: number): number;
+        heapBase(): number;
+      };
+      const base = Math.ceil(exports.heapBase() / 128) * 128;
+      new Float32Array(memory.buffer, base, bytes / 4).fill(1); // touched: every page is resident
+      const iterations = 2e7;
+      return {
+        run: () => {
+          let start = performance.now();
+          exports.limitReadSum(base, bytes / 4);
+          const readMs = performance.now() - start;
+          start = performance.now();
+          exports.limitMaddPeak(iterations);
+          const maddMs = performance.now() - start;
+          return Float64Array.of(bytes / (readMs * 1e6), (96 * iterations) / (maddMs * 1e6));
+        },
+        flatten: (output) => output as Float64Array,
       };
     },
   };
@@ -267,11 +344,15 @@ function median(values: readonly number[]): number {
 
 /** A raw little-endian float64 file of n*d numbers (worker.input_path names it). */
 function readInput(folder: string, cell: Cell, which: string): Float64Array {
-  const path = join(folder, `n${cell.n}-d${cell.d}-${which}.f64`);
+  if (cell.kind === "limits") {
+    return new Float64Array(0); // no inputs: the limits stream over their own buffer
+  }
+  const path = join(folder, inputName(cell, which));
   const bytes = readFileSync(path);
-  const count = cell.n * cell.d;
+  const shape = shapesOf(cell)[["query", "key", "value"].indexOf(which)];
+  const count = shape.reduce((a, n) => a * n, 1);
   if (bytes.byteLength !== count * 8) {
-    throw new Error(`${path} holds ${bytes.byteLength} bytes, expected n*d*8 = ${cell.n}*${cell.d}*8`);
+    throw new Error(`${path} holds ${bytes.byteLength} bytes, expected [${shape.join(", ")}] float64`);
   }
   if (bytes.byteOffset % 8 === 0) {
     return new Float64Array(bytes.buffer, bytes.byteOffset, count); // no copy
@@ -300,7 +381,7 @@ async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
   const cells: Record<string, unknown>[] = [];
   for (const cell of plan.mode === "idle" ? [] : plan.cells) {
     const record: Record<string, unknown> = { ...cell };
-    const label = `${plan.port} ${cell.dtype} n=${cell.n} d=${cell.d} causal=${cell.causal ? "on" : "off"}`;
+    const label = `${plan.port} ${cell.kind ?? "prefill"} ${cell.dtype} n=${cell.n} d=${cell.d} causal=${cell.causal ? "on" : "off"}`;
     try {
       const [query, key, value] = ["query", "key", "value"].map((w) => readInput(plan.inputs, cell, w));
       const prepared = port.prepare(query, key, value, cell);
@@ -319,7 +400,7 @@ async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
         if (plan.corrupt === true) {
           out64[out64.length - 1] += 0.01; // test hook: a wrong answer the parent must catch
         }
-        const name = `${plan.port}-${cell.dtype}-${cell.causal ? "causal" : "full"}-n${cell.n}-d${cell.d}.f64`;
+        const name = `${plan.port}-${cell.kind ?? "prefill"}-${cell.dtype}-${cell.causal ? "causal" : "full"}-n${cell.n}-d${cell.d}.f64`;
         const path = join(plan.outputs, name);
         writeFileSync(path, new Uint8Array(out64.buffer, out64.byteOffset, out64.byteLength));
         const medianMs = median(timed.timesMs);

@@ -102,6 +102,8 @@ export interface FixtureCase {
     readonly scale: unknown;
     readonly enableGqa: unknown;
     readonly softcap: unknown;
+    /** Only where the case sets it (its fixture then holds query_offset). */
+    readonly queryOffset?: unknown;
   };
   readonly expected: ExpectedValues | null;
   readonly expectedError: { readonly kind: ErrorKind; readonly message: string } | null;
@@ -244,7 +246,9 @@ interface CaseDocument {
   readonly description: string;
   readonly tags: string[];
   readonly inputs: Readonly<Record<"query" | "key" | "value" | "attn_mask", TensorDocument | null>>;
-  readonly params: Readonly<Record<"is_causal" | "scale" | "enable_gqa" | "softcap", unknown>>;
+  readonly params: Readonly<Record<"is_causal" | "scale" | "enable_gqa" | "softcap", unknown>> & {
+    readonly query_offset?: unknown;
+  };
   readonly expected?: Readonly<Record<StepName, TensorDocument>> & { readonly score_bound: number | string };
   readonly expected_error?: { readonly kind: ErrorKind; readonly message: string };
 }
@@ -363,6 +367,7 @@ function readCase(path: string, data: Buffer, id: string): FixtureCase {
       scale: decodeNumbers(params.scale),
       enableGqa: decodeNumbers(params.enable_gqa),
       softcap: decodeNumbers(params.softcap),
+      ...("query_offset" in params ? { queryOffset: decodeNumbers(params.query_offset) } : {}),
     },
     expected: expected
       ? {

@@ -95,8 +95,10 @@ export function softmax(row: readonly number[]): number[] {
 export interface HeadOptions {
   /** [Lq, Lk]: true = may attend, or a number added to the logit (-Infinity masks). */
   readonly mask?: readonly (readonly boolean[])[] | Matrix | null;
-  /** Query i may attend to key j only when j <= i. */
+  /** Query i may attend to key j only when j <= i + queryOffset. */
   readonly isCausal?: boolean;
+  /** The position of query row 0 among the keys, for isCausal (0: top-left). */
+  readonly queryOffset?: number;
   /** Multiplies the scores; defaults to 1/sqrt(E). */
   readonly scale?: number;
   /** If > 0, logits become softcap * tanh(logits / softcap). */
@@ -119,7 +121,7 @@ export function attentionHead(
   options: HeadOptions = {},
 ): HeadSteps {
   const E = query[0]?.length ?? 0;
-  const { mask = null, isCausal = false, scale = 1 / Math.sqrt(E), softcap = 0 } = options;
+  const { mask = null, isCausal = false, queryOffset = 0, scale = 1 / Math.sqrt(E), softcap = 0 } = options;
 
   // Step 1: scores. How well each query matches each key: a dot product per (query, key) pair.
   const scores = matMul(query, transpose(key)); // [Lq, E] · [E, Lk] -> [Lq, Lk]
@@ -136,8 +138,9 @@ export function attentionHead(
   // Step 3: mask. A disallowed cell becomes -Infinity, so exp() makes its weight exactly 0.
   for (let i = 0; i < logits.length; i++) {
     for (let j = 0; j < logits[i].length; j++) {
-      // Query i may look at keys j <= i only (top-left aligned, as torch does for Lq != Lk).
-      const causalAllows = !isCausal || j <= i;
+      // Query i sits at position i + queryOffset and may look at keys j <= i + queryOffset only
+      // (offset 0 is torch's top-left rule; a decode step after P cached keys has offset P).
+      const causalAllows = !isCausal || j <= i + queryOffset;
       const cell = mask === null ? true : mask[i][j];
       if (cell === false || !causalAllows) {
         logits[i][j] = -Infinity; // never a sentinel like -1e9: that is just a number
@@ -184,7 +187,8 @@ export function attentionSteps(
   value: TensorInput,
   options?: AttentionOptions,
 ): AttentionSteps {
-  const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<MaskInput>(options);
+  const { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit } =
+    readOptions<MaskInput>(options);
   const q = toArray("query", query, memoryLimit); // [B..., Hq, Lq, E]
   const k = toArray("key", key, memoryLimit); // [B..., Hkv, Lk, E]
   const v = toArray("value", value, memoryLimit); // [B..., Hkv, Lk, Ev]
@@ -192,7 +196,7 @@ export function attentionSteps(
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
   checkSize(shapes, memoryLimit); // before the [B..., Hq, Lq, Lk] steps are allocated
   const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = shapes;
-  const headOptions = { isCausal, softcap, scale: resolveScale(scale, E) };
+  const headOptions = { isCausal, queryOffset, softcap, scale: resolveScale(scale, E) };
 
   const steps: HeadSteps[] = []; // one per (batch, head), in row-major order
   for (const at of slices(shapes, mask === null ? null : mask.shape)) {

@@ -12,7 +12,7 @@
  * E query/key features, Ev value features.
  */
 
-import type { AttentionShapes, AttentionSteps, NestedArray } from "./inputs.ts";
+import type { AttentionShapes, AttentionSteps, CheckedInputs, NestedArray } from "./inputs.ts";
 import { product } from "./inputs.ts";
 
 /** Where one (batch, head) slice starts in each flat row-major tensor. */
@@ -121,5 +121,37 @@ export function nestSteps(
     output: nest(steps.output, outputShape) as NestedArray,
     scoresShape,
     outputShape,
+  };
+}
+
+/** A decode step with grouped-query heads (one query row, Lq = 1, per head) as the tiled ports'
+ * best case: the group's query heads, consecutive in memory ([B..., Hkv, group, E] is the same
+ * memory as [B..., Hq, 1, E]), become the rows of one key/value slice, so each key and value is
+ * read once per key/value head instead of once per query head, and a block holds `group` rows
+ * instead of one. Only where no row can tell the difference: no mask, and no key hidden by
+ * causality (with isCausal, queryOffset >= Lk - 1 lets the one row see every key). The output
+ * [B..., Hkv, group, Ev] is the same memory as [B..., Hq, 1, Ev], and each row's arithmetic is the
+ * same as unfolded (flash.ts and simd.ts order a row's work the same whatever rows share its block). */
+export function foldDecodeHeads<Problem extends CheckedInputs<Float64Array | Float32Array>>(
+  problem: Problem,
+): Problem {
+  const { shapes, mask } = problem;
+  const { queryLength: Lq, keyLength: Lk, groupSize, keyValueHeads: Hkv, batch } = shapes;
+  const allSeen = !problem.isCausal || problem.queryOffset >= Lk - 1;
+  if (Lq !== 1 || groupSize === 1 || !shapes.hasHeads || mask !== null || !allSeen) {
+    return problem;
+  }
+  const rows = [...batch, Hkv, groupSize];
+  return {
+    ...problem,
+    isCausal: false,
+    shapes: {
+      ...shapes,
+      queryHeads: Hkv,
+      queryLength: groupSize,
+      groupSize: 1,
+      scoresShape: [...rows, Lk],
+      outputShape: [...rows, shapes.valueFeatures],
+    },
   };
 }

@@ -21,8 +21,9 @@
  *  5. Register blocking: the inner loops take 2 query rows x 4 keys at a time with 8 separate
  *     accumulators. Each loaded number is used 2 or 4 times (fewer loads per multiply-add), and the
  *     8 sums do not wait on each other, so the CPU overlaps them.
- *  6. Causal tile skipping: with isCausal, keys past the last query row of a block are masked for
- *     every row of it; those tiles are never computed (about half the work for self-attention).
+ *  6. Causal tile skipping: with isCausal, keys past the last query row of a block (its position
+ *     i + queryOffset) are masked for every row of it; those tiles are never computed (about half
+ *     the work for self-attention).
  *  7. The mask is read in place through strides (a broadcast dim has stride 0): no [B..., Hq, Lq,
  *     Lk] copy is made. Grouped-query heads are index arithmetic too: no repeated key/value.
  *  8. Normalisation once per row: acc / l at the end, instead of dividing every weight by the sum.
@@ -31,6 +32,13 @@
  *     the answer the contract defines.
  *  9. Monomorphic kernels: every kernel sees Float64Array only (Float32Array inputs of the flat
  *     entry point are widened once), so V8 compiles one fast version of each loop.
+ *
+ * Row independence: the order of each row's arithmetic does not depend on which other rows share
+ * its call or its block. Tiles start at the same keys for every row (multiples of Bc), the
+ * weighted sum adds keys in groups of 4 from the tile's start whatever the tile's length (a short
+ * last group is summed as a whole one whose missing keys weigh 0), and the keys a block reads past
+ * a row's own causal limit are masked for that row: they add exactly 0 to its running sums. So the rows of one causal pass and the same rows computed a few at a time with
+ * queryOffset set to their first row's position (a prefill, then decode steps) are bit for bit equal.
  *
  * Numerics: the scores and the scaled/masked logits are bitwise those of the readable port (the
  * same dot products summed in the same order); the softmax and the weighted sum are rounded in a
@@ -55,7 +63,7 @@
  */
 
 import { TUTORIAL_EXAMPLE } from "./attention.ts";
-import { nest, nestSteps, type Slice, slices } from "./batching.ts";
+import { foldDecodeHeads, nest, nestSteps, type Slice, slices } from "./batching.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -223,7 +231,8 @@ interface Scratch {
 }
 
 /** The whole computation; returns the output [B..., Hq, Lq, Ev]. */
-function attend(problem: Problem, recording: Recording | null): Float64Array {
+function attend(given: Problem, recording: Recording | null): Float64Array {
+  const problem = foldDecodeHeads(given); // a decode step's query heads as rows of their kv head
   const { shapes, mask } = problem;
   const Ev = shapes.valueFeatures;
   const output = new Float64Array(product(shapes.outputShape)); // [B..., Hq, Lq, Ev]
@@ -251,7 +260,7 @@ function attendSlice(
   at: Slice,
   output: Float64Array,
 ): void {
-  const { query, key, value, isCausal, scale, softcap, mask } = problem;
+  const { query, key, value, isCausal, queryOffset, scale, softcap, mask } = problem;
   const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = problem.shapes;
   const { tile, rowMax, rowSum, acc, lastNonFinite } = scratch;
   if (isCausal) {
@@ -274,9 +283,10 @@ function attendSlice(
     rowMax.fill(-Infinity, 0, rows); // m = -Infinity: no logit seen yet
     rowSum.fill(0, 0, rows); // l = 0
     acc.fill(0, 0, rows * Ev); // acc = 0
-    // Causal tile skipping: key j is allowed for query i only when j <= i, so keys from i0 + rows
-    // on are masked for every row of the block. They are never computed.
-    const keyEnd = isCausal ? Math.min(Lk, i0 + rows) : Lk;
+    // Causal tile skipping: key j is allowed for query i only when j <= i + queryOffset, so keys
+    // from i0 + rows + queryOffset on are masked for every row of the block. They are never
+    // computed.
+    const keyEnd = isCausal ? Math.min(Lk, i0 + rows + queryOffset) : Lk;
 
     for (let j0 = 0; j0 < keyEnd; j0 += KEY_TILE) {
       const cols = Math.min(KEY_TILE, keyEnd - j0); // this tile: keys j0 .. j0 + cols - 1
@@ -286,7 +296,7 @@ function attendSlice(
         copyTile(tile, rows, cols, recording.scores, at.scores + i0 * Lk + j0, Lk);
       }
       // Steps 2-3: scale, softcap, mask: the tile becomes softmax's input (logits).
-      logitTile(tile, rows, cols, i0, j0, scale, softcap, isCausal, mask, at);
+      logitTile(tile, rows, cols, i0, j0, scale, softcap, isCausal, queryOffset, mask, at);
       if (recording !== null) {
         copyTile(tile, rows, cols, recording.logits, at.scores + i0 * Lk + j0, Lk);
       }
@@ -355,13 +365,13 @@ function normalisedRow(
   output: Float64Array,
   out: number,
 ): void {
-  const { query, key, value, isCausal, scale, softcap, mask } = problem;
+  const { query, key, value, isCausal, queryOffset, scale, softcap, mask } = problem;
   const { features: E, valueFeatures: Ev } = problem.shapes;
   output.fill(0, out, out + Ev);
   for (let j0 = 0; j0 < keyEnd; j0 += KEY_TILE) {
     const cols = Math.min(KEY_TILE, keyEnd - j0);
     scoreTile(query, at.query + i * E, 1, key, at.key + j0 * E, cols, E, tile);
-    logitTile(tile, 1, cols, i, j0, scale, softcap, isCausal, mask, at);
+    logitTile(tile, 1, cols, i, j0, scale, softcap, isCausal, queryOffset, mask, at);
     for (let c = 0; c < cols; c++) {
       const weight = Math.exp(tile[c] - m) / l; // the row's weight on key j0 + c
       const v = at.value + (j0 + c) * Ev;
@@ -496,6 +506,7 @@ function logitTile(
   scale: number,
   softcap: number,
   isCausal: boolean,
+  queryOffset: number,
   mask: KernelMask | null,
   at: Slice,
 ): void {
@@ -525,9 +536,9 @@ function logitTile(
       }
     }
     if (isCausal) {
-      // Query i may look at keys j <= i only (top-left aligned): cells from j = i + 1 on are masked
-      // whatever the mask said, and a mask can only mask more: a cell must be allowed by both.
-      for (let c = Math.max(i + 1 - j0, 0); c < cols; c++) {
+      // Query i may look at keys j <= i + queryOffset only: cells from j = i + queryOffset + 1 on
+      // are masked whatever the mask said, and a mask can only mask more: both must allow a cell.
+      for (let c = Math.max(i + queryOffset + 1 - j0, 0); c < cols; c++) {
         tile[row + c] = -Infinity;
       }
     }
@@ -592,7 +603,9 @@ function softmaxTile(
  *
  * Register blocking: 2 rows x 4 keys per pass over t. Each value number loaded serves both rows,
  * and each row's 4 products are summed before touching acc, so acc is loaded and stored once per
- * 4 keys. Every p is used, even p = 0 (a masked key): 0 * NaN is NaN, as in the readable port. */
+ * 4 keys. Every p is used, even p = 0 (a masked key): 0 * NaN is NaN, as in the readable port.
+ * A last group of 1 to 3 keys is summed in the same order as a whole group whose missing keys
+ * weigh 0 ((p0 y0 + p1 y1) + p2 y2), so a row gets the same bits from a shorter tile. */
 function accumulateTile(
   tile: Float64Array, // [Br, Bc] p
   rows: number,
@@ -631,14 +644,23 @@ function accumulateTile(
         acc[ab + t] += q0 * y0 + q1 * y1 + (q2 * y2 + q3 * y3);
       }
     }
-    for (; c < cols; c++) {
-      const p = tile[pa + c];
-      const q = tile[pb + c];
+    if (c < cols) {
+      const left = cols - c; // 1, 2 or 3 keys: one group with the missing keys weighing 0
+      const p0 = tile[pa + c],
+        p1 = left > 1 ? tile[pa + c + 1] : 0,
+        p2 = left > 2 ? tile[pa + c + 2] : 0;
+      const q0 = tile[pb + c],
+        q1 = left > 1 ? tile[pb + c + 1] : 0,
+        q2 = left > 2 ? tile[pb + c + 2] : 0;
       const va = v0 + c * Ev;
+      const vb = left > 1 ? va + Ev : va; // a missing key's row: read, weighted 0, never summed in
+      const vc = left > 2 ? vb + Ev : va;
       for (let t = 0; t < Ev; t++) {
-        const y = value[va + t];
-        acc[aa + t] += p * y;
-        acc[ab + t] += q * y;
+        const y0 = value[va + t];
+        const y1 = left > 1 ? value[vb + t] : 0;
+        const y2 = left > 2 ? value[vc + t] : 0;
+        acc[aa + t] += p0 * y0 + p1 * y1 + p2 * y2;
+        acc[ab + t] += q0 * y0 + q1 * y1 + q2 * y2;
       }
     }
   }
@@ -659,11 +681,16 @@ function accumulateTile(
         acc[aa + t] += p0 * value[va + t] + p1 * value[vb + t] + (p2 * value[vc + t] + p3 * value[vd + t]);
       }
     }
-    for (; c < cols; c++) {
-      const p = tile[pa + c];
+    if (c < cols) {
+      const left = cols - c; // 1, 2 or 3 keys, as above
+      const p0 = tile[pa + c],
+        p1 = left > 1 ? tile[pa + c + 1] : 0,
+        p2 = left > 2 ? tile[pa + c + 2] : 0;
       const va = v0 + c * Ev;
       for (let t = 0; t < Ev; t++) {
-        acc[aa + t] += p * value[va + t];
+        const y1 = left > 1 ? value[va + Ev + t] : 0;
+        const y2 = left > 2 ? value[va + 2 * Ev + t] : 0;
+        acc[aa + t] += p0 * value[va + t] + p1 * y1 + p2 * y2;
       }
     }
   }

@@ -7,7 +7,7 @@
  *
  * Checks run in this order, and the first failure is thrown:
  *   1. options: isCausal, enableGqa (booleans), scale (finite or null), softcap (finite, >= 0),
- *      memoryLimit (a number > 0)                                        kind: value
+ *      memoryLimit (a number > 0), queryOffset (an integer >= 0)         kind: value
  *   2. query, key, value: each a rectangular array of numbers, read once: its shape from the first
  *      elements (at most 64 dimensions), the memory its float64 copy needs (within memoryLimit,
  *      decided from the lengths alone), then every element             kinds: rank, size, ragged, type
@@ -83,7 +83,7 @@ export type NestedArray = number[] | NestedArray[];
 export interface AttentionOptions {
   /** Boolean (true = may attend) or numeric (added to the scores); broadcasts to [B..., Hq, Lq, Lk]. */
   readonly attnMask?: MaskInput | null;
-  /** Query i may attend to key j only when j <= i. Combines with attnMask: both must allow. */
+  /** Query i may attend to key j only when j <= i + queryOffset. Combines with attnMask: both must allow. */
   readonly isCausal?: boolean;
   /** Multiplies the scores; defaults to 1/sqrt(E). */
   readonly scale?: number | null;
@@ -91,6 +91,9 @@ export interface AttentionOptions {
   readonly enableGqa?: boolean;
   /** If > 0, logits become softcap * tanh(logits / softcap). */
   readonly softcap?: number;
+  /** The position of query row 0 among the keys, for isCausal: 0 (the default) is torch's top-left
+   * rule, Lk - Lq its causal_lower_right (a decode step after Lk - Lq cached keys). An integer >= 0. */
+  readonly queryOffset?: number;
   /** The most bytes one call may need; larger inputs are refused (kind "size"). 2 GiB by default. */
   readonly memoryLimit?: number;
 }
@@ -760,6 +763,29 @@ function checkOptions(
   }
 }
 
+// The largest queryOffset: JavaScript's largest exact integer (Number.MAX_SAFE_INTEGER), so that
+// both languages accept the same offsets.
+export const MAX_QUERY_OFFSET = 2 ** 53 - 1;
+
+/** queryOffset, the position of query row 0 among the keys for the causal rule (see
+ * docs/design.md): an integer from 0 to 2^53 - 1. Checked with the other options, before any
+ * tensor is touched. */
+function checkQueryOffset(queryOffset: unknown): void {
+  if (
+    !(
+      isNumber(queryOffset) &&
+      Number.isInteger(queryOffset) &&
+      queryOffset >= 0 &&
+      queryOffset <= MAX_QUERY_OFFSET
+    )
+  ) {
+    throw new AttentionInputError(
+      "value",
+      `queryOffset must be an integer from 0 to 2^53 - 1, got ${describeValue(queryOffset)}`,
+    );
+  }
+}
+
 /** Refuse, before anything is allocated, a call whose steps need more than memoryLimit bytes: the
  * readable port holds scores, logits and weights, three float64 tensors of the scores' shape. */
 export function checkSize(shapes: AttentionShapes, memoryLimit: number): void {
@@ -930,6 +956,7 @@ export interface CheckedInputs<Data extends Float64Array | Float32Array = Float6
   readonly isCausal: boolean;
   readonly scale: number;
   readonly softcap: number;
+  readonly queryOffset: number; // an integer from 0 to 2^53 - 1
   readonly memoryLimit: number; // bytes; each port says what it needs against it
 }
 
@@ -950,17 +977,18 @@ export function readOptions<Mask>(
     // Each option read once (a getter runs once), into plain values.
     const given = (options ?? {}) as AttentionOptions & { readonly attnMask?: Mask | null };
     const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
-    const { memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
-    read = { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit };
+    const { queryOffset = 0, memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
+    read = { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit };
   } catch (error) {
     if (error instanceof AttentionInputError) {
       throw error;
     }
     throw new AttentionInputError("value", `options cannot be read (${describeError(error)})`);
   }
-  const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = read;
+  const { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit } = read;
   checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
-  return { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit };
+  checkQueryOffset(queryOffset);
+  return { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit };
 }
 
 /** The checked inputs as plain arguments again, for a port that hands its inputs on to another
@@ -991,6 +1019,7 @@ export function plainArguments(problem: CheckedInputs<Float64Array | Float32Arra
       scale: problem.scale,
       enableGqa: queryHeads !== keyValueHeads, // what the check allowed: equal heads need no GQA
       softcap: problem.softcap,
+      queryOffset: problem.queryOffset,
       memoryLimit: problem.memoryLimit,
     },
   };
@@ -1009,7 +1038,8 @@ function checkEntry<Data extends Float64Array | Float32Array, Mask>(
   ) => { readonly shape: readonly number[]; readonly data: Data },
   readMask: (mask: Mask, memoryLimit: number) => KernelMask,
 ): CheckedInputs<Data> {
-  const { attnMask, isCausal, scale, enableGqa, softcap, memoryLimit } = readOptions<Mask>(options);
+  const { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit } =
+    readOptions<Mask>(options);
   const q = readTensor("query", query, memoryLimit); // [B..., Hq, Lq, E]
   const k = readTensor("key", key, memoryLimit); // [B..., Hkv, Lk, E]
   const v = readTensor("value", value, memoryLimit); // [B..., Hkv, Lk, Ev]
@@ -1031,6 +1061,7 @@ function checkEntry<Data extends Float64Array | Float32Array, Mask>(
     isCausal,
     softcap,
     scale: resolveScale(scale, shapes.features),
+    queryOffset,
     memoryLimit,
   };
 }

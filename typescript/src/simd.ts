@@ -46,8 +46,13 @@
  *     the calling thread and N - 1 worker_threads over one shared WebAssembly memory (see
  *     simd-worker.ts), one chunk of query rows at a time. Every item is computed by the same code
  *     on the same data whichever thread takes it, so the output is bit for bit the same for every N.
- *  7. The same causal tile skipping, mask strides (a broadcast mask is never expanded) and
- *     grouped-query indexing as flash.ts, done in the kernel.
+ *  7. The same causal tile skipping (queryOffset included), mask strides (a broadcast mask is never
+ *     expanded) and grouped-query indexing as flash.ts, done in the kernel.
+ *  8. Row independence: the order of each row's arithmetic does not depend on which other rows
+ *     share its call, its chunk or its block (tiles start at multiples of 64 keys for every row,
+ *     and the keys a block reads past a row's causal limit add exactly 0 to that row's sums). So
+ *     a causal pass and the same rows computed a few at a time, with queryOffset at their first
+ *     row's position (a prefill, then decode steps), give the same bits.
  *
  * Numerics: float64 inputs are computed in float64 and float32 in float32, each within the
  * tolerance rule's budget for its dtype (verify runs both as their own ports). The special values
@@ -87,7 +92,7 @@ import { Worker } from "node:worker_threads";
 
 import { BUILDS, type BuildName, buildIsFresh } from "../wasm/stamp.ts";
 import * as readable from "./attention.ts";
-import { nest, type Slice, slices } from "./batching.ts";
+import { foldDecodeHeads, nest, type Slice, slices } from "./batching.ts";
 import {
   type Allocate,
   AttentionInputError,
@@ -291,7 +296,7 @@ interface Kernel {
 
 const PAGE = 65536;
 const MAX_BYTES = 65536 * PAGE; // a 32-bit memory: 4 GiB
-const JOB_BYTES = 88; // the job descriptor: i32 fields, scale and softcap as f64, row0 (kernel.ts)
+const JOB_BYTES = 88; // the job descriptor: i32 fields, scale and softcap as f64, row0, offset (kernel.ts)
 const CHUNK_BYTES = 1 << 18; // a chunk of query, output or key rows in the kernel's memory, at most
 const kernels = new Map<BuildName, Kernel>();
 let forcedBuild: BuildName | null = buildFromEnvironment();
@@ -409,7 +414,8 @@ function reserve(
 
 /** The whole computation on one shared memory; returns the output [B..., Hq, Lq, Ev] in the
  * problem's dtype: written into `into` when given (float64 only), else into a new array. */
-function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Array {
+function attend(given: Problem, into?: Float64Array): Float64Array | Float32Array {
+  const problem = foldDecodeHeads(given); // a decode step's query heads as rows of their kv head
   const { shapes, mask, float32 } = problem;
   const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
   const { features: E, valueFeatures: Ev } = shapes;
@@ -498,6 +504,8 @@ function attend(problem: Problem, into?: Float64Array): Float64Array | Float32Ar
   fields.forEach((x, n) => job.setUint32(4 * n, x, true));
   job.setFloat64(64, problem.scale, true);
   job.setFloat64(72, problem.softcap, true);
+  // J_QUERY_OFFSET: an offset of Lk or more lets every row see every key, so Lk is the same.
+  job.setUint32(84, Math.min(problem.queryOffset, Lk), true);
   const queryRows = floats(float32, buffer, queryChunk, sliceCount * chunkRows * E);
   const outputRows = floats(float32, buffer, outputChunk, sliceCount * chunkRows * Ev);
   for (let row0 = 0; row0 < Lq; row0 += chunkRows) {
@@ -624,7 +632,7 @@ function startWorkers(kernel: Kernel, control: Int32Array, count: number): void 
 /** Query row i of one slice: its logits [Lk] into `logits`, in float64 as the readable port
  * computes them. Returns the row's largest logit (NaN if any is). */
 function rowLogits(problem: Problem, slice: Slice, i: number, logits: Float64Array): number {
-  const { shapes, mask, query, key, scale, softcap, isCausal } = problem;
+  const { shapes, mask, query, key, scale, softcap, isCausal, queryOffset } = problem;
   const { keyLength: Lk, features: E } = shapes;
   let max = -Infinity;
   for (let j = 0; j < Lk; j++) {
@@ -642,7 +650,7 @@ function rowLogits(problem: Problem, slice: Slice, i: number, logits: Float64Arr
     } else if (mask?.float) {
       x += mask.float[cell];
     }
-    if (isCausal && j > i) {
+    if (isCausal && j > i + queryOffset) {
       x = -Infinity;
     }
     logits[j] = x;

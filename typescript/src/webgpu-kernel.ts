@@ -23,10 +23,23 @@ export const VALUE_ROWS = 16;
 /** Bytes of the uniform block Params below (a multiple of 16). */
 export const PARAMS_BYTES = 64;
 
-/** The shader. Bindings: 0 the uniform Params; 1 query, 2 key, 3 value (float32); 4 the mask
- * (raw 32-bit words: bool bytes four to a word, or float32 bits); 5 one (kv slice, mask offset)
- * pair per slice; 6 per kv slice and value column, the last key row whose value is NaN or ±inf
- * (-1 for none; read only with isCausal); 7 the output. */
+/** The shader. Bindings: 0 the uniform Params; 1 query, 2 key, 3 value (float32, read as their
+ * 32-bit patterns); 4 the mask (raw 32-bit words: bool bytes four to a word, or float32 bits); 5 one
+ * (kv slice, mask offset) pair per slice; 6 per kv slice and value column, the last key row whose
+ * value is NaN or ±inf (-1 for none; read only with isCausal); 7 the output (float32 bit patterns).
+ *
+ * No IEEE special value is ever a number inside this shader. WGSL lets an implementation assume
+ * that NaN and the infinities do not occur (its isNan was removed for that reason, and a shader
+ * compiler may fold x != x to false or reorder arithmetic as if they cannot appear): SwiftShader
+ * keeps IEEE's rules, a GPU's compiler need not. So the inputs are read as bits and a number is made
+ * only of a finite pattern (a NaN or an infinity reads as 0 and sets a flag); what IEEE would give
+ * is decided from flags and counts: a score whose query or key row holds NaN or ±inf is classified
+ * product by product (NaN, +inf, -inf), a logit carries a kind beside its finite value (finite,
+ * masked (-inf), +inf, NaN), a row is NaN, fully masked or seen by its state, value's NaN and
+ * infinities reach a column as per-row bit sets, and the output is written as bits: NaN and ±inf
+ * are patterns, never results of arithmetic. Where the host knows acc could overflow (|value| near
+ * float32's largest), every cell is computed the readable port's way (normalisedCell) instead of
+ * testing a sum for infinity. */
 export const ATTENTION_WGSL = /* wgsl */ `
 const QUERY_BLOCK: u32 = ${QUERY_BLOCK}u;     // Br
 const KEY_TILE: u32 = ${KEY_TILE}u;           // Bc = threads per workgroup
@@ -35,9 +48,19 @@ const VALUE_ROWS: u32 = ${VALUE_ROWS}u;
 const MASK_NONE: u32 = 0u;
 const MASK_BOOL: u32 = 1u;
 const MASK_FLOAT: u32 = 2u;
-const NEGATIVE_INFINITY: u32 = 0xff800000u;   // bits of -inf
-const POSITIVE_INFINITY: u32 = 0x7f800000u;   // bits of +inf
+const EXPONENT: u32 = 0x7f800000u;            // the exponent bits: all set for NaN and ±inf
+const ABS: u32 = 0x7fffffffu;
+const SIGN: u32 = 0x80000000u;
+const NAN_BITS: u32 = 0x7fc00000u;            // written, never computed
+const POSITIVE_INFINITY_BITS: u32 = 0x7f800000u;
+const NEGATIVE_INFINITY_BITS: u32 = 0xff800000u;
 const LOG2_E: f32 = 1.4426950408889634;
+
+// A logit's kind, beside its value (the value is meaningful only for FINITE).
+const FINITE: u32 = 0u;
+const MASKED: u32 = 1u;                       // -inf: weight 0
+const PLUS_INFINITY: u32 = 2u;                // makes its row NaN (inf - inf in softmax)
+const NOT_A_NUMBER: u32 = 3u;                 // makes its row NaN
 
 struct Params {
   rows: u32,           // query rows of each slice in this dispatch
@@ -49,45 +72,107 @@ struct Params {
   maskKind: u32,       // MASK_NONE, MASK_BOOL or MASK_FLOAT
   maskI: u32,          // the mask's stride along Lq (0: it broadcasts)
   maskJ: u32,          // the mask's stride along Lk
-  scale: f32,
-  softcap: f32,        // 0: none
-  // NaN and -inf, from the host: WGSL refuses a constant expression that is NaN or infinite, so
-  // the special values the shader writes come in as data. (It tests for them by their bits.)
-  nan: f32,
-  negativeInfinity: f32,
+  scale: f32,          // finite (the host clamps it to float32's range)
+  softcap: f32,        // 0: none; finite
+  accMayOverflow: u32, // 1: sum p · value could overflow float32: normalise every cell (see below)
   pad0: u32,
+  queryOffset: u32,    // causal: query row i (of Lq) may see keys j <= i + queryOffset (at most Lk)
   pad1: u32,
   pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> query: array<f32>;        // [slices, rows, E]
-@group(0) @binding(2) var<storage, read> key: array<f32>;          // [kv slices, Lk, E]
-@group(0) @binding(3) var<storage, read> value: array<f32>;        // [kv slices, Lk, Ev]
+@group(0) @binding(1) var<storage, read> query: array<u32>;        // [slices, rows, E] float32 bits
+@group(0) @binding(2) var<storage, read> key: array<u32>;          // [kv slices, Lk, E] float32 bits
+@group(0) @binding(3) var<storage, read> value: array<u32>;        // [kv slices, Lk, Ev] float32 bits
 @group(0) @binding(4) var<storage, read> mask: array<u32>;         // as given, read through strides
 @group(0) @binding(5) var<storage, read> slices: array<vec2<u32>>; // per slice: kv slice, mask offset
 @group(0) @binding(6) var<storage, read> lastNonFinite: array<i32>; // [kv slices, Ev]
-@group(0) @binding(7) var<storage, read_write> output: array<f32>;  // [slices, rows, Ev]
+@group(0) @binding(7) var<storage, read_write> output: array<u32>; // [slices, rows, Ev] float32 bits
 
-// Workgroup memory: 9.3 KiB, under the 16 KiB every WebGPU device offers.
-var<workgroup> queryTile: array<f32, ${QUERY_BLOCK * FEATURE_CHUNK}>;  // [Br, FEATURE_CHUNK]
-var<workgroup> stage: array<f32, ${FEATURE_CHUNK * KEY_TILE}>;        // key [FEATURE_CHUNK, Bc] (transposed), then value [VALUE_ROWS, 64]
-var<workgroup> tile: array<f32, ${QUERY_BLOCK * KEY_TILE}>;           // [Br, Bc] logits, then p = exp(logit - m)
+// Workgroup memory: 13.6 KiB, under the 16 KiB every WebGPU device offers.
+var<workgroup> queryTile: array<f32, ${QUERY_BLOCK * FEATURE_CHUNK}>;  // [Br, FEATURE_CHUNK] finite (specials read as 0)
+var<workgroup> stage: array<u32, ${FEATURE_CHUNK * KEY_TILE}>;        // key [FEATURE_CHUNK, Bc] (transposed, finite), then value bits [VALUE_ROWS, 64]
+var<workgroup> tile: array<f32, ${QUERY_BLOCK * KEY_TILE}>;           // [Br, Bc] finite logits, then p = exp(logit - m)
+var<workgroup> tileKind: array<u32, ${QUERY_BLOCK * KEY_TILE}>;       // [Br, Bc] each logit's kind
 var<workgroup> rowMax: array<f32, ${QUERY_BLOCK}>;                    // m per row
 var<workgroup> rowSum: array<f32, ${QUERY_BLOCK}>;                    // l per row
 var<workgroup> rowAlpha: array<f32, ${QUERY_BLOCK}>;                  // exp(m_old - m_new) of this tile
 var<workgroup> rowState: array<u32, ${QUERY_BLOCK}>;                  // 0 nothing seen, 1 a finite logit, 2 NaN row
+var<workgroup> rowSpecial: array<atomic<u32>, ${QUERY_BLOCK}>;        // the query row holds NaN or ±inf
+var<workgroup> keySpecial: array<atomic<u32>, ${KEY_TILE}>;           // the tile's key row holds NaN or ±inf
 
 const NOTHING_SEEN: u32 = 0u;
 const SEEN: u32 = 1u;
 const NAN_ROW: u32 = 2u;
 
-fn isNan(x: f32) -> bool {
-  return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+fn isFinite(bits: u32) -> bool {
+  return (bits & EXPONENT) != EXPONENT;
 }
 
-fn isInfinite(x: f32) -> bool {
-  return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+// The number a finite pattern holds; 0 for NaN and ±inf, which are never made into numbers.
+fn finiteOr0(bits: u32) -> f32 {
+  return bitcast<f32>(select(0u, bits, isFinite(bits)));
+}
+
+struct Logit {
+  value: f32,  // meaningful for FINITE only
+  kind: u32,
+}
+
+// IEEE's score for a query and key row of which one holds NaN or ±inf, from the classes of the
+// products alone (a finite sum cannot outweigh an infinite term): NaN if a product is NaN (NaN, or
+// inf · 0) or +inf and -inf both occur, else ±inf. Such a row always has a NaN or infinite product.
+fn specialScore(queryAt: u32, keyAt: u32) -> u32 {
+  var nanSeen = false;
+  var plus = false;
+  var minus = false;
+  for (var e = 0u; e < params.features; e++) {
+    let q = query[queryAt + e];
+    let k = key[keyAt + e];
+    let qa = q & ABS;
+    let ka = k & ABS;
+    if (qa > EXPONENT || ka > EXPONENT) {
+      nanSeen = true;                         // NaN times anything
+    } else if (qa == EXPONENT || ka == EXPONENT) {
+      if (qa == 0u || ka == 0u) {
+        nanSeen = true;                       // inf · 0
+      } else if (((q ^ k) & SIGN) == 0u) {
+        plus = true;
+      } else {
+        minus = true;
+      }
+    }
+  }
+  if (nanSeen || (plus && minus)) {
+    return NOT_A_NUMBER;
+  }
+  return select(MASKED, PLUS_INFINITY, plus);  // -inf is MASKED's value: weight 0
+}
+
+// Step 2 for a special score: ±inf times the scale (inf · 0 is NaN), then softcap's ±softcap.
+fn scaledSpecial(kind: u32) -> Logit {
+  if (kind == NOT_A_NUMBER || params.scale == 0.0) {
+    return Logit(0.0, NOT_A_NUMBER);
+  }
+  var positive = kind == PLUS_INFINITY;
+  if (params.scale < 0.0) {
+    positive = !positive;
+  }
+  if (params.softcap > 0.0) {
+    return Logit(select(-params.softcap, params.softcap, positive), FINITE);
+  }
+  return Logit(0.0, select(MASKED, PLUS_INFINITY, positive));
+}
+
+// softcap * tanh(x / softcap) for a finite x; tanh is ±1 in float32 past |x / softcap| = 20, and
+// x / softcap is only taken below that, so it cannot overflow.
+fn softcapped(x: f32) -> f32 {
+  let cap = params.softcap;
+  if (abs(x) * 0.05 > cap) {
+    return select(-cap, cap, x > 0.0);
+  }
+  return cap * tanh(x / cap);
 }
 
 // 2^x for x <= 0 (a logit minus the running max, in log2 units), as simd.ts's kernel computes it:
@@ -112,17 +197,11 @@ fn exp2Weight(x: f32) -> f32 {
   return p * bitcast<f32>(u32(low + 127) << 23u) * bitcast<f32>(u32(high + 127) << 23u);
 }
 
-// Step 2's softcap, softcap * tanh(x / softcap), with the infinities mapped to ±softcap and the
-// argument held where tanh is ±1 in float32 (some tanh implementations give NaN for large ones).
-fn softcapped(x: f32, softcap: f32) -> f32 {
-  if (isNan(x)) {
-    return x;
-  }
-  let y = x / softcap;
-  if (isInfinite(y)) {
-    return select(-softcap, softcap, y > 0.0);
-  }
-  return softcap * tanh(clamp(y, -20.0, 20.0));
+// exp(x - m) for finite x <= m, with x - m taken as 2 · (x/2 - m/2), which cannot overflow
+// (x - m can, for logits near float32's largest) and rounds the same for normal numbers.
+fn weightOf(x: f32, m: f32) -> f32 {
+  let half = x * 0.5 - m * 0.5;
+  return exp2Weight(max(half, -100.0) * 2.0 * LOG2_E);
 }
 
 // The boolean mask's cell at offset n (bytes, four to a word): whether it allows the cell.
@@ -132,46 +211,73 @@ fn maskAllows(n: u32) -> bool {
 }
 
 // Steps 2-3 for one cell, (row, j) of the slice whose mask starts at maskBase (row counts from the
-// dispatch's first row): the score scaled, softcapped and masked. A masked cell is -inf: a false
-// boolean cell or causality whatever the score (even NaN), a float mask by addition.
-fn logit(score: f32, maskBase: u32, row: u32, j: u32) -> f32 {
-  var x = score * params.scale;
-  if (params.softcap > 0.0) {
-    x = softcapped(x, params.softcap);
+// dispatch's first row): the score (finite, or a special kind from specialScore) scaled, softcapped
+// and masked. Causality and a false boolean cell mask it whatever the score (even NaN); a float
+// mask is added by the rules of IEEE's sum, decided on kinds.
+fn logit(score: f32, scoreKind: u32, maskBase: u32, row: u32, j: u32) -> Logit {
+  if (params.isCausal != 0u && j > params.rowStart + row + params.queryOffset) {
+    return Logit(0.0, MASKED);
   }
   let cell = maskBase + row * params.maskI + j * params.maskJ;
-  if (params.isCausal != 0u && j > params.rowStart + row) {
-    return params.negativeInfinity;
-  }
   if (params.maskKind == MASK_BOOL && !maskAllows(cell)) {
-    return params.negativeInfinity;
+    return Logit(0.0, MASKED);
+  }
+  var x = Logit(score * params.scale, FINITE);
+  if (scoreKind != FINITE) {
+    x = scaledSpecial(scoreKind);
+  } else if (params.softcap > 0.0) {
+    x.value = softcapped(x.value);
   }
   if (params.maskKind == MASK_FLOAT) {
-    x = x + bitcast<f32>(mask[cell]);       // -inf masks; a finite value is a bias
+    let m = mask[cell];
+    if (isFinite(m)) {
+      x.value = x.value + bitcast<f32>(m);   // a finite bias (kinds other than FINITE keep theirs)
+    } else if ((m & ABS) > EXPONENT || x.kind == NOT_A_NUMBER) {
+      x.kind = NOT_A_NUMBER;
+    } else if ((m & SIGN) == 0u) {
+      x.kind = select(PLUS_INFINITY, NOT_A_NUMBER, x.kind == MASKED);  // +inf + -inf is NaN
+    } else {
+      x.kind = select(MASKED, NOT_A_NUMBER, x.kind == PLUS_INFINITY);
+    }
   }
   return x;
 }
 
-// One output cell the readable port's way, for a row whose acc overflowed: each weight
-// exp(logit - m) / l first, then their sum of value[., column], which stays within the values'
-// own size. acc sums exp(logit - m) · value before dividing by l, so with |value| near float32's
-// largest it can overflow where the exact output is an ordinary number (flash.ts does the same).
-// One more pass over the keys, for such cells only; scores summed in the tiles' order.
+// Query row queryRow (of the dispatch) against key row j of slice kv: the cell's logit, computed
+// on its own (scores summed in the tiles' order); a NaN or ±inf in either row makes it specialScore's.
+fn cellLogit(queryRow: u32, kv: u32, maskBase: u32, row: u32, j: u32) -> Logit {
+  let E = params.features;
+  let queryAt = queryRow * E;
+  let keyAt = (kv * params.keyLength + j) * E;
+  var score = 0.0;
+  var special = false;
+  for (var e = 0u; e < E; e++) {
+    let q = query[queryAt + e];
+    let k = key[keyAt + e];
+    special = special || !isFinite(q) || !isFinite(k);
+    score = fma(finiteOr0(q), finiteOr0(k), score);
+  }
+  if (special) {
+    return logit(0.0, specialScore(queryAt, keyAt), maskBase, row, j);
+  }
+  return logit(score, FINITE, maskBase, row, j);
+}
+
+// One output cell the readable port's way: each weight exp(logit - m) / l first, then their sum
+// of value[., column], which stays within the values' own size. acc sums exp(logit - m) · value
+// before dividing by l, so with |value| near float32's largest it can overflow where the exact
+// output is an ordinary number (flash.ts recomputes such rows too). Used for every cell of a call
+// whose values are that large (the host's accMayOverflow).
 fn normalisedCell(queryRow: u32, kv: u32, maskBase: u32, row: u32, column: u32, keyEnd: u32,
                   m: f32, l: f32) -> f32 {
-  let E = params.features;
   var out = 0.0;
   for (var j = 0u; j < keyEnd; j++) {
-    var score = 0.0;
-    for (var e = 0u; e < E; e++) {
-      score = fma(query[queryRow * E + e], key[(kv * params.keyLength + j) * E + e], score);
-    }
-    let x = logit(score, maskBase, row, j);
+    let x = cellLogit(queryRow, kv, maskBase, row, j);
     var weight = 0.0;
-    if (bitcast<u32>(x) != NEGATIVE_INFINITY) {
-      weight = exp2Weight((x - m) * LOG2_E) / l;
+    if (x.kind == FINITE) {
+      weight = weightOf(x.value, m) / l;
     }
-    out = fma(weight, value[(kv * params.keyLength + j) * params.valueFeatures + column], out);
+    out = fma(weight, finiteOr0(value[(kv * params.keyLength + j) * params.valueFeatures + column]), out);
   }
   return out;
 }
@@ -194,15 +300,30 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     rowMax[t] = 0.0;                        // meaningful once rowState says a logit was seen
     rowSum[t] = 0.0;
     rowState[t] = NOTHING_SEEN;
+    atomicStore(&rowSpecial[t], 0u);
+  }
+  atomicStore(&keySpecial[t], 0u);
+  workgroupBarrier();
+  // Which of the block's query rows hold NaN or ±inf: their scores are classified, not summed.
+  for (var n = t; n < rows * E; n += KEY_TILE) {
+    if (!isFinite(query[queryBase + n])) {
+      atomicOr(&rowSpecial[n / E], 1u);
+    }
   }
   workgroupBarrier();                       // (read by every thread, even with no key tile at all)
   var acc = array<f32, ${QUERY_BLOCK}>();  // acc[r]: sum of p * value[., column] for row r
+  // value's NaN and ±inf reaching this column, one bit per row: a NaN (or an infinity weighed 0),
+  // a +inf and a -inf weighed > 0. IEEE's sum gives NaN, +inf or -inf from them.
+  var valueNan = 0u;
+  var valuePlus = 0u;
+  var valueMinus = 0u;
 
-  // Causal tile skipping: key j is allowed for query row i only when j <= i, so keys from the
-  // block's last row + 1 on are masked for every row of it: those tiles are never computed.
+  // Causal tile skipping: key j is allowed for query row i only when j <= i + queryOffset, so keys
+  // from the block's last row + queryOffset + 1 on are masked for every row of it: those tiles are
+  // never computed.
   var keyEnd = Lk;
   if (params.isCausal != 0u) {
-    keyEnd = min(Lk, params.rowStart + i0 + rows);
+    keyEnd = min(Lk, params.rowStart + i0 + rows + params.queryOffset);
   }
 
   for (var j0 = 0u; j0 < keyEnd; j0 += KEY_TILE) {
@@ -210,7 +331,8 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
 
     // Step 1: scores of key j0 + t against the block's rows, E a chunk at a time: the query
     // chunk [Br, FEATURE_CHUNK] and the key chunk, transposed to [FEATURE_CHUNK, Bc], are loaded
-    // once by the whole workgroup and read from workgroup memory by every thread.
+    // once by the whole workgroup and read from workgroup memory by every thread. A NaN or an
+    // infinity is staged as 0 and flags its key (its row's flag is already set).
     // Zeroed here, explicitly: a declaration without an initializer inside a loop was seen to keep
     // the previous tile's sums on SwiftShader.
     var score = array<f32, ${QUERY_BLOCK}>();
@@ -218,17 +340,20 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
       for (var n = t; n < QUERY_BLOCK * FEATURE_CHUNK; n += KEY_TILE) {
         let r = n / FEATURE_CHUNK;
         let e = e0 + n % FEATURE_CHUNK;
-        queryTile[n] = select(0.0, query[queryBase + r * E + e], r < rows && e < E);
+        queryTile[n] = finiteOr0(select(0u, query[queryBase + r * E + e], r < rows && e < E));
       }
       for (var n = t; n < FEATURE_CHUNK * KEY_TILE; n += KEY_TILE) {
         let c = n / FEATURE_CHUNK;          // consecutive threads read consecutive features of one key
         let e = e0 + n % FEATURE_CHUNK;
-        stage[(n % FEATURE_CHUNK) * KEY_TILE + c] =
-          select(0.0, key[(kv * Lk + j0 + c) * E + e], c < cols && e < E);
+        let bits = select(0u, key[(kv * Lk + j0 + c) * E + e], c < cols && e < E);
+        if (!isFinite(bits)) {
+          atomicOr(&keySpecial[c], 1u);
+        }
+        stage[(n % FEATURE_CHUNK) * KEY_TILE + c] = bitcast<u32>(finiteOr0(bits));
       }
       workgroupBarrier();
       for (var e = 0u; e < FEATURE_CHUNK; e++) {
-        let k = stage[e * KEY_TILE + t];
+        let k = bitcast<f32>(stage[e * KEY_TILE + t]);
         for (var r = 0u; r < QUERY_BLOCK; r++) {
           score[r] = fma(queryTile[r * FEATURE_CHUNK + e], k, score[r]);
         }
@@ -236,42 +361,57 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
       workgroupBarrier();
     }
 
-    // Steps 2-3: scale, softcap, mask; the logits go to the tile (-inf past the last key).
+    // Steps 2-3: scale, softcap, mask; the logits and their kinds go to the tile (masked past the
+    // last key). A cell whose query or key row holds NaN or ±inf takes its kind from specialScore.
+    let keyHasSpecial = atomicLoad(&keySpecial[t]) != 0u;
+    atomicStore(&keySpecial[t], 0u);        // read by this thread only: ready for the next tile
     for (var r = 0u; r < rows; r++) {
-      var x = params.negativeInfinity;
+      var x = Logit(0.0, MASKED);
       if (t < cols) {
-        x = logit(score[r], maskBase, i0 + r, j0 + t);
+        if (keyHasSpecial || atomicLoad(&rowSpecial[r]) != 0u) {
+          x = cellLogit(slice * params.rows + i0 + r, kv, maskBase, i0 + r, j0 + t);
+        } else {
+          x = logit(score[r], FINITE, maskBase, i0 + r, j0 + t);
+        }
       }
-      tile[r * KEY_TILE + t] = x;
+      tile[r * KEY_TILE + t] = x.value;
+      tileKind[r * KEY_TILE + t] = x.kind;
     }
     workgroupBarrier();
 
     // Step 4, online: each row's owner (thread r) finds the tile's largest logit and rescales
     // what was summed so far by alpha = exp(m_old - m_new). A NaN or +inf logit makes the row NaN
-    // (IEEE's softmax gives NaN there); -inf is a masked cell, weight 0.
+    // (IEEE's softmax gives NaN there); a masked cell has weight 0.
     if (t < rows) {
       var state = rowState[t];
       var m = rowMax[t];
       let mOld = m;
       for (var c = 0u; c < cols; c++) {
-        let x = tile[t * KEY_TILE + c];
-        if (isNan(x) || bitcast<u32>(x) == POSITIVE_INFINITY) {
+        let kind = tileKind[t * KEY_TILE + c];
+        if (kind == NOT_A_NUMBER || kind == PLUS_INFINITY) {
           state = NAN_ROW;
-        } else if (bitcast<u32>(x) != NEGATIVE_INFINITY) {
+        } else if (kind == FINITE) {
+          let x = tile[t * KEY_TILE + c];
           m = select(x, max(m, x), state != NOTHING_SEEN);
           state = max(state, SEEN);
         }
       }
-      rowAlpha[t] = select(0.0, exp2Weight((mOld - m) * LOG2_E), rowState[t] == SEEN);
+      var alpha = 0.0;
+      if (rowState[t] == SEEN) {
+        alpha = weightOf(mOld, m);
+      }
+      rowAlpha[t] = alpha;
       rowMax[t] = m;
       rowState[t] = state;
     }
     workgroupBarrier();
     // ... every thread turns its column's logits into p = exp(logit - m) (0 for a masked cell) ...
     for (var r = 0u; r < rows; r++) {
-      let x = tile[r * KEY_TILE + t];
-      let p = exp2Weight((x - rowMax[r]) * LOG2_E);
-      tile[r * KEY_TILE + t] = select(p, 0.0, bitcast<u32>(x) == NEGATIVE_INFINITY || rowState[r] != SEEN);
+      var p = 0.0;
+      if (tileKind[r * KEY_TILE + t] == FINITE && rowState[r] == SEEN) {
+        p = weightOf(tile[r * KEY_TILE + t], rowMax[r]);
+      }
+      tile[r * KEY_TILE + t] = p;
     }
     workgroupBarrier();
     // ... and the owner adds them to l: l = l * alpha + sum of the tile's p.
@@ -284,7 +424,8 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     }
 
     // Step 5, online: acc = acc * alpha + p · value rows of the tile, for this thread's column.
-    // Every p is used, even p = 0 (a masked key): 0 * NaN is NaN, as in the readable port.
+    // Every key is used, even p = 0 (a masked key): NaN in value makes the column NaN, an infinity
+    // ±inf where its weight is > 0 and NaN where it is 0, as IEEE's 0 · NaN in the readable port.
     for (var r = 0u; r < QUERY_BLOCK; r++) {
       acc[r] *= rowAlpha[r];
     }
@@ -293,20 +434,36 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
       for (var n = t; n < VALUE_ROWS * KEY_TILE; n += KEY_TILE) {
         let c = v0 + n / KEY_TILE;
         let col = c0 + n % KEY_TILE;        // consecutive threads read consecutive columns of one row
-        stage[n] = select(0.0, value[(kv * Lk + j0 + c) * Ev + col], c < cols && col < Ev);
+        stage[n] = select(0u, value[(kv * Lk + j0 + c) * Ev + col], c < cols && col < Ev);
       }
       workgroupBarrier();
       for (var c = 0u; c < VALUE_ROWS; c++) {
-        let y = stage[c * KEY_TILE + t];
-        for (var r = 0u; r < QUERY_BLOCK; r++) {
-          acc[r] = fma(tile[r * KEY_TILE + v0 + c], y, acc[r]);
+        let bits = stage[c * KEY_TILE + t];
+        if (isFinite(bits)) {
+          let y = bitcast<f32>(bits);
+          if (params.accMayOverflow == 0u) {
+            for (var r = 0u; r < QUERY_BLOCK; r++) {
+              acc[r] = fma(tile[r * KEY_TILE + v0 + c], y, acc[r]);
+            }
+          }
+        } else if (v0 + c < cols) {
+          for (var r = 0u; r < rows; r++) {
+            let bit = 1u << r;
+            if ((bits & ABS) > EXPONENT || tile[r * KEY_TILE + v0 + c] == 0.0) {
+              valueNan |= bit;              // NaN, or inf · 0
+            } else if ((bits & SIGN) == 0u) {
+              valuePlus |= bit;
+            } else {
+              valueMinus |= bit;
+            }
+          }
         }
       }
     }
     workgroupBarrier();                     // the tile and rowAlpha are rewritten by the next tile
   }
 
-  // Finish the block: output = acc / l, the normalisation done once per row.
+  // Finish the block: output = acc / l, the normalisation done once per row, written as bits.
   if (column >= Ev) {
     return;
   }
@@ -316,14 +473,20 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
   }
   for (var r = 0u; r < rows; r++) {
     let state = rowState[r];
-    var out = acc[r] / rowSum[r];
-    if (state == NOTHING_SEEN) {
-      out = 0.0;                            // fully masked (or Lk = 0): +0.0, whatever value holds
-    } else if (state == NAN_ROW || skippedNonFinite) {
-      out = params.nan;
-    } else if (isNan(out) || isInfinite(out)) {
-      out = normalisedCell(slice * params.rows + i0 + r, kv, maskBase, i0 + r, column, keyEnd,
-                           rowMax[r], rowSum[r]);
+    let bit = 1u << r;
+    var out = 0u;                           // fully masked (or Lk = 0): +0.0, whatever value holds
+    if (state == NAN_ROW || (state == SEEN && (skippedNonFinite || (valueNan & bit) != 0u ||
+                                               ((valuePlus & valueMinus & bit) != 0u)))) {
+      out = NAN_BITS;
+    } else if (state == SEEN && (valuePlus & bit) != 0u) {
+      out = POSITIVE_INFINITY_BITS;
+    } else if (state == SEEN && (valueMinus & bit) != 0u) {
+      out = NEGATIVE_INFINITY_BITS;
+    } else if (state == SEEN && params.accMayOverflow != 0u) {
+      out = bitcast<u32>(normalisedCell(slice * params.rows + i0 + r, kv, maskBase, i0 + r, column, keyEnd,
+                                        rowMax[r], rowSum[r]));
+    } else if (state == SEEN) {
+      out = bitcast<u32>(acc[r] / rowSum[r]);
     }
     output[(slice * params.rows + i0 + r) * Ev + column] = out;
   }

@@ -34,7 +34,7 @@
  *     p · value for the tile's keys, the value rows staged through workgroup memory 16 at a time
  *     (again loaded once, read by all). After the last tile, output = acc / l, once per row.
  *
- * So no [Lq, Lk] matrix exists anywhere (workgroup memory holds 9.3 KiB, under the 16 KiB every
+ * So no [Lq, Lk] matrix exists anywhere (workgroup memory holds 13.6 KiB, under the 16 KiB every
  * WebGPU device offers), each key and value number is read from GPU memory once per block of 16
  * rows, and every barrier guards one hand-over between threads. With isCausal the key tiles past a
  * block's last row are skipped, as in flash.ts. Ev > 64 takes more workgroups along the dispatch's
@@ -50,14 +50,22 @@
  *    exponent bits), not by WGSL's exp, whose accuracy the spec bounds only by 3 + 2·|x| ULP and
  *    leaves to the device. On SwiftShader both use under 10% of the budget on every fixture group
  *    (docs/webgpu.md has the figures); the polynomial's error is the same on every GPU.
- *  - Special values by their bits. WGSL lets an implementation assume there is no NaN or infinity,
- *    and its max() of a NaN is undefined, so the kernel tests bits, never relies on NaN comparisons:
- *    a NaN or +inf logit marks its row NaN, -inf is a masked cell with p = 0 exactly, a row that saw
- *    no finite logit (fully masked, or Lk = 0) is written +0.0. NaN and -inf come in the uniform
- *    block, since WGSL refuses them as constants. value's NaN and infinities go through IEEE's
- *    0 · NaN = NaN in the multiply-adds, as in the readable port; a key a causal block skips cannot
- *    carry them, so the host marks, per key/value slice and column, the last key whose value is NaN
- *    or ±inf (lastNonFiniteRows) and the kernel makes such a column NaN, as flash.ts does.
+ *  - No IEEE special value inside the shader. WGSL lets an implementation assume there is no NaN or
+ *    infinity (a GPU's shader compiler may fold x != x to false, or reorder arithmetic as if none
+ *    can occur; SwiftShader happens to keep IEEE's rules), so the kernel never computes with one,
+ *    compares one, or makes one by arithmetic. Inputs are read as 32-bit patterns: a NaN or ±inf
+ *    reads as 0 and sets a flag on its query row, key row or value cell. IEEE's answer is then
+ *    decided from flags and counts: a score whose query or key row holds a special value is
+ *    classified product by product (NaN for a NaN or inf · 0, or for +inf and -inf together, else
+ *    ±inf); a logit carries a kind beside its finite value (finite, masked, +inf, NaN), so causality
+ *    and a boolean mask are a kind, and a float mask's ±inf and NaN follow IEEE's sum by kind; a row
+ *    is NaN (a NaN or +inf logit), fully masked (no finite logit, or Lk = 0: +0.0) or seen; value's
+ *    NaN and infinities reach a column as per-row bits (NaN, or an infinity weighed 0: NaN; an
+ *    infinity weighed > 0: ±inf; both signs: NaN). The output is written as bits, so NaN and ±inf
+ *    are patterns, not results. A key a causal block skips is never read, so the host marks, per
+ *    key/value slice and column, the last key whose value is NaN or ±inf (lastNonFiniteRows) and
+ *    the kernel makes such a column NaN, as flash.ts does. The host holds scale and softcap within
+ *    float32's range. scripts/gpu-check runs the special-value fixtures on a real GPU.
  *  - Limits. One storage binding holds at most maxStorageBufferBindingSize bytes and one dispatch
  *    at most maxComputeWorkgroupsPerDimension workgroups along each dimension; planDispatches groups
  *    the slices into dispatches that fit, and cuts a slice too large for one into blocks of query
@@ -65,9 +73,10 @@
  *    does not fit is refused with kind "size". Each dispatch's buffers live only for that dispatch.
  *  - Intermediate overflow: acc = Σ p · value, before the division by l, can overflow float32 where
  *    the exact output is representable (|value| within a factor of about Lk of float32's largest
- *    number). A cell whose output is not finite while its row's max is, and that no NaN rule
- *    explains, is computed again in the kernel the readable port's way (normalisedCell: weights
- *    divided by l first), as flash.ts and simd.ts compute such rows again.
+ *    number). Testing a sum for infinity is what WGSL does not promise, so the host decides instead
+ *    (accMayOverflow: the largest |value| times Lk reaches 2^127) and the kernel then computes
+ *    every cell of the dispatch the readable port's way (normalisedCell: weights divided by l
+ *    first), as flash.ts and simd.ts compute such rows again.
  *
  * `attentionSteps` returns every step: the output is the kernel's; scores, logits and weights are
  * the readable port's (attention.ts computes them), since the kernel holds them a tile at a time.
@@ -656,10 +665,11 @@ async function runDispatch(
   const fields = [rows, d.row0, Lk, E, Ev, problem.isCausal ? 1 : 0, maskKind];
   fields.push(parts[d.slice0].maskI, parts[d.slice0].maskJ);
   fields.forEach((x, n) => params.setUint32(4 * n, x, true));
-  params.setFloat32(36, problem.scale, true);
-  params.setFloat32(40, problem.softcap, true);
-  params.setFloat32(44, NaN, true);
-  params.setFloat32(48, -Infinity, true);
+  params.setFloat32(36, finiteFloat32(problem.scale), true);
+  params.setFloat32(40, shaderSoftcap(problem.softcap), true);
+  params.setUint32(44, accMayOverflow(value, Lk) ? 1 : 0, true);
+  // queryOffset: an offset of Lk or more lets every row see every key, so Lk is the same (a u32).
+  params.setUint32(52, Math.min(problem.queryOffset, Lk), true);
 
   device.pushErrorScope("out-of-memory");
   device.pushErrorScope("validation");
@@ -732,6 +742,34 @@ async function runDispatch(
       buffer.destroy();
     }
   }
+}
+
+/** x rounded to float32, held within float32's range: the shader never sees an infinity (a scale
+ * float32 cannot hold puts the case outside the contract for this port; see docs/design.md). */
+function finiteFloat32(x: number): number {
+  const largest = 3.4028234663852886e38;
+  return Math.max(-largest, Math.min(largest, Math.fround(x)));
+}
+
+/** softcap for the shader: past 2^140 (1.4e42), |logit / softcap| < 2^-12 for every float32 logit,
+ * where tanh(z) = z to float32's precision, so softcap · tanh(logit / softcap) is the logit: 0, no
+ * softcap. Otherwise softcap within float32's range. */
+function shaderSoftcap(softcap: number): number {
+  return softcap > 2 ** 140 ? 0 : finiteFloat32(softcap);
+}
+
+/** Whether acc = Σ p · value (p <= 1) could overflow float32 for one slice's Lk keys: the largest
+ * finite |value| times Lk reaches 2^127. The shader then computes every cell with the weights divided
+ * first (normalisedCell) instead of testing a sum for infinity, which WGSL does not promise to see. */
+function accMayOverflow(value: Float32Array, Lk: number): boolean {
+  let largest = 0;
+  for (const y of value) {
+    const size = Math.abs(y);
+    if (size > largest && size !== Infinity) {
+      largest = size; // NaN compares false: skipped
+    }
+  }
+  return largest * Lk >= 2 ** 127;
 }
 
 /** Per key/value slice and value column, the last key row whose value is NaN or ±inf (-1 for

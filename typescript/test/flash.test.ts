@@ -69,6 +69,7 @@ describe("flash.ts's entry points on every fixture", () => {
             scale: c.params.scale as number | null,
             enableGqa: c.params.enableGqa as boolean,
             softcap: c.params.softcap as number,
+            queryOffset: c.params.queryOffset as number | undefined,
           },
         );
         assert.deepEqual(flat.shape, c.expected!.output.shape);

@@ -75,7 +75,8 @@ export function normalizeMessage(message: string): string {
     .replaceAll("attnMask", "attn_mask")
     .replaceAll("enableGqa", "enable_gqa")
     .replaceAll("isCausal", "is_causal")
-    .replaceAll("memoryLimit", "memory_limit");
+    .replaceAll("memoryLimit", "memory_limit")
+    .replaceAll("queryOffset", "query_offset");
 }
 
 /** One fixture case through `port`: a valid case's tensors as the port takes them (fixtures.ts's
@@ -89,6 +90,7 @@ export function runCase<T>(port: PortFunction<T>, c: FixtureCase): T {
     scale: c.params.scale,
     enableGqa: c.params.enableGqa,
     softcap: c.params.softcap,
+    ...("queryOffset" in c.params ? { queryOffset: c.params.queryOffset } : {}),
   } as unknown as AttentionOptions;
   const input = (x: unknown) => tensor(x) as TensorInput;
   return port(input(c.inputs.query), input(c.inputs.key), input(c.inputs.value), options);

@@ -116,6 +116,7 @@ for (const build of BUILD_NAMES) {
             scale: c.params.scale as number | null,
             enableGqa: c.params.enableGqa as boolean,
             softcap: c.params.softcap as number,
+            queryOffset: c.params.queryOffset as number | undefined,
           };
           const tensors = (float32: boolean) =>
             [input.query!, input.key!, input.value!].map((t) => flatTensor(shaped(t), float32));

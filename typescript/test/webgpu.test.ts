@@ -20,7 +20,7 @@ import {
   scaledDotProductAttentionFlat,
   WebGpuUnavailableError,
 } from "../src/webgpu.ts";
-import { KEY_TILE, QUERY_BLOCK, VALUE_COLUMNS } from "../src/webgpu-kernel.ts";
+import { ATTENTION_WGSL, KEY_TILE, QUERY_BLOCK, VALUE_COLUMNS } from "../src/webgpu-kernel.ts";
 import { normalizeMessage, runCase } from "./helpers.ts";
 
 const cases = loadFixtures();
@@ -247,4 +247,19 @@ test("what cannot be cut and does not fit is refused, naming the limit", () => {
   assert.throws(() => planDispatches(wide, null, 1, fewGroups), /Ev = 200 value columns/);
   assert.equal(Math.ceil(200 / VALUE_COLUMNS), 4); // the four groups of columns it would need
   assert.equal(KEY_TILE, VALUE_COLUMNS); // a thread per key when scoring, per column when summing
+});
+
+test("the shader never holds an IEEE special value as a number: inputs, mask and output are bit patterns", () => {
+  // WGSL lets an implementation assume no NaN or infinity occurs, so the kernel reads every tensor
+  // as 32-bit patterns, decides NaN and ±inf from their bits, and writes NaN and ±inf as patterns.
+  for (const binding of ["query", "key", "value", "mask"]) {
+    assert.match(ATTENTION_WGSL, new RegExp(`var<storage, read> ${binding}: array<u32>;`));
+  }
+  assert.match(ATTENTION_WGSL, /var<storage, read_write> output: array<u32>;/);
+  // No special value comes in as a parameter, and none is tested by a float comparison.
+  assert.doesNotMatch(ATTENTION_WGSL, /params\.(nan|negativeInfinity)|isNan|isInf|!= *x\b|x *!= *x/);
+  // A number is made of a tensor's bits only through finiteOr0 (0 for NaN and ±inf), or after
+  // isFinite said so (the float mask's bias).
+  assert.doesNotMatch(ATTENTION_WGSL, /bitcast<f32>\((query|key|value|mask)\[/);
+  assert.match(ATTENTION_WGSL, /if \(isFinite\(m\)\) \{\s+x\.value = x\.value \+ bitcast<f32>\(m\);/);
 });

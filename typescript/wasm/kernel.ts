@@ -41,6 +41,7 @@ const J_LAST_NON_FINITE: i32 = 60; // i32 [kvSlices, Ev]: last key row with NaN/
 const J_SCALE: i32 = 64; // f64
 const J_SOFTCAP: i32 = 72; // f64
 const J_ROW0: i32 = 80; // the chunk's first query row (for the causal limit and the mask's rows)
+const J_QUERY_OFFSET: i32 = 84; // query row i may see keys j <= i + offset (causal; at most Lk)
 
 /** Bytes of scratch one thread needs for features E and Ev (the same for f32 and f64). */
 export function scratchBytes(E: i32, Ev: i32): i32 {
@@ -252,6 +253,7 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   const maskI = load<i32>(job + J_MASK_I);
   const maskJ = load<i32>(job + J_MASK_J);
   const causal = load<i32>(job + J_CAUSAL) != 0;
+  const offset = load<i32>(job + J_QUERY_OFFSET);
   const scale = load<f64>(job + J_SCALE);
   const softcap = load<f64>(job + J_SOFTCAP);
   const evPad = (Ev + L - 1) & ~(L - 1); // acc rows hold whole vectors
@@ -272,8 +274,10 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
       v128.store(acc + <usize>(r * evPad + t) * S, zero); // acc = 0
     }
   }
-  // Causal tile skipping: keys from i0 + rows on are masked for every row of the block.
-  const keyEnd = causal ? min(Lk, i0 + rows) : Lk;
+  // Causal tile skipping: keys from i0 + rows + offset on are masked for every row of the block.
+  // The keys a block reads past one row's own limit are -inf for it and add exactly 0 to its sums,
+  // so a row's result does not depend on the other rows of its block.
+  const keyEnd = causal ? min(Lk, i0 + rows + offset) : Lk;
   // Without softcap and float mask the logit in log2 units is one multiply: score * scale·log2(e).
   const simpleLogits = softcap <= 0 && maskKind != 2;
   const scaleLog2 = v128.splat<T>(<T>(scale * LOG2E));
@@ -375,8 +379,8 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
           }
         }
       }
-      // Causal: query i sees keys j <= i only; past cols: padding. Both -inf (weight 0).
-      const end = causal ? max(0, min(cols, i + 1 - j0)) : cols;
+      // Causal: query i sees keys j <= i + offset only; past cols: padding. Both -inf (weight 0).
+      const end = causal ? max(0, min(cols, i + offset + 1 - j0)) : cols;
       for (let c = end; c < colsPad; c++) {
         store<T>(row + <usize>c * S, <T>-Infinity);
       }
@@ -565,4 +569,58 @@ export function queryBlock(): i32 {
 }
 export function keyTile(): i32 {
   return BC;
+}
+
+// ---- The machine's limits, for the bench (typescript/runners/bench.ts): not used by simd.ts. ----
+
+/** The sum of n f32 at ptr (n a multiple of 32), read with 128-bit loads into 8 independent sums:
+ * a streaming read whose speed, over a buffer several times the last-level cache, is the read
+ * bandwidth WebAssembly gets here. The sum is returned so that the loads cannot be dropped. */
+export function limitReadSum(ptr: usize, n: i32): f32 {
+  let s0 = f32x4.splat(0), s1 = f32x4.splat(0), s2 = f32x4.splat(0), s3 = f32x4.splat(0);
+  let s4 = f32x4.splat(0), s5 = f32x4.splat(0), s6 = f32x4.splat(0), s7 = f32x4.splat(0);
+  const end = ptr + (<usize>n << 2);
+  for (let p = ptr; p < end; p += 128) {
+    s0 = f32x4.add(s0, v128.load(p));
+    s1 = f32x4.add(s1, v128.load(p, 16));
+    s2 = f32x4.add(s2, v128.load(p, 32));
+    s3 = f32x4.add(s3, v128.load(p, 48));
+    s4 = f32x4.add(s4, v128.load(p, 64));
+    s5 = f32x4.add(s5, v128.load(p, 80));
+    s6 = f32x4.add(s6, v128.load(p, 96));
+    s7 = f32x4.add(s7, v128.load(p, 112));
+  }
+  const s = f32x4.add(f32x4.add(f32x4.add(s0, s1), f32x4.add(s2, s3)), f32x4.add(f32x4.add(s4, s5), f32x4.add(s6, s7)));
+  return laneSum<f32>(s);
+}
+
+/** `iterations` rounds of 12 independent f32x4 multiply-adds (the kernel's madd: fused where
+ * relaxed SIMD is built in): 12 · 4 · 2 = 96 floating-point operations a round, with chains long
+ * enough apart that the CPU can keep its multiply-add units busy. The 128-bit SIMD peak is
+ * 96 · iterations / time. The lanes' sum is returned so that the work cannot be dropped. */
+export function limitMaddPeak(iterations: i32): f32 {
+  const a = f32x4.splat(0.999999);
+  const b = f32x4.splat(1e-7);
+  let s0 = f32x4.splat(1), s1 = f32x4.splat(2), s2 = f32x4.splat(3), s3 = f32x4.splat(4);
+  let s4 = f32x4.splat(5), s5 = f32x4.splat(6), s6 = f32x4.splat(7), s7 = f32x4.splat(8);
+  let s8 = f32x4.splat(9), s9 = f32x4.splat(10), s10 = f32x4.splat(11), s11 = f32x4.splat(12);
+  for (let n = 0; n < iterations; n++) {
+    s0 = madd<f32>(s0, a, b);
+    s1 = madd<f32>(s1, a, b);
+    s2 = madd<f32>(s2, a, b);
+    s3 = madd<f32>(s3, a, b);
+    s4 = madd<f32>(s4, a, b);
+    s5 = madd<f32>(s5, a, b);
+    s6 = madd<f32>(s6, a, b);
+    s7 = madd<f32>(s7, a, b);
+    s8 = madd<f32>(s8, a, b);
+    s9 = madd<f32>(s9, a, b);
+    s10 = madd<f32>(s10, a, b);
+    s11 = madd<f32>(s11, a, b);
+  }
+  const s = f32x4.add(
+    f32x4.add(f32x4.add(f32x4.add(s0, s1), f32x4.add(s2, s3)), f32x4.add(f32x4.add(s4, s5), f32x4.add(s6, s7))),
+    f32x4.add(f32x4.add(s8, s9), f32x4.add(s10, s11)),
+  );
+  return laneSum<f32>(s);
 }

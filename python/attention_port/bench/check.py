@@ -43,6 +43,15 @@ def expected_output(query, key, value, causal: bool, attention_steps=reference.a
     )
 
 
+def expected_decode(query, key, value) -> Expected:
+    """One decode step: query [1, hq, 1, e], key and value [1, hkv, n, e] with grouped-query
+    heads, checked as the expanded problem (each key/value head repeated for its query heads,
+    torch's repeat_interleave), which is what grouped-query attention computes."""
+    group = query.shape[-3] // key.shape[-3]
+    key, value = (np.repeat(x, group, axis=-3) for x in (key, value))  # [1, hq, n, e]
+    return expected_output(query, key, value, False)
+
+
 def check_output(got: np.ndarray, expected: Expected, dtype: str) -> tuple[float | None, str | None]:
     """(budget used, None) when the output keeps to compare.py's rule, else (budget used, problem)."""
     if got.size != expected.output.size:
@@ -74,12 +83,25 @@ class Measured:
 
     results: list  # run.CellResult
     memory: list  # run.MemoryResult
+    limits: dict | None = None  # run.measure_limits
 
-    def cell(self, port: str, dtype: str, n: int, causal: bool = False, d: int = 64):
+    def cell(self, port: str, dtype: str, n: int, causal: bool = False, d: int = 64, kind: str = "prefill"):
         for r in self.results:
-            if (r.port, r.dtype, r.n, r.d, r.causal) == (port, dtype, n, d, causal) and r.status == "ok":
+            key = (r.port, r.dtype, r.n, r.d, r.causal, r.kind)
+            if key == (port, dtype, n, d, causal, kind) and r.status == "ok":
                 return r
-        raise NotMeasured(f"{port} {dtype} n={n} d={d}{' causal' if causal else ''}")
+        raise NotMeasured(f"{port} {kind} {dtype} n={n} d={d}{' causal' if causal else ''}")
+
+    def decode(self, port: str, dtype: str, keys: int):
+        for r in self.results:
+            if (r.port, r.dtype, r.n, r.kind) == (port, dtype, keys, "decode") and r.status == "ok":
+                return r
+        raise NotMeasured(f"{port} decode {dtype} at {keys} keys")
+
+    def limit(self, name: str) -> float:
+        if not (self.limits or {}).get(name):
+            raise NotMeasured(f"the limit {name}")
+        return self.limits[name]
 
     def memory_at(self, port: str, n: int):
         for m in self.memory:
@@ -143,6 +165,33 @@ def close_rate(port: str, other: str, within: float, what: str, n: int = 1024, d
     return f"{what}: float64 within {within:.0%} of {other if other != port else 'the aligned rate'}", check
 
 
+def decode_faster_than(port: str, other: str, dtype: str, times: float, keys: int) -> tuple[str, Check]:
+    def check(m: Measured) -> tuple[bool, str]:
+        fast, slow = m.decode(port, dtype, keys), m.decode(other, dtype, keys)
+        speedup = slow.median_ms / fast.median_ms
+        return speedup >= times, f"{speedup:.2f}x ({fast.median_ms:.3f} ms vs {slow.median_ms:.3f} ms)"
+
+    return f"{port} {dtype} decode >= {times:g}x {other} at {keys} keys", check
+
+
+def decode_bandwidth_share(port: str, dtype: str, share: float, keys: int) -> tuple[str, Check]:
+    def check(m: Measured) -> tuple[bool, str]:
+        cell, bandwidth = m.decode(port, dtype, keys), m.limit("wasm_read_gbps")
+        got = cell.read_gbps / bandwidth
+        return got >= share, f"{got:.0%} ({cell.read_gbps:.1f} GB/s of {bandwidth:.1f} GB/s)"
+
+    return f"{port} {dtype} decode at {keys} keys >= {share:.0%} of the WebAssembly read bandwidth", check
+
+
+def peak_share(port: str, dtype: str, share: float, n: int = 1024) -> tuple[str, Check]:
+    def check(m: Measured) -> tuple[bool, str]:
+        cell, peak = m.cell(port, dtype, n), m.limit("wasm_madd_gflops")
+        got = cell.gflops / peak
+        return got >= share, f"{got:.0%} ({cell.gflops:.1f} GFLOP/s of {peak:.1f})"
+
+    return f"{port} {dtype} at n={n}, one thread, >= {share:.0%} of the 128-bit multiply-add peak", check
+
+
 FLASH = "typescript-flash"
 SIMD = "typescript-simd"
 TARGETS: list[tuple[str, Check]] = [
@@ -161,6 +210,10 @@ TARGETS: list[tuple[str, Check]] = [
     causal_speedup(SIMD, 1.8),
     close_rate(SIMD, SIMD, 0.25, f"{SIMD} at n=1000, E = Ev = 80", n=1000, d=80),
     close_rate(f"{SIMD}-nested", SIMD, 0.10, "simd.ts's nested-array entry at n=1024"),
+    decode_faster_than(SIMD, "onnxruntime-web", "float32", 2.0, keys=4096),
+    decode_bandwidth_share(SIMD, "float32", 0.60, keys=4096),
+    peak_share(SIMD, "float32", 0.75),
+    faster_than(SIMD, "onnxruntime-web", "float32", 1.8),
 ]
 
 

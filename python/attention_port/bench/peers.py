@@ -54,8 +54,13 @@ def model_name(d: int, dtype: str, causal: bool) -> str:
     return f"attention-d{d}-{dtype}-{'causal' if causal else 'full'}.onnx"  # bench.ts spells it too
 
 
-def write_models(folder: Path, features: list[int]) -> None:
-    """One model file in `folder` for every d in `features`, dtype and causal setting."""
+def decode_model_name(hq: int, hkv: int, e: int, dtype: str) -> str:
+    return f"decode-h{hq}-kv{hkv}-e{e}-{dtype}.onnx"  # bench.ts spells it too
+
+
+def write_models(folder: Path, features: list[int], decode_heads: list[tuple[int, int, int]] = ()) -> None:
+    """One model file in `folder` for every d in `features`, dtype and causal setting, and one
+    decode graph for every (hq, hkv, e) in `decode_heads` and dtype."""
     import onnx
 
     for d in features:
@@ -64,6 +69,48 @@ def write_models(folder: Path, features: list[int]) -> None:
                 model = attention_model(dtype, causal)
                 onnx.checker.check_model(model, full_check=True)
                 onnx.save(model, folder / model_name(d, dtype, causal))
+    for hq, hkv, e in decode_heads:
+        for dtype in ONNX_DTYPES:
+            model = decode_model(dtype, hq, hkv, e)
+            onnx.checker.check_model(model, full_check=True)
+            onnx.save(model, folder / decode_model_name(hq, hkv, e, dtype))
+
+
+def decode_model(dtype: str, hq: int, hkv: int, e: int):
+    """One decode step with grouped-query heads, the keys' count symbolic: each key/value head
+    serves hq / hkv consecutive query heads, so the query is read as [1, hkv, group, e] (no copy of
+    key or value per query head, as a decoder's graph has it):
+
+        q       = Reshape(query, [1, hkv, group, e])        query [1, hq, 1, e]
+        scores  = MatMul(q, Transpose(key))                  [1, hkv, group, Lk]
+        weights = Softmax(Mul(scores, scale), axis=-1)       [1, hkv, group, Lk]
+        output  = Reshape(MatMul(weights, value), [1, hq, 1, e])
+    """
+    from onnx import TensorProto, helper, numpy_helper
+
+    element = {"float64": TensorProto.DOUBLE, "float32": TensorProto.FLOAT}[dtype]
+    inputs = [
+        helper.make_tensor_value_info("query", element, [1, hq, 1, e]),
+        helper.make_tensor_value_info("key", element, [1, hkv, "keys", e]),
+        helper.make_tensor_value_info("value", element, [1, hkv, "keys", e]),
+        helper.make_tensor_value_info("scale", element, []),
+    ]
+    output = helper.make_tensor_value_info("output", element, [1, hq, 1, e])
+    constants = [
+        numpy_helper.from_array(np.array([1, hkv, hq // hkv, e], dtype=np.int64), "grouped"),
+        numpy_helper.from_array(np.array([1, hq, 1, e], dtype=np.int64), "heads"),
+    ]
+    nodes = [
+        helper.make_node("Reshape", ["query", "grouped"], ["q"]),  # [1, hkv, group, e]
+        helper.make_node("Transpose", ["key"], ["key_t"], perm=[0, 1, 3, 2]),  # [1, hkv, e, Lk]
+        helper.make_node("MatMul", ["q", "key_t"], ["scores"]),  # [1, hkv, group, Lk]
+        helper.make_node("Mul", ["scores", "scale"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["weights"], axis=-1),
+        helper.make_node("MatMul", ["weights", "value"], ["grouped_output"]),  # [1, hkv, group, e]
+        helper.make_node("Reshape", ["grouped_output", "heads"], ["output"]),  # [1, hq, 1, e]
+    ]
+    graph = helper.make_graph(nodes, "decode", inputs, [output], constants)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)
 
 
 def attention_model(dtype: str, causal: bool):

@@ -55,21 +55,23 @@ def _proc_field(path: str, name: str) -> str | None:
 
 
 def write_report(out: Path, machine, settings, results, memory, targets, skipped, failed: int,
-                 seconds: float, plot: bool, ports: dict[str, str]) -> list[Path]:  # fmt: skip
+                 limits: dict, seconds: float, plot: bool, ports: dict[str, str]) -> list[Path]:  # fmt: skip
     """Write bench.json, bench.md and (unless plot is False) bench.png; print the markdown. `ports`:
     every port's name and what it is, in the port table's order."""
     order = {p: i for i, p in enumerate(ports)}
-    results = sorted(results, key=lambda r: (r.causal, r.d, r.n, order[r.port], r.dtype != "float64"))
-    plot_note = "not written (--no-plot)" if not plot else write_plot(results, out / "bench.png", settings)
+    results = sorted(results, key=lambda r: (r.kind, r.causal, r.d, r.n, order[r.port], r.dtype != "float64"))
+    prefill = [r for r in results if r.kind == "prefill"]
+    plot_note = "not written (--no-plot)" if not plot else write_plot(prefill, out / "bench.png", settings)
     document = {
         "format": "attention-port-bench",
-        "version": 2,
+        "version": 3,
         "date": machine["date"],
         "machine": machine,
         "settings": settings,
         "ports": {name: what for name, what in ports.items() if name in settings["ports"]},
         "results": [asdict(r) for r in results],
         "memory": [asdict(m) for m in memory],
+        "limits": limits,
         "targets": targets,
         "skipped": skipped,
         "failed": failed,
@@ -108,6 +110,8 @@ def _versions(machine: dict) -> str:
 def format_markdown(report: dict, results: list, plot_note: str | None, order: dict) -> str:
     m, s = report["machine"], report["settings"]
     peers = _versions(m)
+    prefill = [r for r in results if r.kind == "prefill"]
+    limits = report.get("limits") or {}
     lines = [
         "# attention-port bench",
         "",
@@ -124,17 +128,17 @@ def format_markdown(report: dict, results: list, plot_note: str | None, order: d
         "",
         "## Time",
         "",
-        "| port | dtype | causal | n | d | median ms | runs | GFLOP/s | x numpy | check | kernel |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "| port | dtype | causal | n | d | median ms | runs | GFLOP/s | of peak | x numpy | check | kernel |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
-    for r in results:
+    for r in prefill:
         head = f"| {r.port} | {r.dtype} | {'yes' if r.causal else 'no'} | {r.n} | {r.d} |"
         if r.status != "ok":
-            lines.append(f"{head} FAILED | | | | {_cell_text(r.problem)} | {r.backend or ''} |")
+            lines.append(f"{head} FAILED | | | | | {_cell_text(r.problem)} | {r.backend or ''} |")
             continue
         ratio = "" if r.vs_numpy is None else f"{r.vs_numpy:.2f}" + ("†" if r.dtype != "float64" else "")
         lines.append(
-            f"{head} {_ms(r.median_ms)} | {len(r.runs_ms)} | {r.gflops:.2f} | {ratio} |"
+            f"{head} {_ms(r.median_ms)} | {len(r.runs_ms)} | {r.gflops:.2f} | {_share(r)} | {ratio} |"
             f" ok ({100 * r.budget_used:.1f}%) | {r.backend or ''} |"
         )
     lines += [
@@ -144,6 +148,8 @@ def format_markdown(report: dict, results: list, plot_note: str | None, order: d
         f" exactly {s['repeats']}.",
         "- GFLOP/s counts 4·n²·d flops per pass, for causal passes too (they do about half the work),"
         " so a causal speed-up shows as a higher rate.",
+        "- of peak: GFLOP/s over the 128-bit SIMD multiply-add peak measured in this run (Limits below);"
+        " native ports use wider vectors where the CPU has them and may pass it.",
         "- x numpy: numpy float64's median / this median at the same n, d and causal (above 1: faster than"
         " numpy). † numpy has no float32, so float32 rows are compared with numpy float64.",
         "- check: the share of compare.py's error budget the output used against numpy float64,"
@@ -158,7 +164,9 @@ def format_markdown(report: dict, results: list, plot_note: str | None, order: d
     if s["typescript_max_n"] < max(s["sizes"]) and "webgpu" in s["ports"]:
         lines.append(f"- webgpu is timed up to n={s['typescript_max_n']} only (on a CPU emulation such as"
                      " SwiftShader a call at n=4096 takes minutes).")  # fmt: skip
-    lines += _gflops_pivot(results, order)
+    lines += _gflops_pivot(prefill, order)
+    lines += _decode_table([r for r in results if r.kind == "decode"], s)
+    lines += _limits_lines(limits)
     if report["memory"]:
         lines += [
             "",
@@ -189,6 +197,73 @@ def format_markdown(report: dict, results: list, plot_note: str | None, order: d
         lines += [f"- {port}: {why}" for port, why in report["skipped"].items()]
     lines += ["", f"Plot: {plot_note or 'bench.png'}. All numbers: bench.json.", ""]
     return "\n".join(lines)
+
+
+def _share(r) -> str:
+    return "" if r.share is None else f"{100 * r.share:.0f}%"
+
+
+LIMIT_NAMES = {
+    "native_read_gbps": "native read",
+    "wasm_read_gbps": "WebAssembly read",
+    "wasm_madd_gflops": "128-bit peak",
+}
+
+
+def _decode_table(rows: list, s: dict) -> list[str]:
+    """One decode step per row: time, the key and value bytes it read per second, and that
+    rate's share of the read bandwidth measured in this run."""
+    if not rows:
+        return []
+    hq, hkv, e = s["decode_shape"]
+    web = {(r.dtype, r.n): r.median_ms for r in rows if r.port == "onnxruntime-web" and r.status == "ok"}
+    lines = [
+        "",
+        f"## Decode: one step, query [1, {hq}, 1, {e}] against key and value [1, {hkv}, keys, {e}]",
+        "",
+        "| port | dtype | keys | median ms | runs | K+V GB/s | of bandwidth | x onnxruntime-web | check"
+        " | kernel |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        head = f"| {r.port} | {r.dtype} | {r.n} |"
+        if r.status != "ok":
+            lines.append(f"{head} FAILED | | | | | {_cell_text(r.problem)} | {r.backend or ''} |")
+            continue
+        base = web.get((r.dtype, r.n))
+        versus = "" if base is None else f"{base / r.median_ms:.2f}"
+        of = "" if r.share is None else f"{_share(r)} ({LIMIT_NAMES[r.limit]})"
+        lines.append(
+            f"{head} {_ms(r.median_ms)} | {len(r.runs_ms)} | {r.read_gbps:.1f} | {of} | {versus} |"
+            f" ok ({100 * r.budget_used:.1f}%) | {r.backend or ''} |"
+        )
+    lines += [
+        "",
+        f"- K+V GB/s: the bytes of key and value one step reads (2·{hkv}·keys·{e} numbers of the dtype)"
+        " over its median time. A decode step does 4 flops per number read: bound by memory, not arithmetic.",
+        "- of bandwidth: that rate over the read bandwidth measured in this run (Limits below), WebAssembly's"
+        " for the ports that run in a JavaScript engine, native for the others. A cache that fits the"
+        " last-level cache is read faster than memory streams, so a share can pass 100%.",
+        "- No mask: a step's one query row comes after every key, so causality hides none.",
+    ]
+    return lines
+
+
+def _limits_lines(limits: dict) -> list[str]:
+    if not limits:
+        return []
+    lines = ["", "## Limits (measured in this run)", ""]
+    if "native_read_gbps" in limits:
+        lines.append(f"- native read bandwidth: {limits['native_read_gbps']:.1f} GB/s (numpy's sum of a"
+                     f" float32 buffer of {limits['buffer_mib']:.0f} MiB)")  # fmt: skip
+    if "wasm_read_gbps" in limits:
+        lines.append(f"- WebAssembly read bandwidth: {limits['wasm_read_gbps']:.1f} GB/s (a 128-bit SIMD"
+                     f" sum with 8 accumulators over {limits['buffer_mib']:.0f} MiB)")  # fmt: skip
+    if "wasm_madd_gflops" in limits:
+        lines.append(f"- 128-bit SIMD multiply-add peak: {limits['wasm_madd_gflops']:.1f} GFLOP/s float32 (12"
+                     " independent f32x4 multiply-adds a round, one thread)")  # fmt: skip
+    lines += [f"- {name}: {why}" for name, why in limits.items() if name.endswith("problem")]
+    return lines
 
 
 def _gflops_pivot(results: list, order: dict) -> list[str]:

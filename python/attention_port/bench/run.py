@@ -3,7 +3,15 @@
 What is measured: single-head self-attention, query, key and value [n, d] (three different random
 arrays), d = 64 by default, for every n in --sizes, causal and not, in float64 and float32 where
 the port has them, plus one odd shape (--odd-shape, n = 1000 with d = 80: tails that fill no tile),
-for every port in PORTS below.
+for every port in PORTS below. Decode rows (--decode-keys): one decode step, a query [1, Hq, 1, E]
+against a cache of n keys and values [1, Hkv, n, E] (--decode-shape, default Hq = 32, Hkv = 8,
+E = 128: grouped-query heads, no mask), for the ports that take it. Beside them the machine's
+limits, measured in the same run (--bandwidth-mib): the read bandwidth of a streaming sum over a
+buffer several times the last-level cache, natively (numpy) and in WebAssembly SIMD, and the
+128-bit SIMD multiply-add peak (a WebAssembly loop of independent multiply-adds). Every row reports
+its share of its limit: a decode row its bytes of key and value read per step over its time
+against the read bandwidth (WebAssembly's for the ports that run in a JavaScript engine, native
+for the others), a prefill row its GFLOP/s against the 128-bit peak.
 
 How: the parent (this module) draws the inputs once per (n, d) with numpy's
 Generator(PCG64([seed, n, d])) (standard normal), writes them as raw little-endian float64 files to
@@ -45,7 +53,7 @@ import numpy as np
 
 from attention_port.args import OneLineParser, integers, names, not_negative, positive
 from attention_port.bench import check, peers, report
-from attention_port.bench.timing import input_path
+from attention_port.bench.timing import cell_input_path, cell_shapes, input_path
 from attention_port.files import output_problem
 from attention_port.harness.node import NodeError, checked_node
 from attention_port.paths import BENCH_TS, REPO_ROOT
@@ -68,19 +76,37 @@ class BenchPort:
     slow: bool = False  # timed up to --typescript-max-n only
     peer: bool = False  # a bench-only package: skipped with a note where it is not installed
     browser: bool = False  # runs in Chromium: skipped with a note where there is none; no memory pass
+    decode: bool = False  # takes the decode rows
+    engine: bool = False  # runs in a JavaScript engine: its decode share is of WebAssembly's bandwidth
 
 
 PORTS = (
-    BenchPort("numpy", "python", ("float64",), "reference.py"),
-    BenchPort("torch-sdpa", "python", DTYPES, "torch's own kernel, [1, 1, n, d]", linear_memory=True),
-    BenchPort("torch-math", "python", DTYPES, "torch_port.py"),
+    BenchPort("numpy", "python", ("float64",), "reference.py", decode=True),
+    BenchPort(
+        "torch-sdpa", "python", DTYPES, "torch's own kernel, [1, 1, n, d]", linear_memory=True, decode=True
+    ),
+    BenchPort("torch-math", "python", DTYPES, "torch_port.py", decode=True),
     BenchPort("typescript", "node", ("float64",), "attention.ts, number[][]", slow=True),
-    BenchPort("typescript-flash", "node", DTYPES, "flash.ts, flat typed arrays", linear_memory=True),
+    BenchPort(
+        "typescript-flash",
+        "node",
+        DTYPES,
+        "flash.ts, flat typed arrays",
+        linear_memory=True,
+        decode=True,
+        engine=True,
+    ),  # fmt: skip
     BenchPort("typescript-flash-nested", "node", ("float64",), "flash.ts, number[][] in and out"),
     BenchPort(
-        "typescript-simd", "node", DTYPES, "simd.ts, WebAssembly SIMD, flat typed arrays", linear_memory=True
-    ),
-    BenchPort("typescript-simd-2w", "node", DTYPES, "simd.ts, flat, workers: 2"),
+        "typescript-simd",
+        "node",
+        DTYPES,
+        "simd.ts, WebAssembly SIMD, flat typed arrays",
+        linear_memory=True,
+        decode=True,
+        engine=True,
+    ),  # fmt: skip
+    BenchPort("typescript-simd-2w", "node", DTYPES, "simd.ts, flat, workers: 2", decode=True, engine=True),
     BenchPort("typescript-simd-nested", "node", ("float64",), "simd.ts, number[][] in and out"),
     BenchPort(
         "webgpu",
@@ -89,9 +115,24 @@ PORTS = (
         "webgpu.ts in headless Chromium, whole calls; the kernel column names the adapter",
         browser=True,
         slow=True,  # on SwiftShader, a CPU emulation, one call at n = 4096 takes minutes
+        decode=True,
     ),
-    BenchPort("onnxruntime-node", "node", DTYPES, "CPU provider, peers.py's graph", peer=True),
-    BenchPort("onnxruntime-web", "node", DTYPES, "WebAssembly backend in Node, peers.py's graph", peer=True),
+    BenchPort("onnxruntime-node", "node", DTYPES, "CPU provider, peers.py's graph", peer=True, decode=True),
+    BenchPort(
+        "onnxruntime-web",
+        "node",
+        DTYPES,
+        "WebAssembly backend in Node, peers.py's graph",
+        peer=True,
+        decode=True,
+        engine=True,
+    ),  # fmt: skip
+)
+# The machine's limits: two workers that time no attention (worker.py's native-limits, bench.ts's
+# wasm-limits), each one cell streaming over a buffer of --bandwidth-mib.
+LIMIT_PORTS = (
+    BenchPort("native-limits", "python", ("float32",), "numpy's sum of a float32 buffer"),
+    BenchPort("wasm-limits", "node", ("float32",), "simd.ts's kernel module: limitReadSum, limitMaddPeak"),
 )
 PORT_NAMES = tuple(p.name for p in PORTS)
 
@@ -103,13 +144,19 @@ class CellResult:
     port: str
     dtype: str
     causal: bool
-    n: int
+    n: int  # prefill: tokens; decode: keys read by the step
     d: int
+    kind: str = "prefill"  # or "decode": one step, query [1, hq, 1, d], key and value [1, hkv, n, d]
+    hq: int = 1
+    hkv: int = 1
     status: str = "FAILED"  # "ok" or "FAILED"
     median_ms: float | None = None
     runs_ms: list[float] = field(default_factory=list)
     warmup_runs: int | None = None
-    gflops: float | None = None  # 4 n² d / median, causal counted the same
+    gflops: float | None = None  # 4 n² d / median, causal counted the same (decode: 4 hq n d)
+    read_gbps: float | None = None  # decode: bytes of key and value (2 hkv n d) / median
+    share: float | None = None  # of its limit: decode read_gbps / bandwidth, prefill gflops / peak
+    limit: str | None = None  # which limit `share` is of
     vs_numpy: float | None = None  # numpy float64 median / this median (same n, d and causal)
     budget_used: float | None = None  # of compare.py's error budget against numpy float64 (1.0 = all)
     backend: str | None = None  # the kernel torch ran (torch-sdpa)
@@ -226,6 +273,39 @@ def _shape(text: str) -> tuple[int, int] | None:
     return n, d
 
 
+def _sizes_or_none(text: str) -> list[int]:
+    return [] if text == "none" else integers(text)
+
+
+def _heads(text: str) -> tuple[int, int, int]:
+    try:
+        hq, hkv, e = (int(part) for part in text.split("x"))
+    except ValueError:
+        hq = hkv = e = 0
+    if min(hq, hkv, e) < 1 or hq % hkv:
+        raise argparse.ArgumentTypeError(
+            f"takes HQxHKVxE with HQ a multiple of HKV (e.g. 32x8x128), not {text!r}"
+        )
+    return hq, hkv, e
+
+
+def bandwidth_bytes(mib: int | None) -> int:
+    """The read-bandwidth buffer: --bandwidth-mib, or 3 x the last-level cache within 256..2048 MiB
+    (a buffer that fits the cache would measure the cache)."""
+    if mib is not None:
+        return mib * 2**20
+    llc = 32 * 2**20
+    for index in range(4, 0, -1):
+        try:
+            text = Path(f"/sys/devices/system/cpu/cpu0/cache/index{index}/size").read_text().strip()
+        except OSError:
+            continue
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        llc = int(text.rstrip("KMG")) * units.get(text[-1], 1)
+        break
+    return min(max(3 * llc, 256 * 2**20), 2048 * 2**20)
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="attention-port bench",
@@ -264,6 +344,13 @@ def make_parser() -> argparse.ArgumentParser:
         help="time allowed for one memory pass (default: 120); else 'not run'")  # fmt: skip
     add("--worker-timeout", type=positive(float), default=900.0, metavar="SECONDS",
         help="time allowed for one port's timing process (default: 900)")  # fmt: skip
+    add("--decode-keys", type=_sizes_or_none, default=[1024, 4096, 16384],
+        help="keys in the cache of each decode row (default: 1024,4096,16384; none: none)")  # fmt: skip
+    add("--decode-shape", type=_heads, default=(32, 8, 128), metavar="HQxHKVxE",
+        help="query heads, key/value heads and features of a decode step (default: 32x8x128)")  # fmt: skip
+    add("--bandwidth-mib", type=not_negative(int), default=None,
+        help="buffer of the read-bandwidth measurement, MiB (default: 3 x the last-level cache, within"
+        " 256..2048; 0: no limits measured)")  # fmt: skip
     add("--out", default=str(DEFAULT_OUT), help="output folder (default: %(default)s)")
     add("--no-plot", action="store_true", help="do not write bench.png")
     # Test hook: the named port's worker adds 0.01 to one output element, which must be caught.
@@ -296,6 +383,14 @@ def plan_cells(port: BenchPort, args: argparse.Namespace) -> list[dict]:
     if args.odd_shape:
         n, d = args.odd_shape
         cells += [{"n": n, "d": d, "dtype": dtype, "causal": False} for dtype in dtypes]
+    if port.decode:
+        hq, hkv, e = args.decode_shape
+        cells += [
+            {"n": keys, "d": e, "dtype": dtype, "causal": False, "kind": "decode", "hq": hq, "hkv": hkv}
+            for keys in args.decode_keys
+            for dtype in dtypes
+            if not (port.slow and keys > args.typescript_max_n)
+        ]
     return cells
 
 
@@ -329,8 +424,14 @@ def _bench(args: argparse.Namespace) -> int:
         for port in ports
         if not port.browser  # its memory is the browser's GPU process, not the worker's
     }
-    shapes = {(c["n"], c["d"]) for cells in cells_by_port.values() for c in cells}
+    shapes = {(c["n"], c["d"]) for cells in cells_by_port.values() for c in cells if "kind" not in c}
     shapes |= {(n, args.d) for sizes in memory_cells.values() for n in sizes}
+    decode_cells = {
+        (c["n"], c["d"], c["hq"], c["hkv"]): c
+        for cells in cells_by_port.values() for c in cells if c.get("kind") == "decode"
+    }  # fmt: skip
+    limit_bytes = bandwidth_bytes(args.bandwidth_mib)
+    limits: dict = {}
 
     results: list[CellResult] = []
     memory: list[MemoryResult] = []
@@ -341,11 +442,25 @@ def _bench(args: argparse.Namespace) -> int:
         _log(f"drawing inputs [n, d] for (n, d) in {sorted(shapes)}")
         drawn = {shape: draw_inputs(scratch / "inputs", *shape, args.seed) for shape in sorted(shapes)}
         _log("numpy float64 reference outputs, for the checks")
-        keys = {(c["n"], c["d"], c["causal"]) for cells in cells_by_port.values() for c in cells}
+        keys = {
+            (c["n"], c["d"], c["causal"])
+            for cells in cells_by_port.values()
+            for c in cells
+            if "kind" not in c
+        }
         expected = {(n, d, causal): check.expected_output(*drawn[(n, d)], causal) for n, d, causal in keys}
+        for cell in (decode_cells[key] for key in sorted(decode_cells)):
+            _log(f"decode inputs and reference: {cell['hq']} query heads, {cell['hkv']} key/value heads,"
+                 f" {cell['n']} keys, E = {cell['d']}")  # fmt: skip
+            expected[decode_key(cell)] = check.expected_decode(
+                *draw_decode_inputs(scratch / "inputs", cell, args.seed)
+            )
         if any(p.peer for p in ports):
-            peers.write_models(scratch / "models", sorted({d for _, d in shapes}))
+            heads = sorted({(c["hq"], c["hkv"], c["d"]) for c in decode_cells.values()})
+            peers.write_models(scratch / "models", sorted({d for _, d in shapes}), heads)
         workers = Workers(scratch, args, node)
+        if limit_bytes > 0:
+            limits = measure_limits(workers, limit_bytes, node, args)
         for index, port in enumerate(ports, 1):
             cells = cells_by_port[port.name]
             if not cells:
@@ -365,7 +480,8 @@ def _bench(args: argparse.Namespace) -> int:
     # As every Node worker reports it (process.versions.node): checked_node ran `node --version` already.
     machine["node"] = next((v["node"] for v in workers.versions.values() if "node" in v), None)
     add_ratios(results)
-    targets = check.check_targets(check.Measured(results, memory))
+    add_shares(results, limits, {p.name for p in PORTS if p.engine})
+    targets = check.check_targets(check.Measured(results, memory, limits))
     failed = [r for r in results if r.status != "ok"] + [m for m in memory if m.status == "FAILED"]
     settings = {
         "sizes": args.sizes, "d": args.d, "odd_shape": args.odd_shape, "ports": args.ports,
@@ -373,10 +489,12 @@ def _bench(args: argparse.Namespace) -> int:
         "max_repeats": args.max_repeats, "cell_budget_s": args.cell_budget, "warmup_s": args.warmup,
         "threads": args.threads, "seed": args.seed, "typescript_max_n": args.typescript_max_n,
         "memory_n": args.memory_n, "linear_memory_n": args.linear_memory_n,
-        "flops_per_pass": "4*n*n*d (causal counted the same)",
+        "flops_per_pass": "4*n*n*d (causal counted the same); decode: 4*hq*n*d",
+        "decode_keys": args.decode_keys, "decode_shape": list(args.decode_shape),
+        "bandwidth_bytes": limit_bytes,
     }  # fmt: skip
     written = report.write_report(
-        out, machine, settings, results, memory, targets, skipped, len(failed),
+        out, machine, settings, results, memory, targets, skipped, len(failed), limits,
         seconds=time.perf_counter() - started, plot=not args.no_plot, ports={p.name: p.what for p in PORTS},
     )  # fmt: skip
     _log(f"wrote {', '.join(str(p) for p in written)}")
@@ -397,15 +515,35 @@ def draw_inputs(folder: Path, n: int, d: int, seed: int) -> tuple[np.ndarray, ..
     return arrays
 
 
+def decode_key(cell: dict) -> tuple:
+    return ("decode", cell["n"], cell["d"], cell["hq"], cell["hkv"])
+
+
+def draw_decode_inputs(folder: Path, cell: dict, seed: int) -> tuple[np.ndarray, ...]:
+    """query [1, hq, 1, e], key and value [1, hkv, n, e], standard normal from
+    Generator(PCG64([seed, n, e, hq, hkv])), written as draw_inputs writes its arrays."""
+    rng = np.random.Generator(np.random.PCG64([seed, cell["n"], cell["d"], cell["hq"], cell["hkv"]]))
+    arrays = tuple(rng.standard_normal(shape) for shape in cell_shapes(cell))
+    for which, array in zip(("query", "key", "value"), arrays, strict=True):
+        array.astype("<f8").tofile(cell_input_path(folder, cell, which))
+    return arrays
+
+
+def _cell_key(cell: dict) -> tuple:
+    return (cell.get("kind", "prefill"), cell["n"], cell["d"], cell["dtype"], cell["causal"])
+
+
 def judge_cells(port: str, cells: list[dict], document, problem, expected) -> list[CellResult]:
     """Each cell's timing, kept only when its output checks out against numpy float64."""
-    by_key = {(r["n"], r["d"], r["dtype"], r["causal"]): r for r in (document or {}).get("cells", [])}
+    by_key = {_cell_key(r): r for r in (document or {}).get("cells", [])}
     results = []
     for cell in cells:
         n, d, dtype, causal = cell["n"], cell["d"], cell["dtype"], cell["causal"]
-        result = CellResult(port=port, dtype=dtype, causal=causal, n=n, d=d)
+        kind = cell.get("kind", "prefill")
+        result = CellResult(port=port, dtype=dtype, causal=causal, n=n, d=d, kind=kind,
+                            hq=cell.get("hq", 1), hkv=cell.get("hkv", 1))  # fmt: skip
         results.append(result)
-        record = by_key.get((n, d, dtype, causal))
+        record = by_key.get(_cell_key(cell))
         if record is None:
             result.problem = problem or "the worker gave no result for this cell"
             continue
@@ -417,23 +555,69 @@ def judge_cells(port: str, cells: list[dict], document, problem, expected) -> li
         except (OSError, KeyError) as error:
             result.problem = f"no output file: {error}"
             continue
-        result.budget_used, result.problem = check.check_output(got, expected[(n, d, causal)], dtype)
+        truth = expected[decode_key(cell) if kind == "decode" else (n, d, causal)]
+        result.budget_used, result.problem = check.check_output(got, truth, dtype)
         result.backend = record.get("backend")
         if result.problem is None:
             result.status = "ok"
             result.runs_ms = record["runs_ms"]
             result.warmup_runs = record.get("warmup_runs")
             result.median_ms = float(np.median(result.runs_ms))
-            result.gflops = 4.0 * n * n * d / (result.median_ms * 1e6)
+            if kind == "decode":
+                result.gflops = 4.0 * result.hq * n * d / (result.median_ms * 1e6)
+                itemsize = 4 if dtype == "float32" else 8
+                result.read_gbps = 2.0 * result.hkv * n * d * itemsize / (result.median_ms * 1e6)
+            else:
+                result.gflops = 4.0 * n * n * d / (result.median_ms * 1e6)
     return results
+
+
+def measure_limits(workers: Workers, buffer_bytes: int, node, args) -> dict:
+    """The machine's limits, each in a worker of its own: native and WebAssembly read bandwidth
+    (GB/s) over `buffer_bytes`, and WebAssembly's 128-bit multiply-add peak (GFLOP/s). A limit
+    whose worker fails is left out (its rows show no share)."""
+    limits: dict = {"buffer_mib": buffer_bytes / 2**20}
+    cell = {"n": 0, "d": 0, "dtype": "float32", "causal": False, "kind": "limits", "bytes": buffer_bytes}
+    for port in LIMIT_PORTS:
+        if port.worker == "node" and node is None:
+            continue
+        _log(f"limits: {port.name} over {buffer_bytes / 2**20:.0f} MiB")
+        document, _, problem = workers.run(port, "time", [cell], args.worker_timeout)
+        records = (document or {}).get("cells") or [{}]
+        if problem or records[0].get("error") or "output" not in records[0]:
+            limits[f"{port.name} problem"] = problem or records[0].get("error") or "no output"
+            continue
+        values = np.fromfile(records[0]["output"], dtype="<f8")  # native: the median; wasm: the last run
+        if port.name == "native-limits":
+            limits["native_read_gbps"] = float(values[0])
+        else:
+            limits["wasm_read_gbps"], limits["wasm_madd_gflops"] = float(values[0]), float(values[1])
+    return limits
+
+
+def add_shares(results: list[CellResult], limits: dict, engine_ports: set[str]) -> None:
+    """Each row's share of its limit: decode, bytes read per second against the read bandwidth
+    (WebAssembly's for ports in a JavaScript engine, native otherwise); prefill, GFLOP/s against
+    the 128-bit SIMD multiply-add peak (a native port may pass it: it has wider vectors)."""
+    for r in results:
+        if r.status != "ok":
+            continue
+        if r.kind == "decode":
+            name = "wasm_read_gbps" if r.port in engine_ports else "native_read_gbps"
+            if limits.get(name):
+                r.share, r.limit = r.read_gbps / limits[name], name
+        elif limits.get("wasm_madd_gflops"):
+            r.share, r.limit = r.gflops / limits["wasm_madd_gflops"], "wasm_madd_gflops"
 
 
 def add_ratios(results: list[CellResult]) -> None:
     """vs_numpy: numpy float64's median over this median, at the same n, d and causal (numpy has
     float64 only, so float32 rows are compared with numpy float64)."""
-    numpy_ms = {(r.n, r.d, r.causal): r.median_ms for r in results if r.port == "numpy" and r.status == "ok"}
+    numpy_ms = {
+        (r.kind, r.n, r.d, r.causal): r.median_ms for r in results if r.port == "numpy" and r.status == "ok"
+    }
     for r in results:
-        base = numpy_ms.get((r.n, r.d, r.causal))
+        base = numpy_ms.get((r.kind, r.n, r.d, r.causal))
         if r.status == "ok" and base:
             r.vs_numpy = base / r.median_ms
 

@@ -58,3 +58,25 @@ def time_cell(
 
 def input_path(folder: Path, n: int, d: int, which: str) -> Path:
     return folder / f"n{n}-d{d}-{which}.f64"
+
+
+def decode_input_path(folder: Path, keys: int, hq: int, hkv: int, e: int, which: str) -> Path:
+    """A decode step's input: query [1, hq, 1, e], key and value [1, hkv, keys, e]."""
+    return folder / f"decode-k{keys}-h{hq}-kv{hkv}-e{e}-{which}.f64"
+
+
+def cell_shapes(cell: dict) -> tuple[tuple[int, ...], ...]:
+    """query, key and value shapes of a bench cell: [n, d] each for prefill, [1, hq, 1, d] and
+    [1, hkv, n, d] twice for a decode step (n keys)."""
+    n, d = int(cell["n"]), int(cell["d"])
+    if cell.get("kind") == "decode":
+        kv = (1, int(cell["hkv"]), n, d)
+        return (1, int(cell["hq"]), 1, d), kv, kv
+    return (n, d), (n, d), (n, d)
+
+
+def cell_input_path(folder: Path, cell: dict, which: str) -> Path:
+    n, d = int(cell["n"]), int(cell["d"])
+    if cell.get("kind") == "decode":
+        return decode_input_path(folder, n, int(cell["hq"]), int(cell["hkv"]), d, which)
+    return input_path(folder, n, d, which)

@@ -12,9 +12,12 @@ The plan (JSON, written by the parent):
                "memory": one pass of the single cell, nothing written but the peak RSS;
                "idle": import what the port imports, then only report the peak RSS.
     port       numpy | torch-sdpa | torch-math | webgpu (webgpu.ts in headless Chromium: the page
-               times each call itself, see run_browser_plan)
+               times each call itself, see run_browser_plan) | native-limits (no attention: the
+               read bandwidth of numpy's streaming sum over a buffer of cell["bytes"])
     inputs     folder with n{n}-d{d}-query.f64, -key.f64, -value.f64 ([n, d] row-major)
-    cells      [{"n", "d", "dtype": "float64" | "float32", "causal": bool}, ...]
+    cells      [{"n", "d", "dtype": "float64" | "float32", "causal": bool}, ...]; with "kind":
+               "decode", one decode step: query [1, hq, 1, d], key and value [1, hkv, n, d]
+               (timing.cell_shapes), grouped-query heads, no mask
     min_runs, max_runs, budget_s, warmup_s   the timing loop (see timing.time_cell)
     threads    torch.set_num_threads; the parent also sets OMP/OPENBLAS/MKL_NUM_THREADS
     outputs    folder for the outputs, raw little-endian float64 [n, d]
@@ -44,19 +47,19 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_port.bench.timing import input_path, sdpa_backend, time_cell
+from attention_port.bench.timing import cell_input_path, cell_shapes, sdpa_backend, time_cell
 from attention_port.files import write_atomic
 
-PYTHON_PORTS = ("numpy", "torch-sdpa", "torch-math", "webgpu")
+PYTHON_PORTS = ("numpy", "torch-sdpa", "torch-math", "webgpu", "native-limits")
 
 
 @dataclass(frozen=True)
 class Port:
     """What the timing loop needs from a port: its inputs in its own form, one call, its output."""
 
-    prepare: Callable[[np.ndarray, str], object]  # float64 [n, d] array, dtype -> the port's input
-    run: Callable[[object, object, object, bool], object]  # query, key, value, causal -> output
-    to_float64: Callable[[object], np.ndarray]  # output -> float64 [n, d]
+    prepare: Callable[[np.ndarray, str], object]  # float64 array, dtype -> the port's input
+    run: Callable[[object, object, object, bool, bool], object]  # q, k, v, causal, gqa -> output
+    to_float64: Callable[[object], np.ndarray]  # output -> float64, the input's shape
     versions: dict[str, str]
 
 
@@ -72,7 +75,9 @@ def load_port(name: str, threads: int) -> Port:
 
         return Port(
             prepare=prepare,
-            run=lambda q, k, v, causal: reference.scaled_dot_product_attention(q, k, v, is_causal=causal),
+            run=lambda q, k, v, causal, gqa: reference.scaled_dot_product_attention(
+                q, k, v, is_causal=causal, enable_gqa=gqa
+            ),
             to_float64=lambda out: np.asarray(out, dtype=np.float64),
             versions={"numpy": np.__version__},
         )
@@ -84,37 +89,69 @@ def load_port(name: str, threads: int) -> Port:
 
         def prepare(array: np.ndarray, dtype: str) -> torch.Tensor:
             # [1, 1, n, d]: batch and head dims, as a model holds them. With 2-D [n, d] inputs torch's
-            # dispatcher takes its math backend; 4-D inputs reach the fused kernel.
-            return torch.from_numpy(array).to(dtypes[dtype]).contiguous()[None, None]
+            # dispatcher takes its math backend; 4-D inputs reach the fused kernel. (Decode inputs
+            # are 4-D already.)
+            tensor = torch.from_numpy(array).to(dtypes[dtype]).contiguous()
+            return tensor if tensor.dim() == 4 else tensor[None, None]
 
         if name == "torch-sdpa":
             import torch.nn.functional as F
 
-            def run(q, k, v, causal):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            def run(q, k, v, causal, gqa):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
         else:
             from attention_port import torch_port
 
-            def run(q, k, v, causal):
+            def run(q, k, v, causal, gqa):
                 return torch_port.scaled_dot_product_attention(
-                    q, k, v, is_causal=causal, device="cpu", dtype=q.dtype
+                    q, k, v, is_causal=causal, enable_gqa=gqa, device="cpu", dtype=q.dtype
                 )
 
         return Port(
             prepare=prepare,
             run=run,
-            to_float64=lambda out: out.detach().to(torch.float64).numpy()[0, 0],
+            to_float64=lambda out: out.detach().to(torch.float64).numpy(),
             versions={"numpy": np.__version__, "torch": torch.__version__},
         )
     raise ValueError(f"unknown Python port {name!r}; choose from {', '.join(PYTHON_PORTS)}")
 
 
-def read_input(folder: Path, n: int, d: int, which: str) -> np.ndarray:
-    path = input_path(folder, n, d, which)
+def read_input(folder: Path, cell: dict, which: str) -> np.ndarray:
+    path = cell_input_path(folder, cell, which)
+    shape = cell_shapes(cell)[("query", "key", "value").index(which)]
     array = np.fromfile(path, dtype="<f8")
-    if array.size != n * d:
-        raise ValueError(f"{path} holds {array.size} numbers, expected n*d = {n}*{d}")
-    return array.reshape(n, d).astype(np.float64, copy=False)  # native byte order
+    if array.size != np.prod(shape):
+        raise ValueError(f"{path} holds {array.size} numbers, expected {list(shape)}")
+    return array.reshape(shape).astype(np.float64, copy=False)  # native byte order
+
+
+def run_limits_plan(plan: dict) -> dict:
+    """The machine's read bandwidth as native code gets it: numpy's sum of a float32 buffer of
+    cell["bytes"] (several times the last-level cache, so that it streams from memory), timed as
+    every cell is, its GB/s the cell's output. (bench.ts's wasm-limits is the WebAssembly twin.)"""
+    result: dict = {
+        "port": plan["port"],
+        "mode": plan["mode"],
+        "versions": {"numpy": np.__version__},
+        "cells": [],
+    }
+    outputs = Path(plan.get("outputs", "."))
+    for cell in plan["cells"] if plan["mode"] == "time" else []:
+        record = dict(cell)
+        buffer = np.ones(int(cell["bytes"]) // 4, dtype=np.float32)  # written once: every page resident
+        _, warmup_runs, times_ms = time_cell(
+            buffer.sum, plan["min_runs"], plan["max_runs"], plan["budget_s"], plan["warmup_s"]
+        )
+        gbps = np.array([buffer.nbytes / (statistics.median(times_ms) * 1e6)], dtype="<f8")
+        path = outputs / "native-limits.f64"
+        gbps.tofile(path)
+        record.update(warmup_runs=warmup_runs, runs_ms=times_ms, median_ms=statistics.median(times_ms),
+                      output=str(path))  # fmt: skip
+        print(f"native read bandwidth: {gbps[0]:.1f} GB/s over {buffer.nbytes / 2**20:.0f} MiB",
+              file=sys.stderr, flush=True)  # fmt: skip
+        result["cells"].append(record)
+    result["vm_hwm_kib"], result["ru_maxrss_kib"] = peak_rss_kib()
+    return result
 
 
 def peak_rss_kib() -> tuple[int | None, int]:
@@ -147,21 +184,24 @@ def run_browser_plan(plan: dict) -> dict:
         result["versions"] = {"chromium": page.page.context.browser.version, "webgpu adapter": adapter}
         for cell in plan["cells"] if plan["mode"] == "time" else []:
             n, d, dtype, causal = int(cell["n"]), int(cell["d"]), cell["dtype"], bool(cell["causal"])
-            record: dict = {"n": n, "d": d, "dtype": dtype, "causal": causal, "backend": adapter}
-            label = f"webgpu {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
+            kind = cell.get("kind", "prefill")
+            record: dict = {**cell, "backend": adapter}
+            label = f"webgpu {kind} {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
             try:
                 q, k, v = (
-                    read_input(inputs, n, d, w).reshape(-1).tolist() for w in ("query", "key", "value")
+                    read_input(inputs, cell, w).reshape(-1).tolist() for w in ("query", "key", "value")
                 )
+                shapes = [list(shape) for shape in cell_shapes(cell)]
                 timed = page.call("bench", {
                     "n": n, "d": d, "causal": causal, "query": q, "key": k, "value": v,
+                    "shapes": shapes, "enableGqa": kind == "decode",
                     "minRuns": plan["min_runs"], "maxRuns": plan["max_runs"],
                     "budgetS": plan["budget_s"], "warmupS": plan["warmup_s"],
                 })  # fmt: skip
                 out64 = np.asarray(timed["output"], dtype="<f8")
                 if plan.get("corrupt"):
                     out64[-1] += 0.01  # test hook: a wrong answer the parent must catch
-                path = outputs / f"webgpu-{dtype}-{'causal' if causal else 'full'}-n{n}-d{d}.f64"
+                path = outputs / f"webgpu-{kind}-{dtype}-{'causal' if causal else 'full'}-n{n}-d{d}.f64"
                 out64.tofile(path)
                 record.update(warmup_runs=timed["warmupRuns"], runs_ms=timed["timesMs"],
                               median_ms=statistics.median(timed["timesMs"]), output=str(path))  # fmt: skip
@@ -178,16 +218,19 @@ def run_browser_plan(plan: dict) -> dict:
 def run_plan(plan: dict) -> dict:
     if plan["port"] == "webgpu":
         return run_browser_plan(plan)
+    if plan["port"] == "native-limits":
+        return run_limits_plan(plan)
     port = load_port(plan["port"], int(plan.get("threads", 1)))
     result: dict = {"port": plan["port"], "mode": plan["mode"], "versions": port.versions, "cells": []}
     inputs, outputs = Path(plan["inputs"]), Path(plan.get("outputs", "."))
     for cell in plan["cells"] if plan["mode"] != "idle" else []:
         n, d, dtype, causal = int(cell["n"]), int(cell["d"]), cell["dtype"], bool(cell["causal"])
-        record: dict = {"n": n, "d": d, "dtype": dtype, "causal": causal}
-        label = f"{plan['port']} {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
+        kind = cell.get("kind", "prefill")
+        record: dict = dict(cell)
+        label = f"{plan['port']} {kind} {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
         try:
-            q, k, v = (port.prepare(read_input(inputs, n, d, w), dtype) for w in ("query", "key", "value"))
-            run = partial(port.run, q, k, v, causal)
+            q, k, v = (port.prepare(read_input(inputs, cell, w), dtype) for w in ("query", "key", "value"))
+            run = partial(port.run, q, k, v, causal, kind == "decode")
             if plan["mode"] == "memory":
                 run()  # exactly one pass: the peak is read at exit
                 record["runs_ms"] = []
@@ -198,7 +241,9 @@ def run_plan(plan: dict) -> dict:
                 out64 = np.ascontiguousarray(port.to_float64(out), dtype="<f8")
                 if plan.get("corrupt"):
                     out64.reshape(-1)[-1] += 0.01  # test hook: a wrong answer the parent must catch
-                path = outputs / f"{plan['port']}-{dtype}-{'causal' if causal else 'full'}-n{n}-d{d}.f64"
+                path = (
+                    outputs / f"{plan['port']}-{kind}-{dtype}-{'causal' if causal else 'full'}-n{n}-d{d}.f64"
+                )
                 out64.tofile(path)
                 record.update(warmup_runs=warmup_runs, runs_ms=times_ms,
                               median_ms=statistics.median(times_ms), output=str(path))  # fmt: skip

@@ -129,7 +129,7 @@ class CaseVerdict:
 
 
 def normalize_message(message: str) -> str:
-    """TypeScript spells three argument names its own way; the rest of a message is shared."""
+    """TypeScript spells some argument names its own way; the rest of a message is shared."""
     for camel, snake in (
         ("attnMask", "attn_mask"),
         ("enableGqa", "enable_gqa"),
@@ -137,6 +137,7 @@ def normalize_message(message: str) -> str:
         ("memoryLimit", "memory_limit"),
         ("numKvHeads", "num_kv_heads"),
         ("numHeads", "num_heads"),
+        ("queryOffset", "query_offset"),
         ("rotaryDim", "rotary_dim"),
         ("xKv", "x_kv"),
         ("xQ", "x_q"),

@@ -401,6 +401,8 @@ def check(
         for case in load_fixtures(fixtures_dir):
             if "outside_contract" in case.tags:
                 continue  # the contract defines no answer there: nothing for a learner to match
+            if "decode" in case.tags:
+                continue  # check's levels stop at the top-left causal rule: no query_offset is asked
             by_level.setdefault(cases.level_of(case.tags), []).append(case)
         total = len(cases.LEVELS)
         say(describe_function(path, hello))
