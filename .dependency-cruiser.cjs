@@ -4,7 +4,7 @@
 
 /** The ports and what they compute with: typescript/src/ holds nothing else. A port runs in a consumer's program (and in a browser,
  * bundled), so it must not pull in the harness, a command or a build script. */
-const PORTS = "^typescript/src/(attention|flash|simd|simd-worker|webgpu|webgpu-kernel|inputs|batching)[.]ts$";
+const PORTS = "^typescript/src/[^/]+[.]ts$";
 /** What the ports may import besides each other: the SIMD kernel's build files and stamp. */
 const PORT_DATA = "^typescript/wasm/stamp[.]ts$";
 /** Entry points, each run as a process (by a person, scripts/setup or the Python harness): what

@@ -19,15 +19,11 @@ from attention_port.fixtures import reader as fixtures
 from attention_port.fixtures.cases import FIXTURE_CASES, LEVELS, level_of
 from attention_port.harness import compare
 from attention_port.harness import runners as ports
-from attention_port.harness.node import (
-    DEFAULT_TIMEOUT,
-    TYPESCRIPT_PORTS,
-    NodeError,
-    NodeUnavailable,
-    checked_node,
-)
+from attention_port.harness.node import DEFAULT_TIMEOUT, NodeError, NodeUnavailable, checked_node
 from attention_port.paths import FIXTURES as DEFAULT_FIXTURES
 from attention_port.paths import NotACheckout
+from attention_port.port_table import BY_NAME as PORT_ROWS
+from attention_port.port_table import render as render_port_table
 
 EXIT_CODES = """exit codes:
   0  every port passed every case (cases outside the contract are reported apart)
@@ -168,8 +164,9 @@ def _default_ports() -> list[str]:
 
     if (reason := unavailable_reason()) is None:
         return list(ALL_PORTS)
-    print(f"note: the webgpu port is left out: {reason}", file=sys.stderr)
-    return [name for name in ALL_PORTS if name != "webgpu"]
+    for name in (row.name for row in PORT_ROWS.values() if row.runs_in == "browser"):
+        print(f"note: the {name} port is left out: {reason}", file=sys.stderr)
+    return [row.name for row in PORT_ROWS.values() if row.runs_in != "browser"]
 
 
 def command_verify(args: argparse.Namespace) -> int:
@@ -200,18 +197,20 @@ def command_verify(args: argparse.Namespace) -> int:
     _warn_if_stale(Path(args.fixtures), cases, args)
     by_id = {case.id: case for case in cases}
 
-    if {"torch", "torch-sdpa"} & set(names):
+    if set(ports.DEVICE_PORTS) & set(names):
         _check_torch_device(args.device)
-    if any(name in TYPESCRIPT_PORTS or name == "webgpu" for name in names):
+    runs_in = {PORT_ROWS[name].runs_in for name in names}
+    if runs_in & {"node", "browser"}:
         try:
             checked_node(args.node_timeout)  # no usable Node: the job cannot run (exit 2, one line)
         except NodeUnavailable as error:
             return _error(str(error))
-    if "webgpu" in names:
+    if "browser" in runs_in:
         from attention_port.harness.browser import unavailable_reason
 
         if (reason := unavailable_reason()) is not None:
-            return _error(f"the webgpu port cannot run: {reason}")
+            in_browser = [name for name in names if PORT_ROWS[name].runs_in == "browser"]
+            return _error(f"the {' and '.join(in_browser)} port cannot run: {reason}")
 
     verdicts: list[compare.CaseVerdict] = []
     broken: list[str] = []  # ports that could not run at all, one line each
@@ -285,13 +284,15 @@ def _summary_line(passed: int, failed: int, outside: int, verbose: bool) -> str:
 
 def _cross_checks(runs: list[tuple[ports.Port, ports.PortRun]], by_id: dict) -> list[compare.CaseVerdict]:
     """TypeScript (WebGPU too) against torch float64 directly, as well as each against the truth."""
-    reference = next(((p, r) for p, r in runs if p.kind == "torch" and p.dtype == "float64"), None)
+    reference = next(
+        ((p, r) for p, r in runs if p.kind == ports.CROSS_REFERENCE and p.dtype == "float64"), None
+    )
     if reference is None:
         return []
     torch_port, torch_run = reference
     verdicts = []
     for port, run in runs:
-        if port.kind not in TYPESCRIPT_PORTS and port.kind != "webgpu":
+        if PORT_ROWS[port.kind].language != "typescript":
             continue
         pair = f"{port.name}~{torch_port.name}"
         for case_id, answer in run.answers.items():
@@ -349,15 +350,16 @@ def command_side_by_side(args: argparse.Namespace) -> int:
     from attention_port import paths
     from attention_port.pages import side_by_side
 
-    paths.require_checkout("side-by-side")  # it writes docs/side-by-side.md
+    paths.require_checkout("side-by-side")  # it writes docs/side-by-side.md and lesson-steps.json
+    written = f"{side_by_side.OUTPUT} and {side_by_side.STEPS_OUTPUT}"
     if args.check:
         if side_by_side.is_fresh():
-            print(f"{side_by_side.OUTPUT} is up to date")
+            print(f"{written} are up to date")
             return 0
-        print(f"{side_by_side.OUTPUT} is stale; run `attention-port side-by-side`")
+        print(f"{written} are not both up to date; run `attention-port side-by-side`")
         return 1
     side_by_side.write()
-    print(f"wrote {side_by_side.OUTPUT}")
+    print(f"wrote {written}")
     return 0
 
 
@@ -381,6 +383,11 @@ def command_explore(args: argparse.Namespace) -> int:
     return explore.command_explore(args)
 
 
+def command_ports(args: argparse.Namespace) -> int:
+    print(render_port_table())
+    return 0
+
+
 def command_plot_sqrt_dk(args: argparse.Namespace) -> int:
     from attention_port.pages import sqrt_dk
 
@@ -401,6 +408,9 @@ def make_parser() -> argparse.ArgumentParser:
     add("--out", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)")
     add("--check", action="store_true", help="only check that the folder is fresh")
     generate.set_defaults(handler=command_generate)
+
+    ports_command = commands.add_parser("ports", help="print the port table: what verify can run")
+    ports_command.set_defaults(handler=command_ports)
 
     verify = commands.add_parser("verify", help="run every port on every case and report")
     add = verify.add_argument
@@ -429,13 +439,22 @@ def make_parser() -> argparse.ArgumentParser:
     pages.add_argument("--check", action="store_true", help="only check that the page is up to date")
     pages.set_defaults(handler=command_side_by_side)
 
-    mine = commands.add_parser("check", help="check your own attention implementation, level by level")
+    mine = commands.add_parser(
+        "check",
+        help="check your own attention implementation, level by level",
+        description="Check your own attention implementation against the fixtures, level by level"
+        " (docs/learn.md). check bounds the time, memory, processes and output of your code, so that"
+        " a bug cannot hurt your machine; it is not a security sandbox: your code runs as you.",
+    )
     mine.add_argument("path", help="a .ts/.mts/.js/.mjs module or a .py file (see docs/learn.md)")
     mine.add_argument("--all", action="store_true", help="run every level, not only up to the first failure")
     mine.add_argument("--timeout", type=float, default=10.0, help="seconds one case may take (default: 10)")
     mine.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
     mine.add_argument(
-        "--memory", default="2GiB", help="memory your code may use, e.g. 4GiB or 1536MiB (default: 2GiB)"
+        "--memory",
+        default="2GiB",
+        help="memory your code may use, e.g. 4GiB or 1536MiB (default: 2GiB; check adds what Node or"
+        " Python maps for itself)",
     )
     mine.add_argument(
         "--watch", action="store_true", help="check again each time the file is saved; Ctrl-C stops"

@@ -8,7 +8,7 @@ kind and message; both test suites check them.
 Checks run in this order, and the first failure is raised:
   1. options: is_causal, enable_gqa (booleans), scale (finite or None), softcap (finite, >= 0),
      memory_limit (a number > 0), query_offset (an integer >= 0)        kind: value
-  2. query, key, value: each a rectangular array of numbers, read once: its shape from the first
+  2. query, key, value: each a rectangular array of numbers, copied once: its shape from the first
      elements (at most 64 dimensions), the memory its float64 copy needs (within memory_limit,
      decided from the lengths alone), then every element             kinds: rank, size, ragged, type
   3. attn_mask, if given: a rectangular array of booleans or numbers, read the same way
@@ -19,11 +19,10 @@ Checks run in this order, and the first failure is raised:
 
 A few inputs exist in one language only and are checked where they arise: Python numbers too
 large for a float64 (10**400), numpy object arrays and torch tensors (read exactly, on the CPU, in
-float64); TypeScript's options object itself (`null`), its shaped form `{shape, data}`, and the
-caller's code that runs while an object is read (getters, Proxies).
+float64); TypeScript's options object itself (`null`) and its shaped form `{shape, data}`.
 
-Each argument is read once, into plain values, before anything else looks at it: what the checks
-saw is what the ports compute on, whatever the caller's objects do while they are read.
+These checks catch a caller's mistakes, not attacks (docs/design.md, "Whom the checks serve"): a
+list subclass whose own methods raise or change what they return is the caller's business.
 
 Messages name the argument with its Python spelling (`attn_mask`, `enable_gqa`); the TypeScript
 port uses the same words with its own spelling (`attnMask`, `enableGqa`).
@@ -131,10 +130,22 @@ def _is_array(x: object) -> bool:
     return isinstance(x, (list, tuple))
 
 
-def nested_shape(data: object) -> list[int]:
-    """The shape nested lists (or tuples) give by their first element at each depth."""
+# The most dimensions a tensor may have: numpy's limit, kept in both languages so that a deeper
+# input is refused in the same words everywhere (and a cycle, a = [a], is refused, not walked).
+MAX_RANK = 64
+
+
+def _too_many_dimensions(what: str) -> AttentionInputError:
+    return AttentionInputError("rank", f"{what}; at most {MAX_RANK} dimensions are supported")
+
+
+def nested_shape(data: object, name: str = "data") -> list[int]:
+    """The shape nested lists (or tuples) give by their first element at each depth, at most
+    MAX_RANK deep."""
     shape: list[int] = []
     while _is_array(data):
+        if len(shape) == MAX_RANK:
+            raise _too_many_dimensions(f"{name} is nested more than {MAX_RANK} arrays deep")
         shape.append(len(data))
         if len(data) == 0:
             break
@@ -142,12 +153,9 @@ def nested_shape(data: object) -> list[int]:
     return shape
 
 
-def infer_shape(name: str, data: object) -> tuple[int, ...]:
-    """Shape of nested lists, read from the first element at each depth, then checked everywhere.
-
-    A ragged array raises kind "ragged" naming the first element (depth first) that disagrees.
-    """
-    shape = nested_shape(data)
+def _check_rectangular(name: str, data: object, shape: Sequence[int]) -> None:
+    """Every list has the length `shape` says at its depth, checked before its elements are read:
+    a ragged array raises kind "ragged" naming the first element (depth first) that disagrees."""
 
     def ragged(where: str, problem: str) -> AttentionInputError:
         return AttentionInputError(
@@ -168,6 +176,12 @@ def infer_shape(name: str, data: object) -> tuple[int, ...]:
             walk(child, depth + 1, f"{where}[{i}]")
 
     walk(data, 0, name)
+
+
+def infer_shape(name: str, data: object) -> tuple[int, ...]:
+    """Shape of nested lists, read from the first element at each depth, then checked everywhere."""
+    shape = nested_shape(data, name)
+    _check_rectangular(name, data, shape)
     return tuple(shape)
 
 
@@ -180,37 +194,10 @@ def leaves(data: object, depth: int, path: str = ""):
         yield from leaves(child, depth - 1, f"{path}[{i}]")
 
 
-# The most dimensions a tensor may have: numpy's limit, kept in both languages so that a deeper
-# input is refused in the same words everywhere. It also bounds every walk over nested lists, so no
-# nesting, however deep (or cyclic: a = [a]), can exhaust the stack or loop forever.
-MAX_RANK = 64
-
-
-def _too_many_dimensions(what: str) -> AttentionInputError:
-    return AttentionInputError("rank", f"{what}; at most {MAX_RANK} dimensions are supported")
-
-
-def _first_elements(name: str, data: object) -> tuple[list[int], object]:
-    """The shape nested lists give by their first element at each depth, each length and first
-    element read once, and the first leaf (None for an empty tensor). No deeper than MAX_RANK: the
-    loop stops there, whatever the nesting."""
-    shape: list[int] = []
-    node = data
-    while _is_array(node):
-        if len(shape) == MAX_RANK:
-            raise _too_many_dimensions(f"{name} is nested more than {MAX_RANK} arrays deep")
-        length = len(node)
-        shape.append(length)
-        if length == 0:
-            return shape, None
-        node = node[0]
-    return shape, node
-
-
 def _check_read_size(name: str, shape: Sequence[int], memory_limit: float) -> None:
-    """A nested tensor's values are copied into a float64 array of its shape: refused (kind "size")
-    when that copy would need more than memory_limit, decided from the lengths alone, before any
-    value is read. (TypeScript's sparse arrays claim lengths they hold no values for.)"""
+    """A tensor's values are copied into a float64 array of its shape: refused (kind "size") when
+    that copy would need more than memory_limit, decided from the lengths alone, before any value
+    is read or widened. (TypeScript's sparse arrays claim lengths they hold no values for.)"""
     needed = 8 * math.prod(shape, start=1.0)
     if needed > memory_limit:
         raise AttentionInputError(
@@ -221,54 +208,37 @@ def _check_read_size(name: str, shape: Sequence[int], memory_limit: float) -> No
 
 
 def _read_nested(
-    name: str, data: object, shape: Sequence[int], accept: Callable[[object], bool]
-) -> tuple[list[object], tuple[int, object] | None]:
-    """Nested lists read once into a flat list in row-major order: every list's length is read once
-    and checked against `shape` (_first_elements') before its elements are read. A disagreement
-    raises kind "ragged" at the first list, depth first, that disagrees (infer_shape's order and
-    words). A leaf `accept` refuses does not stop the walk: the first one is returned with its flat
-    index, so that raggedness anywhere still comes first."""
-    out: list[object] = []
-    refused: tuple[int, object] | None = None
-    if not shape:
-        return [data], None if accept(data) else (0, data)
-    last = len(shape) - 1
-    indices = [0] * len(shape)  # indices[d]: the position, within its list, of the node at depth d + 1
-
-    def ragged(depth: int, problem: str, leaf: int | None = None) -> AttentionInputError:
-        where = name + "".join(f"[{i}]" for i in indices[:depth]) + ("" if leaf is None else f"[{leaf}]")
-        return AttentionInputError(
-            "ragged",
-            f"{name} is ragged: {where} {problem} (shape from the first elements: {format_shape(shape)})",
-        )
-
-    def walk(node: object, depth: int) -> None:  # no deeper than the rank, at most MAX_RANK
-        nonlocal refused
-        if not _is_array(node):
-            raise ragged(depth, f"is not an array, expected length {shape[depth]}")
-        length = len(node)
-        if length != shape[depth]:
-            raise ragged(depth, f"has length {length}, expected {shape[depth]}")
-        for i in range(length):
-            child = node[i]
-            if depth < last:
-                indices[depth] = i
-                walk(child, depth + 1)
-                continue
-            if not accept(child):
-                if _is_array(child):
-                    raise ragged(last, "is an array, expected a scalar", i)
-                if refused is None:
-                    refused = (len(out), child)
-            out.append(child)
-
-    walk(data, 0)
-    return out, refused
+    name: str, data: object, memory_limit: float, choose: Callable[[object], Callable[[object], bool]]
+) -> tuple[tuple[int, ...], list[object], tuple[str, object] | None]:
+    """Nested lists: their shape, the memory their copy needs, their rectangularity, then their
+    leaves, with the first one `accept` refuses (`choose` picks `accept` from the first leaf)."""
+    shape = nested_shape(data, name)
+    _check_read_size(name, shape, memory_limit)
+    _check_rectangular(name, data, shape)
+    first = data
+    for length in shape:
+        if length == 0:
+            break
+        first = first[0]  # type: ignore[index]
+    accept = choose(first)
+    values: list[object] = []
+    _extend_leaves(values, data, len(shape))
+    refused = next((i for i, leaf in enumerate(values) if not accept(leaf)), None)
+    if refused is None:
+        return tuple(shape), values, None
+    where = name + "".join(f"[{i}]" for i in np.unravel_index(refused, tuple(shape))) if shape else name
+    return tuple(shape), values, (where, values[refused])
 
 
-def _index_path(flat: int, shape: Sequence[int]) -> str:
-    """`[1][2]`: the index path of a flat row-major position (5 in [2, 3])."""
-    return "".join(f"[{i}]" for i in np.unravel_index(flat, tuple(shape))) if shape else ""
+def _extend_leaves(out: list[object], data: object, depth: int) -> None:
+    """The leaves of rectangular nested lists `depth` deep appended to `out`, in row-major order."""
+    if depth == 0:
+        out.append(data)
+    elif depth == 1:
+        out.extend(data)  # type: ignore[arg-type]
+    else:
+        for child in data:  # type: ignore[attr-defined]
+            _extend_leaves(out, child, depth - 1)
 
 
 def check_tensor(name: str, tensor: object) -> None:
@@ -284,15 +254,18 @@ def check_tensor(name: str, tensor: object) -> None:
         )
 
 
-def _plain(name: str, data: object) -> object:
+def _plain(name: str, data: object, memory_limit: float) -> object:
     """numpy object arrays as nested lists (their elements are checked one by one); torch tensors
     as float64 numpy arrays on the CPU (exact: every torch float widens to float64 without
-    rounding), whatever their device, dtype or requires_grad; anything else as it is."""
+    rounding), whatever their device, dtype or requires_grad; anything else as it is. An array is
+    held to memory_limit before it is widened."""
     if isinstance(data, np.ndarray) and data.dtype == object:
         return data.tolist()
     try:
         if type(data).__module__.split(".")[0] == "torch" and hasattr(data, "detach"):
             check_tensor(name, data)
+            if data.is_floating_point():  # type: ignore[attr-defined]
+                _check_read_size(name, tuple(data.shape), memory_limit)  # type: ignore[attr-defined]
             tensor = data.detach().cpu()  # type: ignore[attr-defined]
             if tensor.is_floating_point():
                 tensor = tensor.double()  # bfloat16 has no numpy dtype; float64 holds it exactly
@@ -308,9 +281,12 @@ def _plain(name: str, data: object) -> object:
     return data
 
 
-def _widened(name: str, data: np.ndarray) -> np.ndarray:
-    """A real-valued array as float64. A float wider than float64 (np.longdouble) may hold a
-    number beyond its range, which the cast would silently make inf: refused as 10**400 is."""
+def _widened(name: str, data: np.ndarray, memory_limit: float) -> np.ndarray:
+    """A real-valued array as float64, held to memory_limit before a copy is made. A float wider
+    than float64 (np.longdouble) may hold a number beyond its range, which the cast would silently
+    make inf: refused as 10**400 is."""
+    if data.dtype != np.float64:
+        _check_read_size(name, data.shape, memory_limit)
     with np.errstate(over="ignore"):
         widened = data.astype(np.float64, copy=False)
     if data.dtype.kind == "f" and data.dtype.itemsize > 8:
@@ -323,45 +299,25 @@ def _widened(name: str, data: np.ndarray) -> np.ndarray:
     return widened
 
 
-def _read(name: str, read: Callable[[], np.ndarray]) -> np.ndarray:
-    """Reading a caller's object runs the caller's code (a list subclass's methods) and may raise
-    anything: that is bad input, said as one AttentionInputError naming the argument."""
-    try:
-        return read()
-    except AttentionInputError:
-        raise
-    except Exception as error:  # noqa: BLE001 - whatever the caller's code raised
-        message = f"{name} could not be read ({type(error).__name__}: {error})"
-        raise AttentionInputError("type", message) from None
-
-
 def to_array(name: str, data: object, memory_limit: float = DEFAULT_MEMORY_LIMIT) -> np.ndarray:
-    """query, key or value as a float64 array: nested lists or any real-valued array, read once."""
-    data = _plain(name, data)
+    """query, key or value as a float64 array: nested lists or any real-valued array."""
+    data = _plain(name, data, memory_limit)
     if isinstance(data, np.ndarray):
         if data.dtype.kind not in "iuf":
             raise AttentionInputError("type", f"{name} has dtype {data.dtype}, expected real numbers")
-        return _widened(name, data)
-
-    def read() -> np.ndarray:
-        shape, _ = _first_elements(name, data)
-        _check_read_size(name, shape, memory_limit)
-        values, refused = _read_nested(name, data, shape, is_number)
-        if refused is not None:
-            flat, leaf = refused
-            raise AttentionInputError(
-                "type", f"{name}{_index_path(flat, shape)} is {describe_value(leaf)}, expected a number"
-            )
-        return np.array(values, dtype=np.float64).reshape(shape)
-
-    return _read(name, read)
+        return _widened(name, data, memory_limit)
+    shape, values, refused = _read_nested(name, data, memory_limit, lambda first: is_number)
+    if refused is not None:
+        where, leaf = refused
+        raise AttentionInputError("type", f"{where} is {describe_value(leaf)}, expected a number")
+    return np.array(values, dtype=np.float64).reshape(shape)
 
 
 def to_mask_array(data: object, memory_limit: float = DEFAULT_MEMORY_LIMIT) -> np.ndarray:
-    """attn_mask as a bool array (True = may attend) or a float64 array (added to the scores), read
-    once. Every leaf must be of the first leaf's kind."""
+    """attn_mask as a bool array (True = may attend) or a float64 array (added to the scores).
+    Every leaf must be of the first leaf's kind."""
     name = "attn_mask"
-    data = _plain(name, data)
+    data = _plain(name, data, memory_limit)
     if isinstance(data, np.ndarray):
         if data.dtype.kind == "b":
             return data
@@ -369,29 +325,29 @@ def to_mask_array(data: object, memory_limit: float = DEFAULT_MEMORY_LIMIT) -> n
             raise AttentionInputError(
                 "type", f"{name} has dtype {data.dtype}, expected booleans or real numbers"
             )
-        return _widened(name, data)
+        return _widened(name, data, memory_limit)
+    bools = False
 
-    def read() -> np.ndarray:
-        shape, first = _first_elements(name, data)
-        _check_read_size(name, shape, memory_limit)
+    def choose(first: object) -> Callable[[object], bool]:
+        nonlocal bools
         bools = _is_boolean(first)
-        values, refused = _read_nested(name, data, shape, _is_boolean if bools else is_number)
-        if refused is not None:
-            flat, leaf = refused
-            kind = "a boolean" if _is_boolean(leaf) else "a number" if is_number(leaf) else None
-            where = name + _index_path(flat, shape)
-            if kind is None:
-                raise AttentionInputError(
-                    "type", f"{where} is {describe_value(leaf)}, expected a boolean or a number"
-                )
-            raise AttentionInputError(
-                "type",
-                f"{name} mixes booleans and numbers: {name}{_index_path(0, shape)} is"
-                f" {'a boolean' if bools else 'a number'} but {where} is {kind}",
-            )
-        return np.array(values, dtype=bool if bools else np.float64).reshape(shape)
+        return _is_boolean if bools else is_number
 
-    return _read(name, read)
+    shape, values, refused = _read_nested(name, data, memory_limit, choose)
+    if refused is not None:
+        where, leaf = refused
+        kind = "a boolean" if _is_boolean(leaf) else "a number" if is_number(leaf) else None
+        if kind is None:
+            raise AttentionInputError(
+                "type", f"{where} is {describe_value(leaf)}, expected a boolean or a number"
+            )
+        first = name + "[0]" * len(shape)
+        raise AttentionInputError(
+            "type",
+            f"{name} mixes booleans and numbers: {first} is"
+            f" {'a boolean' if bools else 'a number'} but {where} is {kind}",
+        )
+    return np.array(values, dtype=bool if bools else np.float64).reshape(shape)
 
 
 def check_options(

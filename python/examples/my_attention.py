@@ -1,4 +1,4 @@
-"""My attention: scaled dot-product attention in its simplest form, the four steps of
+"""My attention: scaled dot-product attention in its simplest form, the five steps of
 
     attention(Q, K, V) = softmax(Q · Kᵀ / √d_k) · V
 
@@ -36,10 +36,13 @@ def scaled_dot_product_attention(query, key, value):
     # spread near 1, so softmax does not saturate on one key.
     logits = scores / np.sqrt(d_k)  # [Lq, Lk]
 
-    # Step 3: weights. Softmax over each row: each query's weights over the keys sum to 1.
+    # Step 3: mask. Nothing to mask yet: the masks' levels add this step (a disallowed cell's logit
+    # becomes -inf, so its weight is exactly 0).
+
+    # Step 4: weights. Softmax over each row: each query's weights over the keys sum to 1.
     weights = softmax(logits)  # [Lq, Lk]
 
-    # Step 4: output. Each query's output is the weighted average of the value rows.
+    # Step 5: output. Each query's output is the weighted average of the value rows.
     output = weights @ V  # [Lq, Lk] @ [Lk, Ev] -> [Lq, Ev]
     return output.tolist()
 

@@ -20,9 +20,16 @@ from attention_port.fixtures import reader as fixtures
 from attention_port.harness import compare
 from attention_port.harness import runners as ports
 from attention_port.harness.node import find_node, run_typescript
+from attention_port.port_table import ROWS
 
-TYPESCRIPT_PORTS = ["typescript", "typescript-flash", "typescript-simd"]  # float64
-FLOAT32_PORTS = ["typescript-simd-float32"]
+# The port table's rows that run in Node, by the dtype they compute in: a new row is tested here.
+TYPESCRIPT_PORTS = [row.name for row in ROWS if row.runs_in == "node" and row.dtypes == ("float64",)]
+FLOAT32_PORTS = [row.name for row in ROWS if row.runs_in == "node" and row.dtypes == ("float32",)]
+
+
+def test_the_table_gives_ports_in_both_dtypes():
+    # Else the parametrized tests below would run on nothing and pass.
+    assert "typescript" in TYPESCRIPT_PORTS and FLOAT32_PORTS
 
 
 @functools.cache

@@ -8,9 +8,11 @@ import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -232,6 +234,62 @@ def test_explore_stops_its_server_on_sigterm_and_sighup(name):
         assert "explorer stopped" in out
         with pytest.raises(urllib.error.URLError):  # nothing listens there any more
             urllib.request.urlopen(url, timeout=5)
+
+
+def _raw_request(url: str, head: str) -> str:
+    """`head` (a request line and headers) sent as they are to the server at `url`; the status
+    line of the answer."""
+    host, port = url.removeprefix("http://").rstrip("/").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(head.encode("latin-1") + b"\r\n")
+        answer = connection.makefile("rb").readline().decode("latin-1")
+    return answer.strip()
+
+
+def test_explore_answers_a_malformed_request_target_with_400_and_goes_on():
+    with _serving_explorer() as (process, url):
+        host = url.removeprefix("http://").rstrip("/")
+        for target in ("http://[::1", "http://%zz/"):
+            status = _raw_request(url, f"GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n")
+            assert status.startswith("HTTP/1.1 400"), (target, status)
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200  # still serving
+        assert process.poll() is None
+
+
+def test_explore_answers_only_requests_addressed_to_localhost():
+    """A page on another site that rebinds its name to 127.0.0.1 sends its own name as Host."""
+    with _serving_explorer() as (_process, url):
+        port = url.removeprefix("http://").rstrip("/").split(":")[1]
+        for host in ("attacker.example", f"attacker.example:{port}", f"127.0.0.1.attacker.example:{port}"):
+            status = _raw_request(url, f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n")
+            assert status.startswith("HTTP/1.1 403"), (host, status)
+        status = _raw_request(url, "GET / HTTP/1.0\r\n")  # no Host at all (HTTP/1.0 may leave it out)
+        assert status.startswith("HTTP/1.1 403"), status
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", "127.0.0.1"):
+            status = _raw_request(url, f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n")
+            assert status.startswith("HTTP/1.1 200"), (host, status)
+
+
+def test_a_killed_explore_leaves_no_server_behind():
+    """kill -9 of the attention-port process (nothing can be passed on): Node notices that its
+    parent is gone and stops serving."""
+    with _serving_explorer() as (process, url):
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(url, timeout=5).close()
+            except urllib.error.URLError:
+                break  # nothing listens there any more
+            except ConnectionError:
+                pass  # closed while it stops
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"the Node server at {url} still serves 20 s after its parent was killed")
 
 
 def test_explore_refuses_a_bad_fixture_folder(tmp_path):

@@ -59,6 +59,11 @@ def browser():
         chromium.close()
 
 
+# Chromium's own console line when the page asks for a WebGPU adapter and there is none (the page
+# asks once at start, to show the backend disabled): the browser's warning, not the page's.
+NO_ADAPTER = "No available adapters."
+
+
 class Page:
     """One tab on the page, with the console watched and every network request refused."""
 
@@ -77,7 +82,12 @@ class Page:
 
         self.context.route("**/*", route)
         self.page = self.context.new_page()
-        self.page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(m.text))
+        self.page.on(
+            "console",
+            lambda m: (
+                m.type in ("error", "warning") and m.text != NO_ADAPTER and self.problems.append(m.text)
+            ),
+        )
         self.page.on("pageerror", lambda e: self.problems.append(f"uncaught: {e}"))
         self.page.goto(url)
         self.page.wait_for_selector("#table-output td.num")
@@ -221,19 +231,45 @@ def test_the_webgpu_backend_gives_the_oracles_numbers_within_float32s_budget(web
     assert tab.requests == [], "the page asked for something over the network"
 
 
-def test_without_a_webgpu_adapter_choosing_webgpu_says_why_and_keeps_the_last_result(browser, built_page):
+def test_without_a_webgpu_adapter_the_backend_is_disabled_with_the_reason(page):
     # This Chromium runs without WebGPU's flags: navigator.gpu is there, but no adapter on a machine
-    # without a GPU. The port's own error says so; Chromium's warning is the one console line.
-    tab = Page(browser, built_page.as_uri())
-    try:
-        before = tab.values("output")
-        tab.page.select_option("#backend", "webgpu")
-        wait_idle(tab)
-        assert "WebGpuUnavailableError: WebGPU has no adapter here" in tab.page.inner_text("body")
-        assert tab.values("output") == before
-    finally:
-        tab.close()
-    assert set(tab.problems) <= {"No available adapters."}
+    # without a GPU. The page asks for one at start and offers the backend disabled, saying why.
+    option = page.page.locator('#backend option[value="webgpu"]')
+    assert option.is_disabled()
+    assert option.get_attribute("title") == "no WebGPU adapter in this browser"
+    assert "(not here: see beside)" in option.inner_text()
+    assert "webgpu: no WebGPU adapter in this browser" in page.page.inner_text("#backend-note")
+
+
+def test_a_backend_that_fails_is_said_beside_the_picker_not_as_an_input_error(page):
+    # A backend that passed the check at start but fails when it computes (here: WebGPU chosen by
+    # force, in a browser with no adapter) is the backend's failure: the inputs are fine.
+    before = page.values("output")
+    page.page.evaluate(
+        """() => {
+          const picker = document.getElementById('backend');
+          picker.querySelector('option[value="webgpu"]').disabled = false;
+          picker.value = 'webgpu';
+          picker.dispatchEvent(new Event('change'));
+        }"""
+    )
+    wait_idle(page)
+    said = page.page.inner_text("#error-backend")
+    assert "webgpu.ts could not compute these inputs: WebGpuUnavailableError" in said
+    assert "The inputs are fine" in said
+    errors = page.page.eval_on_selector_all(
+        ".error:not(#error-backend)", "e => e.map(x => x.textContent).join('')"
+    )
+    assert errors == ""
+    assert "inputs or options have an error" not in page.page.inner_text("body")
+    assert "webgpu.ts failed" in page.page.inner_text("#arithmetic")
+    assert page.values("output") == before
+    assert "stale" in page.page.get_attribute("#steps", "class")
+    # Another backend computes the same inputs: the line goes.
+    page.page.select_option("#backend", "flash")
+    wait_idle(page)
+    assert page.page.inner_text("#error-backend") == ""
+    assert "stale" not in page.page.get_attribute("#steps", "class")
 
 
 def test_causal_makes_the_weights_lower_triangular(page):
@@ -486,21 +522,79 @@ def test_guided_mode_walks_the_five_steps_with_the_real_source_lines(page):
     assert "causal is on" in text and "logits[0][2] = −∞" in text
 
 
-def test_copy_as_a_typescript_call_runs_in_node_to_the_pages_output(page, tmp_path):
-    page.page.check("#causal")
-    page.page.click("#copy-call")
-    source = page.page.input_value("#copy-text")
-    assert "isCausal: true" in source
+def run_copied_call(source: str, tmp_path: Path) -> object:
+    """The copy box's text run in Node, its repository path made absolute."""
     script = tmp_path / "call.ts"
-    module = (REPO_ROOT / "typescript" / "src" / "attention.ts").as_uri()
+    src = (REPO_ROOT / "typescript" / "src").as_uri()
     script.write_text(
-        source.replace('"./typescript/src/attention.ts"', json.dumps(module)).replace(
+        source.replace('"./typescript/src/', f'"{src}/').replace(
             "console.log(output);", "console.log(JSON.stringify(output));"
         )
     )
     run = subprocess.run([str(find_node()), str(script)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == page.values("output")
+    return json.loads(run.stdout)
+
+
+@pytest.mark.parametrize(
+    ("backend", "module"), [("readable", "attention-port"), ("flash", "attention-port/flash")]
+)
+def test_copy_as_a_typescript_call_runs_in_node_to_the_pages_output(page, tmp_path, backend, module):
+    page.page.select_option("#backend", backend)
+    wait_idle(page)
+    page.page.check("#causal")
+    page.page.click("#copy-call")
+    source = page.page.input_value("#copy-text")
+    assert "isCausal: true" in source
+    # The chosen backend's module: its file in the repository, and the package's name for it.
+    file = "attention.ts" if backend == "readable" else f"{backend}.ts"
+    assert f'import {{ scaledDotProductAttention }} from "./typescript/src/{file}";' in source
+    assert f'import from "{module}"' in source
+    assert run_copied_call(source, tmp_path) == page.values("output")
+
+
+def test_the_copy_box_follows_every_change_or_says_why_it_is_empty(page, tmp_path):
+    page.page.click("#copy-call")
+    first = page.page.input_value("#copy-text")
+    # A preset: the box is rewritten for its inputs, and the note no longer says "Copied".
+    page.page.select_option("#preset", "case:gqa_causal_masked")
+    wait_idle(page)
+    rewritten = page.page.input_value("#copy-text")
+    assert rewritten != first
+    assert "Rewritten for the current inputs" in page.page.inner_text("#copy-note")
+    assert json.loads(page.page.input_value("#text-query").replace("\n", "")) == json.loads(
+        rewritten.split("const query = ")[1].split(";")[0].replace("\n", "")
+    )
+    # Run in Node, the call gives the oracle's output of the case (to well within its budget).
+    flat = np.ravel(run_copied_call(rewritten, tmp_path)).tolist()
+    assert flat == pytest.approx(oracle_output("gqa_causal_masked"), rel=1e-12, abs=1e-12)
+    # A backend: the import follows it.
+    page.page.select_option("#backend", "simd")
+    wait_idle(page)
+    assert '"./typescript/src/simd.ts"' in page.page.input_value("#copy-text")
+    assert '"attention-port/simd"' in page.page.input_value("#copy-text")
+    # An option.
+    page.page.select_option("#preset", "tutorial")
+    wait_idle(page)
+    page.page.select_option("#scale-mode", "custom")
+    page.page.fill("#scale-custom", "0.25")
+    wait_idle(page)
+    assert "scale: 0.25" in page.page.input_value("#copy-text")
+    # An input: a cell edited.
+    page.page.fill('input[aria-label="value[2][1]"]', "10")
+    page.page.keyboard.press("Tab")
+    wait_idle(page)
+    assert "[5, 10]" in page.page.input_value("#copy-text")
+    # An input with an error: nothing to copy, and the note says why.
+    page.page.fill("#text-query", "[[1, 0, 1, 0], [0, 1]]")
+    wait_idle(page)
+    assert page.page.input_value("#copy-text") == ""
+    assert page.page.inner_text("#copy-note").startswith(
+        "Nothing to copy: the inputs or options have an error"
+    )
+    page.page.fill("#text-query", json.dumps(TUTORIAL["query"]))
+    wait_idle(page)
+    assert "const query = " in page.page.input_value("#copy-text")
 
 
 def test_at_480_px_the_heatmaps_follow_the_input_being_edited(browser, built_page):
@@ -527,6 +621,163 @@ def test_at_480_px_the_heatmaps_follow_the_input_being_edited(browser, built_pag
     context.close()
 
 
+def test_a_backends_first_call_is_a_warm_up_off_the_clock_and_the_label_says_what_it_timed(page):
+    page.page.select_option("#backend", "flash")
+    wait_idle(page)
+    status = page.page.locator("#status")
+    first = status.inner_text()
+    # The first call of flash is its warm-up: timed apart, and said to be left out.
+    assert "after a warm-up (the backend's first call," in first and "ms, not counted)" in first, first
+    assert float(status.get_attribute("data-warm-up-ms")) >= 0
+    runs = int(status.get_attribute("data-runs"))
+    assert 1 <= runs <= 5
+    assert (f"median of {runs} runs" if runs > 1 else "1 run") in first
+    assert first.startswith("flash.ts ")  # flash computes every step itself
+    # The next compute of the same backend has no warm-up to leave out.
+    page.page.check("#causal")
+    wait_idle(page)
+    second = status.inner_text()
+    assert status.get_attribute("data-warm-up-ms") is None
+    assert "after a warm-up;" in second and "not counted" not in second, second
+    runs = int(status.get_attribute("data-runs"))
+    assert (f"median of {runs} runs" if runs > 1 else "1 run") in second
+    # simd computes the output only: its time includes the readable port's other steps, and says so.
+    page.page.select_option("#backend", "simd")
+    wait_idle(page)
+    assert status.inner_text().startswith("simd.ts's output and attention.ts's other steps ")
+
+
+def open_guide_at(page, step: int) -> None:
+    page.page.click("#guide-start")
+    for _ in range(step - 1):
+        page.page.click("#guide-next")
+
+
+def test_the_guides_code_panes_wrap_inside_their_box(page):
+    open_guide_at(page, 1)
+    for step in range(1, 6):
+        for pane in ("#guide-typescript", "#guide-python"):
+            sizes = page.page.eval_on_selector(
+                pane,
+                """e => {
+                  const r = e.getBoundingClientRect(), f = e.closest('section').getBoundingClientRect();
+                  return [e.scrollWidth, e.clientWidth, r.left, r.right, f.left, f.right];
+                }""",
+            )
+            scroll_width, client_width, left, right, box_left, box_right = sizes
+            assert scroll_width <= client_width, (
+                f"step {step}, {pane}: {scroll_width} px of code in {client_width}"
+            )
+            assert box_left <= left and right <= box_right, f"step {step}, {pane} leaves its section"
+        if step < 5:
+            page.page.click("#guide-next")
+
+
+def lit_steps(page) -> list[str]:
+    """The step heatmaps that have an outlined row or cell."""
+    return page.page.eval_on_selector_all(
+        "#steps table.heat",
+        "ts => ts.filter(t => t.querySelector('.lit-row, .lit-col, .lit-cell')).map(t => t.dataset.step)",
+    )
+
+
+def test_the_guide_outlines_only_its_steps_cells_and_shows_only_the_choosers_it_uses(page):
+    open_guide_at(page, 1)
+    outlined = []
+    key_chooser = []
+    for step in range(1, 6):
+        outlined.append(lit_steps(page))
+        key_chooser.append(page.page.is_visible("#guide-key"))
+        assert page.page.is_visible("#guide-row")  # every step is about one query row
+        if step < 5:
+            page.page.click("#guide-next")
+    assert outlined == [["scores"], ["logits"], ["logits"], ["weights"], ["output"]]
+    # The output step takes every key of the row: no key row to choose there.
+    assert key_chooser == [True, True, True, True, False]
+    # Outside the guide, a hovered cell still outlines its row in every step.
+    page.page.click("#guide-close")
+    page.page.hover('#table-weights td[data-i="1"][data-j="0"]')
+    assert lit_steps(page) == ["scores", "logits", "weights", "output"]
+
+
+def accessibility(page, selector: str) -> dict[str, str]:
+    """Chromium's own accessible role, name and description of the element (DevTools protocol)."""
+    cdp = page.context.new_cdp_session(page.page)
+    try:
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+        (ax, *_) = cdp.send("Accessibility.getPartialAXTree", {"nodeId": node, "fetchRelatives": False})[
+            "nodes"
+        ]
+    finally:
+        cdp.detach()
+    return {key: ax.get(key, {}).get("value", "") for key in ("role", "name", "description")}
+
+
+def test_screen_readers_hear_cells_and_headers_in_words_and_one_sentence_per_move(page):
+    weights = "#table-weights"
+    page.page.focus(f'{weights} td[data-i="0"][data-j="0"]')
+    page.page.keyboard.press("ArrowRight")
+    page.page.keyboard.press("ArrowRight")
+    cell = accessibility(page, f'{weights} td[data-i="0"][data-j="2"]')
+    assert cell == {**cell, "role": "gridcell", "name": "weight of query 0 on key 2: 0.307"}
+    assert page.page.evaluate("() => document.activeElement.getAttribute('aria-label')") == cell["name"]
+    # Headers in words; the shape its own text; the row sums' column has a header.
+    assert accessibility(page, f"{weights} tr:first-child th:nth-of-type(3)")["name"] == "key 2"
+    assert accessibility(page, f"{weights} tr:nth-child(2) th")["name"] == "query 0"
+    assert accessibility(page, "#table-output tr:first-child th:nth-of-type(2)")["name"] == "feature 1"
+    table = accessibility(page, weights)
+    assert table["role"] == "grid"
+    assert table["name"] == "4. weights = softmax(logits)"
+    assert table["description"].startswith("shape [3, 3]")
+    headers = page.page.eval_on_selector_all(f"{weights} tr:first-child th", "t => t.map(x => x.textContent)")
+    assert headers[-1] == "Σ (row sum)"
+    assert len(headers) == 4  # key 0-2 and Σ, over the 3 key columns and the sums
+    # The arithmetic panel is not read out on every move; one short sentence is.
+    assert page.page.get_attribute("#arithmetic", "aria-live") is None
+    said = page.page.inner_text("#cell-said")
+    assert (
+        said
+        == "weight of query 0 on key 2 is 0.307: row 0 of the logits through softmax, so row 0 sums to 1."
+    )
+    assert page.page.get_attribute("#cell-said", "role") == "status"
+    page.page.keyboard.press("ArrowDown")
+    said = page.page.inner_text("#cell-said")
+    assert said.startswith("weight of query 1 on key 2 is ") and said.count(": ") == 1 and len(said) < 120
+    assert "\n" not in said
+    # One Tab stop per grid: Tab leaves the weights for the output.
+    page.page.keyboard.press("Tab")
+    assert page.page.evaluate("() => document.activeElement.closest('table').id") == "table-output"
+
+
+def test_at_400_px_the_steps_explanation_and_its_heatmap_are_on_screen_together(browser, built_page):
+    context = browser.new_context(viewport={"width": 400, "height": 800}, has_touch=True)
+    try:
+        tab = context.new_page()
+        tab.goto(built_page.as_uri())
+        tab.wait_for_selector("#table-output td.num")
+        tab.click("#guide-start")
+        for step, heatmap in enumerate(("scores", "logits", "logits", "weights", "output"), start=1):
+            text = tab.eval_on_selector("#guide-text", "e => e.getBoundingClientRect().toJSON()")
+            figure = tab.eval_on_selector(f"#table-{heatmap}", "e => e.getBoundingClientRect().toJSON()")
+            guide = tab.eval_on_selector("#guide", "e => e.getBoundingClientRect().toJSON()")
+            assert 0 <= text["top"] < 800 and text["bottom"] > 0, (
+                f"step {step}: the text is off screen: {text}"
+            )
+            # The whole heatmap on screen, below the explanation (not under it).
+            assert guide["bottom"] <= figure["top"] and figure["bottom"] <= 800, f"step {step}: {figure}"
+            if step < 5:
+                tab.click("#guide-next")
+        # A change made while the guide is open redraws it but leaves the page where it is.
+        tab.evaluate("() => window.scrollTo(0, 0)")
+        tab.evaluate("() => document.getElementById('causal').click()")
+        tab.wait_for_function("() => document.body.dataset.busy === undefined")
+        assert tab.is_checked("#causal")
+        assert tab.evaluate("() => window.scrollY") == 0
+    finally:
+        context.close()
+
+
 def test_seeded_random_with_grouped_query_heads(page):
     for field, value in (("lq", "5"), ("lk", "7"), ("e", "3"), ("ev", "2"), ("hq", "4"), ("hkv", "2")):
         page.page.fill(f"#random-{field}", value)
@@ -546,25 +797,60 @@ def test_seeded_random_with_grouped_query_heads(page):
     assert "lq must be a whole number from 1 to 64" in page.page.inner_text("#error-random")
 
 
-def test_sqrt_dk_panel_unscaled_max_weight_rises_towards_one(page):
+def sqrt_dk_curve(page, metric: str, series: str) -> dict[int, float]:
+    page.page.wait_for_selector(f'svg[data-metric="{metric}"] circle')
     points = page.page.eval_on_selector_all(
-        'svg[data-metric="maxWeight"] circle[data-series="unscaled"]',
+        f'svg[data-metric="{metric}"] circle[data-series="{series}"]',
         "cs => cs.map(c => [Number(c.dataset.dk), Number(c.dataset.value)])",
     )
-    curve = dict(points)
+    return dict(points)
+
+
+def test_sqrt_dk_panel_unscaled_max_weight_rises_towards_one(page):
+    curve = sqrt_dk_curve(page, "maxWeight", "unscaled")
     assert sorted(curve) == [2**n for n in range(11)]
     assert curve[1] < 0.5 < curve[64] and curve[1024] > 0.9
-    assert curve[1] < curve[16] < curve[256] < curve[1024]
-    scaled = page.page.eval_on_selector_all(
-        'svg[data-metric="maxWeight"] circle[data-series="scaled"]',
-        "cs => cs.map(c => Number(c.dataset.value))",
-    )
-    assert max(scaled) < 0.3
+    assert max(sqrt_dk_curve(page, "maxWeight", "scaled").values()) < 0.3
     page.page.focus("#dk")
     page.page.keyboard.press("End")  # the slider by keyboard, to d_k = 1024
     assert page.page.inner_text("#dk-value") == "1024"
     row = page.page.eval_on_selector_all("#sqrt-dk-values tr", "t => t[2].innerText")
     assert float(row.split()[-1]) > 0.9
+
+
+def test_sqrt_dk_panel_is_monotone_where_its_text_says_and_says_how_many_draws(page):
+    text = page.page.inner_text("#sqrt-dk-text")
+    assert "the mean over 8 independent draws" in text
+    assert "the largest weight per row rises towards 1 and the row entropy falls, at every step" in text
+    # Every stop of the slider, by keyboard: the table's numbers, which are the charts' points.
+    page.page.focus("#dk")
+    page.page.keyboard.press("Home")
+    seen: dict[int, list[float]] = {}
+    while True:
+        dk = int(page.page.inner_text("#dk-value"))
+        rows = page.page.eval_on_selector_all(
+            "#sqrt-dk-values tr",
+            "t => t.slice(1).map(r => [...r.querySelectorAll('td')].map(d => Number(d.textContent)))",
+        )
+        seen[dk] = [value for row in rows for value in row]
+        if dk == 1024:
+            break
+        page.page.keyboard.press("ArrowRight")
+    assert sorted(seen) == [2**n for n in range(11)]
+    dks = sorted(seen)
+    # rows: spread, largest weight, entropy, Jacobian; columns: with 1/√d_k, without
+    unscaled_max = [seen[d][3] for d in dks]
+    unscaled_entropy = [seen[d][5] for d in dks]
+    assert all(a < b for a, b in zip(unscaled_max, unscaled_max[1:], strict=False)), unscaled_max
+    assert all(a > b for a, b in zip(unscaled_entropy, unscaled_entropy[1:], strict=False)), unscaled_entropy
+    assert all(0.85 < seen[d][0] < 1.15 for d in dks)  # with the scale the spread stays near 1
+    # The Jacobian: the unscaled one above the scaled for d_k 2-32, below it from 64 on.
+    assert all(seen[d][7] > seen[d][6] for d in dks if 2 <= d <= 32)
+    assert all(seen[d][7] < seen[d][6] for d in dks if d >= 64)
+    assert seen[1024][7] < 0.1
+    # The charts plot the very numbers the table shows (to its 3 digits).
+    chart = sqrt_dk_curve(page, "maxWeight", "unscaled")
+    assert [float(f"{chart[d]:.3g}") for d in dks] == unscaled_max
 
 
 def test_at_64_the_heatmaps_are_canvases_that_hover_and_arrow_keys_explain(page):

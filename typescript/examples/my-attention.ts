@@ -1,5 +1,5 @@
 /**
- * My attention: scaled dot-product attention in its simplest form, the four steps of
+ * My attention: scaled dot-product attention in its simplest form, the five steps of
  *
  *     attention(Q, K, V) = softmax(Q · Kᵀ / √d_k) · V
  *
@@ -44,10 +44,13 @@ export function scaledDotProductAttention(query: Matrix, key: Matrix, value: Mat
   // spread near 1, so softmax does not saturate on one key.
   const logits = scores.map((row) => row.map((s) => s / Math.sqrt(dK))); // [Lq, Lk]
 
-  // Step 3: weights. Softmax over each row: each query's weights over the keys sum to 1.
+  // Step 3: mask. Nothing to mask yet: the masks' levels add this step (a disallowed cell's logit
+  // becomes -inf, so its weight is exactly 0).
+
+  // Step 4: weights. Softmax over each row: each query's weights over the keys sum to 1.
   const weights = logits.map(softmax); // [Lq, Lk]
 
-  // Step 4: output. Each query's output is the weighted average of the value rows.
+  // Step 5: output. Each query's output is the weighted average of the value rows.
   return matMul(weights, value); // [Lq, Lk] · [Lk, Ev] -> [Lq, Ev]
 }
 

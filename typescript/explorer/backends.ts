@@ -76,13 +76,21 @@ async function simdUnavailable(): Promise<string | null> {
   }
 }
 
-/** Whether WebGPU can run here: the browser has navigator.gpu (WebGPU on, a secure context). The
- * adapter and device are asked for only when the backend is chosen (each costs time, and Chromium
- * warns on the console where there is no adapter); without one, the port's WebGpuUnavailableError
- * says so in the page. */
+/** Whether WebGPU can run here: the browser has navigator.gpu (WebGPU on, a secure context) and
+ * gives an adapter. The adapter is asked for once, when the page starts, so that a browser without
+ * one shows the backend disabled rather than failing when it is chosen (Chromium then warns "No
+ * available adapters." on the console: its own line, not the page's). The device is made only
+ * when the backend computes. */
 async function webgpuUnavailable(): Promise<string | null> {
-  const gpu = (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu;
-  return gpu === undefined ? "this browser has no WebGPU (navigator.gpu)" : null;
+  const gpu = (globalThis as { navigator?: { gpu?: { requestAdapter(): Promise<unknown> } } }).navigator?.gpu;
+  if (gpu === undefined) {
+    return "this browser has no WebGPU (navigator.gpu)";
+  }
+  try {
+    return (await gpu.requestAdapter()) === null ? "no WebGPU adapter in this browser" : null;
+  } catch (error) {
+    return `no WebGPU adapter in this browser (${(error as Error).message})`;
+  }
 }
 
 export const BACKENDS: Backend[] = [

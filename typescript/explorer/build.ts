@@ -13,7 +13,8 @@
  * `build` bundles the fixture cases whose data is small (see CASE_BYTES_LIMIT) to keep the file
  * light; `serve` rebuilds the page on every load with every case, so a reload shows the current
  * fixtures/ and the current attention.ts. The server listens on 127.0.0.1 only (a free port unless
- * --port is given), prints its URL and stops on Ctrl-C, SIGTERM or SIGHUP.
+ * --port is given), answers only requests whose Host is 127.0.0.1 or localhost, prints its URL
+ * and stops on Ctrl-C, SIGTERM or SIGHUP, or when the process that started it ends.
  */
 
 import { mkdirSync, readFileSync } from "node:fs";
@@ -147,84 +148,22 @@ export async function bundle(): Promise<{ code: string; inputs: string[] }> {
   return { code: result.outputFiles[0].text, inputs: Object.keys(result.metafile.inputs).sort() };
 }
 
-/** The lines of each `<comment> Step N:` block of a source, up to the next step label or the
- * `return` at the label's indentation, dedented: the TypeScript twin of side_by_side.py's
- * step_blocks, so the guided mode shows the very lines docs/side-by-side.md shows. */
-export function stepBlocks(text: string, comment: string, source: string): Record<number, string> {
-  const lines = text.split("\n");
-  const label = new RegExp(`^\\s*${comment.replace(/[/#]/g, "\\$&")} Step (\\d+):`);
-  const starts = new Map<number, number>();
-  lines.forEach((line, n) => {
-    const match = label.exec(line);
-    if (match) {
-      starts.set(Number(match[1]), n);
-    }
-  });
-  const found = [...starts.keys()].sort((a, b) => a - b);
-  if (found.join() !== "1,2,3,4,5") {
-    throw new Error(`${source}: expected step labels 1..5, found ${JSON.stringify(found)}`);
-  }
-  const blocks: Record<number, string> = {};
-  for (const [step, start] of starts) {
-    const indent = lines[start].slice(0, lines[start].length - lines[start].trimStart().length);
-    let end = start + 1;
-    while (end < lines.length && !label.test(lines[end]) && !lines[end].startsWith(`${indent}return`)) {
-      end++;
-    }
-    const block = lines.slice(start, end);
-    const common = Math.min(
-      ...block.filter((l) => l.trim() !== "").map((l) => l.length - l.trimStart().length),
-    );
-    blocks[step] = block
-      .map((l) => (l.trim() === "" ? "" : l.slice(common)))
-      .join("\n")
-      .replace(/^\n+|\n+$/g, "");
-  }
-  return blocks;
-}
-
-/** A top-level function from its header line to its end (the next line at column 0), with the
- * /** doc comment above it: the twin of side_by_side.py's function_source. */
-export function functionSource(text: string, header: string, source: string): string {
-  const lines = text.split("\n");
-  const start = lines.findIndex((line) => line.startsWith(header));
-  if (start < 0) {
-    throw new Error(`${source}: no line starts with ${JSON.stringify(header)}`);
-  }
-  let end = start + 1;
-  while (end < lines.length && (lines[end] === "" || " \t)".includes(lines[end][0]))) {
-    end++;
-  }
-  if (end < lines.length && lines[end].startsWith("}")) {
-    end++; // TypeScript's closing brace belongs to the function
-  }
-  let begin = start;
-  if (start > 0 && lines[start - 1].trimEnd().endsWith("*/")) {
-    begin = start - 1;
-    while (begin > 0 && !lines[begin].trimStart().startsWith("/**")) {
-      begin--;
-    }
-  }
-  return lines.slice(begin, end).join("\n").trimEnd();
-}
-
 /** What the guided mode shows of one source: its five steps, and the softmax that step 4 calls. */
 export interface SourceSteps {
   readonly steps: Record<number, string>;
   readonly softmax: string;
 }
 
-/** The five steps of attention.ts and of reference.py, as the guided mode shows them. */
+/** The five steps of attention.ts and of reference.py, as the guided mode shows them: cut from the
+ * sources by `attention-port side-by-side` (side_by_side.py), which writes docs/side-by-side.md from
+ * the same cut, into docs/lesson-steps.json. */
 export function sourceSteps(): { typescript: SourceSteps; python: SourceSteps } {
-  const root = resolve(HERE, "..", "..");
-  const read = (path: string, comment: string, softmax: string): SourceSteps => {
-    const text = readFileSync(join(root, path), "utf8");
-    return { steps: stepBlocks(text, comment, path), softmax: functionSource(text, softmax, path) };
-  };
-  return {
-    typescript: read("typescript/src/attention.ts", "//", "export function softmax("),
-    python: read("python/attention_port/reference.py", "#", "def softmax("),
-  };
+  const path = resolve(HERE, "..", "..", "docs", "lesson-steps.json");
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new Error(`${path}: ${(error as Error).message} (run \`attention-port side-by-side\`)`);
+  }
 }
 
 /** Inside an inline <script>, "</script" would end the script early. */
@@ -278,12 +217,37 @@ export async function writePage(out: string, options: PageOptions = {}): Promise
   return `wrote ${target} (${(size / 1024).toFixed(0)} KiB, ${cases.length} fixture cases${leftOut})`;
 }
 
+/** The Host headers the server answers: 127.0.0.1 or localhost, with or without a port. */
+const LOCAL_HOST = /^(127\.0\.0\.1|localhost)(:\d{1,5})?$/i;
+/** How often the server checks that the process that started it is still there. */
+const PARENT_POLL_MS = 500;
+
+/** The path of a request target, or undefined when the target is not a URL (`http://[::1`). */
+function requestPath(target: string | undefined): string | undefined {
+  try {
+    return new URL(target ?? "/", "http://localhost").pathname;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Serve the page on 127.0.0.1 until Ctrl-C; resolves with the URL once listening. */
 export function serve(port: number, options: PageOptions = {}): Promise<string> {
   const server = createServer((request, response) => {
-    const path = new URL(request.url ?? "/", "http://localhost").pathname;
+    const text = { "content-type": "text/plain; charset=utf-8" };
+    // Only requests addressed to this machine by name: a page on another site whose name was
+    // rebound to 127.0.0.1 sends its own name, and must not read the page (DNS rebinding).
+    if (!LOCAL_HOST.test(request.headers.host ?? "")) {
+      response.writeHead(403, text).end("this server answers only requests for 127.0.0.1 or localhost\n");
+      return;
+    }
+    const path = requestPath(request.url);
+    if (path === undefined) {
+      response.writeHead(400, text).end("malformed request target\n");
+      return;
+    }
     if (request.method !== "GET" || (path !== "/" && path !== "/index.html")) {
-      response.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found\n");
+      response.writeHead(404, text).end("not found\n");
       return;
     }
     buildPage({ ...options, allCases: true }).then(
@@ -309,6 +273,14 @@ export function serve(port: number, options: PageOptions = {}): Promise<string> 
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     process.on(signal, stop);
   }
+  // So does the end of the process that started it (`attention-port explore` killed with -9 can
+  // pass nothing on): an orphan is adopted by another process, which changes its parent's id.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) {
+      stop();
+    }
+  }, PARENT_POLL_MS).unref();
   return new Promise((done, fail) => {
     server.once("error", fail);
     server.listen(port, "127.0.0.1", () => {

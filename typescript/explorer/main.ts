@@ -27,6 +27,7 @@ import {
   parseTensorText,
   RANDOM_LIMIT,
   randomInputs,
+  SQRT_DK_DRAWS,
   SQRT_DK_GRID,
   type SqrtDkPoint,
   shortNumber,
@@ -282,19 +283,43 @@ function clearErrors(): void {
   for (const name of ERROR_TARGETS) {
     $(`error-${name}`).textContent = "";
   }
+  $("error-backend").textContent = "";
+}
+
+/** The last good result stays on screen, dimmed, and nothing explains or copies it: `words` say
+ * why in the panels, `why` in the copy box. */
+function showStale(words: string, why: string): void {
+  $("steps").classList.add("stale");
+  $("status").textContent = "showing the last good result";
+  drawFixturePanel(null);
+  $("arithmetic").replaceChildren(element("p", { class: "hint" }, words));
+  $("cell-said").textContent = "";
+  if (guide.open) {
+    $("guide-text").replaceChildren(element("p", { class: "hint" }, words));
+  }
+  clearCopy(why);
 }
 
 function showError(target: ErrorTarget, message: string): void {
   clearErrors();
   $(`error-${target}`).textContent = message;
-  $("steps").classList.add("stale");
-  $("status").textContent = "showing the last good result";
-  drawFixturePanel(null);
-  const words = "The inputs or options have an error (see the red line): nothing to explain.";
-  $("arithmetic").replaceChildren(element("p", { class: "hint" }, words));
-  if (guide.open) {
-    $("guide-text").replaceChildren(element("p", { class: "hint" }, words));
-  }
+  showStale(
+    "The inputs or options have an error (see the red line): nothing to explain.",
+    "the inputs or options have an error (see the red line).",
+  );
+}
+
+/** A backend that failed on inputs it accepted (no device, a lost device): said beside the picker,
+ * never as an input error, since another backend computes the same inputs. */
+function showBackendError(backend: Backend, error: unknown): void {
+  clearErrors();
+  const name = backend.source.split("/").at(-1);
+  $("error-backend").textContent =
+    `${name} could not compute these inputs: ${String(error)}. The inputs are fine: choose another backend under “computed by”.`;
+  showStale(
+    `${name} failed (see the red line under “computed by”): the heatmaps are the last good result.`,
+    `${name} failed on these inputs (see the red line under “computed by”).`,
+  );
 }
 
 /** Recompute with the chosen backend. Asynchronous, since a backend may be (a GPU's is); the page
@@ -330,17 +355,13 @@ async function recomputeNow(generation: number): Promise<void> {
     return;
   }
   const options = readOptions(inputs.attnMask);
-  let steps: AttentionSteps;
-  const started = performance.now();
   const backend = state.backend;
+  type Tensor = Parameters<Backend["steps"]>[0];
+  const call = () =>
+    backend.steps(inputs.query as Tensor, inputs.key as Tensor, inputs.value as Tensor, options);
+  let timed: Timed;
   try {
-    type Tensor = Parameters<Backend["steps"]>[0];
-    steps = await backend.steps(
-      inputs.query as Tensor,
-      inputs.key as Tensor,
-      inputs.value as Tensor,
-      options,
-    );
+    timed = await timedSteps(backend, call);
   } catch (error) {
     if (generation !== state.generation) {
       return;
@@ -349,14 +370,14 @@ async function recomputeNow(generation: number): Promise<void> {
       showError(errorTarget(error.message), `AttentionInputError (${error.kind}): ${error.message}`);
       drawErrorVerdict({ kind: error.kind, message: error.message });
     } else {
-      showError("options", `unexpected error: ${String(error)}`);
+      showBackendError(backend, error);
     }
     return;
   }
   if (generation !== state.generation) {
     return; // a newer request is under way
   }
-  const computeMs = performance.now() - started;
+  const { steps } = timed;
   clearErrors();
   const features = steps.scoresShape.length > 0 ? shapeOf(inputs.query).at(-1) : undefined;
   const scale = options.scale ?? 1 / Math.sqrt(features ?? 1);
@@ -373,10 +394,72 @@ async function recomputeNow(generation: number): Promise<void> {
   const drawMs = performance.now() - drawStart;
   $("steps").classList.remove("stale");
   const status = $("status");
-  status.textContent = `${backend.source.split("/").at(-1)} ${computeMs.toFixed(1)} ms, drawing ${drawMs.toFixed(1)} ms`;
+  const runs = timed.runs === 1 ? "1 run" : `median of ${timed.runs} runs`;
+  const warmUp =
+    timed.warmUpMs === null
+      ? "after a warm-up"
+      : `after a warm-up (the backend's first call, ${timed.warmUpMs.toFixed(1)} ms, not counted)`;
+  const file = backend.source.split("/").at(-1);
+  // A backend whose other steps are the readable port's is timed with them: the label says so.
+  const what = backend.diagnostics === "readable" ? `${file}'s output and attention.ts's other steps` : file;
+  status.textContent = `${what} ${milliseconds(timed.medianMs)}: ${runs} ${warmUp}; drawing ${drawMs.toFixed(1)} ms`;
   status.dataset.backend = backend.name;
-  status.dataset.computeMs = String(computeMs);
-  status.dataset.totalMs = String(computeMs + drawMs);
+  status.dataset.computeMs = String(timed.medianMs);
+  status.dataset.runs = String(timed.runs);
+  if (timed.warmUpMs === null) {
+    delete status.dataset.warmUpMs;
+  } else {
+    status.dataset.warmUpMs = String(timed.warmUpMs);
+  }
+  status.dataset.totalMs = String(timed.medianMs + drawMs);
+  refreshCopy();
+}
+
+/** Two significant digits below 1 ms (a 3 × 3 takes microseconds), one decimal above; 0 is a time
+ * under the step of the clock (a page not cross-origin isolated has 0.1 ms). */
+function milliseconds(ms: number): string {
+  return ms >= 1
+    ? `${ms.toFixed(1)} ms`
+    : ms > 0
+      ? `${ms.toPrecision(2)} ms`
+      : "under 0.1 ms (the browser's clock step)";
+}
+
+interface Timed {
+  readonly steps: AttentionSteps;
+  readonly medianMs: number;
+  readonly runs: number;
+  readonly warmUpMs: number | null; // the backend's first call, when this was it
+}
+
+/** The backends that have been called once: a first call pays for set-up (compiling the
+ * WebAssembly kernel, the GPU's device and shader, the JIT's first pass) that later calls do not. */
+const warmedUp = new Set<string>();
+const TIMED_RUNS = 5; // at most, for a median
+const TIMING_BUDGET_MS = 1; // more runs only while the runs so far took less than this in all
+
+/** The backend's steps, timed off the warm-up: a backend's first call runs once untimed, then the
+ * call is timed, and repeated (up to TIMED_RUNS, while cheap) for a median a stray pause cannot
+ * move. A large input is timed once, so the page stays quick. */
+async function timedSteps(backend: Backend, call: () => Promise<AttentionSteps>): Promise<Timed> {
+  let warmUpMs: number | null = null;
+  if (!warmedUp.has(backend.name)) {
+    const started = performance.now();
+    await call(); // an input error is thrown here, before anything is timed
+    warmUpMs = performance.now() - started;
+    warmedUp.add(backend.name);
+  }
+  const times: number[] = [];
+  let steps: AttentionSteps;
+  do {
+    const started = performance.now();
+    steps = await call();
+    times.push(performance.now() - started);
+  } while (times.length < TIMED_RUNS && times.reduce((a, t) => a + t, 0) < TIMING_BUDGET_MS);
+  times.sort((a, b) => a - b);
+  const middle = times.length >> 1;
+  const medianMs = times.length % 2 === 1 ? times[middle] : (times[middle - 1] + times[middle]) / 2;
+  return { steps, medianMs, runs: times.length, warmUpMs };
 }
 
 function shapeOf(value: unknown): number[] {
@@ -535,7 +618,10 @@ function heatmap(
   shown[step] = matrix;
   const figure = element("figure", { class: "step", id: `step-${step}` });
   const caption = element("figcaption", { id: `caption-${step}` }, title);
-  caption.append(element("span", { class: "shape" }, `[${shape.join(", ")}]`));
+  // The shape is its own text (a description), not run into the heatmap's name.
+  const shapeText = element("span", { class: "shape", id: `shape-of-${step}` });
+  shapeText.append(element("span", { class: "sr-only" }, "shape "), `[${shape.join(", ")}]`);
+  caption.append(" ", shapeText);
   figure.append(caption);
   const [rows, cols] = shape;
   const at = cursor[step] ?? { i: 0, j: 0 };
@@ -550,23 +636,27 @@ function heatmap(
   }
   const [low, high] = finiteRange(matrix);
   const size = cols > 8 ? "heat medium" : "heat";
+  // A grid (the WAI-ARIA pattern): one Tab stop, arrow keys inside, each cell named in words.
   const table = element("table", {
     class: size,
     id: `table-${step}`,
+    role: "grid",
+    "aria-readonly": step === "logits" ? "false" : "true",
     "data-step": step,
-    "aria-labelledby": `caption-${step}`,
-    "aria-describedby": "heatmap-keys",
+    "aria-describedby": `shape-of-${step} heatmap-keys`,
   });
+  const { column } = CELL_WORDS[stepKind(step)];
   // Built as one string and written once: many times faster than a node per cell.
-  const html: string[] = [
-    `<caption class="sr-only">${title}: ${rows} rows by ${cols} columns; ${keys}</caption>`,
-  ];
+  const html: string[] = [`<caption class="sr-only">${title}</caption>`];
+  const sr = (words: string) => `<span class="sr-only">${words} </span>`;
   html.push(
-    `<tr><th></th>${Array.from({ length: cols }, (_, j) => `<th scope="col">${j}</th>`).join("")}</tr>`,
+    `<tr><td class="corner"></td>${Array.from({ length: cols }, (_, j) => `<th scope="col">${sr(column)}${j}</th>`).join("")}${
+      rowSums ? '<th scope="col">Σ<span class="sr-only"> (row sum)</span></th>' : ""
+    }</tr>`,
   );
   const here = cursor[step];
   matrix.forEach((row, i) => {
-    html.push(`<tr><th scope="row">${i}</th>`);
+    html.push(`<tr><th scope="row">${sr("query")}${i}</th>`);
     row.forEach((x, j) => {
       let look: string;
       if (x === -Infinity) {
@@ -578,19 +668,76 @@ function heatmap(
         look = `class="num" style="background:${colour};color:${darkText ? "#000" : "#fff"}"`;
       }
       const tab = i === here.i && j === here.j ? "0" : "-1";
+      const name = `${cellName(step, i, j)}: ${spokenNumber(x)}`;
       html.push(
-        `<td ${look} data-i="${i}" data-j="${j}" data-value="${numberText(x)}" tabindex="${tab}">${shortNumber(x)}</td>`,
+        `<td ${look} data-i="${i}" data-j="${j}" data-value="${numberText(x)}" tabindex="${tab}" aria-label="${name}">${shortNumber(x)}</td>`,
       );
     });
     if (rowSums) {
       const sum = row.reduce((a, x) => a + x, 0);
-      html.push(`<td class="rowsum" data-row-sum="${numberText(sum)}">Σ ${shortNumber(sum)}</td>`);
+      html.push(
+        `<td class="rowsum" data-row-sum="${numberText(sum)}" aria-label="row ${i} sums to ${spokenNumber(sum)}">${shortNumber(sum)}</td>`,
+      );
     }
     html.push("</tr>");
   });
   table.innerHTML = html.join("");
   figure.append(table);
   return figure;
+}
+
+/** What a heatmap's cells are, in words: for a cell's name and the headers. */
+const CELL_WORDS = {
+  scores: { cell: (i: number, j: number) => `score of query ${i} against key ${j}`, column: "key" },
+  logits: { cell: (i: number, j: number) => `logit of query ${i} for key ${j}`, column: "key" },
+  weights: { cell: (i: number, j: number) => `weight of query ${i} on key ${j}`, column: "key" },
+  output: { cell: (i: number, j: number) => `output of query ${i}, feature ${j}`, column: "feature" },
+  expected: {
+    cell: (i: number, j: number) => `the oracle's output of query ${i}, feature ${j}`,
+    column: "feature",
+  },
+} as const;
+
+/** The kind of a heatmap: its step, or "weights" for a head of the side-by-side view. */
+function stepKind(step: string): keyof typeof CELL_WORDS {
+  const kind = step.split("@")[0];
+  return kind in CELL_WORDS ? (kind as keyof typeof CELL_WORDS) : "weights";
+}
+
+function cellName(step: string, i: number, j: number): string {
+  return CELL_WORDS[stepKind(step)].cell(i, j);
+}
+
+/** A number as a screen reader should say it: the cell's short form, −∞ and NaN in words. */
+function spokenNumber(x: number): string {
+  return x === -Infinity ? "minus infinity, masked" : Number.isNaN(x) ? "not a number" : shortNumber(x);
+}
+
+/** One short sentence for the live region on each move: how the current cell came about (its name
+ * and value are the focused cell's own; the whole arithmetic is in the panel, not spoken). */
+function cellSentence(step: string, i: number, j: number): string {
+  const result = state.result;
+  const outer = currentOuter();
+  const value = shown[step]?.[i]?.[j];
+  const head = `${cellName(step, i, j)} is ${spokenNumber(value ?? NaN)}`;
+  if (result === null || outer === null || step.includes("@")) {
+    return `${head}.`;
+  }
+  const { steps, scale } = result;
+  switch (stepKind(step)) {
+    case "scores":
+      return `${head}: the dot product of query row ${i} and key row ${j}.`;
+    case "logits": {
+      const score = sliceAt(steps.scores, outer)[i][j];
+      return value === -Infinity
+        ? `${head}: its weight is 0.`
+        : `${head}: score ${shortNumber(score)} times scale ${shortNumber(scale)}, then softcap and mask.`;
+    }
+    case "weights":
+      return `${head}: row ${i} of the logits through softmax, so row ${i} sums to 1.`;
+    default:
+      return `${head}: weights row ${i} times value column ${j}.`;
+  }
 }
 
 const CANVAS_CELL = 7; // CSS pixels per cell of a canvas heatmap
@@ -700,7 +847,9 @@ function cellOf(event: Event): { step: string; i: number; j: number } | null {
   return { step: table.dataset.step ?? "", i: Number(td.dataset.i), j: Number(td.dataset.j) };
 }
 
-function highlight(step: string, i: number, j: number): void {
+/** Outline the cell and its row and column; in every step's heatmap, or with `onlyOwn` (the guide,
+ * which is at one step) in the cell's own heatmap only. */
+function highlight(step: string, i: number, j: number, onlyOwn = false): void {
   for (const node of document.querySelectorAll(".lit-row, .lit-col, .lit-cell, tr.lit")) {
     node.classList.remove("lit-row", "lit-col", "lit-cell", "lit");
   }
@@ -715,6 +864,9 @@ function highlight(step: string, i: number, j: number): void {
   const square = step === "scores" || step === "logits" || step === "weights";
   for (const table of document.querySelectorAll<HTMLElement>("#steps table.heat")) {
     const own = table.dataset.step === step;
+    if (onlyOwn && !own) {
+      continue;
+    }
     for (const td of table.querySelectorAll<HTMLElement>(`td.num[data-i="${i}"]`)) {
       td.classList.add("lit-row");
     }
@@ -745,6 +897,7 @@ function refreshExplanation(): void {
   if (lit === null || matrix === undefined || lit.i >= matrix.length || lit.j >= (matrix[0]?.length ?? 0)) {
     state.lit = null;
     $("arithmetic").replaceChildren(element("p", { class: "hint" }, ARITHMETIC_HINT));
+    $("cell-said").textContent = "";
     return;
   }
   highlight(lit.step, lit.i, lit.j);
@@ -759,6 +912,10 @@ function explain(step: string, i: number, j: number): void {
     return;
   }
   state.lit = { step, i, j };
+  const said = cellSentence(step, i, j);
+  if ($("cell-said").textContent !== said) {
+    $("cell-said").textContent = said;
+  }
   if (step.includes("@")) {
     // A head of the side-by-side view: its value; the full arithmetic is in the step view.
     const value = shown[step]?.[i]?.[j];
@@ -1079,8 +1236,10 @@ function drawErrorVerdict(got: { kind: string; message: string } | null): void {
 
 /** At 480 px or less the page is one column, and the heatmaps would sit below every input: they
  * move to just after the input box being edited (and back, on a wider screen). */
+const NARROW = "(max-width: 480px)";
+
 function wireNarrowScreens(): void {
-  const narrow = window.matchMedia("(max-width: 480px)");
+  const narrow = window.matchMedia(NARROW);
   const home = $("steps-home");
   const place = (box: Element | null) => {
     const steps = $("steps");
@@ -1091,7 +1250,10 @@ function wireNarrowScreens(): void {
     }
   };
   $("inputs-panel").addEventListener("focusin", (event) => {
-    place((event.target as HTMLElement).closest(".input-box, fieldset, .row"));
+    if (!guide.open) {
+      // While the guide is open the heatmaps stay under it, beside the explanation.
+      place((event.target as HTMLElement).closest(".input-box, fieldset, .row"));
+    }
   });
   narrow.addEventListener("change", () => place(narrow.matches ? $("preset").closest(".row") : null));
   if (narrow.matches) {
@@ -1207,8 +1369,36 @@ function guideLines(step: number, i: number, j: number): string[] {
   }
 }
 
-/** Draw the guide at its step: the words, the highlighted rows and cell, and the source lines. */
-function drawGuide(): void {
+/** On a narrow screen the guide box sticks to the top of the screen (index.html) and the heatmaps
+ * follow it; the heatmap of the step is scrolled to just below the box, so that the explanation
+ * and the cell it explains are on screen together. */
+function keepGuideBesideItsHeatmap(name: (typeof GUIDE_STEPS)[number], scroll: boolean): void {
+  if (!window.matchMedia(NARROW).matches) {
+    return;
+  }
+  const box = $("guide");
+  if (box.nextElementSibling !== $("steps")) {
+    box.after($("steps"));
+  }
+  if (!scroll) {
+    return; // a recompute while the guide is open (an input typed in) leaves the page where it is
+  }
+  const target =
+    name === "scores" ? "scores" : name === "weights" ? "weights" : name === "output" ? "output" : "logits";
+  const figure = document.getElementById(`step-${target}`);
+  if (figure !== null) {
+    const below = box.getBoundingClientRect().height + 8;
+    window.scrollTo({
+      top: figure.getBoundingClientRect().top + window.scrollY - below,
+      behavior: "instant",
+    });
+  }
+}
+
+/** Draw the guide at its step: the words, the highlighted rows and cell, and the source lines;
+ * `moved` when the step or its rows were just chosen (on a narrow screen, its heatmap is then
+ * scrolled to). */
+function drawGuide(moved = false): void {
   if (!guide.open) {
     return;
   }
@@ -1231,6 +1421,8 @@ function drawGuide(): void {
   const i = Number($<HTMLSelectElement>("guide-row").value) || 0;
   const j = Number($<HTMLSelectElement>("guide-key").value) || 0;
   const name = GUIDE_STEPS[guide.step];
+  // The key row chooser only where a key row is used: the output step takes every key of the row.
+  $("guide-key-label").hidden = name === "output";
   $("guide-name").textContent = `${guide.step + 1}. ${name}`;
   $("guide-count").textContent = `step ${guide.step + 1} of ${GUIDE_STEPS.length}`;
   $<HTMLButtonElement>("guide-prev").disabled = guide.step === 0;
@@ -1246,11 +1438,12 @@ function drawGuide(): void {
     $(`guide-${language}`).textContent = `${source?.steps[guide.step + 1] ?? ""}${extra}`;
   }
   document.body.dataset.guideStep = name;
+  keepGuideBesideItsHeatmap(name, moved);
   if (rows > 0 && cols > 0) {
     const target =
       name === "scores" ? "scores" : name === "weights" ? "weights" : name === "output" ? "output" : "logits";
     const shownJ = name === "output" ? 0 : j;
-    highlight(target, i, shownJ);
+    highlight(target, i, shownJ, true); // the step's own heatmap only: the later ones come later
     explain(target, i, shownJ);
     if (name === "output") {
       for (const tr of document.querySelectorAll('table.cells-edit[data-input="value"] tr')) {
@@ -1263,7 +1456,7 @@ function drawGuide(): void {
 function wireGuide(): void {
   const move = (by: number) => {
     guide.step = Math.min(GUIDE_STEPS.length - 1, Math.max(0, guide.step + by));
-    drawGuide();
+    drawGuide(true);
   };
   $("guide-start").addEventListener("click", () => {
     guide.open = true;
@@ -1276,7 +1469,7 @@ function wireGuide(): void {
     $<HTMLSelectElement>("guide-key").value = String(Math.max(keys - 1, 0));
     $("guide").hidden = false;
     $("guide-code").hidden = false;
-    drawGuide();
+    drawGuide(true);
     $("guide-next").focus();
   });
   $("guide-close").addEventListener("click", () => {
@@ -1284,12 +1477,15 @@ function wireGuide(): void {
     $("guide").hidden = true;
     $("guide-code").hidden = true;
     delete document.body.dataset.guideStep;
+    if (window.matchMedia(NARROW).matches) {
+      $("preset").closest(".row")?.after($("steps"));
+    }
     $("guide-start").focus();
   });
   $("guide-prev").addEventListener("click", () => move(-1));
   $("guide-next").addEventListener("click", () => move(1));
   for (const id of ["guide-row", "guide-key"]) {
-    $(id).addEventListener("change", drawGuide);
+    $(id).addEventListener("change", () => drawGuide(true));
   }
   $("guide").addEventListener("keydown", (event) => {
     if (event.target instanceof HTMLSelectElement) {
@@ -1304,13 +1500,21 @@ function wireGuide(): void {
 
 // ---- Copy as a TypeScript call ------------------------------------------------------------------------
 
-/** The current inputs as a TypeScript call of the readable port, to paste into a file of one's own. */
+/** The package's module of each backend: what a project that installed attention-port imports. */
+function packageModule(backend: Backend): string {
+  return backend.name === DEFAULT_BACKEND ? "attention-port" : `attention-port/${backend.name}`;
+}
+
+/** The last good inputs and options as a call of the chosen backend's scaledDotProductAttention,
+ * to paste into a file at the repository's root (or, with the package installed, to import from
+ * the package's module instead). */
 function typescriptCall(): string {
   const result = state.result;
   if (result === null) {
     return "";
   }
   const { inputs, options } = result;
+  const backend = state.backend;
   const given: string[] = [];
   if (inputs.attnMask !== null) {
     given.push(`attnMask`);
@@ -1331,26 +1535,57 @@ function typescriptCall(): string {
     given.push(`queryOffset: ${numberText(options.queryOffset)}`);
   }
   const tensor = (name: string, x: unknown) => `const ${name} = ${formatTensorText(x)};`;
+  // The GPU port hands its work to the device and answers later: its call is awaited.
+  const wait = backend.name === "webgpu" ? "await " : "";
   return [
-    'import { scaledDotProductAttention } from "./typescript/src/attention.ts";',
+    `// computed by ${backend.label}; with the package installed, import from "${packageModule(backend)}"`,
+    `import { scaledDotProductAttention } from "./${backend.source}";`,
     "",
     tensor("query", inputs.query),
     tensor("key", inputs.key),
     tensor("value", inputs.value),
     ...(inputs.attnMask !== null ? [tensor("attnMask", inputs.attnMask)] : []),
     "",
-    `const output = scaledDotProductAttention(query, key, value${given.length > 0 ? `, { ${given.join(", ")} }` : ""});`,
+    `const output = ${wait}scaledDotProductAttention(query, key, value${given.length > 0 ? `, { ${given.join(", ")} }` : ""});`,
     "console.log(output);",
     "",
   ].join("\n");
 }
 
+/** Once the copy box is open it follows every change: rewritten for the new inputs, options or
+ * backend (and said so, since the clipboard still holds the old call). */
+function refreshCopy(): void {
+  if ($("copy-panel").hidden) {
+    return;
+  }
+  const box = $<HTMLTextAreaElement>("copy-text");
+  const text = typescriptCall();
+  if (box.value !== text) {
+    box.value = text;
+    $("copy-note").textContent =
+      "Rewritten for the current inputs and options: press “Copy as a TypeScript call” again to copy it.";
+  }
+}
+
+/** While the inputs have an error there is no call to copy: the box is emptied and says why. */
+function clearCopy(why: string): void {
+  if ($("copy-panel").hidden) {
+    return;
+  }
+  $<HTMLTextAreaElement>("copy-text").value = "";
+  $("copy-note").textContent = `Nothing to copy: ${why}`;
+}
+
 function wireCopy(): void {
   $("copy-call").addEventListener("click", async () => {
-    const text = typescriptCall();
     const box = $<HTMLTextAreaElement>("copy-text");
-    box.value = text;
     $("copy-panel").hidden = false;
+    if ($("steps").classList.contains("stale")) {
+      clearCopy("fix the red line first.");
+      return;
+    }
+    const text = typescriptCall();
+    box.value = text;
     let copied = false;
     try {
       await navigator.clipboard.writeText(text);
@@ -1377,6 +1612,7 @@ async function fillBackends(): Promise<void> {
     if (why[n] !== null) {
       option.disabled = true;
       option.title = why[n] ?? "";
+      option.textContent = `${b.label} (not here: see beside)`; // the reason is beside the picker
       notes.push(`${b.name}: ${why[n]}`);
     }
   });
@@ -1496,7 +1732,9 @@ function drawSqrtDk(): void {
   $("dk").setAttribute("aria-valuetext", `d_k = ${dk}`);
   $("dk-value").textContent = String(dk);
   sqrtDkCurve ??= SQRT_DK_GRID.map((d) => sqrtDkPoint(d));
-  const here = sqrtDkPoint(dk);
+  $("sqrt-dk-draws").textContent = String(SQRT_DK_DRAWS);
+  // The slider stops at the curves' points: the table shows the very numbers the charts plot.
+  const here = sqrtDkCurve.find((p) => p.dk === dk) ?? sqrtDkPoint(dk);
   const table = element("table", { id: "sqrt-dk-values" });
   const head = element("tr");
   head.append(
@@ -1646,7 +1884,8 @@ async function start(): Promise<void> {
   wireCopy();
   await fillBackends();
   loadPreset();
-  drawSqrtDk();
+  // The experiment's 11 × 8 draws take a moment: drawn after the heatmaps are on screen.
+  window.setTimeout(drawSqrtDk, 0);
 }
 
 start().catch((error: unknown) => {

@@ -592,17 +592,14 @@ export interface SqrtDkPoint {
 }
 
 export const SQRT_DK_ROWS = 32; // queries and keys drawn for each d_k
+export const SQRT_DK_DRAWS = 8; // independent draws averaged for each d_k
 
 /** For random unit-variance query and key [n, d_k], the softmax of the raw scores (scale 1) and of
- * the scaled ones (1/√d_k), both computed by attention.ts, summarised per row. */
-export function sqrtDkPoint(dk: number, seed = 7, rows = SQRT_DK_ROWS): SqrtDkPoint {
-  const normal = normalDraws(seededRandom(seed * 7919 + dk));
-  const draw = () => Array.from({ length: rows }, () => Array.from({ length: dk }, normal)); // [n, d_k]
-  const query = draw();
-  const key = draw();
-  const value = Array.from({ length: rows }, () => [0]); // [n, 1]: only the weights are read
-  const raw = attentionSteps(query, key, value, { scale: 1 });
-  const scaled = attentionSteps(query, key, value); // scale 1/√d_k, the default
+ * the scaled ones (1/√d_k), both computed by attention.ts, summarised per row and averaged over
+ * `draws` independent draws. One draw is noisy enough that the curves zigzag (a largest weight of
+ * 0.973 at one d_k and 0.958 at a larger one); the average of 8, on d_k = 1, 2, 4, …, 1024, rises
+ * and falls as the panel's text says. */
+export function sqrtDkPoint(dk: number, seed = 7, rows = SQRT_DK_ROWS, draws = SQRT_DK_DRAWS): SqrtDkPoint {
   const spread = (m: NestedArray) => {
     const xs = flatten(m);
     const mean = xs.reduce((a, x) => a + x, 0) / xs.length;
@@ -614,23 +611,44 @@ export function sqrtDkPoint(dk: number, seed = 7, rows = SQRT_DK_ROWS): SqrtDkPo
   };
   const maxOf = (p: readonly number[]) => Math.max(...p);
   const entropyOf = (p: readonly number[]) => -p.reduce((a, x) => (x > 0 ? a + x * Math.log(x) : a), 0);
+  const sums = { scoreSpread: 0, scaledSpread: 0, maxWeight: [0, 0], entropy: [0, 0], jacobian: [0, 0] };
+  for (let d = 0; d < draws; d++) {
+    const normal = normalDraws(seededRandom((seed * 7919 + dk) * 64 + d));
+    const draw = () => Array.from({ length: rows }, () => Array.from({ length: dk }, normal)); // [n, d_k]
+    const query = draw();
+    const key = draw();
+    const value = Array.from({ length: rows }, () => [0]); // [n, 1]: only the weights are read
+    const raw = attentionSteps(query, key, value, { scale: 1 });
+    const scaled = attentionSteps(query, key, value); // scale 1/√d_k, the default
+    sums.scoreSpread += spread(raw.scores);
+    sums.scaledSpread += spread(scaled.logits);
+    for (const [name, f] of [
+      ["maxWeight", maxOf],
+      ["entropy", entropyOf],
+      ["jacobian", jacobianSize],
+    ] as const) {
+      sums[name][0] += perRow(scaled.weights, f);
+      sums[name][1] += perRow(raw.weights, f);
+    }
+  }
+  const pair = ([scaled, unscaled]: number[]) => ({ scaled: scaled / draws, unscaled: unscaled / draws });
   return {
     dk,
-    scoreSpread: spread(raw.scores),
-    scaledSpread: spread(scaled.logits),
-    maxWeight: { scaled: perRow(scaled.weights, maxOf), unscaled: perRow(raw.weights, maxOf) },
-    entropy: { scaled: perRow(scaled.weights, entropyOf), unscaled: perRow(raw.weights, entropyOf) },
-    jacobian: { scaled: perRow(scaled.weights, jacobianSize), unscaled: perRow(raw.weights, jacobianSize) },
+    scoreSpread: sums.scoreSpread / draws,
+    scaledSpread: sums.scaledSpread / draws,
+    maxWeight: pair(sums.maxWeight),
+    entropy: pair(sums.entropy),
+    jacobian: pair(sums.jacobian),
   };
 }
 
 /** ‖diag(p) − ppᵀ‖_F: the size of softmax's Jacobian at p. It is 0 at a one-hot p (a saturated
  * softmax passes no gradient back) and small at a uniform p over many keys (√(1/n − 1/n²): 0.174
  * for 32 keys); it is largest for mass split between a few keys (0.5 for an even two-way split).
- * So it does not fall steadily without the scale: in the √d_k experiment (32 keys) the unscaled
- * softmax, sharper but not yet saturated, has the larger Jacobian for d_k 2-16 (0.311 against
- * 0.231 at 16); from d_k 32 saturation takes it below the scaled one's, and towards 0 (0.045 at
- * 512), while the scaled one stays near 0.24 at every d_k. */
+ * So it does not fall steadily without the scale: in the √d_k experiment (32 keys, 8 draws) the
+ * unscaled softmax, sharper but not yet saturated, has the larger Jacobian for d_k 2-32 (0.308
+ * against 0.242 at 8); from d_k 64 saturation takes it below the scaled one's, and towards 0
+ * (0.074 at 1024), while the scaled one stays near 0.24 at every d_k. */
 export function jacobianSize(p: readonly number[]): number {
   let sum = 0;
   for (let a = 0; a < p.length; a++) {

@@ -36,7 +36,7 @@ export interface PageCase {
   readonly id: string;
   readonly valid: boolean;
   readonly inputs: Readonly<Record<"query" | "key" | "value" | "attnMask", unknown>>;
-  readonly params: Readonly<Record<"isCausal" | "scale" | "enableGqa" | "softcap", unknown>>;
+  readonly params: Readonly<Record<string, unknown>>; // every option but the mask, by name: passed on as one record
 }
 
 /** A layer or RoPE case as the page holds it: as fixtures.ts's loadLayerFixtures reads it. */

@@ -264,7 +264,9 @@ async function onnxPort(plan: Plan, name: "onnxruntime-node" | "onnxruntime-web"
 
 /** The machine's limits in WebAssembly, from simd.ts's kernel module (its relaxed build, as simd.ts
  * picks where it validates): a cell of kind "limits" times a streaming sum over `bytes` of memory
- * and a loop of independent 128-bit multiply-adds, and returns [read GB/s, GFLOP/s] as its output. */
+ * and a loop of independent 128-bit multiply-adds, and returns [read GB/s, GFLOP/s] as its output:
+ * the best of every run so far, as a limit is what the machine can do (a run another process
+ * interrupted says less about it). */
 function limitsPort(): Port {
   const build = WebAssembly.validate(readFileSync(BUILDS.relaxed.file)) ? "relaxed" : "baseline";
   const module = new WebAssembly.Module(readFileSync(BUILDS[build].file));
@@ -282,6 +284,7 @@ function limitsPort(): Port {
       const base = Math.ceil(exports.heapBase() / 128) * 128;
       new Float32Array(memory.buffer, base, bytes / 4).fill(1); // touched: every page is resident
       const iterations = 2e7;
+      const best = [0, 0]; // GB/s, GFLOP/s
       return {
         run: () => {
           let start = performance.now();
@@ -290,7 +293,9 @@ function limitsPort(): Port {
           start = performance.now();
           exports.limitMaddPeak(iterations);
           const maddMs = performance.now() - start;
-          return Float64Array.of(bytes / (readMs * 1e6), (96 * iterations) / (maddMs * 1e6));
+          best[0] = Math.max(best[0], bytes / (readMs * 1e6));
+          best[1] = Math.max(best[1], (96 * iterations) / (maddMs * 1e6));
+          return Float64Array.from(best);
         },
         flatten: (output) => output as Float64Array,
       };

@@ -2,17 +2,16 @@
  * Run a learner's own attention module on the cases check sends, one case at a time, for
  * `attention-port check`.
  *
- *     node --permission --allow-fs-read=... typescript/runners/check.ts --module PATH --answers-fd N
+ *     node --permission --allow-fs-read=* typescript/runners/check.ts --module PATH --answers-fd N
  *
  * Started by python/attention_port/learner/runner.py, which judges the answers (with compare.py) and explains
  * them; the protocol is learner-protocol.ts's (python/attention_port/learner/protocol.py says it in
  * full). This process only loads the learner's module, calls it with each case's inputs and options
- * (it never sees the fixtures) and writes down what it returned: the learner's code runs here and not
- * in the harness, so an endless loop, a crash or a syntax error costs this process only, and the
- * harness starts a fresh one for the next case. Node's permission model keeps it from reading
- * anything but what its modules import, from starting processes or workers and from writing files;
- * this file also takes away process.kill, so that it cannot signal check, and holds on to the
- * functions it answers with before the learner's code can replace them.
+ * and writes down what it returned, on the answer descriptor: the learner's console.log stays the
+ * learner's. The learner's code runs here and not in the harness, so an endless loop, a crash or a
+ * syntax error costs this process only, and the harness starts a fresh one for the next case.
+ * Node's permission flags keep a bug from writing files or starting processes; check is not a
+ * security sandbox, and the learner's code runs as the learner.
  *
  * The module exports `scaledDotProductAttention(query, key, value, options?)` and may export
  * `attentionSteps` (called instead when present, so that every step can be compared). Tensors are
@@ -40,21 +39,15 @@ import {
 } from "../src/inputs.ts";
 import { type FixtureTensor, portTensor } from "./fixtures.ts";
 import {
-  answerLine,
   OPTION_NAMES,
   type Request,
   readInput,
-  readSecret,
   STEP_NAMES,
   type Threw,
   threwAnswer,
 } from "./learner-protocol.ts";
 import { tensorJson } from "./results.ts";
 
-// Held before the learner's code runs, which could replace them (fs.writeSync, say, and then
-// module.syncBuiltinESMExports()) to see or change what this process answers.
-const write = writeSync;
-const readFile = readFileSync;
 const stringify = JSON.stringify;
 const MAX_RANK = 64; // deeper nesting than any tensor has: an array that holds itself, say
 
@@ -139,8 +132,8 @@ class LearnerSyntaxError extends Error {
   }
 }
 
-/** A thrown value in words, whatever it is: a Proxy, an object whose message or toString throws,
- * Node's ERR_ACCESS_DENIED (said as what the sandbox refused, which is not a throw on purpose); and
+/** A thrown value in words, whatever it is: an object whose message or toString throws, Node's
+ * ERR_ACCESS_DENIED (said as what check's limits refused, which is not a throw on purpose); and
  * whether it was thrown on purpose, and where (thrownOnPurpose). Never throws. */
 function describeThrown(error: unknown): Threw {
   let how: { deliberate: boolean; where: string | null };
@@ -154,7 +147,6 @@ function describeThrown(error: unknown): Threw {
     if (error instanceof Error && e.code === "ERR_ACCESS_DENIED") {
       const { permission, resource } = e as { permission?: unknown; resource?: unknown };
       const what: Record<string, string> = {
-        FileSystemRead: `read ${String(resource)} (it may read only what its modules import)`,
         FileSystemWrite: `write ${String(resource)}`,
         ChildProcess: "start a process",
         WorkerThreads: "start a worker",
@@ -162,7 +154,7 @@ function describeThrown(error: unknown): Threw {
       const refused = what[String(permission)] ?? `use ${String(permission)}`;
       return {
         name: "Error",
-        message: `check's sandbox does not let your code ${refused}`,
+        message: `check does not let your code ${refused}`,
         kind: null,
         ...how,
       };
@@ -265,7 +257,9 @@ export function thrownOnPurpose(error: unknown): { deliberate: boolean; where: s
   }
   let text: string;
   try {
-    text = (readFile(fileURLToPath(top.file), "utf8").split("\n")[top.line - 1] ?? "").slice(top.column - 1);
+    text = (readFileSync(fileURLToPath(top.file), "utf8").split("\n")[top.line - 1] ?? "").slice(
+      top.column - 1,
+    );
   } catch {
     return { deliberate: true, where };
   }
@@ -377,8 +371,7 @@ function what(x: unknown): string {
 function requestOptions(request: Request): Record<string, unknown> {
   const options: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(request.options)) {
-    options[OPTION_NAMES[name as keyof typeof OPTION_NAMES]] =
-      name === "attn_mask" ? given(request, value) : readInput(value, false);
+    options[OPTION_NAMES[name]!] = name === "attn_mask" ? given(request, value) : readInput(value, false);
   }
   return options;
 }
@@ -489,6 +482,14 @@ async function answer(learner: Loaded, request: Request): Promise<string> {
   return `{"id": ${id}, "steps": {${parts.join(", ")}}}`;
 }
 
+/** Wait until what the learner's code printed is in the pipe: Node queues what a full pipe cannot
+ * take at once, and it must arrive before the answer that follows it, to be shown on its case. */
+async function printed(): Promise<void> {
+  for (const stream of [process.stdout, process.stderr]) {
+    await new Promise((done) => stream.write("", done));
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -497,18 +498,10 @@ async function main(argv: string[]): Promise<number> {
   });
   const fd = Number(values["answers-fd"]);
   if (values.module === undefined || !Number.isInteger(fd)) {
-    console.error(
-      "usage: node typescript/runners/check.ts --module PATH --answers-fd N (the secret on stdin)",
-    );
+    console.error("usage: node typescript/runners/check.ts --module PATH --answers-fd N");
     return 2;
   }
-  // The secret first, before any of the learner's code runs (learner-protocol.ts).
-  const secret = readSecret();
-  const send = (json: string) => write(fd, answerLine(secret, json));
-  // Signals are check's to send: a learner's process.kill(process.ppid) would end the harness.
-  process.kill = () => {
-    throw new Error("check's sandbox does not let your code send signals");
-  };
+  const send = (json: string) => writeSync(fd, `${json}\n`);
   process.on("unhandledRejection", (error) => {
     stray ??= { error };
   });
@@ -516,12 +509,12 @@ async function main(argv: string[]): Promise<number> {
     stray ??= { error };
   });
   let loaded = false;
-  // A top-level await that never settles empties the event loop and Node exits (code 13) without
-  // a word of use: say it here, in the one line the harness reads.
+  // A top-level await that never settles empties the event loop and Node exits (code 0, main still
+  // waiting) without a word of use: say it here, in the one line the harness reads.
   process.on("exit", (code) => {
     if (!loaded) {
       const said =
-        code === 13
+        code === 0
           ? `${values.module} did not finish loading: a top-level await in it never settles`
           : `${values.module} ended its process while loading (exit code ${code})`;
       send(stringify({ fatal: said }));
@@ -540,6 +533,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   loaded = true;
+  await printed();
   send(
     stringify({
       hello: { function: learner.name, takesOptions: learner.takesOptions },
@@ -547,12 +541,18 @@ async function main(argv: string[]): Promise<number> {
   );
   for await (const line of createInterface({ input: process.stdin })) {
     if (line.trim() !== "") {
-      send(await answer(learner, JSON.parse(line) as Request));
+      const said = await answer(learner, JSON.parse(line) as Request);
+      await printed();
+      send(said);
     }
   }
   return 0;
 }
 
 if (import.meta.main) {
-  process.exitCode = await main(process.argv.slice(2));
+  // Not a top-level await: a learner's module whose own never settles empties the event loop while
+  // main waits for it, and Node exits 0 (the exit handler says why) without a warning about this file.
+  main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
 }

@@ -1,24 +1,25 @@
 /**
  * Run a TypeScript port on the fixtures and write its answers for the Python harness to judge.
  *
- *     node typescript/runners/cli.ts run --fixtures fixtures --out results.json [--port attention] [--case ID]...
+ *     node typescript/runners/cli.ts run --fixtures fixtures --out results.json [--port typescript] [--case ID]...
  *
- * The results document (read by python/attention_port/harness/node.py and ports.py):
- *     {"port": "attention", "elapsed_ms": 12.3, "cases": {id: answer}}
+ * The results document (read by python/attention_port/harness/node.py and runners.py):
+ *     {"port": "typescript", "elapsed_ms": 12.3, "cases": {id: answer}}
  * where an answer is {"scores", "logits", "weights", "output"} (each {"shape", "data"}, data flat row-major),
  * {"error": {"kind", "message"}} for an AttentionInputError, or {"crash": "..."} for anything else.
  * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"), and -0.0 keeps its sign.
- * --port attention runs the readable port (attention.ts), --port flash the fast one (flash.ts): each
- * through its attentionSteps, so every step is written. --port simd runs the SIMD port (simd.ts) in
- * float64 and writes the output only: its kernel keeps no scores, logits or weights (simd.ts's
- * attentionSteps returns the readable port's), so verify judges only what the kernel computed, and
- * names no first diverging step for it. --port simd-float32 runs the SIMD port's flat entry on
- * Float32Array inputs (float32 arithmetic) and writes the output only.
+ * --port names a row of the port table (ports.json) that runs in Node. A port that records its own
+ * steps (attention.ts, flash.ts) runs through its attentionSteps, and every step is written. One
+ * that does not (simd.ts: its kernel keeps no scores, logits or weights, and its attentionSteps
+ * returns the readable port's) has its output alone written, so verify judges only what it
+ * computed and names no first diverging step for it. A port whose row computes in float32 runs its
+ * flat entry on Float32Array inputs (float32 arithmetic) and writes the output only.
  * The CLI judges nothing (compare.py does). Exit codes: 0 the results are written (a case that
  * threw is recorded in them); 2 it cannot run: bad command-line usage or a fixture folder that
  * cannot be used, said in one line on stderr.
  */
 
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type FlatTensor, oneLine } from "../src/inputs.ts";
 import { type AttentionCore, layerWith } from "../src/layer.ts";
@@ -38,16 +39,27 @@ import { flatMask, float32Tensor, type StepsLike, stepsJson, thrownJson } from "
 
 export { flat, numberJson, tensorJson } from "./results.ts";
 
-/** The ports --port can run: a module and how its answers are made. */
-const PORTS = ["attention", "flash", "simd", "simd-float32"] as const;
-type PortName = (typeof PORTS)[number];
+/** A row of the port table (ports.json at the top of the checkout, read by the Python harness
+ * too): what this runner needs to know of a port is a property of its row, never its name. */
+interface PortRow {
+  name: string;
+  module: string; // repository-relative, e.g. typescript/src/simd.ts
+  dtypes: string[]; // float32 first: the flat entry on Float32Array inputs
+  records_steps: boolean; // else only the output is written (the other steps are not the port's)
+  runs_in: "python" | "node" | "browser";
+}
+
+const TABLE_URL = new URL("../../ports.json", import.meta.url);
+/** The ports --port can run: the table's rows that run in Node. */
+const PORTS: PortRow[] = (JSON.parse(readFileSync(TABLE_URL, "utf8")) as { ports: PortRow[] }).ports.filter(
+  (row) => row.runs_in === "node",
+);
 
 type AttentionStepsFunction = (query: unknown, key: unknown, value: unknown, options: unknown) => StepsLike;
 /** One fixture case -> the port's steps (or it throws). */
 type CaseRunner = (c: FixtureCase) => StepsLike;
 
-const USAGE =
-  "usage: node typescript/runners/cli.ts run [--fixtures DIR] --out FILE [--port attention|flash|simd|simd-float32] [--case ID]...";
+const USAGE = `usage: node typescript/runners/cli.ts run [--fixtures DIR] --out FILE [--port ${PORTS.map((row) => row.name).join("|")}] [--case ID]...`;
 
 class UsageError extends Error {}
 
@@ -55,18 +67,15 @@ class UsageError extends Error {}
 export const EXIT_CANNOT_RUN = 2;
 const HELP_HINT = "run with --help for usage";
 
-async function loadPort(name: PortName): Promise<CaseRunner> {
-  const file = name === "simd-float32" ? "simd" : name;
+async function loadPort(row: PortRow): Promise<CaseRunner> {
   let module: { attentionSteps?: unknown; scaledDotProductAttentionFlat?: unknown };
   try {
-    module = (await import(`../src/${file}.ts`)) as typeof module;
+    module = (await import(new URL(`../../${row.module}`, import.meta.url).href)) as typeof module;
   } catch (error) {
-    throw new UsageError(
-      `port '${name}' is not available (typescript/src/${file}.ts: ${(error as Error).message})`,
-    );
+    throw new UsageError(`port '${row.name}' is not available (${row.module}: ${(error as Error).message})`);
   }
   if (typeof module.attentionSteps !== "function") {
-    throw new UsageError(`port '${name}' does not export attentionSteps`);
+    throw new UsageError(`port '${row.name}' does not export attentionSteps`);
   }
   const steps = module.attentionSteps as AttentionStepsFunction;
   const nested: CaseRunner = (c) => {
@@ -76,17 +85,18 @@ async function loadPort(name: PortName): Promise<CaseRunner> {
       ...c.params,
     });
   };
-  if (name === "attention" || name === "flash") {
-    return nested;
-  }
-  if (name === "simd") {
-    // The same checks and errors as attentionSteps; of its steps, only the kernel's output is kept.
+  if (row.dtypes[0] !== "float32") {
+    if (row.records_steps) {
+      return nested;
+    }
+    // The same checks and errors as attentionSteps; of its steps, only the kernel's output is kept
+    // (a port that keeps no scores, logits or weights returns the readable port's).
     return (c) => {
       const { output, outputShape } = nested(c);
       return { output, scoresShape: [], outputShape };
     };
   }
-  // The SIMD port in float32: its flat entry with Float32Array tensors, which computes in float32.
+  // A port in float32: its flat entry with Float32Array tensors, which computes in float32.
   // It gives the output only (compare.py judges the output; the other steps are diagnostics).
   // Invalid-input cases go through the nested entry, whose checks are the same.
   const flat = module.scaledDotProductAttentionFlat as (
@@ -110,10 +120,11 @@ async function loadPort(name: PortName): Promise<CaseRunner> {
 }
 
 /** The layer and RoPE cases' runner of a port: the shared layer over the port's attentionSteps
- * (simd-float32 has no float32 layer: its layer cases run the SIMD port's float64 core). */
-async function loadLayerPort(name: PortName): Promise<(c: LayerFixtureCase) => string> {
-  const file = name === "simd-float32" ? "simd" : name;
-  const module = (await import(`../src/${file}.ts`)) as { attentionSteps: AttentionCore };
+ * (a float32 row has no float32 layer: its layer cases run the module's float64 core). */
+async function loadLayerPort(row: PortRow): Promise<(c: LayerFixtureCase) => string> {
+  const module = (await import(new URL(`../../${row.module}`, import.meta.url).href)) as {
+    attentionSteps: AttentionCore;
+  };
   const layer = layerWith(module.attentionSteps);
   return (c) => runLayerCase(layer, c) as string;
 }
@@ -141,7 +152,7 @@ async function runCommand(args: string[]): Promise<void> {
     options: {
       fixtures: { type: "string", default: DEFAULT_FIXTURES },
       out: { type: "string" },
-      port: { type: "string", default: "attention" },
+      port: { type: "string", default: "typescript" },
       case: { type: "string", multiple: true },
     },
     strict: true,
@@ -149,15 +160,17 @@ async function runCommand(args: string[]): Promise<void> {
   if (values.out === undefined) {
     throw new UsageError(`--out is required; ${HELP_HINT}`);
   }
-  if (!(PORTS as readonly string[]).includes(values.port)) {
-    throw new UsageError(`unknown port '${values.port}' (known: ${PORTS.join(", ")})`);
+  const row = PORTS.find((candidate) => candidate.name === values.port);
+  if (row === undefined) {
+    const known = PORTS.map((candidate) => candidate.name).join(", ");
+    throw new UsageError(`unknown port '${values.port}' (known: ${known})`);
   }
-  const port = values.port as PortName;
-  const run = await loadPort(port);
+  const port = row.name;
+  const run = await loadPort(row);
   const cases = loadFixtures(values.fixtures, values.case);
   const start = performance.now();
   const layerCases = loadLayerFixtures(values.fixtures, values.case);
-  const runLayer = await loadLayerPort(port);
+  const runLayer = await loadLayerPort(row);
   const answers = [
     ...cases.map((c) => `    ${JSON.stringify(c.id)}: ${answer(run, c)}`),
     ...layerCases.map((c) => `    ${JSON.stringify(c.id)}: ${layerAnswer(runLayer, c)}`),

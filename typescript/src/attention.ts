@@ -8,8 +8,10 @@
  * tutorial chapter "Attention 机制" of the Chinese-language course "Transformer 工程实战", whose
  * TypeScript version for JavaScript engineers had `transpose`, `matMul`, `softmax` and
  * `scaledDotProductAttention(Q, K, V)`; they keep its simple signatures here.
- * Part 2 extends it to the whole contract of torch.nn.functional.scaled_dot_product_attention:
- * input checks, batch dims, heads and grouped-query heads (see docs/design.md).
+ * Part 2, below it, extends it to the whole contract of
+ * torch.nn.functional.scaled_dot_product_attention: input checks, batch dims, heads and
+ * grouped-query heads (see docs/design.md). Its imports stand at its start, not above the lesson,
+ * which needs none.
  *
  * Dimension letters:
  *     Lq    query length (rows)     Lk   key/value length (the axis softmax runs over)
@@ -17,26 +19,6 @@
  *     B...  batch dims, Hq query heads, Hkv key/value heads (Part 2 only)
  * Loop indices: i query row, j key row, t feature.
  */
-
-import { nest, type Slice, slices } from "./batching.ts";
-import {
-  AttentionInputError,
-  type AttentionOptions,
-  type AttentionSteps,
-  checkShapes,
-  checkSize,
-  type MaskArray,
-  type MaskInput,
-  type NestedArray,
-  readOptions,
-  resolveScale,
-  type TensorInput,
-  toArray,
-  toMaskArray,
-} from "./inputs.ts";
-
-export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
-export { AttentionInputError };
 
 // ---- Part 1: attention for one head. ----
 
@@ -94,7 +76,7 @@ export function softmax(row: readonly number[]): number[] {
 /** Options for one head; Part 2 fills them from the user's options. */
 export interface HeadOptions {
   /** [Lq, Lk]: true = may attend, or a number added to the logit (-Infinity masks). */
-  readonly mask?: readonly (readonly boolean[])[] | Matrix | null;
+  readonly mask?: readonly (readonly (boolean | number)[])[] | null;
   /** Query i may attend to key j only when j <= i + queryOffset. */
   readonly isCausal?: boolean;
   /** The position of query row 0 among the keys, for isCausal (0: top-left). */
@@ -167,6 +149,26 @@ export function attentionHead(
 //
 // Shapes: query [B..., Hq, Lq, E], key [B..., Hkv, Lk, E], value [B..., Hkv, Lk, Ev]
 //         -> output [B..., Hq, Lq, Ev]. Rank-2 inputs [L, E] are Part 1's form: no batch, no heads.
+
+import { nest, type Slice, slices } from "./batching.ts";
+import {
+  AttentionInputError,
+  type AttentionOptions,
+  type AttentionSteps,
+  checkShapes,
+  checkSize,
+  type MaskArray,
+  type MaskInput,
+  type NestedArray,
+  readOptions,
+  resolveScale,
+  type TensorInput,
+  toArray,
+  toMaskArray,
+} from "./inputs.ts";
+
+export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
+export { AttentionInputError };
 
 /** Scaled dot-product attention, returning every step. Options as in torch, in camelCase. */
 export function attentionSteps(
@@ -258,11 +260,10 @@ function rowsOf(data: Float64Array, offset: number, rows: number, cols: number):
 
 /** The [Lq, Lk] mask of one (batch, head) slice, read through its broadcast strides. */
 function maskOf(mask: MaskArray, at: Slice, Lq: number, Lk: number): HeadOptions["mask"] {
-  const rows = <Cell>(data: ArrayLike<Cell>): Cell[][] =>
-    Array.from({ length: Lq }, (_, i) =>
-      Array.from({ length: Lk }, (_, j) => data[at.mask + i * at.maskI + j * at.maskJ]),
-    );
-  return mask.dtype === "bool" ? rows(mask.data) : rows(mask.data); // boolean[][] or number[][]
+  const data: ArrayLike<boolean | number> = mask.data; // booleans or numbers, as the mask holds
+  return Array.from({ length: Lq }, (_, i) =>
+    Array.from({ length: Lk }, (_, j) => data[at.mask + i * at.maskI + j * at.maskJ]),
+  ); // [Lq, Lk]
 }
 
 /** The tutorial's example: three queries that are also the keys, and two value features. */

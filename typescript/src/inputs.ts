@@ -8,7 +8,7 @@
  * Checks run in this order, and the first failure is thrown:
  *   1. options: isCausal, enableGqa (booleans), scale (finite or null), softcap (finite, >= 0),
  *      memoryLimit (a number > 0), queryOffset (an integer >= 0)         kind: value
- *   2. query, key, value: each a rectangular array of numbers, read once: its shape from the first
+ *   2. query, key, value: each a rectangular array of numbers, copied once: its shape from the first
  *      elements (at most 64 dimensions), the memory its float64 copy needs (within memoryLimit,
  *      decided from the lengths alone), then every element             kinds: rank, size, ragged, type
  *   3. attnMask, if given: a rectangular array of booleans or numbers, read the same way
@@ -19,11 +19,11 @@
  *
  * A few inputs exist in one language only and are checked where they arise: the options object
  * itself here (`null` is not one); Python numbers too large for a float64, numpy object arrays
- * and torch tensors there. The caller's code that runs while an object is read (a getter, a Proxy's
- * traps) may throw anything: that is said as one AttentionInputError naming the argument.
+ * and torch tensors there.
  *
- * Each argument is read once, into plain values, before anything else looks at it: what the checks
- * saw is what the ports compute on, whatever the caller's objects do while they are read.
+ * These checks catch a caller's mistakes, not attacks (docs/design.md, "Whom the checks serve"):
+ * a tensor is copied into plain values at the entry, and a Proxy, a getter or a changed prototype
+ * of the caller's own is the caller's business.
  *
  * Messages name the argument with its TypeScript spelling (`attnMask`, `enableGqa`, `isCausal`);
  * the Python ports use the same words with their own spelling (`attn_mask`, `enable_gqa`).
@@ -162,15 +162,6 @@ export function formatShape(shape: readonly number[]): string {
 /** What a non-number is, in words both languages share. (Numbers: String(x), which Python's
  * format_number imitates.) */
 export function describeValue(x: unknown): string {
-  try {
-    return describe(x);
-  } catch {
-    return "an object"; // its own code threw while being looked at (a revoked Proxy, a getter)
-  }
-}
-
-/** describeValue's words; may throw where the caller's code does, which describeValue catches. */
-function describe(x: unknown): string {
   if (x == null) {
     return "null";
   }
@@ -187,14 +178,8 @@ function describe(x: unknown): string {
     return "an array";
   }
   if (typeof x === "object") {
-    const prototype: unknown = Object.getPrototypeOf(x);
-    if (prototype === Object.prototype || prototype === null) {
-      return "an object";
-    }
-    // A class instance by its class's name; an object whose prototype chain names none
-    // (Object.create(Object.create(null))) is just an object.
-    const maker: unknown = (x as { constructor?: unknown }).constructor;
-    const named = typeof maker === "function" ? (maker as { name?: unknown }).name : undefined;
+    // A class instance by its class's name (a Map, a Float64Array); a plain object is an object.
+    const named = Object.getPrototypeOf(x) === Object.prototype ? "" : x.constructor?.name;
     return typeof named === "string" && named !== "" ? `a ${named}` : "an object";
   }
   return `a ${typeof x}`; // bigint, symbol, function
@@ -217,34 +202,38 @@ export function path(indices: readonly number[]): string {
   return indices.map((i) => `[${i}]`).join("");
 }
 
-/** The shape nested arrays give by their first element at each depth (what inferShape then checks). */
-function nestedShape(data: unknown): number[] {
+// The most dimensions a tensor may have: numpy's limit, kept in both languages so that a deeper
+// input is refused in the same words everywhere (and a cycle, a = [a], is refused, not walked).
+export const MAX_RANK = 64;
+
+function tooManyDimensions(what: string): AttentionInputError {
+  return new AttentionInputError("rank", `${what}; at most ${MAX_RANK} dimensions are supported`);
+}
+
+/** The shape nested arrays give by their first element at each depth, at most MAX_RANK deep. */
+function firstShape(name: string, data: unknown): number[] {
   const shape: number[] = [];
-  let node = data;
-  while (isArray(node)) {
+  for (let node = data; isArray(node); node = node[0]) {
+    if (shape.length === MAX_RANK) {
+      throw tooManyDimensions(`${name} is nested more than ${MAX_RANK} arrays deep`);
+    }
     shape.push(node.length);
     if (node.length === 0) {
       break;
     }
-    node = node[0];
   }
   return shape;
 }
 
-/** Shape of nested arrays, read from the first element at each depth, then checked everywhere.
- *
- * A ragged array throws kind "ragged" naming the first element (depth first) that disagrees.
- */
-export function inferShape(name: string, data: unknown): number[] {
-  const shape = nestedShape(data);
-
+/** Every array has the length `shape` says at its depth, checked before its elements are read: a
+ * ragged array throws kind "ragged" naming the first element (depth first) that disagrees. */
+function checkRectangular(name: string, data: unknown, shape: readonly number[]): void {
   const ragged = (where: string, problem: string) =>
     new AttentionInputError(
       "ragged",
       `${name} is ragged: ${where} ${problem} (shape from the first elements: ${formatShape(shape)})`,
     );
-
-  function walk(node: unknown, depth: number, where: string): void {
+  const walk = (node: unknown, depth: number, where: string): void => {
     if (depth === shape.length) {
       if (isArray(node)) {
         throw ragged(where, "is an array, expected a scalar");
@@ -260,9 +249,14 @@ export function inferShape(name: string, data: unknown): number[] {
     for (let i = 0; i < node.length; i++) {
       walk(node[i], depth + 1, `${where}[${i}]`);
     }
-  }
-
+  };
   walk(data, 0, name);
+}
+
+/** Shape of nested arrays, read from the first element at each depth, then checked everywhere. */
+export function inferShape(name: string, data: unknown): number[] {
+  const shape = firstShape(name, data);
+  checkRectangular(name, data, shape);
   return shape;
 }
 
@@ -299,45 +293,6 @@ export function isShaped(x: unknown): x is { readonly shape: unknown; readonly d
   return typeof x === "object" && x !== null && !isArray(x) && "shape" in x && "data" in x;
 }
 
-// The most dimensions a tensor may have: numpy's limit, kept in both languages so that a deeper
-// input is refused in the same words everywhere. It also bounds every walk over nested arrays, so
-// no nesting, however deep (or cyclic: a = [a]), can exhaust the stack or loop forever.
-export const MAX_RANK = 64;
-
-function tooManyDimensions(what: string): AttentionInputError {
-  return new AttentionInputError("rank", `${what}; at most ${MAX_RANK} dimensions are supported`);
-}
-
-/** An array's length, read once. Only a Proxy can give one no array has (-1, NaN): that is an
- * array that cannot be read, as a throwing trap is. */
-function arrayLength(array: readonly unknown[]): number {
-  const length = array.length;
-  if (!(Number.isSafeInteger(length) && length >= 0)) {
-    throw new TypeError(`its length is ${describeValue(length)}`);
-  }
-  return length;
-}
-
-/** The shape nested arrays give by their first element at each depth, each length and first
- * element read once, and the first leaf (undefined for an empty tensor). No deeper than MAX_RANK:
- * the loop stops there, whatever the nesting. */
-function firstElements(name: string, data: unknown): { shape: number[]; first: unknown } {
-  const shape: number[] = [];
-  let node = data;
-  while (isArray(node)) {
-    if (shape.length === MAX_RANK) {
-      throw tooManyDimensions(`${name} is nested more than ${MAX_RANK} arrays deep`);
-    }
-    const length = arrayLength(node);
-    shape.push(length);
-    if (length === 0) {
-      return { shape, first: undefined };
-    }
-    node = node[0];
-  }
-  return { shape, first: node };
-}
-
 /** A nested or shaped tensor's values are copied into a float64 array of its shape: refused
  * (kind "size") when that copy would need more than memoryLimit, decided from the lengths alone,
  * before any value is read or anything allocated. A sparse array (`r = []; r.length = 2 ** 31`)
@@ -356,380 +311,227 @@ function checkReadSize(name: string, shape: readonly number[], memoryLimit: numb
 /** The first leaf a read refused, for the caller's message (null: every leaf was accepted). */
 type Refused = { readonly flat: number; readonly leaf: unknown } | null;
 
-/** Nested arrays read once into `out` in row-major order: every array's length is read once and
- * checked against `shape` (firstElements') before its elements are read, so a sparse or absurd
- * length is refused without touching what it claims. A disagreement throws kind "ragged" at the
- * first array, depth first, that disagrees (inferShape's order and words). A leaf `accept` refuses
- * is not stored: the first one is returned, so that raggedness anywhere still comes first. Valid
- * input, the common case, costs one tight loop per innermost row. */
-function readNested<T>(
-  name: string,
+/** The leaves of rectangular nested arrays (or of a shaped tensor's flat data) copied into `out`
+ * in row-major order, with the first leaf `accept` refuses. */
+function copyLeaves<T>(
   data: unknown,
-  shape: readonly number[],
+  depth: number,
   out: { [index: number]: T },
   accept: (leaf: unknown) => leaf is T,
 ): Refused {
-  let refused: Refused = null;
-  if (shape.length === 0) {
-    if (!accept(data)) {
-      return { flat: 0, leaf: data }; // a scalar: rank 0, refused later by checkShapes if a number
-    }
-    out[0] = data;
-    return null;
+  if (depth === 0) {
+    return copyLeaves([data], 1, out, accept); // a scalar (rank 0): one leaf
   }
-  const last = shape.length - 1;
-  const width = shape[last];
-  const indices: number[] = []; // indices[d]: the position, within its array, of the node at depth d + 1
+  let refused: Refused = null;
   let flat = 0;
-  const ragged = (depth: number, problem: string, leaf?: number) =>
-    new AttentionInputError(
-      "ragged",
-      `${name} is ragged: ${name}${path(indices.slice(0, depth))}${leaf === undefined ? "" : `[${leaf}]`}` +
-        ` ${problem} (shape from the first elements: ${formatShape(shape)})`,
-    );
-  // One innermost row, its length already checked; `start` is its first leaf's flat index.
-  const readRow = (row: readonly unknown[], start: number): void => {
-    for (let t = 0; t < width; t++) {
-      const leaf = row[t];
+  const walk = (node: unknown, depth: number): void => {
+    const array = node as readonly unknown[];
+    for (let i = 0; i < array.length; i++) {
+      if (depth > 1) {
+        walk(array[i], depth - 1);
+        continue;
+      }
+      const leaf = array[i]; // one innermost row, leaf by leaf
       if (accept(leaf)) {
-        out[start + t] = leaf;
-      } else if (isArray(leaf)) {
-        throw ragged(last, "is an array, expected a scalar", t);
-      } else if (refused === null) {
-        refused = { flat: start + t, leaf };
+        out[flat] = leaf;
+      } else {
+        refused ??= { flat, leaf };
       }
+      flat++;
     }
   };
-  const checkNode = (node: unknown, depth: number): readonly unknown[] => {
-    if (!isArray(node)) {
-      throw ragged(depth, `is not an array, expected length ${shape[depth]}`);
-    }
-    const length = arrayLength(node);
-    if (length !== shape[depth]) {
-      throw ragged(depth, `has length ${length}, expected ${shape[depth]}`);
-    }
-    return node;
-  };
-  // Recursion no deeper than the shape's rank, which firstElements bounded by MAX_RANK.
-  const walk = (given: unknown, depth: number): void => {
-    const node = checkNode(given, depth);
-    if (depth === last) {
-      readRow(node, flat);
-      flat += width;
-      return;
-    }
-    const length = shape[depth];
-    let i = 0;
-    if (depth === last - 1) {
-      // Rows four at a time: the four rows' loads do not wait on one another, so the cache misses
-      // of rows scattered across the heap overlap instead of queueing. After a long kernel pass has
-      // evicted them, this copies the rows about twice as fast as one row at a time.
-      const isRow = (row: unknown): row is readonly unknown[] => isArray(row) && row.length === width;
-      for (; i + 4 <= length; i += 4) {
-        const a = node[i];
-        const b = node[i + 1];
-        const c = node[i + 2];
-        const d = node[i + 3];
-        let fast = isRow(a) && isRow(b) && isRow(c) && isRow(d);
-        const start = flat;
-        for (let t = 0; fast && t < width; t++) {
-          const x = (a as readonly unknown[])[t];
-          const y = (b as readonly unknown[])[t];
-          const z = (c as readonly unknown[])[t];
-          const w = (d as readonly unknown[])[t];
-          fast = accept(x) && accept(y) && accept(z) && accept(w);
-          out[start + t] = x as T;
-          out[start + width + t] = y as T;
-          out[start + 2 * width + t] = z as T;
-          out[start + 3 * width + t] = w as T;
-        }
-        if (!fast) {
-          // Something is wrong in these four rows: read them again one by one, in row-major
-          // order, so that the first fault is the one reported. What this stores is what it checks.
-          for (const [j, row] of [a, b, c, d].entries()) {
-            indices[depth] = i + j;
-            walk(row, depth + 1);
-          }
-          continue;
-        }
-        flat += 4 * width;
-      }
-    }
-    for (; i < length; i++) {
-      // every row left (or every node, above the rows)
-      indices[depth] = i;
-      walk(node[i], depth + 1);
-    }
-  };
-  walk(data, 0);
+  walk(data, depth);
   return refused;
 }
 
-// The typed arrays' own accessors, read from the intrinsic prototype: a typed array's `length` can
-// be shadowed by an own getter, and `instanceof` is fooled by a Proxy or a swapped prototype.
-const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
-const intrinsic = (key: PropertyKey) => Object.getOwnPropertyDescriptor(typedArrayPrototype, key)!.get!;
-const [typedName, typedBuffer, typedOffset, typedLength] = [
-  Symbol.toStringTag,
-  "buffer",
-  "byteOffset",
-  "length",
-].map(intrinsic);
-const TYPED = { Float64Array, Float32Array, Uint8Array } as const;
-type TypedName = keyof typeof TYPED;
+const TYPED_ARRAYS = { Float64Array, Float32Array, Uint8Array } as const;
+type TypedName = keyof typeof TYPED_ARRAYS;
 
-/** A typed array of one of `names` as a fresh view of the same memory (read through the
- * intrinsic accessors, so what it is cannot be faked), or null for anything else. */
-function ownView<N extends TypedName>(
+/** `data` if it is a typed array of one of `names`, else null. */
+function typedArray<N extends TypedName>(
   data: unknown,
   names: readonly N[],
-): InstanceType<(typeof TYPED)[N]> | null {
-  const name = typedName.call(data) as string | undefined; // undefined for anything but a typed array
-  if (!names.includes(name as N)) {
-    return null;
-  }
-  const View = TYPED[name as N] as unknown as new (b: ArrayBufferLike, o: number, n: number) => never;
-  return new View(typedBuffer.call(data), typedOffset.call(data), typedLength.call(data));
+): InstanceType<(typeof TYPED_ARRAYS)[N]> | null {
+  const found = names.find((name) => data instanceof TYPED_ARRAYS[name]);
+  return found === undefined ? null : (data as InstanceType<(typeof TYPED_ARRAYS)[N]>);
 }
 
-/** The shaped form `{ shape, data }`, read once: the caller reads shape and data once (and passes
- * a typed array as its own view), the shape is copied into plain numbers (its length read first,
- * at most MAX_RANK), data's length is read once. The
- * shaped form's own checks (no Python twin: a numpy array's shape is always sound). `expected`
- * words what `data` must be, for the message. */
-function readShaped(
-  name: string,
-  given: unknown,
-  data: unknown,
-  expected: string,
-): { shape: number[]; data: object; length: number } {
-  if (!isArray(given)) {
+/** The shaped form `{ shape, data }`: its shape an array of non-negative integers (at most
+ * MAX_RANK of them), its data as long as the shape needs (no Python twin: a numpy array's shape is
+ * always sound). `expected` words what `data` must be, for the message. */
+function readShaped(name: string, shape: unknown, data: unknown, expected: string): number[] {
+  if (!isArray(shape)) {
     throw new AttentionInputError(
       "shape",
-      `${name}.shape must be an array of non-negative integers, got ${describeValue(given)}`,
+      `${name}.shape must be an array of non-negative integers, got ${describeValue(shape)}`,
     );
   }
-  const rank = given.length;
-  if (rank > MAX_RANK) {
-    throw tooManyDimensions(`${name}.shape has ${rank} dimensions`);
+  if (shape.length > MAX_RANK) {
+    throw tooManyDimensions(`${name}.shape has ${shape.length} dimensions`);
   }
-  const shape: unknown[] = [];
-  for (let d = 0; d < rank; d++) {
-    shape.push(given[d]); // a hole reads as undefined, and is refused below
-  }
-  if (!shape.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
+  const dims = Array.from(shape); // a hole reads as undefined, and is refused below
+  if (!dims.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
     throw new AttentionInputError(
       "shape",
-      `${name}.shape must be an array of non-negative integers, got [${shape.map(describeValue).join(", ")}]`,
+      `${name}.shape must be an array of non-negative integers, got [${dims.map(describeValue).join(", ")}]`,
     );
   }
-  const checked = shape as number[];
   const length: unknown =
-    typeof data === "object" && data !== null ? (data as { length?: unknown }).length : null;
+    typeof data === "object" && data !== null ? (data as ArrayLike<unknown>).length : null;
   if (typeof length !== "number") {
     throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
   }
-  const size = product(checked);
+  const size = product(dims as number[]);
   if (length !== size) {
     throw new AttentionInputError(
       "shape",
-      `${name} has ${length} values but its shape ${formatShape(checked)} needs ${size}`,
+      `${name} has ${length} values but its shape ${formatShape(dims as number[])} needs ${size}`,
     );
   }
-  return { shape: checked, data: data as object, length };
-}
-
-/** The shaped form's values read once into `out`, with the first leaf `accept` refuses. */
-function readShapedData<T>(
-  data: object,
-  length: number,
-  out: { [index: number]: T },
-  accept: (leaf: unknown) => leaf is T,
-): Refused {
-  if (ArrayBuffer.isView(data) && out instanceof Float64Array) {
-    out.set(data as Float64Array); // a typed array (readTensor's own view) holds only numbers
-    return null;
-  }
-  const values = data as ArrayLike<unknown>;
-  for (let flat = 0; flat < length; flat++) {
-    const leaf = values[flat];
-    if (accept(leaf)) {
-      out[flat] = leaf;
-    } else {
-      return { flat, leaf };
-    }
-  }
-  return null;
+  return dims as number[];
 }
 
 /** Where toArray puts the numbers it copies: a new array unless the port keeps its own (simd.ts). */
 export type Allocate = (name: string, length: number) => Float64Array;
 const newArray: Allocate = (_name, length) => new Float64Array(length);
 
-/** A tensor read once, nested or shaped: its shape, then the memory its copy needs, then its values
- * (`accept` says which leaves are wanted; `first` gets the first leaf, to choose them). */
+/** A tensor, nested or shaped: its shape, then the memory its copy needs, then its values copied
+ * (`choose` picks, from the first leaf, which leaves are wanted and where they go). */
 function readTensor<T>(
   name: string,
   data: unknown,
   expected: string,
   memoryLimit: number,
-  chooseAccept: (first: unknown) => {
+  choose: (first: unknown) => {
     accept: (leaf: unknown) => leaf is T;
     out: (length: number) => { [index: number]: T };
   },
 ): { shape: number[]; out: { [index: number]: T }; refused: Refused } {
   if (isShaped(data)) {
-    const { shape: given, data: raw } = data; // each read once
-    const typed = ownView(raw, ["Float64Array", "Float32Array", "Uint8Array"]);
-    const { shape, data: values, length } = readShaped(name, given, typed ?? raw, expected);
+    const shape = readShaped(name, data.shape, data.data, expected);
     checkReadSize(name, shape, memoryLimit);
-    const firstLeaf = length > 0 ? (values as ArrayLike<unknown>)[0] : undefined;
-    const { accept, out: allocate } = chooseAccept(firstLeaf);
-    const out = allocate(length);
-    return { shape, out, refused: readShapedData(values, length, out, accept) };
+    const values = data.data as ArrayLike<unknown>;
+    const { accept, out: allocate } = choose(values[0]);
+    const out = allocate(values.length);
+    const typed = typedArray(values, ["Float64Array", "Float32Array", "Uint8Array"]);
+    if (typed !== null && out instanceof Float64Array) {
+      out.set(typed); // a typed array holds only numbers
+      return { shape, out, refused: null };
+    }
+    return { shape, out, refused: copyLeaves(values, 1, out, accept) };
   }
-  const { shape, first } = firstElements(name, data);
+  const shape = firstShape(name, data);
   checkReadSize(name, shape, memoryLimit);
-  const { accept, out: allocate } = chooseAccept(first);
+  checkRectangular(name, data, shape);
+  let first = data;
+  for (let d = 0; d < shape.length && shape[d] > 0; d++) {
+    first = (first as readonly unknown[])[0];
+  }
+  const { accept, out: allocate } = choose(first);
   const out = allocate(product(shape));
-  return { shape, out, refused: readNested(name, data, shape, out, accept) };
+  return { shape, out, refused: copyLeaves(data, shape.length, out, accept) };
 }
 
-/** query, key or value as a float64 array: nested arrays or a shaped flat tensor, read once. */
+/** query, key or value as a float64 array: nested arrays or a shaped flat tensor. */
 export function toArray(
   name: string,
   data: unknown,
   memoryLimit: number = DEFAULT_MEMORY_LIMIT,
   allocate: Allocate = newArray,
 ): FloatArray {
-  return readingGuard(name, () => {
-    const read = readTensor(name, data, "an array of numbers", memoryLimit, () => ({
-      accept: isNumber,
-      out: (length) => allocate(name, length),
-    }));
-    const { shape, out, refused } = read;
-    if (refused !== null) {
-      const where = name + path(indicesOf(refused.flat, shape));
-      throw new AttentionInputError("type", `${where} is ${describeValue(refused.leaf)}, expected a number`);
-    }
-    return { shape, data: out as Float64Array };
-  });
+  const { shape, out, refused } = readTensor(name, data, "an array of numbers", memoryLimit, () => ({
+    accept: isNumber,
+    out: (length) => allocate(name, length),
+  }));
+  if (refused !== null) {
+    const where = name + path(indicesOf(refused.flat, shape));
+    throw new AttentionInputError("type", `${where} is ${describeValue(refused.leaf)}, expected a number`);
+  }
+  return { shape, data: out as Float64Array };
 }
 
-/** attnMask as a bool array (true = may attend) or a float64 array (added to the scores), read
- * once. Every leaf must be of the first leaf's kind. */
+/** attnMask as a bool array (true = may attend) or a float64 array (added to the scores). Every
+ * leaf must be of the first leaf's kind. */
 export function toMaskArray(data: unknown, memoryLimit: number = DEFAULT_MEMORY_LIMIT): MaskArray {
   const name = "attnMask";
-  return readingGuard(name, () => {
-    let bools = false;
-    const read = readTensor<boolean | number>(
-      name,
-      data,
-      "an array of booleans or numbers",
-      memoryLimit,
-      (first) => {
-        bools = isBoolean(first);
-        return bools
-          ? { accept: isBoolean, out: (length) => new Array<boolean>(length) }
-          : { accept: isNumber, out: (length) => new Float64Array(length) };
-      },
-    );
-    const { shape, out, refused } = read;
-    if (refused !== null) {
-      const where = (flat: number) => name + path(indicesOf(flat, shape));
-      const kindOf = (leaf: unknown) => (isBoolean(leaf) ? "a boolean" : isNumber(leaf) ? "a number" : null);
-      const kind = kindOf(refused.leaf);
-      if (kind === null) {
-        throw new AttentionInputError(
-          "type",
-          `${where(refused.flat)} is ${describeValue(refused.leaf)}, expected a boolean or a number`,
-        );
-      }
+  let bools = false;
+  const read = readTensor<boolean | number>(
+    name,
+    data,
+    "an array of booleans or numbers",
+    memoryLimit,
+    (first) => {
+      bools = isBoolean(first);
+      return bools
+        ? { accept: isBoolean, out: (length) => new Array<boolean>(length) }
+        : { accept: isNumber, out: (length) => new Float64Array(length) };
+    },
+  );
+  const { shape, out, refused } = read;
+  if (refused !== null) {
+    const where = (flat: number) => name + path(indicesOf(flat, shape));
+    const kind = isBoolean(refused.leaf) ? "a boolean" : isNumber(refused.leaf) ? "a number" : null;
+    if (kind === null) {
       throw new AttentionInputError(
         "type",
-        `${name} mixes booleans and numbers: ${where(0)} is ${bools ? "a boolean" : "a number"}` +
-          ` but ${where(refused.flat)} is ${kind}`,
+        `${where(refused.flat)} is ${describeValue(refused.leaf)}, expected a boolean or a number`,
       );
     }
-    return bools
-      ? { dtype: "bool", shape, data: out as boolean[] }
-      : { dtype: "float64", shape, data: out as Float64Array };
-  });
-}
-
-/** Reading a caller's object runs the caller's code (a getter, a Proxy's traps) and may throw
- * anything: a revoked Proxy throws a TypeError at the first look. That is bad input, said as one
- * AttentionInputError naming the argument; the twin of inputs.py's _plain. */
-function readingGuard<T>(name: string, read: () => T): T {
-  try {
-    return read();
-  } catch (error) {
-    if (error instanceof AttentionInputError) {
-      throw error;
-    }
-    throw new AttentionInputError("type", `${name} could not be read (${describeError(error)})`);
+    throw new AttentionInputError(
+      "type",
+      `${name} mixes booleans and numbers: ${where(0)} is ${bools ? "a boolean" : "a number"}` +
+        ` but ${where(refused.flat)} is ${kind}`,
+    );
   }
-}
-
-/** An error thrown by a caller's code, in words, without running more of its code that may throw. */
-function describeError(error: unknown): string {
-  try {
-    return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  } catch {
-    return "an error that cannot be shown";
-  }
+  return bools
+    ? { dtype: "bool", shape, data: out as boolean[] }
+    : { dtype: "float64", shape, data: out as Float64Array };
 }
 
 /** query, key or value in flat form: a { shape, data } whose data is a Float64Array or a
- * Float32Array, with the shaped form's checks (readShaped). Nothing is copied: the kernels read a
- * fresh view of the caller's memory. */
+ * Float32Array, with the shaped form's checks (readShaped). Nothing is copied. */
 function checkFlatTensor(name: string, tensor: unknown): FlatTensor {
-  return readingGuard(name, () => {
-    if (!isShaped(tensor)) {
-      throw new AttentionInputError(
-        "type",
-        `${name} must be a flat tensor { shape, data }, got ${describeValue(tensor)}`,
-      );
-    }
-    const { shape: given, data } = tensor; // each read once
-    const view = ownView(data, ["Float64Array", "Float32Array"]);
-    if (view === null) {
-      throw new AttentionInputError(
-        "type",
-        `${name}.data must be a Float64Array or a Float32Array, got ${describeValue(data)}`,
-      );
-    }
-    return { shape: readShaped(name, given, view, "an array of numbers").shape, data: view };
-  });
+  if (!isShaped(tensor)) {
+    throw new AttentionInputError(
+      "type",
+      `${name} must be a flat tensor { shape, data }, got ${describeValue(tensor)}`,
+    );
+  }
+  const data = typedArray(tensor.data, ["Float64Array", "Float32Array"]);
+  if (data === null) {
+    throw new AttentionInputError(
+      "type",
+      `${name}.data must be a Float64Array or a Float32Array, got ${describeValue(tensor.data)}`,
+    );
+  }
+  return { shape: readShaped(name, tensor.shape, data, "an array of numbers"), data };
 }
 
 /** attnMask in flat form: its dtype, then the shaped form's checks, then the typed array its dtype
  * needs. Not widened: the kernels read it in place. */
 function checkFlatMask(mask: unknown): KernelMask {
   const name = "attnMask";
-  return readingGuard(name, () => {
-    if (!isShaped(mask) || !("dtype" in mask)) {
-      throw new AttentionInputError(
-        "type",
-        `${name} must be a flat mask { dtype, shape, data }, got ${describeValue(mask)}`,
-      );
-    }
-    const { dtype, shape: given, data } = mask as typeof mask & { readonly dtype: unknown }; // each read once
-    if (dtype !== "bool" && dtype !== "float") {
-      throw new AttentionInputError(
-        "type",
-        `${name}.dtype must be "bool" or "float", got ${describeValue(dtype)}`,
-      );
-    }
-    const expected = `${dtype === "bool" ? "a Uint8Array" : "a Float64Array or a Float32Array"} for dtype "${dtype}"`;
-    const bool = dtype === "bool" ? ownView(data, ["Uint8Array"]) : null;
-    const float = dtype === "float" ? ownView(data, ["Float64Array", "Float32Array"]) : null;
-    const { shape } = readShaped(name, given, bool ?? float ?? data, expected);
-    if (bool === null && float === null) {
-      throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
-    }
-    return { shape, bool, float };
-  });
+  if (!isShaped(mask) || !("dtype" in mask)) {
+    throw new AttentionInputError(
+      "type",
+      `${name} must be a flat mask { dtype, shape, data }, got ${describeValue(mask)}`,
+    );
+  }
+  const { dtype, data } = mask as typeof mask & { readonly dtype: unknown };
+  if (dtype !== "bool" && dtype !== "float") {
+    throw new AttentionInputError(
+      "type",
+      `${name}.dtype must be "bool" or "float", got ${describeValue(dtype)}`,
+    );
+  }
+  const expected = `${dtype === "bool" ? "a Uint8Array" : "a Float64Array or a Float32Array"} for dtype "${dtype}"`;
+  const bool = dtype === "bool" ? typedArray(data, ["Uint8Array"]) : null;
+  const float = dtype === "float" ? typedArray(data, ["Float64Array", "Float32Array"]) : null;
+  const shape = readShaped(name, mask.shape, bool ?? float ?? data, expected);
+  if (bool === null && float === null) {
+    throw new AttentionInputError("type", `${name}.data must be ${expected}, got ${describeValue(data)}`);
+  }
+  return { shape, bool, float };
 }
 
 /** The scalar options, checked before any tensor is touched. */
@@ -966,26 +768,12 @@ export interface CheckedInputs<Data extends Float64Array | Float32Array = Float6
 export function readOptions<Mask>(
   options: unknown,
 ): Required<Omit<AttentionOptions, "attnMask">> & { readonly attnMask: Mask | null } {
-  let read: Required<Omit<AttentionOptions, "attnMask">> & { readonly attnMask: Mask | null };
-  try {
-    if (
-      options !== undefined &&
-      (typeof options !== "object" || options === null || Array.isArray(options))
-    ) {
-      throw new AttentionInputError("value", `options must be an object, got ${describeValue(options)}`);
-    }
-    // Each option read once (a getter runs once), into plain values.
-    const given = (options ?? {}) as AttentionOptions & { readonly attnMask?: Mask | null };
-    const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
-    const { queryOffset = 0, memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
-    read = { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit };
-  } catch (error) {
-    if (error instanceof AttentionInputError) {
-      throw error;
-    }
-    throw new AttentionInputError("value", `options cannot be read (${describeError(error)})`);
+  if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
+    throw new AttentionInputError("value", `options must be an object, got ${describeValue(options)}`);
   }
-  const { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit } = read;
+  const given = (options ?? {}) as AttentionOptions & { readonly attnMask?: Mask | null };
+  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
+  const { queryOffset = 0, memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
   checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
   checkQueryOffset(queryOffset);
   return { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit };
@@ -1045,13 +833,6 @@ function checkEntry<Data extends Float64Array | Float32Array, Mask>(
   const v = readTensor("value", value, memoryLimit); // [B..., Hkv, Lk, Ev]
   const mask = attnMask === null ? null : readMask(attnMask, memoryLimit); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
-  // Every tensor was read once into plain values whose data holds exactly what their shape says.
-  // Held here too, as the kernels' last guard: one that trusted a shape its data does not fill
-  // would read past it (simd.ts: into memory a previous call wrote).
-  const held = [q, k, v, ...(mask === null ? [] : [{ shape: mask.shape, data: mask.bool ?? mask.float! }])];
-  if (held.some((tensor) => tensor.data.length !== product(tensor.shape))) {
-    throw new Error("inputs.ts read a tensor whose data does not fill its shape");
-  }
   return {
     query: q.data,
     key: k.data,

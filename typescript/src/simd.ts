@@ -148,6 +148,7 @@ export function scaledDotProductAttention(
   options: SimdAttentionOptions = {},
 ): NestedArray {
   const problem = checkedProblem(query, key, value, options, kept);
+  checkOutputSize(problem.shapes, 8, problem.memoryLimit);
   const output = attend(problem, kept("output", product(problem.shapes.outputShape)));
   return nest(output, problem.shapes.outputShape) as NestedArray; // [B..., Hq, Lq, Ev]
 }
@@ -178,6 +179,7 @@ export function scaledDotProductAttentionFlat(
   const checked = checkFlatInputs(query, key, value, options);
   const workers = checkWorkers(options.workers);
   const float32 = checked.query instanceof Float32Array;
+  checkOutputSize(checked.shapes, float32 ? 4 : 8, checked.memoryLimit);
   const data = attend({ ...checked, float32, workers });
   return { shape: checked.shapes.outputShape, data };
 }
@@ -266,6 +268,18 @@ function checkedProblem(
 ): Problem {
   const checked = checkInputs(query, key, value, options, allocate);
   return { ...checked, float32: false, workers: checkWorkers(options.workers) };
+}
+
+/** The output counts against memoryLimit, as in every port: refused before it is allocated. */
+function checkOutputSize(shapes: AttentionShapes, bytes: number, memoryLimit: number): void {
+  const needed = bytes * product(shapes.outputShape);
+  if (needed > memoryLimit) {
+    throw new AttentionInputError(
+      "size",
+      `the output ${formatShape(shapes.outputShape)} needs ${String(needed)} bytes, more than` +
+        ` memoryLimit = ${String(memoryLimit)}; pass a larger memoryLimit to compute it`,
+    );
+  }
 }
 
 // ---- The kernel: loading, memory, jobs. ----
@@ -380,13 +394,15 @@ function align(bytes: number): number {
 
 /** Places regions of the given sizes one after another from kernel.start (each 64-byte aligned,
  * with 64 bytes of padding after it for the kernel's whole-vector reads), grows the memory to hold
- * them and returns their byte offsets. More than memoryLimit bytes, or than the 4 GiB a 32-bit
- * WebAssembly memory can hold, is refused (kind "size") before the memory grows. */
+ * them and returns their byte offsets. More than the 4 GiB a 32-bit WebAssembly memory can hold,
+ * or than memoryLimit together with the `output` bytes the call holds outside it, is refused
+ * (kind "size") before the memory grows. */
 function reserve(
   kernel: Kernel,
   sizes: readonly number[],
   memoryLimit = MAX_BYTES,
   shapes?: AttentionShapes,
+  output = 0,
 ): number[] {
   const offsets: number[] = [];
   let end = kernel.start;
@@ -394,15 +410,19 @@ function reserve(
     offsets.push(end);
     end = align(end + size + 64);
   }
-  if (end > Math.min(memoryLimit, MAX_BYTES)) {
-    const what = shapes === undefined ? "" : ` for the output ${formatShape(shapes.outputShape)}`;
-    const limit =
-      memoryLimit < MAX_BYTES
-        ? `more than memoryLimit = ${String(memoryLimit)}; pass a larger memoryLimit to compute them`
-        : `more than the ${String(MAX_BYTES)} bytes a WebAssembly memory can hold`;
+  if (end > MAX_BYTES) {
     throw new AttentionInputError(
       "size",
-      `the SIMD port needs ${String(end)} bytes of WebAssembly memory${what}, ${limit}`,
+      `the SIMD port needs ${String(end)} bytes of WebAssembly memory, more than the` +
+        ` ${String(MAX_BYTES)} bytes a WebAssembly memory can hold`,
+    );
+  }
+  if (end + output > memoryLimit) {
+    const what = shapes === undefined ? "" : ` for the output ${formatShape(shapes.outputShape)} and`;
+    throw new AttentionInputError(
+      "size",
+      `the SIMD port needs ${String(end + output)} bytes${what} its WebAssembly memory, more than` +
+        ` memoryLimit = ${String(memoryLimit)}; pass a larger memoryLimit to compute them`,
     );
   }
   const have = kernel.memory.buffer.byteLength;
@@ -458,6 +478,7 @@ function attend(given: Problem, into?: Float64Array): Float64Array | Float32Arra
       ],
       problem.memoryLimit,
       shapes,
+      outputSize * bytes,
     );
   const buffer = kernel.memory.buffer as unknown as SharedArrayBuffer; // shared: worker threads see it too
   floats(float32, buffer, value, problem.value.length).set(problem.value); // rounded to float32 if so

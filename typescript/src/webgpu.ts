@@ -326,9 +326,14 @@ export async function createAttention(setup: WebGpuSetup = {}): Promise<WebGpuAt
 
 async function makeDevice(setup: WebGpuSetup): Promise<Device> {
   const gpu = (setup.gpu as GPU | undefined) ?? findGpu();
-  const adapter = await gpu.requestAdapter(
-    setup.powerPreference === undefined ? undefined : { powerPreference: setup.powerPreference },
-  );
+  let adapter: Awaited<ReturnType<GPU["requestAdapter"]>>;
+  try {
+    adapter = await gpu.requestAdapter(
+      setup.powerPreference === undefined ? undefined : { powerPreference: setup.powerPreference },
+    );
+  } catch (error) {
+    throw new WebGpuUnavailableError(`WebGPU gave no adapter: requestAdapter() failed (${String(error)})`);
+  }
   if (adapter === null) {
     throw new WebGpuUnavailableError(
       "WebGPU has no adapter here (requestAdapter() gave null): the browser or binding found no GPU" +

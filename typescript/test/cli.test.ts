@@ -11,6 +11,16 @@ import { fileURLToPath } from "node:url";
 import { EXIT_CANNOT_RUN, main, numberJson } from "../runners/cli.ts";
 import { DEFAULT_FIXTURES, decodeNumbers, REGENERATE_HINT } from "../runners/fixtures.ts";
 
+/** The port table's rows that run in Node: what --port may name. */
+const NODE_PORTS = (
+  JSON.parse(readFileSync(new URL("../../ports.json", import.meta.url), "utf8")).ports as {
+    name: string;
+    runs_in: string;
+  }[]
+)
+  .filter((row) => row.runs_in === "node")
+  .map((row) => row.name);
+
 const scratch = mkdtempSync(join(tmpdir(), "attention-port-cli-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -20,7 +30,7 @@ test("run writes steps, errors and special numbers the way node.py reads them", 
   const code = await main(["run", "--out", out, ...cases.flatMap((id) => ["--case", id])]);
   assert.equal(code, 0);
   const document = JSON.parse(readFileSync(out, "utf8"));
-  assert.equal(document.port, "attention");
+  assert.equal(document.port, "typescript");
   assert.equal(typeof document.elapsed_ms, "number");
   assert.deepEqual(Object.keys(document.cases).sort(), [...cases].sort());
   const tutorial = document.cases.tutorial_seq3_dk4;
@@ -48,13 +58,13 @@ test("numbers keep NaN, infinities and the sign of zero", () => {
   ]);
 });
 
-test("--port flash runs the fast port: the same steps, errors and special numbers", async () => {
+test("--port typescript-flash runs the fast port: the same steps, errors and special numbers", async () => {
   const cases = ["tutorial_seq3_dk4", "nan_in_value", "empty_keys", "error_ragged_mask"];
   const documents: Record<
     string,
     { port: string; cases: Record<string, Record<string, { shape: number[]; data: unknown[] }>> }
   > = {};
-  for (const port of ["attention", "flash"]) {
+  for (const port of ["typescript", "typescript-flash"]) {
     const out = join(scratch, `results-${port}.json`);
     assert.equal(
       await main(["run", "--out", out, "--port", port, ...cases.flatMap((id) => ["--case", id])]),
@@ -62,8 +72,8 @@ test("--port flash runs the fast port: the same steps, errors and special number
     );
     documents[port] = JSON.parse(readFileSync(out, "utf8"));
   }
-  const [readable, flash] = [documents.attention, documents.flash];
-  assert.equal(flash.port, "flash");
+  const [readable, flash] = [documents.typescript, documents["typescript-flash"]];
+  assert.equal(flash.port, "typescript-flash");
   assert.deepEqual(Object.keys(flash.cases).sort(), [...cases].sort());
   assert.deepEqual(flash.cases.error_ragged_mask, readable.cases.error_ragged_mask);
   assert.deepEqual(flash.cases.empty_keys, readable.cases.empty_keys);
@@ -97,7 +107,7 @@ test("bad usage is one line on stderr and exit code 2", async (t) => {
   const expectations: [string[], RegExp][] = [
     [
       ["run", "--out", out, "--port", "nope"],
-      /unknown port 'nope' \(known: attention, flash, simd, simd-float32\)/,
+      new RegExp(`unknown port 'nope' \\(known: ${NODE_PORTS.join(", ")}\\)`),
     ],
     [["run", "--out", out, "--case", "no_such_case"], /no case named 'no_such_case'/],
     [["frobnicate"], /unknown command 'frobnicate'; run with --help for usage/],
@@ -158,7 +168,7 @@ test("the process itself exits with code 2 and one line on stderr", () => {
   assert.match(bare.stderr, /no command given/);
 });
 
-test("--port simd writes the kernel's output alone: the readable port's steps are not the kernel's", async () => {
+test("--port typescript-simd writes the kernel's output alone: the readable port's steps are not the kernel's", async () => {
   const cases = ["tutorial_seq3_dk4", "error_ragged_mask"];
   const read = async (port: string) => {
     const out = join(scratch, `results-${port}-alone.json`);
@@ -168,7 +178,7 @@ test("--port simd writes the kernel's output alone: the readable port's steps ar
     );
     return JSON.parse(readFileSync(out, "utf8")).cases;
   };
-  const [simd, readable] = [await read("simd"), await read("attention")];
+  const [simd, readable] = [await read("typescript-simd"), await read("typescript")];
   assert.deepEqual(Object.keys(simd.tutorial_seq3_dk4), ["output"]);
   assert.deepEqual(simd.tutorial_seq3_dk4.output.shape, readable.tutorial_seq3_dk4.output.shape);
   const output = (doc: typeof simd) => decodeNumbers(doc.tutorial_seq3_dk4.output.data) as number[];

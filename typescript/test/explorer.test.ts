@@ -16,6 +16,8 @@ import {
   outerIndices,
   parseTensorText,
   randomInputs,
+  SQRT_DK_DRAWS,
+  SQRT_DK_GRID,
   shortNumber,
   sliceAt,
   sqrtDkPoint,
@@ -229,6 +231,20 @@ describe("the √d_k experiment", () => {
     assert.ok(large.maxWeight.unscaled > 0.9 && small.maxWeight.unscaled < 0.5);
     assert.ok(large.maxWeight.scaled < 0.3);
     assert.ok(large.jacobian.unscaled < large.jacobian.scaled);
+  });
+
+  test("averaged over its draws, the unscaled softmax sharpens at every step of d_k", () => {
+    const curve = SQRT_DK_GRID.map((dk) => sqrtDkPoint(dk));
+    // Theory: softmax of logits spread like √d_k sharpens as d_k grows. One draw is too noisy to
+    // show it at every step; the mean of SQRT_DK_DRAWS draws does, as the panel's text says.
+    for (let n = 1; n < curve.length; n++) {
+      const [before, after] = [curve[n - 1], curve[n]];
+      assert.ok(after.maxWeight.unscaled > before.maxWeight.unscaled, `largest weight at d_k ${after.dk}`);
+      assert.ok(after.entropy.unscaled < before.entropy.unscaled, `entropy at d_k ${after.dk}`);
+    }
+    assert.equal(SQRT_DK_DRAWS, 8);
+    // The draws are the average's: one draw gives other numbers than the mean of eight.
+    assert.notEqual(sqrtDkPoint(64, 7, 32, 1).maxWeight.unscaled, curve[6].maxWeight.unscaled);
   });
 
   test("the Jacobian size: 0 for one-hot, worked by hand for uniform", () => {

@@ -1,8 +1,6 @@
 // The fixture reader: what it gives a port, and its refusals.
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,8 +11,6 @@ import {
   FixtureError,
   type FixtureTensor,
   loadFixtures,
-  MAX_DEPTH,
-  nestingDepth,
   portTensor,
 } from "../runners/fixtures.ts";
 
@@ -117,79 +113,12 @@ describe("loadFixtures refuses a bad folder with one line naming the file", () =
     expectFixtureError(folder, "manifest.json", /file '\.\.\/outside\.json' leaves the fixture folder/);
   });
 
-  /** Replace rank2_square's text and reseal it (the manifest's sha256), so the edit is what fails. */
-  function resealed(edit: (text: string) => string): string {
-    return brokenCopy((f) => {
-      const path = join(f, "cases", "rank2_square.json");
-      const text = edit(readFileSync(path, "utf8"));
-      writeFileSync(path, text);
-      const sha = createHash("sha256").update(text).digest("hex");
-      editJson(join(f, "manifest.json"), (m) => {
-        const entry = (m.cases as Record<string, unknown>[]).find((e) => e.id === "rank2_square")!;
-        entry.sha256 = sha;
-      });
-    });
-  }
-
-  // Each of these hung, overflowed the stack or read a wrong number before the reader bounded them.
-  test("a FIFO where a case file belongs is refused, not waited on", () => {
-    const folder = brokenCopy((f) => {
-      rmSync(join(f, "cases", "softcap.json"));
-      execFileSync("mkfifo", [join(f, "cases", "softcap.json")]);
-    });
-    expectFixtureError(folder, join("cases", "softcap.json"), /is a FIFO, not a regular file/);
-  });
-
-  test("a device and a symlink loop where a case file belongs", () => {
-    const device = brokenCopy((f) => {
-      rmSync(join(f, "cases", "softcap.json"));
-      symlinkSync("/dev/zero", join(f, "cases", "softcap.json"));
-    });
-    expectFixtureError(device, join("cases", "softcap.json"), /is a device, not a regular file/);
+  test("a symlink loop where a case file belongs", () => {
     const loop = brokenCopy((f) => {
       rmSync(join(f, "cases", "softcap.json"));
       symlinkSync("softcap.json", join(f, "cases", "softcap.json"));
     });
     expectFixtureError(loop, join("cases", "softcap.json"), /cannot be read \(ELOOP/);
-  });
-
-  test("an integer of 400 digits, a number beyond float64, in data and in score_bound", () => {
-    const huge = "1".repeat(400);
-    // query[0][0] of rank2_square is 2.04; its score_bound 11.117445; its seed 3.
-    const edits: [string, string, RegExp][] = [
-      ["[2.04,", `[${huge},`, /holds the integer 111111111111… \(400 digits\)/],
-      ['"score_bound": 11.117445', `"score_bound": ${huge}`, /holds the integer 111111111111…/],
-      ["[2.04,", "[1e400,", /holds the number 1e400, beyond float64/],
-      ['"seed": 3,', '"seed": 9007199254740994,', /holds the integer 9007199254740994, beyond ±2\^53/],
-    ];
-    for (const [before, after, pattern] of edits) {
-      const folder = resealed((text) => {
-        assert.ok(text.includes(before), before);
-        return text.replace(before, after);
-      });
-      expectFixtureError(folder, join("cases", "rank2_square.json"), pattern);
-    }
-  });
-
-  test("arrays 100,000 deep in a case file and in the manifest", () => {
-    const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
-    const inCase = resealed((t) => t.replace(/"seed": 3/, `"seed": ${deep}`));
-    expectFixtureError(
-      inCase,
-      join("cases", "rank2_square.json"),
-      /nests arrays and objects more than 64 deep/,
-    );
-    const inManifest = brokenCopy((f) => {
-      const path = join(f, "manifest.json");
-      writeFileSync(path, readFileSync(path, "utf8").replace(/"generator": "[^"]*"/, `"generator": ${deep}`));
-    });
-    expectFixtureError(inManifest, "manifest.json", /nests arrays and objects more than 64 deep/);
-  });
-
-  test("nesting is counted outside strings only, up to the limit", () => {
-    assert.equal(nestingDepth('{"a": "[[[[", "b": [[1]]}'), 3);
-    assert.equal(nestingDepth('["\\"", [[]]]'), 3); // an escaped quote does not end the string
-    assert.equal(nestingDepth("[".repeat(10_000)), MAX_DEPTH + 1); // stops counting past the limit
   });
 
   test("a manifest that lists no case", () => {

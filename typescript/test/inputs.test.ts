@@ -22,6 +22,10 @@ import {
   formatShape,
   inferShape,
 } from "../src/inputs.ts";
+import {
+  scaledDotProductAttentionFlat as simdFlat,
+  scaledDotProductAttention as simdSdpa,
+} from "../src/simd.ts";
 import { expectError } from "./helpers.ts";
 
 /** A tensor of the given shape (nested arrays; every dim > 0), filled with small numbers. */
@@ -175,7 +179,7 @@ describe("each error kind, with the message Python writes (argument names in Typ
     );
   });
 
-  test("every row is checked, in the fast copy's groups of four rows and in the rows after them", () => {
+  test("every row is checked, not only the first one the shape is read from", () => {
     const rows = () => tensor(9, 3) as unknown[][];
     for (let p = 0; p < 9; p++) {
       const leaf = rows();
@@ -485,5 +489,68 @@ describe("the options object and the size limit, as in the Python ports", () => 
     const keys = { shape: [3, 2], data: new Float64Array(K.flat()) };
     const values = { shape: [3, 1], data: new Float64Array([1, 2, 3]) };
     expectError(() => flashFlat(flat, keys, values, { memoryLimit: 8 }), "size", /need/);
+  });
+});
+
+describe("a tensor too large or too deep is refused from its lengths, before its elements are read", () => {
+  const ports = { attention: scaledDotProductAttention, flash: flashSdpa, simd: simdSdpa } as Record<
+    string,
+    (q: unknown, k: unknown, v: unknown, o?: unknown) => unknown
+  >;
+  const valid = [
+    [1, 0],
+    [0.5, 2],
+  ];
+  /** An array that claims `length` but holds nothing (`r = []; r.length = n`). */
+  const sparse = (length: number) => Object.assign([] as unknown[], { length });
+
+  test("a sparse array claiming 2 ** 31 values is kind size (or ragged, in a later row), at once", () => {
+    for (const port of Object.values(ports)) {
+      const rows = 2 ** 31;
+      expectError(
+        () => port(valid, [sparse(rows), [1, 2]], valid),
+        "size",
+        `key of shape [2, ${rows}] needs ${8 * 2 * rows} bytes as float64, more than memoryLimit = 2147483648;` +
+          " pass a larger memoryLimit to read it",
+      );
+      expectError(
+        () => port(valid, [[1, 2], sparse(rows)], valid),
+        "ragged",
+        `key is ragged: key[1] has length ${rows}, expected 2 (shape from the first elements: [2, 2])`,
+      );
+      expectError(
+        () => port({ shape: [1, rows], data: sparse(rows) }, valid, valid),
+        "size",
+        `query of shape [1, ${rows}] needs ${8 * rows} bytes as float64, more than memoryLimit = 2147483648;` +
+          " pass a larger memoryLimit to read it",
+      );
+    }
+  });
+
+  test("nesting deeper than 64 arrays, or a cycle, is kind rank; a shape of 2 ** 31 dimensions too", () => {
+    let deep: unknown = 1;
+    for (let d = 0; d < 65; d++) {
+      deep = [deep];
+    }
+    const cycle: unknown[] = [];
+    cycle.push(cycle);
+    for (const port of Object.values(ports)) {
+      for (const input of [deep, cycle]) {
+        expectError(
+          () => port(valid, valid, input),
+          "rank",
+          "value is nested more than 64 arrays deep; at most 64 dimensions are supported",
+        );
+      }
+    }
+    const flat = { shape: sparse(2 ** 31), data: new Float64Array(4) };
+    const two = { shape: [2, 2], data: new Float64Array(4) };
+    for (const port of [flashFlat, simdFlat]) {
+      expectError(
+        () => port(flat as never, two, two),
+        "rank",
+        "query.shape has 2147483648 dimensions; at most 64 dimensions are supported",
+      );
+    }
   });
 });

@@ -10,6 +10,7 @@ import { after, describe, test } from "node:test";
 import fc from "fast-check";
 import { type FixtureTensor, loadFixtures } from "../runners/fixtures.ts";
 import * as readable from "../src/attention.ts";
+import * as flash from "../src/flash.ts";
 import type { FlatMask, FlatTensor, ShapedMask, ShapedTensor } from "../src/inputs.ts";
 import {
   AttentionInputError,
@@ -519,7 +520,7 @@ describe("the memory limit", () => {
     assert.throws(
       () => scaledDotProductAttention(q, k, v, { memoryLimit: 20_000 }),
       isSize(
-        /needs \d+ bytes of WebAssembly memory for the output \[64, 16\], more than memoryLimit = 20000/,
+        /needs \d+ bytes for the output \[64, 16\] and its WebAssembly memory, more than memoryLimit = 20000/,
       ),
     );
     const flat = (x: number[][]) => ({ shape: [x.length, x[0].length], data: Float64Array.from(x.flat()) });
@@ -529,6 +530,20 @@ describe("the memory limit", () => {
     );
     // The same call fits in the default limit and agrees with the readable port's shape.
     assert.equal((scaledDotProductAttention(q, k, v) as number[][]).length, 64);
+  });
+
+  test("an output larger than memoryLimit is refused with kind size, as flash.ts refuses it", () => {
+    // The kernel's memory holds the query a chunk at a time, so only the output exceeds the limit.
+    const query = { shape: [1, 2 ** 20, 1], data: new Float64Array(2 ** 20) };
+    const one = { shape: [1, 1, 1], data: new Float64Array([1]) };
+    assert.throws(
+      () => scaledDotProductAttentionFlat(query, one, one, { memoryLimit: 1e6 }),
+      isSize(/the output \[1, 1048576, 1\] needs 8388608 bytes, more than memoryLimit = 1000000/),
+    );
+    assert.throws(
+      () => flash.scaledDotProductAttentionFlat(query, one, one, { memoryLimit: 1e6 }),
+      isSize(/memoryLimit/),
+    );
   });
 
   test("attentionSteps also holds its [Lq, Lk] diagnostic steps to the limit, as the readable port does", () => {

@@ -83,6 +83,29 @@ test("a GPU object that finds no adapter, or gives no device, is WebGpuUnavailab
   );
 });
 
+test("navigator.gpu whose requestAdapter() rejects is WebGpuUnavailableError", async () => {
+  const gpu = {
+    requestAdapter: async () => {
+      throw new Error("adapter request refused");
+    },
+  };
+  const original = Object.getOwnPropertyDescriptor(globalThis, "navigator");
+  Object.defineProperty(globalThis, "navigator", { value: { gpu }, configurable: true });
+  try {
+    await assert.rejects(
+      () => createAttention(),
+      (error: unknown) =>
+        error instanceof WebGpuUnavailableError && /adapter request refused/.test(error.message),
+    );
+  } finally {
+    if (original === undefined) {
+      delete (globalThis as { navigator?: unknown }).navigator;
+    } else {
+      Object.defineProperty(globalThis, "navigator", original);
+    }
+  }
+});
+
 test("the adapter's description says when WebGPU is a CPU emulation", () => {
   const swiftshader = describeAdapter({ info: { vendor: "google", architecture: "swiftshader" } });
   assert.equal(swiftshader.emulated, true);

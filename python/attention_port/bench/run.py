@@ -57,6 +57,7 @@ from attention_port.bench.timing import cell_input_path, cell_shapes, input_path
 from attention_port.files import output_problem
 from attention_port.harness.node import NodeError, checked_node
 from attention_port.paths import BENCH_TS, REPO_ROOT
+from attention_port.port_table import BY_NAME as PORT_ROWS
 
 DEFAULT_OUT = REPO_ROOT / "bench-results"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder that holds attention_port/
@@ -66,28 +67,41 @@ CAUSAL = {"off": [False], "on": [True], "both": [False, True]}  # --causal
 
 @dataclass(frozen=True)
 class BenchPort:
-    """One row of the port table. typescript/runners/bench.ts has the Node side of each "node" row."""
+    """One way of timing a port of the port table (port_table.py): `port` names its row, None for a
+    bench-only peer. typescript/runners/bench.ts has the Node side of each "node" worker."""
 
     name: str
+    port: str | None  # the row of the port table it times
     worker: str  # "python" (worker.py) or "node" (typescript/runners/bench.ts)
     dtypes: tuple[str, ...]
     what: str  # the file or package, for the tables
     linear_memory: bool = False  # memory O(n): one more memory pass at --linear-memory-n
     slow: bool = False  # timed up to --typescript-max-n only
     peer: bool = False  # a bench-only package: skipped with a note where it is not installed
-    browser: bool = False  # runs in Chromium: skipped with a note where there is none; no memory pass
     decode: bool = False  # takes the decode rows
     engine: bool = False  # runs in a JavaScript engine: its decode share is of WebAssembly's bandwidth
 
+    @property
+    def browser(self) -> bool:
+        """Runs in Chromium (its row's runs_in): skipped with a note where there is none; no memory pass."""
+        return self.port is not None and PORT_ROWS[self.port].runs_in == "browser"
+
 
 PORTS = (
-    BenchPort("numpy", "python", ("float64",), "reference.py", decode=True),
+    BenchPort("numpy", "numpy", "python", ("float64",), "reference.py", decode=True),
     BenchPort(
-        "torch-sdpa", "python", DTYPES, "torch's own kernel, [1, 1, n, d]", linear_memory=True, decode=True
-    ),
-    BenchPort("torch-math", "python", DTYPES, "torch_port.py", decode=True),
-    BenchPort("typescript", "node", ("float64",), "attention.ts, number[][]", slow=True),
+        "torch-sdpa",
+        "torch-sdpa",
+        "python",
+        DTYPES,
+        "torch's own kernel, [1, 1, n, d]",
+        linear_memory=True,
+        decode=True,
+    ),  # fmt: skip
+    BenchPort("torch-math", "torch", "python", DTYPES, "torch_port.py", decode=True),
+    BenchPort("typescript", "typescript", "node", ("float64",), "attention.ts, number[][]", slow=True),
     BenchPort(
+        "typescript-flash",
         "typescript-flash",
         "node",
         DTYPES,
@@ -95,9 +109,12 @@ PORTS = (
         linear_memory=True,
         decode=True,
         engine=True,
-    ),  # fmt: skip
-    BenchPort("typescript-flash-nested", "node", ("float64",), "flash.ts, number[][] in and out"),
+    ),
     BenchPort(
+        "typescript-flash-nested", "typescript-flash", "node", ("float64",), "flash.ts, number[][] in and out"
+    ),
+    BenchPort(
+        "typescript-simd",
         "typescript-simd",
         "node",
         DTYPES,
@@ -105,21 +122,34 @@ PORTS = (
         linear_memory=True,
         decode=True,
         engine=True,
-    ),  # fmt: skip
-    BenchPort("typescript-simd-2w", "node", DTYPES, "simd.ts, flat, workers: 2", decode=True, engine=True),
-    BenchPort("typescript-simd-nested", "node", ("float64",), "simd.ts, number[][] in and out"),
+    ),
     BenchPort(
+        "typescript-simd-2w",
+        "typescript-simd",
+        "node",
+        DTYPES,
+        "simd.ts, flat, workers: 2",
+        decode=True,
+        engine=True,
+    ),  # fmt: skip
+    BenchPort(
+        "typescript-simd-nested", "typescript-simd", "node", ("float64",), "simd.ts, number[][] in and out"
+    ),
+    BenchPort(
+        "webgpu",
         "webgpu",
         "python",
         ("float32",),
         "webgpu.ts in headless Chromium, whole calls; the kernel column names the adapter",
-        browser=True,
         slow=True,  # on SwiftShader, a CPU emulation, one call at n = 4096 takes minutes
         decode=True,
     ),
-    BenchPort("onnxruntime-node", "node", DTYPES, "CPU provider, peers.py's graph", peer=True, decode=True),
+    BenchPort(
+        "onnxruntime-node", None, "node", DTYPES, "CPU provider, peers.py's graph", peer=True, decode=True
+    ),
     BenchPort(
         "onnxruntime-web",
+        None,
         "node",
         DTYPES,
         "WebAssembly backend in Node, peers.py's graph",
@@ -131,8 +161,10 @@ PORTS = (
 # The machine's limits: two workers that time no attention (worker.py's native-limits, bench.ts's
 # wasm-limits), each one cell streaming over a buffer of --bandwidth-mib.
 LIMIT_PORTS = (
-    BenchPort("native-limits", "python", ("float32",), "numpy's sum of a float32 buffer"),
-    BenchPort("wasm-limits", "node", ("float32",), "simd.ts's kernel module: limitReadSum, limitMaddPeak"),
+    BenchPort("native-limits", None, "python", ("float32",), "numpy's sum of a float32 buffer"),
+    BenchPort(
+        "wasm-limits", None, "node", ("float32",), "simd.ts's kernel module: limitReadSum, limitMaddPeak"
+    ),
 )
 PORT_NAMES = tuple(p.name for p in PORTS)
 
@@ -587,7 +619,7 @@ def measure_limits(workers: Workers, buffer_bytes: int, node, args) -> dict:
         if problem or records[0].get("error") or "output" not in records[0]:
             limits[f"{port.name} problem"] = problem or records[0].get("error") or "no output"
             continue
-        values = np.fromfile(records[0]["output"], dtype="<f8")  # native: the median; wasm: the last run
+        values = np.fromfile(records[0]["output"], dtype="<f8")  # each figure's best run
         if port.name == "native-limits":
             limits["native_read_gbps"] = float(values[0])
         else:

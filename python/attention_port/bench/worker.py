@@ -58,7 +58,7 @@ class Port:
     """What the timing loop needs from a port: its inputs in its own form, one call, its output."""
 
     prepare: Callable[[np.ndarray, str], object]  # float64 array, dtype -> the port's input
-    run: Callable[[object, object, object, bool, bool], object]  # q, k, v, causal, gqa -> output
+    run: Callable[..., object]  # (query, key, value, **options) -> output; options by name, e.g. is_causal
     to_float64: Callable[[object], np.ndarray]  # output -> float64, the input's shape
     versions: dict[str, str]
 
@@ -75,9 +75,7 @@ def load_port(name: str, threads: int) -> Port:
 
         return Port(
             prepare=prepare,
-            run=lambda q, k, v, causal, gqa: reference.scaled_dot_product_attention(
-                q, k, v, is_causal=causal, enable_gqa=gqa
-            ),
+            run=reference.scaled_dot_product_attention,
             to_float64=lambda out: np.asarray(out, dtype=np.float64),
             versions={"numpy": np.__version__},
         )
@@ -97,14 +95,13 @@ def load_port(name: str, threads: int) -> Port:
         if name == "torch-sdpa":
             import torch.nn.functional as F
 
-            def run(q, k, v, causal, gqa):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+            run = F.scaled_dot_product_attention
         else:
             from attention_port import torch_port
 
-            def run(q, k, v, causal, gqa):
+            def run(q, k, v, **options):
                 return torch_port.scaled_dot_product_attention(
-                    q, k, v, is_causal=causal, enable_gqa=gqa, device="cpu", dtype=q.dtype
+                    q, k, v, **options, device="cpu", dtype=q.dtype
                 )
 
         return Port(
@@ -128,7 +125,8 @@ def read_input(folder: Path, cell: dict, which: str) -> np.ndarray:
 def run_limits_plan(plan: dict) -> dict:
     """The machine's read bandwidth as native code gets it: numpy's sum of a float32 buffer of
     cell["bytes"] (several times the last-level cache, so that it streams from memory), timed as
-    every cell is, its GB/s the cell's output. (bench.ts's wasm-limits is the WebAssembly twin.)"""
+    every cell is, its GB/s over the fastest run the cell's output (a limit is what the machine can
+    do; bench.ts's wasm-limits, the WebAssembly twin, keeps its best runs too)."""
     result: dict = {
         "port": plan["port"],
         "mode": plan["mode"],
@@ -142,7 +140,7 @@ def run_limits_plan(plan: dict) -> dict:
         _, warmup_runs, times_ms = time_cell(
             buffer.sum, plan["min_runs"], plan["max_runs"], plan["budget_s"], plan["warmup_s"]
         )
-        gbps = np.array([buffer.nbytes / (statistics.median(times_ms) * 1e6)], dtype="<f8")
+        gbps = np.array([buffer.nbytes / (min(times_ms) * 1e6)], dtype="<f8")
         path = outputs / "native-limits.f64"
         gbps.tofile(path)
         record.update(warmup_runs=warmup_runs, runs_ms=times_ms, median_ms=statistics.median(times_ms),
@@ -230,7 +228,10 @@ def run_plan(plan: dict) -> dict:
         label = f"{plan['port']} {kind} {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
         try:
             q, k, v = (port.prepare(read_input(inputs, cell, w), dtype) for w in ("query", "key", "value"))
-            run = partial(port.run, q, k, v, causal, kind == "decode")
+            # a decode step: grouped-query heads (hq query heads on hkv key/value heads)
+            run = partial(
+                port.run, q, k, v, is_causal=causal, **({"enable_gqa": True} if kind == "decode" else {})
+            )
             if plan["mode"] == "memory":
                 run()  # exactly one pass: the peak is read at exit
                 record["runs_ms"] = []

@@ -18,18 +18,12 @@ import tempfile
 from pathlib import Path
 
 from attention_port.paths import TYPESCRIPT_CLI
+from attention_port.port_table import ROWS
 
 MINIMUM_NODE = (22, 18)
 DEFAULT_TIMEOUT = 120.0  # seconds for one Node run over every case (it takes well under one)
-# The TypeScript modules the CLI can run, by report name.
-TYPESCRIPT_PORTS = {
-    "typescript": "attention",
-    "typescript-flash": "flash",
-    "typescript-simd": "simd",
-    "typescript-simd-float32": "simd-float32",
-}
-# The dtype each one computes in (for the unit roundoff of the tolerance rule); float64 if not here.
-TYPESCRIPT_DTYPES = {"typescript-simd-float32": "float32"}
+# The TypeScript ports cli.ts can run (the table's rows that run in Node), by name.
+TYPESCRIPT_PORTS = tuple(row.name for row in ROWS if row.runs_in == "node")
 
 
 class NodeError(Exception):
@@ -90,13 +84,14 @@ def checked_node(timeout: float = DEFAULT_TIMEOUT) -> Path:
 
 def run_typescript(
     fixtures_dir: Path | str,
-    module: str = "attention",
+    port: str = "typescript",
     case_ids: list[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> dict:
-    """Run one TypeScript port on the fixtures; return the parsed results document.
+    """Run one TypeScript port (its name in the port table) on the fixtures; return the parsed
+    results document.
 
-    The document is {"port": module, "elapsed_ms": ..., "cases": {id: answer}} where an answer is
+    The document is {"port": port, "elapsed_ms": ..., "cases": {id: answer}} where an answer is
     {"scores": {"shape", "data"}, "weights": ..., "output": ...}, {"error": {"kind", "message"}}
     or {"crash": "..."}; numbers as in the fixtures ("NaN", "Infinity", "-Infinity")."""
     node = checked_node(timeout)
@@ -110,25 +105,25 @@ def run_typescript(
             str(node), str(TYPESCRIPT_CLI), "run",
             "--fixtures", str(Path(fixtures_dir).resolve()),
             "--out", str(out),
-            "--port", module,
+            "--port", port,
         ]  # fmt: skip
         for case_id in case_ids or []:
             command += ["--case", case_id]
         try:
             finished = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise NodeError(f"the TypeScript port ({module}) timed out after {timeout:g} s") from None
+            raise NodeError(f"the TypeScript port ({port}) timed out after {timeout:g} s") from None
         except OSError as error:
             raise NodeError(f"could not start {node}: {error}") from None
         if finished.returncode != 0:
             last = (finished.stderr.strip() or finished.stdout.strip() or "no output").splitlines()[-1]
-            raise NodeError(f"the TypeScript port ({module}) exited with code {finished.returncode}: {last}")
+            raise NodeError(f"the TypeScript port ({port}) exited with code {finished.returncode}: {last}")
         try:
             document = json.loads(out.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise NodeError(f"the TypeScript port ({module}) wrote no results file") from None
+            raise NodeError(f"the TypeScript port ({port}) wrote no results file") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise NodeError(f"the TypeScript port ({module}) wrote malformed JSON: {error}") from None
+            raise NodeError(f"the TypeScript port ({port}) wrote malformed JSON: {error}") from None
     if not isinstance(document, dict) or not isinstance(document.get("cases"), dict):
-        raise NodeError(f"the TypeScript port ({module}) wrote results without a 'cases' object")
+        raise NodeError(f"the TypeScript port ({port}) wrote results without a 'cases' object")
     return document

@@ -1,9 +1,11 @@
 """Run each port on the fixture cases and collect its answers for compare.py to judge.
 
-PORTS is the table of ports `verify --ports` can name; each entry builds one Port per dtype it
-runs in. A Port is a report name, the row of PORTS it came from, the dtype it computes in and a
-function from cases to a PortRun (the answers, and notes such as the time spent inside Node). The
-ports themselves (reference.py, torch_port.py, the TypeScript files) know nothing of fixtures.
+PORTS builds, for each row of the port table (port_table.py) that `verify --ports` can name, one
+Port per dtype it runs in: a row that runs in Node through cli.ts, one that runs in a browser
+through browser.py, and a Python port through its entry in PYTHON_RUNNERS. A Port is a report
+name, the row it came from, the dtype it computes in and a function from cases to a PortRun (the
+answers, and notes such as the time spent inside Node). The ports themselves (reference.py,
+torch_port.py, the TypeScript files) know nothing of fixtures.
 """
 
 from __future__ import annotations
@@ -16,14 +18,9 @@ import numpy as np
 
 from attention_port.fixtures.reader import FixtureCase, decode_numbers
 from attention_port.harness.compare import STEPS, PortAnswer
-from attention_port.harness.node import (
-    DEFAULT_TIMEOUT,
-    TYPESCRIPT_DTYPES,
-    TYPESCRIPT_PORTS,
-    NodeError,
-    run_typescript,
-)
+from attention_port.harness.node import DEFAULT_TIMEOUT, NodeError, run_typescript
 from attention_port.inputs import AttentionInputError
+from attention_port.port_table import BY_NAME, ROWS, PortRow
 
 # What a results document may hold for a case: the core's steps, and the layer's cache.
 ANSWERED = (*STEPS, "present_key", "present_value")
@@ -80,12 +77,22 @@ def _as_float64(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
+def call_arguments(case: FixtureCase) -> tuple[tuple[object, object, object], dict[str, object]]:
+    """A case as a port is called with it: (query, key, value), and every option by name in one
+    record (attn_mask with the rest), so that a new option of the contract travels without a change
+    here."""
+    inputs = case.inputs
+    return (inputs["query"], inputs["key"], inputs["value"]), {
+        "attn_mask": inputs["attn_mask"],
+        **case.params,
+    }
+
+
 def _answer(compute: Callable[..., dict[str, np.ndarray]], case: FixtureCase) -> PortAnswer:
     """Call a Python port on one case's inputs and options; sort what happens into an answer."""
-    inputs = case.inputs
+    tensors, options = call_arguments(case)
     try:
-        steps = compute(inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"], **case.params)
-        return PortAnswer(steps=steps)
+        return PortAnswer(steps=compute(*tensors, **options))
     except AttentionInputError as error:
         return PortAnswer(error=(error.kind, str(error)))
     except Exception as error:  # a port that breaks is reported, not raised
@@ -149,10 +156,9 @@ def torch_sdpa_port(device: str, dtype: str) -> Port:
     def shares_semantics(case: FixtureCase) -> bool:
         if case.expects_error or case.kind != "attention":
             return False
-        inputs = case.inputs
-        arguments = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
+        tensors, options = call_arguments(case)
         try:
-            return port.sdpa_shares_semantics(*arguments, **case.params, device=device, dtype=torch_dtype)
+            return port.sdpa_shares_semantics(*tensors, **options, device=device, dtype=torch_dtype)
         except AttentionInputError:
             return True  # the kernel's run then reports the error, as every other port's does
 
@@ -205,15 +211,16 @@ def decode_results(document: dict, cases: list[FixtureCase], who: str) -> dict[s
 
 
 def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEFAULT_TIMEOUT) -> Port:
-    module = TYPESCRIPT_PORTS[name]
+    """A port of the table that runs in Node, through cli.ts, in the first dtype of its row."""
+    row = BY_NAME[name]
 
     def run(cases: list[FixtureCase]) -> PortRun:
-        document = run_typescript(fixtures_dir, module, [case.id for case in cases], timeout)
+        document = run_typescript(fixtures_dir, row.name, [case.id for case in cases], timeout)
         elapsed = document.get("elapsed_ms")
         notes = {"node_ms": float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
-        return PortRun(decode_results(document, cases, f"the TypeScript port ({module})"), notes)
+        return PortRun(decode_results(document, cases, f"the TypeScript port ({row.name})"), notes)
 
-    return Port(name, name, TYPESCRIPT_DTYPES.get(name, "float64"), run)
+    return Port(row.name, row.name, row.dtypes[0], run)
 
 
 def webgpu_port(fixtures_dir, timeout: float = DEFAULT_TIMEOUT) -> Port:
@@ -253,16 +260,27 @@ def _torch_runs(options: PortOptions) -> list[tuple[str, str]]:
     return [(device, dtype) for dtype in dtypes]
 
 
-PORTS: dict[str, Callable[[PortOptions], list[Port]]] = {
+# The port the TypeScript ports are also checked against directly, in float64 (typescript~torch-...).
+CROSS_REFERENCE = "torch"
+# The ports that run on verify's --device.
+DEVICE_PORTS = ("torch", "torch-sdpa")
+# The Python ports, each by its own runner (they differ in what they are called with).
+PYTHON_RUNNERS: dict[str, Callable[[PortOptions], list[Port]]] = {
     "numpy": lambda options: [numpy_port()],
     "torch": lambda options: [torch_port(*run) for run in _torch_runs(options)],
     "torch-sdpa": lambda options: [torch_sdpa_port(*run) for run in _torch_runs(options)],
-    **{
-        name: lambda options, name=name: [typescript_port(options.fixtures_dir, name, options.node_timeout)]
-        for name in TYPESCRIPT_PORTS
-    },
-    "webgpu": lambda options: [webgpu_port(options.fixtures_dir, options.node_timeout)],
 }
+
+
+def _builder(row: PortRow) -> Callable[[PortOptions], list[Port]]:
+    if row.runs_in == "node":
+        return lambda options: [typescript_port(options.fixtures_dir, row.name, options.node_timeout)]
+    if row.runs_in == "browser":
+        return lambda options: [webgpu_port(options.fixtures_dir, options.node_timeout)]
+    return PYTHON_RUNNERS[row.name]
+
+
+PORTS: dict[str, Callable[[PortOptions], list[Port]]] = {row.name: _builder(row) for row in ROWS}
 
 
 def build_ports(names: list[str], options: PortOptions) -> list[Port]:

@@ -2,7 +2,8 @@
 
 PATH is a .ts/.mts/.js/.mjs module exporting `scaledDotProductAttention(query, key, value,
 options?)` (and maybe `attentionSteps`), or a .py file defining `scaled_dot_product_attention(query,
-key, value, ...)` (and maybe `attention_steps`). Its code runs in a process of its own (learner.py).
+key, value, ...)` (and maybe `attention_steps`). Its code runs in a process of its own, within
+limits of time, memory, processes and output (runner.py); check is not a security sandbox.
 
 The cases run in levels, easiest first (cases.LEVELS: a case's tags decide its level). By default
 check stops after the first level with a failure; --all runs every level. A case that needs options
@@ -10,6 +11,9 @@ the learner's function does not take is "not attempted", not failed. Whether a c
 compare.judge's decision, as for every port; check only words the verdict for a learner: the worst
 cell (expected vs got), the first step that differs when the learner returns steps, and the known
 mistake (mistakes.py) the output matches, if any. On the invalid-input level any thrown error passes.
+What the learner's code prints is shown under the case that printed it, its control characters made
+visible, at most PRINTED_LINES lines and runner.PRINTED_LIMIT bytes a case (the report says what was
+cut). An error that stops the run (the file cannot be run at all) goes to stderr.
 
 Exit codes: 0 every case attempted passes (those not attempted are counted); 1 a level fails; 2 the
 file could not be run at all.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,12 +38,23 @@ from attention_port.harness.compare import PortAnswer
 from attention_port.inputs import format_number, format_shape
 from attention_port.learner import mistakes
 from attention_port.learner.protocol import OPTION_NAMES, options_set
-from attention_port.learner.runner import DEFAULT_MEMORY, Hello, LearnerError, LearnerProcess, Reply
+from attention_port.learner.runner import (
+    DEFAULT_MEMORY,
+    PRINTED_LIMIT,
+    Hello,
+    LearnerError,
+    LearnerProcess,
+    Printed,
+    Reply,
+)
 
 DEFAULT_TIMEOUT = 10.0  # seconds one case may take
 WATCH_POLL = 0.25  # seconds between looks at the file's modification time in --watch
 CLEAR_SCREEN = "\033[2J\033[H"
 LEARNER = "your code"
+PRINTED_LINES = 40  # lines of what the learner's code printed shown for one case
+# Terminal control characters (C0 but tab and newline, DEL, C1): shown as \x1b, never sent as they are.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass
@@ -48,6 +64,7 @@ class CaseResult:
     lines: list[str] = field(default_factory=list)  # the case's line, then details (maybe nothing)
     reason: str = ""  # why it was not attempted
     crashed: bool = False  # an invalid case refused by a crash in the learner's code, not on purpose
+    printed: Printed | None = None  # what the learner's code printed while the case ran
 
 
 # ---- the learner's language ---------------------------------------------------------------------
@@ -288,9 +305,10 @@ def run_case(learner: LearnerProcess, case: FixtureCase, timeout: float) -> Case
     if reason is not None:
         return CaseResult(case, "skip", reason=reason)
     reply = learner.ask(case)
-    if case.expects_error:
-        return judge_invalid(case, reply, timeout, hello.language)
-    return judge_valid(case, reply, timeout, hello.language)
+    judge = judge_invalid if case.expects_error else judge_valid
+    result = judge(case, reply, timeout, hello.language)
+    result.printed = reply.printed
+    return result
 
 
 # ---- the report ---------------------------------------------------------------------------------
@@ -338,11 +356,36 @@ def level_line(n: int, total: int, name: str, results: list[CaseResult]) -> str:
     return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def case_lines(result: CaseResult) -> list[str]:
-    """A case's lines under its level: the first says pass or fail, the details follow indented."""
-    if not result.lines:
+def visible(text: str) -> str:
+    """Text with its terminal control characters written out (ESC as \\x1b), so that what a learner's
+    code prints can neither move the cursor nor recolour check's report."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def printed_lines(printed: Printed | None, indent: str = "      ") -> list[str]:
+    """What the learner's code printed, as report lines: a heading, each line after "| ", and a line
+    saying how much was printed when it was cut (past PRINTED_LINES lines, or PRINTED_LIMIT bytes)."""
+    if printed is None or printed.total == 0:
         return []
-    return [f"  {result.status} {result.lines[0]}", *(f"  {line}" for line in result.lines[1:])]
+    # Lines end at "\n" alone: a "\r" or a form feed is one more character to make visible.
+    lines = printed.text.removesuffix("\n").split("\n")
+    shown = [f"{indent}| {visible(line)}" for line in lines[:PRINTED_LINES]]
+    if printed.cut or len(lines) > PRINTED_LINES:
+        shown.append(
+            f"{indent}(cut: your code printed {printed.total:,} bytes here; check shows the first"
+            f" {PRINTED_LINES} lines and {PRINTED_LIMIT} bytes)"
+        )
+    return [f"{indent}your code printed:", *shown]
+
+
+def case_lines(result: CaseResult) -> list[str]:
+    """A case's lines under its level: the first says pass or fail, the details follow indented,
+    then what the learner's code printed on it (a passing case shows its line for that)."""
+    printed = printed_lines(result.printed)
+    lines = result.lines or ([result.case.id] if printed else [])
+    if not lines:
+        return []
+    return [f"  {result.status} {lines[0]}", *(f"  {line}" for line in lines[1:]), *printed]
 
 
 def _not_attempted(by_level: dict[int, list[CaseResult]]) -> str:
@@ -373,15 +416,19 @@ def check(
     memory: int = DEFAULT_MEMORY,
     run_all: bool = False,
     say: Callable[[str], None] = print,
+    say_error: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     failure_first: bool = False,
 ) -> int:
     """Run the levels and say how they went; the exit code. With `failure_first` (--watch) the
-    lines of the first failing level come first, before the levels that pass."""
+    lines of the first failing level come first, before the levels that pass. A file that cannot be
+    run at all is one line to `say_error` (after what its code printed while loading, if anything)."""
     try:
-        learner = LearnerProcess(path, fixtures_dir, timeout, memory)
+        learner = LearnerProcess(path, timeout, memory)
         hello = learner.start()
     except LearnerError as error:
-        say(f"error: {error}")
+        for line in printed_lines(error.printed, indent="  "):
+            say(line)
+        say_error(f"error: {error}")
         return 2
     held: list[str] = []  # with failure_first: the lines of the levels before the first failure
 
@@ -406,6 +453,8 @@ def check(
             by_level.setdefault(cases.level_of(case.tags), []).append(case)
         total = len(cases.LEVELS)
         say(describe_function(path, hello))
+        for line in printed_lines(learner.loading_printed, indent="  "):
+            say(line.replace("your code printed:", "your code printed while loading:"))
         say("")
         failed_levels = []
         ran: dict[int, list[CaseResult]] = {}
@@ -455,6 +504,7 @@ def watch(
     fixtures_dir: Path,
     *,
     say: Callable[[str], None] = print,
+    say_error: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     clear: Callable[[], None] = lambda: print(CLEAR_SCREEN, end="", flush=True),
     **options,
 ) -> int:
@@ -464,7 +514,7 @@ def watch(
         while True:
             saved = _saved(path)
             clear()
-            check(path, fixtures_dir, say=say, failure_first=True, **options)
+            check(path, fixtures_dir, say=say, say_error=say_error, failure_first=True, **options)
             say("")
             say(f"Watching {path}: save it to check again; Ctrl-C stops.")
             while _saved(path) == saved:

@@ -1,22 +1,17 @@
 """The protocol between `attention-port check` and the process that runs a learner's code.
 
-Both sides read this module: learner.py (the harness side, which asks) and learner_worker.py (the
-Python process, which answers). typescript/runners/learner-protocol.ts is its twin for the Node process
-(typescript/runners/check.ts); a test holds the two to the same messages.
+The harness side (runner.py, which asks) and the Python process (worker.py, which answers) read this
+module; the Node process (typescript/runners/check.ts) reads learner-protocol.ts. The names both
+sides must agree on (the steps, the options with their JavaScript spellings, each message's fields)
+are in one file that both modules load, typescript/runners/learner-protocol.json.
 
-1. The harness starts the process with only the learner's module path and the number of the answer
-   file descriptor on its command line, in an empty working folder of its own: no fixture path in
-   its arguments, environment or working folder.
-2. The first line on stdin is a secret, SECRET_HEX hex digits, which the process reads before it
-   imports the learner's code. Every line it writes on the answer descriptor starts with the secret
-   and a space. That descriptor is open in the process that runs the learner's code, so the code
-   could write to it; a line without the secret is not an answer, and the case it arrived in fails
-   with one line saying so. (Node keeps the secret in a closure that the learner's code cannot reach;
-   a Python program can reach any object, so there it stops a stray write, not a determined program:
-   docs/learn.md says so.)
-3. The process's first line: {"hello": {"function", "takesOptions", "optionNames"}} or
+1. The harness starts the process with the learner's module path and the number of the answer file
+   descriptor on its command line, in an empty working folder of its own. The answers travel on
+   that descriptor alone, so the learner's own stdout and stderr (its print and console.log) are
+   free: the harness reads them on a pipe of their own and shows them under the case that printed.
+2. The process's first answer: {"hello": {"function", "takesOptions", "optionNames"}} or
    {"fatal": "one line"}.
-4. Then, for each request line on stdin, one answer line. A request holds one case's inputs and the
+3. Then, for each request line on stdin, one answer line. A request holds one case's inputs and the
    options it sets, never its expected values:
        {"id", "valid", "output_shape", "inputs": {"query", "key", "value"}, "options": {...}}
    valid: the case has expected values (else its inputs are handed over as written, to be refused);
@@ -39,29 +34,27 @@ Python process, which answers). typescript/runners/learner-protocol.ts is its tw
 from __future__ import annotations
 
 import json
-import secrets
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from attention_port.fixtures.reader import decode_numbers, encode_numbers
+from attention_port.paths import LEARNER_PROTOCOL
 
 if TYPE_CHECKING:
     from attention_port.fixtures.reader import FixtureCase
 
-SECRET_HEX = 32  # hex digits: 128 random bits
-STEP_NAMES = ("scores", "logits", "weights", "output")
-OPTION_NAMES = ("attn_mask", "is_causal", "scale", "enable_gqa", "softcap")
-THREW_FIELDS = ("name", "message", "kind", "deliberate", "where")  # a "threw" answer's, in this order
+PROTOCOL = json.loads(LEARNER_PROTOCOL.read_text(encoding="utf-8"))
+STEP_NAMES: tuple[str, ...] = tuple(PROTOCOL["steps"])
+OPTION_NAMES: tuple[str, ...] = tuple(PROTOCOL["options"])  # by their Python names
+HELLO_FIELDS: tuple[str, ...] = tuple(PROTOCOL["hello"])
+REQUEST_FIELDS: tuple[str, ...] = tuple(PROTOCOL["request"])
+THREW_FIELDS: tuple[str, ...] = tuple(PROTOCOL["threw"])  # a "threw" answer's, in this order
 
 
-def new_secret() -> str:
-    return secrets.token_hex(SECRET_HEX // 2)
-
-
-def answer_line(secret: str, message: dict) -> bytes:
-    """One answer as the process writes it: the secret, a space, strict JSON, a newline."""
-    return f"{secret} {json.dumps(message, allow_nan=False)}\n".encode()
+def answer_line(message: dict) -> bytes:
+    """One answer as the process writes it: strict JSON and a newline."""
+    return f"{json.dumps(message, allow_nan=False)}\n".encode()
 
 
 def threw_answer(
@@ -72,13 +65,10 @@ def threw_answer(
     return {"id": case_id, "threw": {field: threw[field] for field in THREW_FIELDS}}
 
 
-def read_answer(secret: str, line: str) -> dict | None:
-    """The message of an answer line, or None when the line does not start with the secret (the
-    learner's code wrote it) or is not a JSON object."""
-    if not line.startswith(secret + " "):
-        return None
+def read_answer(line: str) -> dict | None:
+    """The message of an answer line, or None when it is not a JSON object."""
     try:
-        message = json.loads(line[len(secret) + 1 :])
+        message = json.loads(line)
     except ValueError:
         return None
     return message if isinstance(message, dict) else None
@@ -113,14 +103,14 @@ def request(case: FixtureCase) -> str:
         name: given(value) if name == "attn_mask" else encode_numbers(value)
         for name, value in options_set(case).items()
     }
-    message = {
+    values = {
         "id": case.id,
         "valid": valid,
         "output_shape": list(case.expected.output.shape) if valid else None,
         "inputs": {name: given(case.inputs[name]) for name in ("query", "key", "value")},
         "options": options,
     }
-    return json.dumps(message, allow_nan=False) + "\n"
+    return json.dumps({name: values[name] for name in REQUEST_FIELDS}, allow_nan=False) + "\n"
 
 
 def read_input(entry: object, valid: bool) -> object:

@@ -1,25 +1,26 @@
-"""Run a learner's own attention code in a sandboxed process of its own, one case at a time.
+"""Run a learner's own attention code in a process of its own, one case at a time, within limits.
 
 `attention-port check` (check.py) asks; this module keeps the process that answers. A JavaScript or
 TypeScript file runs in the project's Node (node.py) through typescript/runners/check.ts; a Python file
-runs in a fresh Python through learner_worker.py. Both speak learner_protocol.py's protocol.
+runs in a fresh Python through worker.py. Both speak protocol.py's protocol.
 
 The learner's code never runs in the harness: a case that hangs past its time-out has its process
 killed, a case that kills its process is reported, and either way the next case gets a fresh one.
-The process is a sandbox, so that the learner's code can neither read the answers nor hurt the
-machine or check:
-  - it is given each case's inputs and options, never the fixtures' path: not in its arguments,
-    its environment or its working folder (an empty folder of its own, removed at the end);
-  - it may read only what its code needs, never the fixtures or the repository's .git: Node's
-    permission model (--permission, with --allow-fs-read for each folder the learner's module and
-    check.ts import, no child processes, no workers, no writes), or in Python learner_worker.py's
-    audit hook;
-  - its memory is bounded (--memory, 2 GiB by default): the OS limit on its data (RLIMIT_DATA,
-    which counts what a process writes to, so WebAssembly's large reserved memories still work,
-    where RLIMIT_AS would stop Node from starting), and V8's heap limit under it;
-  - it runs in a session (a process group) of its own, killed as a whole when its run ends;
-  - its answers carry a secret it was given before the learner's code was loaded
-    (learner_protocol.py), so only what the function returns is an answer.
+check bounds what a bug can do to the learner's machine; it is not a security sandbox, and the
+learner's code runs as the learner, able to read what they can read (the fixtures too):
+  - time: each case has a time-out (--timeout);
+  - memory: the OS limit on the process's address space (RLIMIT_AS, which counts every mapping,
+    shared and anonymous ones too, where RLIMIT_DATA does not) is --memory plus what the runtime
+    maps for itself before the learner's code runs (RUNTIME_ADDRESS_SPACE), with V8's heap limit
+    under it for Node;
+  - processes: it runs in a session (a process group) of its own, killed as a whole when its run
+    ends, and on Linux it dies with check (PR_SET_PDEATHSIG); Node's --permission keeps it from
+    starting processes or writing files at all;
+  - output: the answers travel on a descriptor of their own, so the learner's stdout and stderr are
+    read on a pipe of their own and kept, up to PRINTED_LIMIT bytes a case, to be shown under the
+    case that printed them;
+  - files: it runs in an empty working folder of its own, removed at the end, so that a stray
+    relative write lands there.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,25 +46,29 @@ from attention_port.fixtures.reader import FixtureCase
 from attention_port.harness.node import NodeError, checked_node
 from attention_port.harness.runners import decode_tensor
 from attention_port.learner import protocol as learner_protocol
-from attention_port.paths import CHECK_TS, FIXTURES, PACKAGE_DIR, REPO_ROOT
+from attention_port.paths import CHECK_TS
 
 NODE_SUFFIXES = (".ts", ".mts", ".js", ".mjs")
 PYTHON_SUFFIXES = (".py",)
 LOAD_TIMEOUT = 30.0  # seconds to load the file (Node or Python start, imports, type stripping)
 MIB = 1 << 20
 DEFAULT_MEMORY = 2048 * MIB
-MINIMUM_MEMORY = 1024 * MIB  # Node itself needs about 600 MiB of data to start
-# Environment variables the learner's process keeps; anything else (a path to the fixtures, say)
-# stays with the harness.
-KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONIOENCODING")
-# What a process prints or raises when it runs out of memory (V8, glibc, numpy, C++, Python).
+MINIMUM_MEMORY = 1024 * MIB
+# The address space a runtime maps for itself before the learner's code runs, added to --memory for
+# the OS limit. Node 24 maps about 1.1-1.3 GiB at start (VmPeak), most of it V8's reserved and unused
+# heap space, and does not start under 1.1 GiB; Python with numpy maps about 150 MiB.
+RUNTIME_ADDRESS_SPACE = {"JavaScript": 1536 * MIB, "Python": 256 * MIB}
+# Bytes of what the learner's code prints that are kept for each case (and while loading); the rest
+# is read and dropped, and counted. The last TAIL_LIMIT bytes are kept too, to say why a process died.
+PRINTED_LIMIT = 4096
+TAIL_LIMIT = 4096
+# What a process prints or raises when it runs out of memory (V8, WebAssembly, glibc, numpy, C++,
+# Python): each is the memory limit, whatever the allocation that hit it.
 OUT_OF_MEMORY = re.compile(
-    r"out of memory|Failed to allocate memory|allocation failed|Cannot allocate memory|std::bad_alloc"
-    r"|Unable to allocate|MemoryError"
+    r"out of memory|Failed to allocate|allocation failed|Cannot allocate memory|could not allocate memory"
+    r"|Unable to grow instance memory|Failed to reserve virtual memory|std::bad_alloc|Unable to allocate"
+    r"|MemoryError"
 )
-# Module specifiers in JavaScript or TypeScript source: import/export ... from "x", import "x",
-# import("x"), require("x"). A computed specifier is not seen, and its file stays unreadable.
-SPECIFIER = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)["']([^"'\n]+)["']""")
 
 
 def format_memory(size: int) -> str:
@@ -78,10 +83,7 @@ def parse_memory(text: str) -> int:
         raise ValueError(f"--memory takes a size such as 4GiB or 1536MiB, got {text!r}")
     size = int(float(match[1]) * (MIB if match[2].lower() == "mib" else 1 << 30))
     if size < MINIMUM_MEMORY:
-        raise ValueError(
-            f"--memory must be at least {format_memory(MINIMUM_MEMORY)} (Node alone needs about 600 MiB),"
-            f" got {text}"
-        )
+        raise ValueError(f"--memory must be at least {format_memory(MINIMUM_MEMORY)}, got {text}")
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # a system that does not say: no upper bound
@@ -89,10 +91,6 @@ def parse_memory(text: str) -> int:
     if total is not None and size > total:
         raise ValueError(f"--memory {text} is more than this machine has ({total / (1 << 30):.1f} GiB)")
     return size
-
-
-class LearnerError(Exception):
-    """The file could not be run at all; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -116,81 +114,50 @@ class Reply:
     error_kind: str | None = None
     deliberate: bool = True  # threw: raised on purpose (a raise / throw), not a crash in the learner's math
     where: str | None = None  # threw: the line of the learner's code it came from ("line 12 of x.py")
+    printed: Printed | None = None  # what the learner's code printed while the case ran
 
 
-def hidden_paths(fixtures_dir: Path) -> tuple[Path, ...]:
-    """What the learner's code may never read: the fixtures in use, the package's own (in the checkout
-    or shipped in the wheel), and the checkout's .git (whose objects hold every fixture ever committed)."""
-    return tuple({fixtures_dir.resolve(), FIXTURES.resolve(), (REPO_ROOT / ".git").resolve()})
+@dataclass
+class Printed:
+    """What the learner's code printed (stdout and stderr, in the order written) while one case ran,
+    or while it loaded: the first PRINTED_LIMIT bytes, the last TAIL_LIMIT, and how many in all."""
+
+    kept: bytes = b""
+    tail: bytes = b""
+    total: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        if len(self.kept) < PRINTED_LIMIT:
+            self.kept += chunk[: PRINTED_LIMIT - len(self.kept)]
+        self.tail = (self.tail + chunk)[-TAIL_LIMIT:]
+        self.total += len(chunk)
+
+    @property
+    def text(self) -> str:
+        return self.kept.decode("utf-8", errors="replace")
+
+    @property
+    def cut(self) -> int:
+        """Bytes printed past PRINTED_LIMIT, not kept."""
+        return self.total - len(self.kept)
+
+    def last_line(self) -> str:
+        """The last line printed (a Python traceback's last line, say)."""
+        lines = self.tail.decode("utf-8", errors="replace").splitlines()
+        return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 
-def without(folder: Path, hidden: tuple[Path, ...]) -> list[Path]:
-    """Paths that together cover `folder` except the hidden ones: the folder itself when nothing
-    hidden lies inside it, else each entry of it, the same way down to the hidden path."""
-    folder = folder.resolve()
-    if any(folder == h or folder.is_relative_to(h) for h in hidden):
-        return []
-    if not any(h.is_relative_to(folder) for h in hidden):
-        return [folder]
-    covered: list[Path] = []
-    with contextlib.suppress(OSError):
-        for entry in sorted(folder.iterdir()):
-            covered += (
-                without(entry, hidden)
-                if entry.is_dir() and not entry.is_symlink()
-                else ([] if entry.resolve() in hidden else [entry])
-            )
-    return covered
+class LearnerError(Exception):
+    """The file could not be run at all; the message is one line. `printed` is what its code printed
+    while loading, if anything."""
+
+    def __init__(self, message: str, printed: Printed | None = None):
+        super().__init__(message)
+        self.printed = printed
 
 
-def node_imports(module: Path) -> list[Path]:
-    """Every file a JavaScript or TypeScript module imports by a written path, and theirs, with the
-    nearest node_modules folder above each (its packages, and what a module reads of them: simd.ts
-    reads the version of the compiler that built its kernel)."""
-    seen: dict[Path, None] = {}
-    pending = [module.resolve()]
-    while pending:
-        current = pending.pop()
-        if current in seen or not current.is_file():
-            continue
-        seen[current] = None
-        try:
-            source = current.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for specifier in SPECIFIER.findall(source):
-            if specifier.startswith("file://"):
-                specifier = specifier[len("file://") :]
-            if specifier.startswith((".", "/")):
-                pending.append((current.parent / specifier).resolve())
-    packages = {
-        next((f / "node_modules" for f in file.parents if (f / "node_modules").is_dir()), None): None
-        for file in seen
-    }
-    return [*seen, *(folder for folder in packages if folder is not None)]
-
-
-def readable_paths(path: Path, language: str, fixtures_dir: Path) -> list[Path]:
-    """What the learner's process may read, none of it the fixtures: for Node, the folder of each file
-    that check.ts and the learner's module import (and node_modules where they import packages); for
-    Python, the learner's folder, this package and sys.path (Python's library, site-packages)."""
-    hidden = hidden_paths(fixtures_dir)
-    if language == "JavaScript":
-        files = node_imports(CHECK_TS) + node_imports(path)
-        folders = [f if f.is_dir() else f.parent for f in files]
-    else:
-        # This package by its own folder too: an editable install finds it by an import hook, not sys.path.
-        folders = [path.resolve().parent, PACKAGE_DIR, *(Path(p) for p in sys.path if p and Path(p).is_dir())]
-    covered: dict[Path, None] = {}
-    for folder in folders:
-        for allowed in without(folder, hidden):
-            covered[allowed] = None
-    return list(covered)
-
-
-def command_for(path: Path, fixtures_dir: Path, memory: int) -> tuple[list[str], str]:
-    """The command that runs the worker for this file, and the language it runs. It names no
-    fixture: each case's inputs come on stdin."""
+def command_for(path: Path, memory: int) -> tuple[list[str], str]:
+    """The command that runs the worker for this file, and the language it runs."""
     suffix = path.suffix.lower()
     module = ["--module", str(path.absolute())]  # the worker runs in a folder of its own
     if suffix in NODE_SUFFIXES:
@@ -198,19 +165,19 @@ def command_for(path: Path, fixtures_dir: Path, memory: int) -> tuple[list[str],
             node = checked_node()
         except NodeError as error:
             raise LearnerError(str(error)) from None
-        reads = [f"--allow-fs-read={p}" for p in readable_paths(path, "JavaScript", fixtures_dir)]
         heap = f"--max-old-space-size={memory * 3 // 4 // MIB}"  # V8's own limit, under the OS one
-        return [str(node), "--permission", *reads, heap, str(CHECK_TS), *module], "JavaScript"
+        # --permission: no writes, no child processes, no workers; it may read anything.
+        flags = ["--permission", "--allow-fs-read=*", heap]
+        return [str(node), *flags, str(CHECK_TS), *module], "JavaScript"
     if suffix in PYTHON_SUFFIXES:
-        reads = [f"--read={p}" for p in readable_paths(path, "Python", fixtures_dir)]
-        return [sys.executable, "-m", "attention_port.learner.worker", *module, *reads], "Python"
+        return [sys.executable, "-m", "attention_port.learner.worker", *module], "Python"
     kinds = ", ".join(NODE_SUFFIXES + PYTHON_SUFFIXES)
     raise LearnerError(f"{path}: check runs a {kinds} file, not {suffix or 'a file without a suffix'}")
 
 
-def _limits(memory: int):
-    """What the learner's process sets up before it runs: the memory bound, and (on Linux) death
-    with the harness, so that even a harness killed outright leaves no process behind."""
+def _limits(address_space: int):
+    """What the learner's process sets up before it runs: the bound on its address space, and (on
+    Linux) death with the harness, so that even a harness killed outright leaves no process behind."""
     prctl = None
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
@@ -218,7 +185,7 @@ def _limits(memory: int):
     pr_set_pdeathsig = 1
 
     def preexec() -> None:
-        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
         if prctl is not None:
             prctl(pr_set_pdeathsig, signal.SIGKILL)
 
@@ -228,75 +195,82 @@ def _limits(memory: int):
 class LearnerProcess:
     """The process that runs the learner's file; started again after a hang or a crash."""
 
-    def __init__(self, path: Path, fixtures_dir: Path, timeout: float, memory: int = DEFAULT_MEMORY):
+    def __init__(self, path: Path, timeout: float, memory: int = DEFAULT_MEMORY):
+        if path.is_dir():
+            raise LearnerError(f"{path}: is a folder, not a file")
         if not path.is_file():
             raise LearnerError(f"{path}: no such file")
         self.path = path
         self.timeout = timeout
         self.memory = memory
-        self.command, self.language = command_for(path, fixtures_dir, memory)
+        self.command, self.language = command_for(path, memory)
         self.process: subprocess.Popen | None = None
         self.answers = -1  # the read end of the answer pipe
+        self.output = -1  # the read end of the pipe the learner's stdout and stderr go to
         self.buffer = b""
-        self.secret = ""
+        self.printed = Printed()  # what the learner's code printed since the last answer
         self.workdir: str | None = None  # the process's own working folder
-        self.log = None  # what the learner's code printed (stdout and stderr)
         self.hello: Hello | None = None
+        self.loading_printed: Printed | None = None  # what it printed while loading
         self.restart_failed: str | None = None  # why a fresh process after a hang or crash would not load
 
     def start(self) -> Hello:
         """Start the process and read its hello; LearnerError when the file cannot be run."""
         self.close()
-        read_end, write_end = os.pipe()
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115  closed by close()
+        answers_read, answers_write = os.pipe()
+        output_read, output_write = os.pipe()
         self.workdir = tempfile.mkdtemp(prefix="attention-port-check-")
-        environment = {k: os.environ[k] for k in KEPT_ENVIRONMENT if k in os.environ}
-        environment |= {"HOME": self.workdir, "TMPDIR": self.workdir}
+        # Unbuffered, so that what Python prints is in the pipe before the answer that follows it;
+        # numpy's BLAS on one thread, so that its address space does not grow with the machine's cores.
+        environment = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", **os.environ}
+        environment["PYTHONUNBUFFERED"] = "1"
+        limit = self.memory + RUNTIME_ADDRESS_SPACE[self.language]
         try:
             self.process = subprocess.Popen(
-                [*self.command, "--answers-fd", str(write_end)],
+                [*self.command, "--answers-fd", str(answers_write)],
                 stdin=subprocess.PIPE,
-                stdout=self.log,
-                stderr=self.log,
-                pass_fds=(write_end,),
+                stdout=output_write,
+                stderr=output_write,
+                pass_fds=(answers_write,),
                 cwd=self.workdir,
                 env=environment,
                 start_new_session=True,  # a process group of its own, killed whole by close()
-                preexec_fn=_limits(self.memory),  # noqa: PLW1509  check runs no threads of its own
+                preexec_fn=_limits(limit),  # noqa: PLW1509  check runs no threads of its own
             )
         except OSError as error:
-            os.close(read_end)
+            os.close(answers_read)
+            os.close(output_read)
             raise LearnerError(f"could not start {self.command[0]}: {error}") from None
         finally:
-            os.close(write_end)
-        self.answers, self.buffer = read_end, b""
-        self.secret = learner_protocol.new_secret()
-        with contextlib.suppress(OSError):  # a process that died at once is found out below
-            self.process.stdin.write(f"{self.secret}\n".encode())
-            self.process.stdin.flush()
+            os.close(answers_write)
+            os.close(output_write)
+        self.answers, self.output, self.buffer = answers_read, output_read, b""
+        self.printed = Printed()
         limit = max(LOAD_TIMEOUT, self.timeout)
         line = self._read_line(limit)
+        printed, self.printed = self.printed, Printed()
         if line is None:
             self.close()
-            raise LearnerError(f"{self.path} did not finish loading within {limit:g} s")
+            raise LearnerError(f"{self.path} did not finish loading within {limit:g} s", printed)
         if line == "":
             code = self.process.wait()
-            last = self._last_output()
             self.close()
-            if self._out_of_memory(last):
+            if self._out_of_memory(printed.tail.decode("utf-8", "replace"), code):
                 raise LearnerError(f"{self.path} could not be loaded: {self._memory_message()}")
-            raise LearnerError(
-                f"{self.path} could not be loaded: {last or f'its process ended (exit code {code})'}"
-            )
-        message = learner_protocol.read_answer(self.secret, line)
+            said = printed.last_line() or f"its process ended (exit code {code})"
+            raise LearnerError(f"{self.path} could not be loaded: {said}", printed)
+        message = learner_protocol.read_answer(line)
         if message is None:
             self.close()
-            raise LearnerError(f"{self.path} could not be loaded: {self._forged_message()}")
+            raise LearnerError(f"{self.path} could not be loaded: its process answered {line[:80]!r}")
         if "fatal" in message:
             self.close()
-            raise LearnerError(self._fatal(message))
+            if self._out_of_memory(message["fatal"]):
+                raise LearnerError(f"{self.path} could not be loaded: {self._memory_message()}")
+            raise LearnerError(self._fatal(message), printed)
         hello = message["hello"]
         names = hello.get("optionNames")
+        self.loading_printed = printed
         self.hello = Hello(
             function=hello["function"],
             takes_options=bool(hello["takesOptions"]),
@@ -306,7 +280,13 @@ class LearnerProcess:
         return self.hello
 
     def ask(self, case: FixtureCase) -> Reply:
-        """Run one case; a hang or a crash is a Reply too, and the next case starts a fresh process."""
+        """Run one case; a hang or a crash is a Reply too, and the next case starts a fresh process.
+        The reply holds what the learner's code printed meanwhile."""
+        reply = self._ask(case)
+        printed, self.printed = self.printed, Printed()
+        return replace(reply, printed=printed)
+
+    def _ask(self, case: FixtureCase) -> Reply:
         if self.process is None or self.process.poll() is not None:
             if self.restart_failed is None:
                 try:
@@ -327,13 +307,10 @@ class LearnerProcess:
             return Reply("hang", message=f"no answer within {self.timeout:g} s")
         if line == "":
             return self._died()
-        answer = learner_protocol.read_answer(self.secret, line)
-        if answer is None:
-            self.close()  # whatever the function returns would now be read for the next case
-            return Reply("died", message=self._forged_message())
-        if answer.get("id") != case.id:
+        answer = learner_protocol.read_answer(line)
+        if answer is None or answer.get("id") != case.id:
             self.close()
-            return Reply("died", message="the answer was for another case")
+            return Reply("died", message=f"the process running your code answered {line[:80]!r}")
         if "threw" in answer:
             threw = answer["threw"]
             if threw["name"] == "MemoryError" or self._out_of_memory(threw["message"]):
@@ -358,7 +335,7 @@ class LearnerProcess:
 
     def _fatal(self, message: dict) -> str:
         """Why the file cannot be run. Node's import() does not say on which line a JavaScript syntax
-        error is, and the sandboxed process may not start `node --check`, which does: check does."""
+        error is, and the learner's process may not start `node --check`, which does: check does."""
         syntax = message.get("syntaxError")
         if isinstance(syntax, dict):
             with contextlib.suppress(OSError, subprocess.SubprocessError, NodeError):
@@ -373,55 +350,66 @@ class LearnerProcess:
                     return f"syntax error in {syntax['file']} (line {match[1]}): {syntax['said']}"
         return message["fatal"]
 
-    def _forged_message(self) -> str:
-        return "your code wrote to check's answer channel: only what your function returns is an answer"
-
     def _memory_message(self) -> str:
         return (
-            f"your code ran out of memory: check lets it use {format_memory(self.memory)}"
+            f"your code ran out of memory: check lets your code use {format_memory(self.memory)}"
             " (--memory raises that)"
         )
 
-    def _out_of_memory(self, text: str) -> bool:
-        return OUT_OF_MEMORY.search(text) is not None
+    def _out_of_memory(self, text: str, code: int | None = None) -> bool:
+        """Whether a message (or what the process printed last) says it ran out of memory; a process
+        killed outright, which check did not kill, was killed by the system for its memory."""
+        return OUT_OF_MEMORY.search(text) is not None or code == -signal.SIGKILL
 
     def _died(self) -> Reply:
         code = self.process.wait() if self.process is not None else None
-        last = self._last_output()
-        whole = self._whole_output()
+        self._drain()
+        last = self.printed.last_line()
+        tail = self.printed.tail.decode("utf-8", "replace")
         self.close()
-        if self._out_of_memory(whole):
+        if self._out_of_memory(tail, code):
             return Reply("died", message=self._memory_message())
         detail = f"exit code {code}" + (f": {last}" if last else "")
         return Reply("died", message=f"the process running your code ended ({detail})")
 
     def _read_line(self, timeout: float) -> str | None:
-        """The next answer line; None after `timeout` seconds, "" when the pipe closed."""
+        """The next answer line; None after `timeout` seconds, "" when the pipe closed. What the
+        learner's code prints meanwhile is read into self.printed, and what it printed before the
+        answer line is all there when this returns."""
         deadline = time.monotonic() + timeout
         while b"\n" not in self.buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([self.answers], [], [], remaining)
+            ready, _, _ = select.select([self.answers, *self._output_fds()], [], [], remaining)
             if not ready:
                 return None
-            chunk = os.read(self.answers, 1 << 16)
-            if not chunk:
-                return ""
-            self.buffer += chunk
+            if self.output in ready:
+                self._read_output()
+            if self.answers in ready:
+                chunk = os.read(self.answers, 1 << 16)
+                if not chunk:
+                    return ""
+                self.buffer += chunk
+        self._drain()
         line, self.buffer = self.buffer.split(b"\n", 1)
         return line.decode("utf-8", errors="replace")
 
-    def _whole_output(self) -> str:
-        if self.log is None:
-            return ""
-        self.log.seek(0)
-        return self.log.read().decode("utf-8", "replace")
+    def _output_fds(self) -> list[int]:
+        return [self.output] if self.output >= 0 else []
 
-    def _last_output(self) -> str:
-        """The last line the learner's process printed (a Python traceback's last line, say)."""
-        lines = self._whole_output().splitlines()
-        return next((line.strip() for line in reversed(lines) if line.strip()), "")
+    def _read_output(self) -> None:
+        chunk = os.read(self.output, 1 << 16)
+        if chunk:
+            self.printed.add(chunk)
+        else:  # the process closed it (it ended, or closed its stdout and stderr)
+            os.close(self.output)
+            self.output = -1
+
+    def _drain(self) -> None:
+        """Read what is in the output pipe now: written before the answer that just came, it is there."""
+        while self.output >= 0 and select.select([self.output], [], [], 0)[0]:
+            self._read_output()
 
     def close(self) -> None:
         """End the process and everything it started (its whole process group), and remove its folder."""
@@ -433,12 +421,10 @@ class LearnerProcess:
                 with contextlib.suppress(OSError):
                     self.process.stdin.close()
             self.process = None
-        if self.answers >= 0:
-            os.close(self.answers)
-            self.answers = -1
-        if self.log is not None:
-            self.log.close()
-            self.log = None
+        for fd in (self.answers, self.output):
+            if fd >= 0:
+                os.close(fd)
+        self.answers = self.output = -1
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None

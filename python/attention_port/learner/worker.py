@@ -1,17 +1,10 @@
 """Run a learner's Python attention file on the cases check sends, one case at a time.
 
-The Python twin of typescript/runners/check.ts, speaking the protocol of learner_protocol.py, started
-by learner.py as `python -m attention_port.learner.worker --module PATH --answers-fd N [--read
-PATH ...]` in an empty working folder of its own. The learner's code runs in this process, never in
-the harness, and sees only the inputs and options of each case.
-
-Python has no permission model, so before the learner's file is imported this process adds an audit
-hook (sys.addaudithook, which cannot be removed) that refuses what the learner's code has no need
-for: opening or listing a file outside the --read folders (the learner's folder, Python's own and
-this package's, never the fixtures), writing outside the working folder, starting a process,
-sending a signal, opening a socket, and the ctypes calls that would get round the rest. It stops
-the ordinary ways and any accident; a determined program can still walk the interpreter's frames
-or memory, which docs/learn.md says.
+The Python twin of typescript/runners/check.ts, speaking the protocol of protocol.py, started by
+runner.py as `python -m attention_port.learner.worker --module PATH --answers-fd N` in an empty
+working folder of its own, within runner.py's limits. The learner's code runs in this process, never
+in the harness; what it prints goes to this process's stdout and stderr, which check shows, since
+the answers travel on the answer descriptor alone.
 
 The file defines `scaled_dot_product_attention(query, key, value, ...)` and may define
 `attention_steps` (called instead when present: it returns an object or a dict with scores, logits,
@@ -44,8 +37,8 @@ from attention_port.inputs import (
     leaves,
 )
 from attention_port.learner.protocol import (
+    HELLO_FIELDS,
     OPTION_NAMES,
-    SECRET_HEX,
     STEP_NAMES,
     answer_line,
     read_input,
@@ -54,44 +47,6 @@ from attention_port.learner.protocol import (
 
 POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 MAX_RANK = 64  # deeper nesting than any tensor has: an array that holds itself, say
-# Audit events refused outright: other processes, signals, sockets, and ctypes's ways round the hook.
-REFUSED_EVENTS = {
-    "subprocess.Popen": "start a process",
-    "os.system": "start a process",
-    "os.exec": "start a process",
-    "os.posix_spawn": "start a process",
-    "os.spawn": "start a process",
-    "os.fork": "start a process",
-    "os.forkpty": "start a process",
-    "os.kill": "send a signal",
-    "os.killpg": "send a signal",
-    "socket.__new__": "open a socket",
-    "ctypes.call_function": "call C functions through ctypes",
-    "ctypes.cdata": "read memory through ctypes",
-    "ctypes.string_at": "read memory through ctypes",
-    "ctypes.wstring_at": "read memory through ctypes",
-    "gc.get_objects": "walk the interpreter's objects",
-    "gc.get_referrers": "walk the interpreter's objects",
-    "gc.get_referents": "walk the interpreter's objects",
-    "sys._current_frames": "walk the interpreter's frames",
-}
-# Audit events that change the file system: only inside the working folder.
-WRITE_EVENTS = (
-    "os.mkdir",
-    "os.remove",
-    "os.rename",
-    "os.rmdir",
-    "os.symlink",
-    "os.link",
-    "os.truncate",
-    "os.chmod",
-    "os.chown",
-    "os.utime",
-    "shutil.rmtree",
-    "shutil.copyfile",
-    "shutil.move",
-)
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 WORKER = Path(__file__).resolve()
 # Where Python's own modules and installed packages live: a `raise` there is a library's, not the learner's.
 LIBRARY_FOLDERS = tuple(
@@ -101,47 +56,6 @@ LIBRARY_FOLDERS = tuple(
         if p
     }
 )
-
-
-def install_sandbox(readable: list[str], workdir: str) -> None:
-    """The audit hook described at the top; from here on it sees every audited call."""
-    roots = tuple(os.path.realpath(p) for p in readable)
-
-    def inside(path: object, folders: tuple[str, ...]) -> bool:
-        real = os.path.realpath(os.fsdecode(path))
-        return any(real == f or real.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
-
-    def refuse(what: str) -> None:
-        raise PermissionError(f"check's sandbox does not let your code {what}")
-
-    def hook(event: str, args: tuple) -> None:
-        if event == "open":
-            path, mode, flags = args
-            if path is None or isinstance(path, int):
-                return  # an open file descriptor: nothing new is opened
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(
-                (flags or 0) & WRITE_FLAGS
-            )
-            if writing and not inside(path, (workdir,)):
-                refuse(f"write {os.fsdecode(path)}")
-            if not inside(path, (*roots, workdir)):
-                refuse(f"read {os.fsdecode(path)} (it may read its own folder and Python's)")
-        elif event in ("os.listdir", "os.scandir"):
-            path = args[0]
-            if path is not None and not isinstance(path, int) and not inside(path, (*roots, workdir)):
-                refuse(f"list {os.fsdecode(path)} (it may read its own folder and Python's)")
-        elif event in WRITE_EVENTS:
-            path = args[0]
-            if isinstance(path, (str, bytes, os.PathLike)) and not inside(path, (workdir,)):
-                refuse(f"change {os.fsdecode(path)}")
-        elif event == "ctypes.dlopen":
-            name = args[0]
-            if name is None or not inside(name, roots):
-                refuse(f"load the C library {name}")
-        elif event in REFUSED_EVENTS:
-            refuse(REFUSED_EVENTS[event])
-
-    sys.addaudithook(hook)
 
 
 def _one_line(text: str) -> str:
@@ -201,11 +115,12 @@ class Learner:
         self.takes_options = bool(self.option_names)
 
     def hello(self) -> dict:
-        return {
+        values = {
             "function": self.name,
             "takesOptions": self.takes_options,
             "optionNames": sorted(self.option_names),
         }
+        return {field: values[field] for field in HELLO_FIELDS}
 
     def call(self, request: dict):
         valid = request["valid"]
@@ -304,7 +219,7 @@ def raised_on_purpose(error: BaseException, kind: object = None) -> tuple[bool, 
     or an installed package's (the learner's own, or the project's port it imports), or it carries a
     `kind` (read by the caller, since reading it runs the learner's code), as the project's errors do.
     Anything else is a crash in the learner's math (an index out of range, None where a list was
-    meant, numpy refusing operands that do not fit), or the sandbox refusing what the code tried."""
+    meant, numpy refusing operands that do not fit)."""
     tb, innermost, where = error.__traceback__, None, None
     while tb is not None:
         file = Path(tb.tb_frame.f_code.co_filename).resolve()
@@ -319,7 +234,6 @@ def raised_on_purpose(error: BaseException, kind: object = None) -> tuple[bool, 
     raising = any(
         i.offset == innermost.tb_lasti and i.opname == "RAISE_VARARGS" for i in dis.get_instructions(code)
     )
-    # A raise in this file is the sandbox's audit hook refusing the learner's code, not the learner's.
     file = Path(code.co_filename).resolve()
     return raising and file != WORKER and not str(file).startswith(LIBRARY_FOLDERS), where
 
@@ -369,19 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="attention_port.learner.worker")
     parser.add_argument("--module", required=True)
     parser.add_argument("--answers-fd", type=int, required=True)
-    parser.add_argument("--read", action="append", default=[], help="a folder the learner's code may read")
     args = parser.parse_args(argv)
-    # The secret comes first, before any of the learner's code runs (learner_protocol.py, step 2).
-    secret = sys.stdin.readline().strip()
-    if len(secret) != SECRET_HEX:
-        return 2
     answers_fd = args.answers_fd
 
     def send(message: dict) -> None:
-        os.write(answers_fd, answer_line(secret, message))
+        os.write(answers_fd, answer_line(message))
 
     path = Path(args.module)
-    install_sandbox(args.read, os.getcwd())
     try:
         module = load_module(path)
         learner = Learner(module, path)

@@ -5,11 +5,16 @@ typescript/src/attention.ts, and the grouped-query lines of typescript/src/batch
 them at their shared step labels ("Step 1: scores", ...), at the "Grouped-query attention:"
 comment, and at the public functions with their doc comments, so it cannot drift from the code; a
 test checks the committed page is up to date. Regenerate with `attention-port side-by-side`.
+
+The same cut, the five steps of each readable port and the softmax step 4 calls, is written to
+docs/lesson-steps.json for the explorer's guided mode (typescript/explorer/build.ts reads it): the
+explorer shows the very lines this page shows, cut here and nowhere else.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 import textwrap
 from pathlib import Path
@@ -25,6 +30,7 @@ TYPESCRIPT_LAYER = TYPESCRIPT_SRC / "layer.ts"
 LAYER_STEP_COUNT = 6
 GQA_LABEL = "Grouped-query attention:"
 OUTPUT = DOCS / "side-by-side.md"
+STEPS_OUTPUT = DOCS / "lesson-steps.json"  # the explorer's guided mode reads it
 STEP_COUNT = 5
 
 
@@ -212,9 +218,34 @@ def _layer_parts() -> list[str]:
     return parts
 
 
-def write(path: Path = OUTPUT) -> None:
+def lesson_steps() -> dict:
+    """Each readable port's five steps (by number) and its softmax, as the guided mode shows them."""
+
+    def cut(source: Path, comment: str, softmax: str) -> dict:
+        text = source.read_text(encoding="utf-8")
+        steps = step_blocks(text, comment, source)
+        return {
+            "steps": {str(n): steps[n] for n in sorted(steps)},
+            "softmax": function_source(text, softmax, source),
+        }
+
+    return {
+        "typescript": cut(TYPESCRIPT_SOURCE, "//", "export function softmax("),
+        "python": cut(PYTHON_SOURCE, "#", "def softmax("),
+    }
+
+
+def render_steps() -> str:
+    return json.dumps(lesson_steps(), indent=2, ensure_ascii=False) + "\n"
+
+
+def write(path: Path = OUTPUT, steps_path: Path = STEPS_OUTPUT) -> None:
     write_atomic(path, render())
+    write_atomic(steps_path, render_steps())
 
 
-def is_fresh(path: Path = OUTPUT) -> bool:
-    return path.is_file() and path.read_text(encoding="utf-8") == render()
+def is_fresh(path: Path = OUTPUT, steps_path: Path = STEPS_OUTPUT) -> bool:
+    return all(
+        written.is_file() and written.read_text(encoding="utf-8") == text
+        for written, text in ((path, render()), (steps_path, render_steps()))
+    )

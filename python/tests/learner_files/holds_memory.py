@@ -1,4 +1,4 @@
-"""A hostile learner: it computes the right answer, but first takes 6 GiB and holds on to it."""
+"""A learner whose code computes the right answer, but first takes 6 GiB and holds on to it."""
 
 import numpy as np
 

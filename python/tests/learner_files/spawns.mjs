@@ -1,5 +1,5 @@
-// A hostile learner: it starts a detached process, which would outlive check, then computes the right
-// answer. The process is `sleep 297.5`, a length no other process uses, so a test can look for it.
+// A learner whose code starts a detached process, which would outlive check, then computes the
+// right answer. The process is `sleep 297.5`, a length no other process uses, so a test can look for it.
 import { spawn } from "node:child_process";
 import { scaledDotProductAttention as right } from "../../../typescript/src/attention.ts";
 
