@@ -153,3 +153,19 @@ def test_a_float_one_zero_mask_is_added_not_read_as_booleans():
     )
     answer = PortAnswer(steps={"output": as_bool})
     assert not compare.judge(case, "bool-reader", "float64", answer).passed
+
+
+@pytest.mark.parametrize("case_id", ["rope_half_split", "layer_fully_masked_row"])
+def test_exact_cells_take_the_value_or_its_dtype_rounding_and_nothing_else(case_id):
+    case = next(c for c in VALID if c.id == case_id)
+    budget = compare._layer_budget(case, "float32")
+    exact = budget == 0
+    assert exact.any()
+    steps = {} if case.expected.weights is None else {"weights": case.expected.weights}
+    rounded = case.expected.output.astype(np.float32).astype(np.float64)
+    for output in (case.expected.output, np.where(exact, rounded, case.expected.output)):
+        assert compare.judge(case, "p", "float32", PortAnswer(steps={**steps, "output": output})).passed
+    off = case.expected.output.copy()
+    cell = tuple(np.argwhere(exact)[0])
+    off[cell] = np.nextafter(np.float32(rounded[cell]), np.float32(np.inf))  # one float32 step away
+    assert not compare.judge(case, "p", "float32", PortAnswer(steps={**steps, "output": off})).passed

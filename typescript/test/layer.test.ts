@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { type LayerFixtureCase, loadLayerFixtures } from "../runners/fixtures.ts";
 import { runLayerCase } from "../runners/layer-cases.ts";
+import { fromConv1d, fromPacked, torchMhaMask } from "../src/adapters.ts";
 import { attentionSteps as flashSteps } from "../src/flash.ts";
 import { AttentionInputError } from "../src/inputs.ts";
 import { applyRotary, layerWith, multiHeadAttention } from "../src/layer.ts";
@@ -109,4 +110,73 @@ test("RoPE: position 0 and the features past rotaryDim are x, bit for bit; the c
     );
   }
   assert.notDeepEqual(interleaved[0][2], half[0][2]);
+});
+
+describe("adapters onto the layer's contract", () => {
+  test("fromConv1d transposes [in, out] to [out, in]; fromPacked cuts q | k | v by rows", () => {
+    assert.deepEqual(
+      fromConv1d([
+        [1, 2, 3],
+        [4, 5, 6],
+      ]),
+      [
+        [1, 4],
+        [2, 5],
+        [3, 6],
+      ],
+    );
+    const packed = [[1], [2], [3], [4], [5], [6]];
+    assert.deepEqual(fromPacked(packed, [10, 20, 30, 40, 50, 60]), {
+      wQ: [[1], [2]],
+      wK: [[3], [4]],
+      wV: [[5], [6]],
+      bQ: [10, 20],
+      bK: [30, 40],
+      bV: [50, 60],
+    });
+    assert.deepEqual(fromPacked(packed, null, [4, 1, 1]).wK, [[5]]);
+  });
+
+  test("torchMhaMask flips a boolean mask's polarity and adds a float one", () => {
+    assert.deepEqual(
+      torchMhaMask(
+        [
+          [true, false],
+          [false, false],
+        ],
+        null,
+        2,
+      ),
+      [
+        [false, true],
+        [true, true],
+      ],
+    );
+    // [N·H, L, S] with N = 1, H = 2, and a key padding mask [N, S]: both must allow.
+    const threeD = [[[false, false]], [[true, false]]];
+    assert.deepEqual(torchMhaMask(threeD, [[false, true]], 2), [[[[true, false]], [[false, false]]]]);
+    // A float 1/0 padding mask is added, and a boolean one beside it becomes 0 / -inf.
+    assert.deepEqual(torchMhaMask([[1, 0]], [[false, true]], 1), [[[[1, -Infinity]]]]);
+  });
+
+  test("through the adapter, a torch-style mask gives the layer the SDPA answer", () => {
+    const c = CASES.find((c) => c.id === "layer_mask_polarity_trap");
+    assert.ok(c);
+    const allowed = c.inputs.attn_mask as { shape: number[]; data: boolean[] };
+    const rows = (data: boolean[]) =>
+      Array.from({ length: allowed.shape[0] }, (_, i) =>
+        data.slice(i * allowed.shape[1], (i + 1) * allowed.shape[1]),
+      );
+    const ignore = rows(allowed.data.map((v) => !v)); // the same mask, nn.MultiheadAttention's way
+    const viaAdapter = {
+      ...c,
+      inputs: {
+        ...c.inputs,
+        attn_mask: { ...allowed, data: (torchMhaMask(ignore, null, 2) as boolean[][]).flat() },
+      },
+    };
+    assert.equal(runLayerCase(multiHeadAttention, viaAdapter), runLayerCase(multiHeadAttention, c));
+    const misread = { ...c, inputs: { ...c.inputs, attn_mask: { ...allowed, data: ignore.flat() } } };
+    assert.notEqual(runLayerCase(multiHeadAttention, misread), runLayerCase(multiHeadAttention, c));
+  });
 });
