@@ -9,7 +9,7 @@ const PORTS = "^typescript/src/[^/]+[.]ts$";
 const PORT_DATA = "^typescript/wasm/stamp[.]ts$";
 /** Entry points, each run as a process (by a person, scripts/setup or the Python harness): what
  * another module needs of one belongs in a module of its own. */
-const ENTRIES = "^typescript/(runners/(cli|check|bench)|pages/webgpu-page|wasm/build|explorer/build|package/build)[.]ts$";
+const ENTRIES = "^typescript/(runners/(cli|check|bench)|pages/webgpu-page|wasm/build|explorer/build|package/build|conformance/peers)[.]ts$";
 /** The tests exercise the entry points' functions, and may. */
 const TESTS = "^typescript/test/";
 

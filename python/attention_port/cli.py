@@ -374,7 +374,24 @@ def command_check(args: argparse.Namespace) -> int:
     except ValueError as error:
         return _error(str(error))
     run = check.watch if args.watch else check.check
-    return run(Path(args.path), Path(args.fixtures), timeout=args.timeout, memory=memory, run_all=args.all)
+    return run(
+        Path(args.path),
+        Path(args.fixtures),
+        timeout=args.timeout,
+        memory=memory,
+        run_all=args.all,
+        dtype=args.dtype,
+    )
+
+
+def command_conformance_page(args: argparse.Namespace) -> int:
+    from attention_port.pages import conformance
+
+    try:
+        cases = fixtures.load_fixtures(args.fixtures)
+    except fixtures.FixtureError as error:
+        return _error(str(error))
+    return conformance.command_conformance_page(Path(args.results), Path(args.out), cases)
 
 
 def command_explore(args: argparse.Namespace) -> int:
@@ -459,7 +476,19 @@ def make_parser() -> argparse.ArgumentParser:
     mine.add_argument(
         "--watch", action="store_true", help="check again each time the file is saved; Ctrl-C stops"
     )
+    mine.add_argument(
+        "--dtype", choices=tuple(compare.UNIT_ROUNDOFF), default="float64",
+        help="the dtype your function computes in: the rule's precision and range (default: float64)",
+    )  # fmt: skip
     mine.set_defaults(handler=command_check)
+
+    page = commands.add_parser(
+        "conformance-page", help="write docs/conformance.md from the peers' verdicts (scripts/conformance)"
+    )
+    page.add_argument("--results", required=True, help="the JSON file typescript/conformance/peers.ts wrote")
+    page.add_argument("--out", default="docs/conformance.md", help="the page (default: %(default)s)")
+    page.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
+    page.set_defaults(handler=command_conformance_page)
 
     # Listed here for --help; `bench` parses its own options (bench/run.py), imported only when it runs.
     commands.add_parser(

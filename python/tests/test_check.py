@@ -26,11 +26,19 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TOTAL = len(cases.LEVELS)
 
 
-def run_check(name: str, *, timeout: float = 10.0, run_all: bool = False) -> tuple[int, str]:
+def run_check(
+    name: str, *, timeout: float = 10.0, run_all: bool = False, dtype: str = "float64"
+) -> tuple[int, str]:
     path = name if os.path.isabs(name) or "/" in name else LEARNER_FILES / name
     lines: list[str] = []
     code = check.check(
-        Path(path), FIXTURES_DIR, timeout=timeout, run_all=run_all, say=lines.append, say_error=lines.append
+        Path(path),
+        FIXTURES_DIR,
+        timeout=timeout,
+        run_all=run_all,
+        dtype=dtype,
+        say=lines.append,
+        say_error=lines.append,
     )
     return code, "\n".join(lines)
 
@@ -233,6 +241,41 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
         " — this case is rank 3: every dim before the last two is a batch or head dim, and each [L, E]"
         " matrix inside gets the same steps"
     ), line
+
+
+# ---- the dtype a learner's function computes in ----------------------------------------------
+
+FLOAT32_EXAMPLE = str(REPO_ROOT / "python/examples/float32_attention.py")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_a_float32_kernel_passes_at_float32_and_the_narrower_dtypes(dtype):
+    code, text = run_check(FLOAT32_EXAMPLE, dtype=dtype)
+    assert code == 0, text
+    assert f"(Python, held to the {dtype} budget)" in text.splitlines()[0]
+    assert "left out: outside the contract in" in text.splitlines()[1]  # huge inputs do not fit
+    assert "Every case you attempted passes" in text
+
+
+def test_a_float32_kernel_fails_at_float64_with_digits_that_show_the_difference():
+    code, text = run_check(FLOAT32_EXAMPLE)
+    assert code == 1, text
+    assert "Stopped at level 1 of" in text
+    lines = [line for line in text.splitlines() if line.startswith("  fail ")]
+    assert lines, text
+    for line in lines:
+        # "output[1, 0] is 3.241745, expected 3.241744": six digits at least, more where needed.
+        got, want = line.split(" is ", 1)[1].split(", expected ")
+        assert got != want and float(got) != float(want), line
+
+
+def test_check_takes_the_dtype_from_the_command_line(capsys):
+    code = cli.main(["check", FLOAT32_EXAMPLE, "--dtype", "float32", "--fixtures", str(FIXTURES_DIR)])
+    assert code == 0, capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["check", FLOAT32_EXAMPLE, "--dtype", "float8"])
+    assert exit_.value.code == 2
+    assert "--dtype: invalid choice: 'float8'" in capsys.readouterr().err
 
 
 # ---- bad learner code: one line each, and the right exit code --------------------------------

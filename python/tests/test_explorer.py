@@ -1,10 +1,10 @@
-"""The explorer without a browser: its tolerance-rule twin against compare.py, the build and
-serve commands, and the √d_k experiment and plot. (The page in Chromium: test_explorer_browser.py.)"""
+"""The explorer without a browser: the build and serve commands, and the √d_k experiment and plot.
+(The page in Chromium: test_explorer_browser.py. Its tolerance rule is the conformance kit's,
+held to compare.py by test_conformance_kit.py.)"""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import signal
@@ -20,147 +20,12 @@ import numpy as np
 import pytest
 from conftest import interruptible
 
-from attention_port.cli import DEFAULT_FIXTURES
-from attention_port.fixtures import reader as fixtures
-from attention_port.harness import compare
-from attention_port.harness.node import find_node
 from attention_port.pages import sqrt_dk
 from attention_port.paths import REPO_ROOT
 
 MODEL = REPO_ROOT / "typescript" / "explorer" / "model.ts"
 ATTENTION = REPO_ROOT / "typescript" / "src" / "attention.ts"
 FIXTURES_TS = REPO_ROOT / "typescript" / "runners" / "fixtures.ts"
-
-
-def _encode(values: np.ndarray) -> list:
-    """Flat float64 values for JSON: non-finite ones as strings, -0.0 kept (json writes "-0.0")."""
-    out = []
-    for x in np.asarray(values, np.float64).ravel().tolist():
-        out.append(
-            x if math.isfinite(x) else ("NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity"))
-        )
-    return out
-
-
-# Node reads the cases Python wrote, adds attention.ts's own output as one more candidate, and
-# judges every candidate with the explorer's checkOutput.
-NODE_JUDGE = """
-import { readFileSync } from "node:fs";
-import { checkOutput, outsideContract } from "MODEL";
-import { attentionSteps } from "ATTENTION";
-import { loadFixtures, portTensor } from "FIXTURES_TS";
-const decode = (xs) => xs.map((x) => (typeof x === "string" ? Number(x) : x));
-const cases = JSON.parse(readFileSync(process.argv[1], "utf8"));
-const dtype = process.argv[3];
-const byId = new Map(loadFixtures(process.argv[2]).map((c) => [c.id, c]));
-const results = {};
-for (const [id, entry] of Object.entries(cases)) {
-  const fixture = byId.get(id);
-  const p = fixture.params;
-  const steps = attentionSteps(portTensor(fixture.inputs.query), portTensor(fixture.inputs.key),
-    portTensor(fixture.inputs.value),
-    { attnMask: fixture.inputs.attnMask === null ? null : portTensor(fixture.inputs.attnMask),
-      isCausal: p.isCausal, scale: p.scale, enableGqa: p.enableGqa, softcap: p.softcap });
-  const flat = (x) => (Array.isArray(x) ? x.flatMap(flat) : [x]);
-  const port = flat(steps.output);
-  const candidates = [...entry.candidates.map(decode), port];
-  const e = fixture.expected;
-  const rule = { output: e.output, logits: e.logits, spread: e.spread, magnitude: e.magnitude,
-                 errorFloor: e.errorFloor, scoreBound: e.scoreBound };
-  const numbers = [fixture.inputs.query, fixture.inputs.key, fixture.inputs.value].flatMap((t) => t.data);
-  if (fixture.inputs.attnMask !== null && fixture.inputs.attnMask.dtype !== "bool") {
-    numbers.push(...fixture.inputs.attnMask.data);
-  }
-  numbers.push(p.scale ?? 0, p.softcap);
-  if (outsideContract(rule, dtype, numbers) !== null) {
-    results[id] = "outside";
-    continue;
-  }
-  results[id] = candidates.map((actual) => {
-    const check = checkOutput(actual, rule, fixture.inputs.value, dtype);
-    const enc = (x) => (Number.isFinite(x) ? x : String(x));
-    return { actual: actual.map((x) => (Object.is(x, -0) ? "-0" : enc(x))), passed: check.passed,
-             used: enc(check.used), index: check.index, problem: check.problem };
-  });
-}
-console.log(JSON.stringify(results));
-"""
-
-
-def _candidates(case: fixtures.FixtureCase, dtype: str) -> list[np.ndarray]:
-    """Outputs to judge: the truth itself, numpy's answer, and versions pushed inside, just over
-    and far over the budget, a NaN, and a -0.0 where +0.0 is required."""
-    expected = case.expected.output
-    budget = compare.output_budget(case.expected, dtype)
-    from attention_port import reference
-
-    inputs, params = case.inputs, case.params
-    numpy_output = reference.scaled_dot_product_attention(
-        inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"],
-        is_causal=params["is_causal"], scale=params["scale"], enable_gqa=params["enable_gqa"],
-        softcap=params["softcap"],
-    )  # fmt: skip
-    found = [expected.copy(), np.asarray(numpy_output, np.float64)]
-    if expected.size == 0:
-        return found
-    finite = np.isfinite(expected) & np.isfinite(budget) & (budget > 0)
-    if finite.any():
-        n = int(np.argmax(np.where(finite, budget, -1).ravel()))
-        for share in (0.5, 0.999, 1.01, 40.0):
-            pushed = expected.copy().ravel()
-            pushed[n] += share * budget.ravel()[n]
-            found.append(pushed.reshape(expected.shape))
-    nan = expected.copy().ravel()
-    nan[0] = np.nan if not np.isnan(nan[0]) else 1.0
-    found.append(nan.reshape(expected.shape))
-    exact_zero = np.broadcast_to(compare.fully_masked_rows(case.expected), expected.shape) & (expected == 0)
-    if exact_zero.any():
-        signed = expected.copy().ravel()
-        signed[int(np.argmax(exact_zero.ravel()))] = -0.0
-        found.append(signed.reshape(expected.shape))
-    return found
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])  # float32: the WebGPU backend's
-def test_the_explorers_tolerance_rule_is_compare_pys_on_every_fixture(tmp_path, dtype):
-    valid = [c for c in fixtures.load_fixtures(DEFAULT_FIXTURES) if not c.expects_error]
-    cases = [c for c in valid if compare.outside_contract(c, dtype) is None]
-    payload, candidates = {}, {}
-    for case in valid:
-        candidates[case.id] = _candidates(case, dtype)
-        payload[case.id] = {
-            "candidates": [_encode(x) for x in candidates[case.id]],
-        }
-    path = tmp_path / "cases.json"
-    path.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")
-    script = NODE_JUDGE.replace("MODEL", MODEL.as_uri()).replace("ATTENTION", ATTENTION.as_uri())
-    script = script.replace("FIXTURES_TS", FIXTURES_TS.as_uri())
-    run = subprocess.run(
-        [str(find_node()), "--input-type=module", "-e", script, str(path), str(DEFAULT_FIXTURES), dtype],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    results = json.loads(run.stdout)
-    # The page's outside_contract twin: the same cases are outside, in either dtype.
-    assert {i for i, r in results.items() if r == "outside"} == {c.id for c in valid} - {c.id for c in cases}
-    compared = failing = 0
-    for case in cases:
-        for judged in results[case.id]:
-            actual = np.array([float(x) for x in judged["actual"]], np.float64).reshape(
-                case.expected.output.shape
-            )
-            want = compare.check_output(case, actual, dtype)
-            where = f"{case.id}: TypeScript {judged}, compare.py {want}"
-            assert judged["passed"] == want.passed, where
-            used = float(judged["used"])
-            assert (used == want.budget_used) or math.isclose(used, want.budget_used, rel_tol=1e-12), where
-            if want.index is not None and case.expected.output.size:
-                assert judged["index"] == int(np.ravel_multi_index(want.index, actual.shape)), where
-            assert (judged["problem"] is None) == (want.problem is None), where
-            compared += 1
-            failing += not want.passed
-    # The candidates include failures of every kind, so the rule's both answers were compared.
-    assert compared > 5 * len(cases) and failing > len(cases)
 
 
 # ---- build and serve ----------------------------------------------------------------------------

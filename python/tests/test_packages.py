@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from packaging.requirements import Requirement
 
 from attention_port import paths
 
@@ -49,7 +50,8 @@ def _building():
 
 def _distribution_files(name: str, seen: set[str]) -> set[Path]:
     """The top-level files and folders of an installed distribution and of everything it requires
-    (extras left out), as they are in this environment's site-packages."""
+    here (extras and other platforms' requirements left out), as they are in this environment's
+    site-packages."""
     key = re.sub(r"[-_.]+", "-", name).lower()
     if key in seen:
         return set()
@@ -57,9 +59,10 @@ def _distribution_files(name: str, seen: set[str]) -> set[Path]:
     distribution = importlib.metadata.distribution(name)
     site = Path(distribution.locate_file(""))
     found = {site / Path(str(file)).parts[0] for file in distribution.files or []}
-    for requirement in distribution.requires or []:
-        if "extra ==" not in requirement:
-            found |= _distribution_files(re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0], seen)
+    for text in distribution.requires or []:
+        requirement = Requirement(text)  # extras, and other platforms' needs (colorama), left out
+        if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+            found |= _distribution_files(requirement.name, seen)
     return {path for path in found if path.exists() and not path.name.startswith(("..", "__pycache__"))}
 
 
@@ -147,6 +150,31 @@ def test_the_wheel_with_the_harness_verifies_its_shipped_fixtures_from_another_f
     # The fixtures it read are the wheel's copy, not this checkout's.
     listed = _in_venv(wheel_venv, "python", "-c", "from attention_port import paths; print(paths.FIXTURES)")
     assert "site-packages" in listed.stdout and not listed.stdout.startswith(str(REPO_ROOT)), listed.stdout
+
+
+def test_the_wheels_conformance_kit_runs_the_example_pytest_suite_with_numpy_alone(wheel_venv):
+    """A project's own pytest suite against the kit, from the wheel: one test per case, no torch,
+    no jsonschema, no Node."""
+    _see_packages(wheel_venv / "venv", ["numpy", "pytest"])
+    example = wheel_venv / "elsewhere" / "test_conformance.py"
+    example.write_text(
+        (REPO_ROOT / "python" / "examples" / "test_conformance.py").read_text(encoding="utf-8")
+    )
+    result = _in_venv(wheel_venv, "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", example.name)
+    cases = len(json.loads((paths.FIXTURES / "manifest.json").read_text(encoding="utf-8"))["cases"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{cases - 1} passed, 1 skipped" in result.stdout, result.stdout  # score_overflow: outside
+    # The same suite with a function that forgets the scale fails, one test per case it breaks.
+    wrong = example.read_text(encoding="utf-8").replace(
+        "from attention_port.reference import scaled_dot_product_attention as my_attention",
+        "from attention_port.reference import scaled_dot_product_attention\n"
+        "def my_attention(q, k, v, m=None, **o):\n"
+        "    return scaled_dot_product_attention(q, k, v, m, **{**o, 'scale': 1.0})",
+    )
+    example.write_text(wrong, encoding="utf-8")
+    result = _in_venv(wheel_venv, "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", example.name)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert re.search(r"FAILED test_conformance.py::test_my_attention\[tutorial_seq3_dk4\] - ", result.stdout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,7 +270,8 @@ const [query, key, value, computed] = JSON.parse(process.argv[1]);
 for (const subpath of Object.keys(exports).filter((s) => s !== "./package.json")) {
   const port = await import(subpath === "." ? "attention-port" : `attention-port${subpath.slice(1)}`);
   const output = computed.includes(subpath) ? port.scaledDotProductAttention(query, key, value) : null;
-  console.log(subpath, typeof port.scaledDotProductAttention, JSON.stringify(output));
+  const entry = subpath === "./conformance" ? port.loadCases : port.scaledDotProductAttention;
+  console.log(subpath, typeof entry, JSON.stringify(output));
 }
 """
 
@@ -269,6 +298,31 @@ def test_every_subpath_of_the_npm_package_imports_and_computes_on_node(npm_consu
             rtol=1e-13,
             err_msg=f"{version} {subpath}",
         )
+
+
+@pytest.mark.parametrize("node", [NODE_24, OLD_NODE], ids=["node-24", "old-node"])
+def test_the_example_node_test_suite_runs_every_case_through_the_packages_kit(npm_consumer, node):
+    consumer, _ = npm_consumer
+    if not node.is_file():
+        pytest.skip(f"no {node} (set ATTENTION_PORT_OLD_NODE to a Node 20 or 22 to run this)")
+    example = (REPO_ROOT / "typescript" / "examples" / "conformance.test.mjs").read_text(encoding="utf-8")
+    (consumer / "conformance.test.mjs").write_text(example, encoding="utf-8")
+    tap = [str(node), "--test", "--test-reporter=tap"]  # the same report on every Node
+    result = _run([*tap, "conformance.test.mjs"], consumer, _node_env())
+    cases = len(json.loads((paths.FIXTURES / "manifest.json").read_text(encoding="utf-8"))["cases"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(rf"^# pass {cases - 1}$", result.stdout, re.MULTILINE), result.stdout
+    assert re.search(r"^# skipped 1$", result.stdout, re.MULTILINE), result.stdout  # outside
+    # A function that forgets the scale fails there, and the failure says where and by how much.
+    wrong = example.replace(
+        'import { scaledDotProductAttention as myAttention } from "attention-port";',
+        'import { scaledDotProductAttention } from "attention-port";\n'
+        "const myAttention = (q, k, v, o) => scaledDotProductAttention(q, k, v, { ...o, scale: 1 });",
+    )
+    (consumer / "wrong.test.mjs").write_text(wrong, encoding="utf-8")
+    result = _run([*tap, "wrong.test.mjs"], consumer, _node_env())
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert re.search(r"output\[\d+, \d+\] is \S+, expected \S+ \(", result.stdout), result.stdout
 
 
 def test_the_simd_subpath_says_what_it_needs_where_webassembly_is_missing(npm_consumer):

@@ -15,12 +15,12 @@
  * scaledDotProductAttention, synchronous or not, into a backend.
  */
 
+import type { Dtype } from "../conformance/judge.ts";
 import type { AttentionOptions, AttentionSteps, NestedArray, TensorInput } from "../src/attention.ts";
 import * as readable from "../src/attention.ts";
 import * as flash from "../src/flash.ts";
 import * as simd from "../src/simd.ts";
 import * as webgpu from "../src/webgpu.ts";
-import type { Dtype } from "./model.ts";
 
 export interface Backend {
   readonly name: string; // the picker's value, and the ?backend= of the page's address

@@ -7,12 +7,12 @@
  * screen (dimmed).
  */
 
+import { checkOutput, outsideContract } from "../conformance/judge.ts";
 import { AttentionInputError, type AttentionOptions, type AttentionSteps } from "../src/attention.ts";
 import { BACKENDS, type Backend, backendNamed, DEFAULT_BACKEND } from "./backends.ts";
 import {
   camelCaseMessage,
   caseNumbers,
-  checkOutput,
   type ExplorerCase,
   errorTarget,
   errorVerdict,
@@ -23,7 +23,6 @@ import {
   operand,
   outerIndices,
   outputArithmetic,
-  outsideContract,
   parseTensorText,
   RANDOM_LIMIT,
   randomInputs,
@@ -1185,19 +1184,20 @@ function drawFixturePanel(steps: AttentionSteps | null): void {
       element(
         "p",
         { id: "fixture-verdict", class: "verdict-good", "data-used": "outside" },
-        `outside the contract: ${outside} (${why}; no answer to judge)`,
+        `${outside} (${why}; no answer to judge)`,
       ),
     );
     return;
   }
-  const check = checkOutput(flatten(steps.output), fixture.expected, fixture.expected.value, dtype);
-  const used = Number.isFinite(check.used) ? `${(100 * check.used).toFixed(1)}%` : "∞";
+  const output = { shape: fixture.expected.output.shape, data: flatten(steps.output) };
+  const check = checkOutput(output, { value: fixture.expected.value, expected: fixture.expected }, dtype);
+  const used = Number.isFinite(check.budgetUsed) ? `${(100 * check.budgetUsed).toFixed(1)}%` : "∞";
   const verdict = element(
     "p",
     {
       id: "fixture-verdict",
       class: check.passed ? "verdict-good" : "verdict-bad",
-      "data-used": String(check.used),
+      "data-used": String(check.budgetUsed),
     },
     check.passed
       ? `within budget: ${used} of the error budget used`

@@ -6,10 +6,11 @@
  * (backends.ts; the √d_k experiment calls typescript/src/attention.ts), which `attention-port verify`
  * holds to the fixtures. This file holds what the page needs around it: reading what a reader
  * types, the presets, slicing one (batch, head) out of the steps, the colour map, the arithmetic
- * behind a cell, the tolerance rule and the error verdict for a fixture case, and the √d_k
- * experiment.
+ * behind a cell, the error verdict for a fixture case, and the √d_k experiment. The tolerance rule
+ * is the conformance kit's (typescript/conformance/judge.ts), which a test holds to compare.py.
  */
 
+import type { OutputValues } from "../conformance/judge.ts";
 import type { FixtureCase } from "../runners/fixtures.ts"; // a type only: nothing of fixtures.ts is bundled
 import { attentionSteps, type NestedArray } from "../src/attention.ts";
 
@@ -411,175 +412,6 @@ export function outputArithmetic(
   ];
 }
 
-// ---- The tolerance rule, for a fixture case ---------------------------------------------------------
-
-/** The rule's constant K and float64's unit roundoff u (see python/attention_port/harness/compare.py). */
-export const K = 16;
-export const UNIT_ROUNDOFF_FLOAT64 = 2 ** -53;
-
-/** The dtype a backend computes in, and what the rule reads of it (compare.py's UNIT_ROUNDOFF,
- * TINY and LARGEST): the unit roundoff, the smallest subnormal, the largest finite number. */
-export type Dtype = "float64" | "float32";
-export const DTYPES: Readonly<
-  Record<Dtype, { readonly u: number; readonly tiny: number; readonly largest: number }>
-> = {
-  float64: { u: UNIT_ROUNDOFF_FLOAT64, tiny: 2 ** -1074, largest: Number.MAX_VALUE },
-  float32: { u: 2 ** -24, tiny: 2 ** -149, largest: 3.4028234663852886e38 },
-};
-
-export interface BudgetCheck {
-  readonly passed: boolean;
-  readonly used: number; // largest |actual - expected| / budget; 1 is the whole budget
-  readonly maxAbsError: number;
-  readonly index: number; // flat index where the budget was used most (-1 when empty)
-  readonly problem: string | null;
-}
-
-/** What the oracle writes into a fixture for the rule, flat and row-major. */
-export interface RuleValues {
-  readonly output: FlatTensor; // [B..., Hq, Lq, Ev]
-  readonly logits: FlatTensor; // [B..., Hq, Lq, Lk]  -Infinity where a key is masked
-  readonly spread: FlatTensor; // [B..., Hq, Lq]  S_i
-  readonly magnitude: FlatTensor; // [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
-  readonly errorFloor: FlatTensor; // [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
-  readonly scoreBound: number; // beyond the largest double: outside the contract
-}
-
-/** Why the contract defines no answer for this case in this dtype, or null (compare.py's
- * outside_contract): a score bound beyond the dtype's largest number, or, narrower than float64,
- * an input the dtype cannot hold (`inputs`: every number of query, key, value, a float mask,
- * scale and softcap). */
-export function outsideContract(
-  values: RuleValues,
-  dtype: Dtype = "float64",
-  inputs: readonly number[] = [],
-): string | null {
-  const { largest, tiny } = DTYPES[dtype];
-  if (values.scoreBound > largest) {
-    return `score overflow${dtype === "float64" ? "" : ` in ${dtype}`}`;
-  }
-  const beyond = (x: number) =>
-    Number.isFinite(x) && (Math.abs(x) > largest || (x !== 0 && Math.abs(x) < tiny / 2));
-  return dtype !== "float64" && inputs.some(beyond) ? `inputs beyond the ${dtype} range` : null;
-}
-
-/** A backend's output held to the project's tolerance rule, element-wise, on flat arrays, with
- * the unit roundoff and smallest subnormal of the dtype it computes in (float64 by default).
- *
- * The twin of compare.py's check_step for a port's output (compare.py is the one place that
- * decides whether a port passed; a test holds this function to it on every fixture):
- * |x - expected| <= K u (1 + spread) magnitude + K error_floor (error_floor is in units of the
- * smallest subnormal, float64's own); NaN meets only NaN, an infinity only the same infinity (or a
- * finite value whose budget reaches past the largest double); a fully-masked row must be exactly
- * +0.0; where the budget overflows, or K u (1 + spread) reaches 1 (the weights are not
- * determined), the answer must be no larger than the largest |value| the row averages. `value` is the case's value input [B..., Hkv, Lk, Ev]. */
-export function checkOutput(
-  actual: readonly number[],
-  values: RuleValues,
-  value: FlatTensor,
-  dtype: Dtype = "float64",
-): BudgetCheck {
-  const { u, tiny, largest } = DTYPES[dtype];
-  const floorScale = tiny / 2 ** -1074; // error_floor is in float64's smallest subnormals
-  const expected = values.output.data;
-  if (actual.length !== expected.length) {
-    return { passed: false, used: Infinity, maxAbsError: Infinity, index: -1, problem: "shapes differ" };
-  }
-  if (expected.length === 0) {
-    return { passed: true, used: 0, maxAbsError: 0, index: -1, problem: null };
-  }
-  const Ev = values.output.shape.at(-1) ?? 1;
-  const Lk = values.logits.shape.at(-1) ?? 0;
-  let [most, index, maxAbsError] = [-Infinity, 0, 0];
-  let problem: string | null = null;
-  let heldToReach = 0; // finite cells whose budget is infinite: only the values' reach holds them
-  for (let n = 0; n < expected.length; n++) {
-    const [a, e] = [actual[n], expected[n]];
-    const row = Math.floor(n / Ev);
-    const factor = K * u * (1 + values.spread.data[row]);
-    let budget = factor * values.magnitude.data[n] + K * floorScale * values.errorFloor.data[n];
-    budget = Number.isNaN(budget) ? Infinity : budget; // a NaN yardstick constrains nothing
-    // Where the factor reaches 1 the logits are fixed only to within 1 or more: the weights are not
-    // determined, and the values' reach decides, as where the budget overflows.
-    budget = factor >= 1 ? Infinity : budget;
-    let fullyMasked = true;
-    for (let j = 0; j < Lk && fullyMasked; j++) {
-      fullyMasked = values.logits.data[row * Lk + j] === -Infinity;
-    }
-    let used = 0;
-    let why: string | null = null;
-    const error = Math.abs(a - e);
-    if (Number.isNaN(a) !== Number.isNaN(e)) {
-      used = Infinity;
-    } else if (Number.isNaN(a)) {
-      used = 0;
-    } else if (!Number.isFinite(e)) {
-      used = a === e ? 0 : Infinity;
-    } else if (!Number.isFinite(a)) {
-      const reaches =
-        Number.isFinite(budget) && Math.abs(e) + budget > largest && Math.sign(e) === Math.sign(a);
-      used = reaches ? 0 : Infinity;
-    } else if (Number.isFinite(budget)) {
-      used = budget > 0 ? error / budget : error > 0 ? Infinity : 0;
-      maxAbsError = Math.max(maxAbsError, error);
-    } else {
-      heldToReach++;
-      // The values rounded to the port's dtype may lie a few units beyond float64's.
-      const reach = valueReach(values, value, row, n % Ev) * (1 + K * u) + K * tiny;
-      if (Math.abs(a) > reach) {
-        used = Infinity;
-        why = "beyond every value the row averages";
-      }
-    }
-    const wrongSign = fullyMasked && !Number.isNaN(a) && !(a === 0 && !signBit(a));
-    if (wrongSign) {
-      used = Infinity;
-      why = "where +0.0 is required (a fully-masked row)";
-    }
-    if (used > most) {
-      [most, index] = [used, n];
-      const shown = Object.is(a, -0) ? "-0.0" : String(a);
-      problem =
-        used <= 1
-          ? null
-          : why !== null
-            ? `element ${n} is ${shown} ${why}`
-            : !Number.isFinite(a) || !Number.isFinite(e)
-              ? `element ${n} is ${shown} where ${e} was expected`
-              : null;
-    }
-    if (!Number.isFinite(a) || !Number.isFinite(e)) {
-      maxAbsError = used > 0 ? Infinity : maxAbsError;
-    }
-  }
-  if (most <= 1 && heldToReach > 0) {
-    problem = `${heldToReach} cell(s) held only to the values' reach: the bound overflowed or the weights are not determined`;
-  }
-  return { passed: most <= 1, used: most, maxAbsError, index, problem };
-}
-
-/** The largest |value| output element (row, t) averages: over the keys whose logit is not -Infinity,
- * value head h * Hkv / Hq for query head h (grouped-query attention), as compare.py's value_reach. */
-function valueReach(values: RuleValues, value: FlatTensor, row: number, t: number): number {
-  const [Lq, Lk, Ev] = [values.logits.shape.at(-2) ?? 1, value.shape.at(-2) ?? 0, value.shape.at(-1) ?? 1];
-  const hq = values.logits.shape.length >= 3 ? (values.logits.shape.at(-3) ?? 1) : 1;
-  const hkv = value.shape.length >= 3 ? (value.shape.at(-3) ?? 1) : 1;
-  const outer = Math.floor(row / Lq); // (batch, query head), flattened
-  const kv = Math.floor(outer / hq) * hkv + Math.floor((outer % hq) / (hq / hkv));
-  let reach = 0;
-  for (let j = 0; j < Lk; j++) {
-    if (values.logits.data[row * Lk + j] !== -Infinity) {
-      reach = Math.max(reach, Math.abs(value.data[(kv * Lk + j) * Ev + t]));
-    }
-  }
-  return reach;
-}
-
-/** numpy's signbit for the numbers JavaScript can tell apart: true for negatives and -0. */
-function signBit(x: number): boolean {
-  return x < 0 || Object.is(x, -0);
-}
-
 // ---- The √d_k experiment ----------------------------------------------------------------------------
 
 export interface SqrtDkPoint {
@@ -677,7 +509,13 @@ export interface FlatTensor {
 export interface ExplorerCase
   extends Pick<FixtureCase, "id" | "description" | "tags" | "inputs" | "params" | "expectedError"> {
   // null for an invalid case; `value` is the value input, flat, for the rule's fallback
-  readonly expected: (RuleValues & { readonly weights: FlatTensor; readonly value: FlatTensor }) | null;
+  readonly expected:
+    | (OutputValues & {
+        readonly output: FlatTensor;
+        readonly weights: FlatTensor;
+        readonly value: FlatTensor;
+      })
+    | null;
 }
 
 /** Every number a valid case gives a port: query, key, value, a float mask, scale and softcap (what

@@ -21,6 +21,7 @@ import { cpSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } fr
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { rawCases } from "../conformance/fixture-data.ts";
 import { BUILDS, buildIsFresh, STAMP_FILE } from "../wasm/stamp.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -45,6 +46,34 @@ export function entryPoints(manifest: Manifest): string[] {
     entries.push(join("typescript", `${match[1]}.ts`));
   }
   return entries;
+}
+
+// JSON has no NaN, infinities or -0: these strings stand for them in the embedded cases.
+const SPECIAL_NUMBERS = ["NaN", "Infinity", "-Infinity", "-0"];
+
+/** The conformance kit's cases as a module of their own: the checkout's fixture-data.ts reads
+ * fixtures/ with Node's fs, the package's carries every case inside it (one JSON text, parsed on
+ * first use), so that the kit imports nothing of Node and needs no bundler setting in a page. */
+export function embeddedFixtureModule(): string {
+  const text = JSON.stringify(rawCases(), (_, value: unknown) =>
+    typeof value === "number" && (!Number.isFinite(value) || Object.is(value, -0))
+      ? Object.is(value, -0)
+        ? "-0"
+        : String(value)
+      : value,
+  );
+  return [
+    "// The conformance kit's fixture cases, embedded by typescript/package/build.ts from fixtures/.",
+    `const TEXT = ${JSON.stringify(text)};`,
+    `const SPECIAL = new Map(${JSON.stringify(SPECIAL_NUMBERS)}.map((word) => [word, Number(word)]));`,
+    "let cases = null;",
+    "/** Every fixture case, parsed once. */",
+    "export function rawCases() {",
+    '  cases ??= JSON.parse(TEXT, (_, value) => (typeof value === "string" && SPECIAL.has(value) ? SPECIAL.get(value) : value));',
+    "  return cases;",
+    "}",
+    "",
+  ].join("\n");
 }
 
 function main(): void {
@@ -77,6 +106,10 @@ function main(): void {
     for (const file of [...Object.values(BUILDS).map((build) => build.file), STAMP_FILE]) {
       cpSync(file, join(kernelDir, relative(dirname(STAMP_FILE), file)));
     }
+    // The kit's cases go inside the package; the fixture reader (Node only) that the checkout's
+    // fixture-data.ts imports does not.
+    writeFileSync(join(scratch, "conformance", "fixture-data.js"), embeddedFixtureModule());
+    rmSync(join(scratch, "runners"), { recursive: true, force: true });
     rmSync(DIST, { recursive: true, force: true });
     renameSync(scratch, DIST);
   } finally {

@@ -1,18 +1,16 @@
 // The explorer's logic (typescript/explorer/model.ts) and its build (build.ts), without a browser.
 // The page itself is tested in Chromium by python/tests/test_explorer_browser.py; the tolerance
-// rule's twin is held to compare.py on every fixture by python/tests/test_explorer.py.
+// rule it shows is the conformance kit's (typescript/test/conformance.test.ts).
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { buildPage, bundle, explorerCase } from "../explorer/build.ts";
 import {
   camelCaseMessage,
-  checkOutput,
   errorTarget,
   errorVerdict,
   formatTensorText,
   jacobianSize,
-  K,
   outerIndices,
   parseTensorText,
   randomInputs,
@@ -22,7 +20,6 @@ import {
   sliceAt,
   sqrtDkPoint,
   tutorialInputs,
-  UNIT_ROUNDOFF_FLOAT64,
   viridis,
   weightArithmetic,
 } from "../explorer/model.ts";
@@ -177,50 +174,6 @@ describe("presets and slices", () => {
   });
 });
 
-describe("the tolerance rule's twin", () => {
-  const unit = K * UNIT_ROUNDOFF_FLOAT64;
-  /** One row of one key and one value feature: output [1, 1] with the rule's values. */
-  const values = (output: number, magnitude: number, logit = 0) => ({
-    output: { shape: [1, 1], data: [output] },
-    logits: { shape: [1, 1], data: [logit] },
-    spread: { shape: [1], data: [1] },
-    magnitude: { shape: [1, 1], data: [magnitude] },
-    errorFloor: { shape: [1, 1], data: [0] },
-    scoreBound: 1,
-  });
-  const value = { shape: [1, 1], data: [2] };
-
-  test("an error inside the budget passes with its share; one outside fails", () => {
-    // spread 1, magnitude 1: the budget is K u (1 + 1) * 1.
-    const inside = checkOutput([1 + 0.5 * 2 * unit], values(1, 1), value);
-    assert.equal(inside.passed, true);
-    assert.ok(Math.abs(inside.used - 0.5) < 1e-12);
-    assert.equal(checkOutput([1 + 1.5 * 2 * unit], values(1, 1), value).passed, false);
-  });
-
-  test("NaN must meet NaN, an infinity the same infinity, a fully-masked row +0.0", () => {
-    assert.equal(checkOutput([NaN], values(NaN, 0), value).passed, true);
-    assert.equal(checkOutput([NaN], values(1, 1), value).passed, false);
-    assert.equal(checkOutput([1], values(NaN, 1), value).passed, false);
-    assert.equal(checkOutput([Infinity], values(Infinity, 0), value).passed, true);
-    assert.equal(checkOutput([-Infinity], values(Infinity, 0), value).passed, false);
-    assert.equal(checkOutput([0], values(0, 0, -Infinity), value).passed, true);
-    const negative = checkOutput([-0], values(0, 0, -Infinity), value);
-    assert.equal(negative.passed, false);
-    assert.match(negative.problem ?? "", /-0\.0 where \+0\.0/);
-    assert.equal(checkOutput([-0], values(0, 0), value).passed, true); // not masked: -0.0 is 0
-  });
-
-  test("where the budget overflows, the answer must stay within the values it averages", () => {
-    const huge = { ...values(1.5, 1e300), spread: { shape: [1], data: [1e300] } };
-    assert.equal(checkOutput([1.9], huge, value).passed, true);
-    const beyond = checkOutput([2.5], huge, value);
-    assert.equal(beyond.passed, false);
-    assert.match(beyond.problem ?? "", /beyond every value/);
-    assert.equal(checkOutput([Infinity], huge, value).passed, false);
-  });
-});
-
 describe("the √d_k experiment", () => {
   test("raw scores spread like √d_k, scaled ones like 1; unscaled softmax saturates", () => {
     const small = sqrtDkPoint(1);
@@ -304,12 +257,14 @@ describe("the page build", () => {
     for (const port of ["attention.ts", "flash.ts", "simd.ts"]) {
       assert.ok(inputs.includes(`typescript/src/${port}`), inputs.join(", "));
     }
-    // Besides the sources, only simd.ts's Node modules as the page has them (build.ts).
+    // Besides the sources and the kit's judge, only simd.ts's Node modules as the page has them (build.ts).
+    assert.ok(inputs.includes("typescript/conformance/judge.ts"), inputs.join(", "));
     assert.ok(
       inputs.every(
         (path) =>
           path.startsWith("typescript/src/") ||
           path.startsWith("typescript/explorer/") ||
+          path === "typescript/conformance/judge.ts" ||
           path.startsWith("simd-in-the-page:"),
       ),
       inputs.join(", "),

@@ -60,7 +60,7 @@ import numpy as np
 
 from attention_port.fixtures.expected import ExpectedValues
 from attention_port.fixtures.reader import FixtureCase, encode_numbers
-from attention_port.inputs import check_shapes, resolve_scale
+from attention_port.inputs import check_shapes, format_number, resolve_scale
 
 K = 16
 UNIT_ROUNDOFF = {
@@ -463,6 +463,23 @@ def judge_pair(
     budgets = {step: mine[step] + theirs[step] for step in STEPS}
     narrower = dtype if LARGEST[dtype] < LARGEST[other_dtype] else other_dtype
     return _hold_steps(case, port, dtype, answer.steps, truth, budgets, narrower)
+
+
+def distinct_digits(a: float, b: float) -> tuple[str, str]:
+    """Two numbers written with the fewest significant digits (six at least) that tell them apart,
+    -0 kept: 3.2417402 and 3.2417397, never 3.24174 twice. The twin of distinctDigits in
+    typescript/conformance/kit.ts."""
+
+    def text(x: float, digits: int) -> str:
+        if x == 0 or not math.isfinite(x):
+            return "-0" if x == 0 and math.copysign(1.0, x) < 0 else format_number(x)
+        return format_number(float(f"{x:.{digits}g}"))
+
+    for digits in range(6, 17):
+        shown = text(a, digits), text(b, digits)
+        if shown[0] != shown[1]:
+            return shown
+    return text(a, 17), text(b, 17)
 
 
 def format_budget(fraction: float) -> str:

@@ -104,6 +104,14 @@ def number(x: float | None, language: str = "JavaScript") -> str:
     return f"{x:.6g}" if math.isfinite(x) else spoken(format_number(x), language)
 
 
+def numbers_apart(actual: float | None, expected: float | None, language: str) -> tuple[str, str]:
+    """Two numbers as a learner reads them, with the digits that tell them apart."""
+    if actual is None or expected is None:
+        return number(actual, language), number(expected, language)
+    got, want = compare.distinct_digits(actual, expected)
+    return spoken(got, language), spoken(want, language)
+
+
 def _nested_form(shape: tuple[int, ...]) -> str:
     """How nested arrays write a shape with a zero dim: [2, 0, 4] is [[], []]."""
     cut = shape[: shape.index(0)]
@@ -217,8 +225,11 @@ def _threw(reply: Reply) -> str:
     return f"your code crashed{f' at {reply.where}' if reply.where else ''}: {what}"
 
 
-def judge_valid(case: FixtureCase, reply: Reply, timeout: float, language: str = "JavaScript") -> CaseResult:
-    """A case with expected values: compare.judge decides; the lines say what went wrong."""
+def judge_valid(
+    case: FixtureCase, reply: Reply, timeout: float, language: str = "JavaScript", dtype: str = "float64"
+) -> CaseResult:
+    """A case with expected values: compare.judge decides, with the budget of the dtype the
+    learner's function computes in; the lines say what went wrong."""
     prefix = f"{case.id}:"
     description = f"    {spoken(case.description, language)}"
     if reply.how != "steps":
@@ -228,12 +239,12 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float, language: str =
             "bad": reply.message,
             "threw": _threw(reply) if reply.how == "threw" else "",
         }[reply.how]
-        verdict = compare.judge(case, LEARNER, "float64", PortAnswer(crash=problem))
+        verdict = compare.judge(case, LEARNER, dtype, PortAnswer(crash=problem))
         hint = _case_hint(case, language) if reply.how == "threw" else None
         return _result(case, verdict, [_joined(f"{prefix} {problem}", hint), description])
     expected = case.expected
     steps = {name: _as_expected_shape(a, getattr(expected, name)) for name, a in reply.steps.items()}
-    verdict = compare.judge(case, LEARNER, "float64", PortAnswer(steps=steps))
+    verdict = compare.judge(case, LEARNER, dtype, PortAnswer(steps=steps))
     output = steps.get("output")
     if output is not None and output.shape != expected.output.shape:
         want = expected.output.shape
@@ -246,10 +257,8 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float, language: str =
     if verdict.passed:
         return CaseResult(case, "pass")
     if verdict.index is not None:
-        line = (
-            f"{prefix} {compare.cell('output', verdict.index)} is {number(verdict.actual, language)},"
-            f" expected {number(verdict.expected, language)}"
-        )
+        got, want = numbers_apart(verdict.actual, verdict.expected, language)
+        line = f"{prefix} {compare.cell('output', verdict.index)} is {got}, expected {want}"
     else:
         line = f"{prefix} {verdict.problem or 'output differs'}"
     named = _mistake_named(case, steps["output"], language)
@@ -258,9 +267,9 @@ def judge_valid(case: FixtureCase, reply: Reply, timeout: float, language: str =
     if first is not None and first != "output" and len(reply.steps) > 1:
         check = next(c for c in verdict.steps if c.step == first)
         if check.index is not None:
+            got, want = numbers_apart(check.actual, check.expected, language)
             lines.append(
-                f"    first step that differs: {compare.cell(first, check.index)} is"
-                f" {number(check.actual, language)}, expected {number(check.expected, language)}"
+                f"    first step that differs: {compare.cell(first, check.index)} is {got}, expected {want}"
             )
         else:
             lines.append(f"    first step that differs: {check.problem or first}")
@@ -299,14 +308,18 @@ def judge_invalid(
     return CaseResult(case, "fail", [f"{case.id}: {got}", ports_say])
 
 
-def run_case(learner: LearnerProcess, case: FixtureCase, timeout: float) -> CaseResult:
+def run_case(
+    learner: LearnerProcess, case: FixtureCase, timeout: float, dtype: str = "float64"
+) -> CaseResult:
     hello = learner.hello
     reason = skip_reason(case, hello)
     if reason is not None:
         return CaseResult(case, "skip", reason=reason)
     reply = learner.ask(case)
-    judge = judge_invalid if case.expects_error else judge_valid
-    result = judge(case, reply, timeout, hello.language)
+    if case.expects_error:
+        result = judge_invalid(case, reply, timeout, hello.language)
+    else:
+        result = judge_valid(case, reply, timeout, hello.language, dtype)
     result.printed = reply.printed
     return result
 
@@ -398,14 +411,15 @@ def _not_attempted(by_level: dict[int, list[CaseResult]]) -> str:
     return f"{_counted(count, 'case')} {verb} not attempted ({_level_numbers(levels)})"
 
 
-def describe_function(path: Path, hello: Hello) -> str:
+def describe_function(path: Path, hello: Hello, dtype: str = "float64") -> str:
     if hello.language == "JavaScript":
         args = "(query, key, value, options)" if hello.takes_options else "(query, key, value), no options"
     elif hello.option_names:
         args = f"(query, key, value, {', '.join(n for n in OPTION_NAMES if n in hello.option_names)})"
     else:
         args = "(query, key, value), no options"
-    return f"Checking {path} ({hello.language}): {hello.function} takes {args}."
+    held = "" if dtype == "float64" else f", held to the {dtype} budget"
+    return f"Checking {path} ({hello.language}{held}): {hello.function} takes {args}."
 
 
 def check(
@@ -415,11 +429,14 @@ def check(
     timeout: float = DEFAULT_TIMEOUT,
     memory: int = DEFAULT_MEMORY,
     run_all: bool = False,
+    dtype: str = "float64",
     say: Callable[[str], None] = print,
     say_error: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     failure_first: bool = False,
 ) -> int:
-    """Run the levels and say how they went; the exit code. With `failure_first` (--watch) the
+    """Run the levels and say how they went; the exit code. `dtype` is the one the learner's
+    function computes in: the tolerance rule's budget, and the cases outside the contract there
+    (inputs or scores the dtype cannot hold) are left out. With `failure_first` (--watch) the
     lines of the first failing level come first, before the levels that pass. A file that cannot be
     run at all is one line to `say_error` (after what its code printed while loading, if anything)."""
     try:
@@ -445,21 +462,28 @@ def check(
 
     try:
         by_level: dict[int, list[FixtureCase]] = {}
+        beyond_dtype = 0
         for case in load_fixtures(fixtures_dir):
             if "outside_contract" in case.tags:
                 continue  # the contract defines no answer there: nothing for a learner to match
             if "decode" in case.tags:
                 continue  # check's levels stop at the top-left causal rule: no query_offset is asked
+            if dtype != "float64" and not case.expects_error and compare.outside_contract(case, dtype):
+                beyond_dtype += 1  # nor in this dtype
+                continue
             by_level.setdefault(cases.level_of(case.tags), []).append(case)
         total = len(cases.LEVELS)
-        say(describe_function(path, hello))
+        say(describe_function(path, hello, dtype))
+        if beyond_dtype:
+            left_out = _counted(beyond_dtype, "case")
+            say(f"{left_out} left out: outside the contract in {dtype} (inputs or scores it cannot hold).")
         for line in printed_lines(learner.loading_printed, indent="  "):
             say(line.replace("your code printed:", "your code printed while loading:"))
         say("")
         failed_levels = []
         ran: dict[int, list[CaseResult]] = {}
         for n, level in enumerate(cases.LEVELS, start=1):
-            results = ran[n] = [run_case(learner, case, timeout) for case in by_level.get(n, [])]
+            results = ran[n] = [run_case(learner, case, timeout, dtype) for case in by_level.get(n, [])]
             lines = [level_line(n, total, level.name, results)]
             # each case's line (pass or fail) with its details, where it has any
             lines += [line for result in results for line in case_lines(result)]
