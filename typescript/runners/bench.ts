@@ -45,7 +45,7 @@ import {
   kernelBuild,
   scaledDotProductAttention as simdAttention,
   scaledDotProductAttentionFlat as simdFlat,
-} from "../src/simd.ts";
+} from "../src/simd-node.ts";
 import { BUILDS } from "../wasm/stamp.ts";
 import { writeAtomic } from "./files.ts";
 

@@ -49,6 +49,7 @@ import {
 import { tensorJson } from "./results.ts";
 
 const stringify = JSON.stringify;
+const clone = structuredClone;
 const MAX_RANK = 64; // deeper nesting than any tensor has: an array that holds itself, say
 
 type Learner = (...args: unknown[]) => unknown;
@@ -407,13 +408,69 @@ function outputAndWeights(learner: Loaded, request: Request, returned: unknown):
  * a timer), held until it can be said on the case that is running. */
 let stray: { error: unknown } | null = null;
 
-/** One case's answer line (its JSON). A returned promise is awaited: an async function is fine. */
+/** Whether an argument is as it was before the call (`before` is its copy from then): the same
+ * nesting and numbers, NaN equal to NaN, -0 not equal to 0. */
+export function unchanged(before: unknown, after: unknown, depth = 0): boolean {
+  if (depth > MAX_RANK + 2) {
+    return false;
+  }
+  if (typeof before !== "object" || before === null) {
+    return Object.is(before, after);
+  }
+  if (typeof after !== "object" || after === null || Array.isArray(before) !== Array.isArray(after)) {
+    return false;
+  }
+  const keys = Object.keys(before);
+  const afterKeys = Object.keys(after);
+  return (
+    keys.length === afterKeys.length &&
+    keys.every((k) =>
+      unchanged((before as Record<string, unknown>)[k], (after as Record<string, unknown>)[k], depth + 1),
+    )
+  );
+}
+
+/** One case's answer line (its JSON), with "changed": the arguments the call changed in place
+ * (each compared with a copy taken before it). */
 async function answer(learner: Loaded, request: Request): Promise<string> {
+  const given: Record<string, unknown> = {};
+  const before: Record<string, unknown> = {};
+  const json = await answerOf(learner, request, given, before);
+  let changed: string[] = [];
+  try {
+    changed = Object.keys(before).filter((name) => !unchanged(before[name], given[name]));
+  } catch {
+    changed = []; // an argument replaced by a Proxy whose reads throw: nothing to compare
+  }
+  if (changed.length === 0 || json.startsWith(`{"id": ${stringify(request.id)}, "bad"`)) {
+    return json;
+  }
+  return `${json.slice(0, -1)}, "changed": ${stringify(changed)}}`;
+}
+
+async function answerOf(
+  learner: Loaded,
+  request: Request,
+  arguments_: Record<string, unknown>,
+  before: Record<string, unknown>,
+): Promise<string> {
   const id = stringify(request.id);
-  const args = [given(request, request.inputs.query), given(request, request.inputs.key)];
-  args.push(given(request, request.inputs.value));
+  const query = given(request, request.inputs.query);
+  // One array as both query and key, as scaledDotProductAttention(Q, Q, V) gives it.
+  const key = request.same_query_key === true ? query : given(request, request.inputs.key);
+  const args = [query, key, given(request, request.inputs.value)];
+  Object.assign(arguments_, { query, key, value: args[2] });
   if (Object.keys(request.options).length > 0) {
-    args.push(requestOptions(request));
+    const options = requestOptions(request);
+    args.push(options);
+    if ("attnMask" in options) {
+      arguments_.attnMask = options.attnMask;
+    }
+  }
+  if (request.valid) {
+    for (const [name, x] of Object.entries(arguments_)) {
+      before[name] = clone(x);
+    }
   }
   let returned: unknown;
   let promised: boolean;

@@ -67,12 +67,19 @@ class UsageError extends Error {}
 export const EXIT_CANNOT_RUN = 2;
 const HELP_HINT = "run with --help for usage";
 
+/** The module Node runs for a port's file, where it is not the file itself: simd.ts imports no
+ * node: module (a browser bundles it) and its Node entry, simd-node.ts, reads the kernel from disk. */
+const NODE_ENTRIES: Readonly<Record<string, string>> = {
+  "typescript/src/simd.ts": "typescript/src/simd-node.ts",
+};
+
 async function loadPort(row: PortRow): Promise<CaseRunner> {
+  const file = NODE_ENTRIES[row.module] ?? row.module;
   let module: { attentionSteps?: unknown; scaledDotProductAttentionFlat?: unknown };
   try {
-    module = (await import(new URL(`../../${row.module}`, import.meta.url).href)) as typeof module;
+    module = (await import(new URL(`../../${file}`, import.meta.url).href)) as typeof module;
   } catch (error) {
-    throw new UsageError(`port '${row.name}' is not available (${row.module}: ${(error as Error).message})`);
+    throw new UsageError(`port '${row.name}' is not available (${file}: ${(error as Error).message})`);
   }
   if (typeof module.attentionSteps !== "function") {
     throw new UsageError(`port '${row.name}' does not export attentionSteps`);
@@ -120,9 +127,10 @@ async function loadPort(row: PortRow): Promise<CaseRunner> {
 }
 
 /** The layer and RoPE cases' runner of a port: the shared layer over the port's attentionSteps
- * (a float32 row has no float32 layer: its layer cases run the module's float64 core). */
+ * (a float32 row has no float32 layer: its layer cases run its module's float64 attentionSteps). */
 async function loadLayerPort(row: PortRow): Promise<(c: LayerFixtureCase) => string> {
-  const module = (await import(new URL(`../../${row.module}`, import.meta.url).href)) as {
+  const file = NODE_ENTRIES[row.module] ?? row.module;
+  const module = (await import(new URL(`../../${file}`, import.meta.url).href)) as {
     attentionSteps: AttentionCore;
   };
   const layer = layerWith(module.attentionSteps);

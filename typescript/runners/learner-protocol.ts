@@ -51,6 +51,7 @@ export interface Request {
   readonly output_shape: readonly number[] | null; // the expected output's shape (valid cases)
   readonly inputs: { readonly query: unknown; readonly key: unknown; readonly value: unknown };
   readonly options: Readonly<Record<string, unknown>>;
+  readonly same_query_key: boolean; // true: one array is given as both query and key
 }
 
 /** The answer (its JSON) for a function that threw. */

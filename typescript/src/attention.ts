@@ -157,6 +157,8 @@ import {
   type AttentionSteps,
   checkShapes,
   checkSize,
+  ERROR_KINDS,
+  type ErrorKind,
   type MaskArray,
   type MaskInput,
   type NestedArray,
@@ -167,8 +169,8 @@ import {
   toMaskArray,
 } from "./inputs.ts";
 
-export type { AttentionOptions, AttentionSteps, MaskInput, NestedArray, TensorInput };
-export { AttentionInputError };
+export type { AttentionOptions, AttentionSteps, ErrorKind, MaskInput, NestedArray, TensorInput };
+export { AttentionInputError, ERROR_KINDS };
 
 /** Scaled dot-product attention, returning every step. Options as in torch, in camelCase. */
 export function attentionSteps(

@@ -9,9 +9,10 @@
  * generation, so a thread that wakes late can never take an item of a later job. Each item writes
  * its own output rows, the same bits whichever thread computes it: the result does not depend on
  * the number of workers or on who did what.
+ *
+ * This module starts nothing: a thread runs `serveJobs` from its environment's entry, Node's
+ * worker_threads from simd-node.ts, a browser's Web Worker from simd-worker-web.ts.
  */
-
-import { isMainThread, workerData } from "node:worker_threads";
 
 /** Int32 slots of the control block (the first 8 bytes are the 64-bit claim word). */
 export const CONTROL = {
@@ -85,8 +86,14 @@ export interface WorkerStart {
   readonly index: number; // 1, 2, ...: the worker's scratch slot (0 is the calling thread's)
 }
 
-const start = (workerData as { simdWorker?: WorkerStart } | null)?.simdWorker;
-if (!isMainThread && start) {
+/** A started worker thread, as simd.ts keeps it (Node's Worker or a browser's). */
+export interface SimdThread {
+  terminate(): unknown;
+}
+
+/** A worker's life: the kernel instantiated on the shared memory, then, for each job simd.ts
+ * opens, the items it can claim. Never returns; the thread ends with its process or page. */
+export function serveJobs(start: WorkerStart): never {
   const { module, memory, control, index } = start;
   const kernel = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as ItemRunner;
   const slots = new Int32Array(memory.buffer, control, CONTROL_BYTES / 4);

@@ -43,9 +43,11 @@
  *     says so), a second build of the same source multiplies and adds separately; both builds
  *     pass the same tests. `kernelBuild()` says which one runs.
  *  6. Threads. `workers: N` splits the work items, (batch, head, block of 64 query rows), between
- *     the calling thread and N - 1 worker_threads over one shared WebAssembly memory (see
- *     simd-worker.ts), one chunk of query rows at a time. Every item is computed by the same code
- *     on the same data whichever thread takes it, so the output is bit for bit the same for every N.
+ *     the calling thread and N - 1 workers over one shared WebAssembly memory (see
+ *     simd-worker.ts), one chunk of query rows at a time: worker_threads in Node, Web Workers in a
+ *     cross-origin-isolated page (elsewhere a browser cannot share the memory: one thread). Every
+ *     item is computed by the same code on the same data whichever thread takes it, so the output
+ *     is bit for bit the same for every N.
  *  7. The same causal tile skipping (queryOffset included), mask strides (a broadcast mask is never
  *     expanded) and grouped-query indexing as flash.ts, done in the kernel.
  *  8. Row independence: the order of each row's arithmetic does not depend on which other rows
@@ -84,13 +86,15 @@
  * relaxed SIMD is optional (item 5). Where they are missing, a call throws one line that says so
  * (ENGINE_NEEDS); flash.ts needs none of them.
  *
+ * Loading. This module imports no node: module, so a bundler takes it into a page as it is; the
+ * kernel's .wasm builds are found from import.meta.url, as bundlers expect, by `await initSimd()`
+ * (or given to it as a URL or bytes) before the first call. In Node, package.json's "node"
+ * condition gives simd-node.ts instead, which reads the builds from disk when first needed (no
+ * initSimd call) and starts worker_threads: SimdHost is what differs between the two.
+ *
  * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features.
  */
 
-import { readFileSync } from "node:fs";
-import { Worker } from "node:worker_threads";
-
-import { BUILDS, type BuildName, buildIsFresh } from "../wasm/stamp.ts";
 import * as readable from "./attention.ts";
 import { foldDecodeHeads, nest, type Slice, slices } from "./batching.ts";
 import {
@@ -112,13 +116,21 @@ import {
   product,
   type TensorInput,
 } from "./inputs.ts";
-import { CONTROL, CONTROL_BYTES, claimItems, type ItemRunner, type WorkerStart } from "./simd-worker.ts";
+import {
+  CONTROL,
+  CONTROL_BYTES,
+  claimItems,
+  type ItemRunner,
+  type SimdThread,
+  type WorkerStart,
+} from "./simd-worker.ts";
 
 export type { AttentionOptions, AttentionSteps, FlatMask, FlatTensor, MaskInput, NestedArray, TensorInput };
 export { AttentionInputError };
 
 /** The SIMD port's own option: how many threads share the work (1, the default, is this thread
- * alone; N uses this thread and N - 1 worker_threads). The output does not depend on it. */
+ * alone; N uses this thread and N - 1 workers, where the engine can share the memory with them).
+ * The output does not depend on it. */
 export interface SimdOptions {
   readonly workers?: number;
 }
@@ -191,13 +203,16 @@ export function kernelBlocks(): { queryBlock: number; keyTile: number; chunkByte
   return { queryBlock: exports.queryBlock(), keyTile: exports.keyTile(), chunkBytes: CHUNK_BYTES };
 }
 
+/** The kernel's two builds: "relaxed" (fused multiply-add; relaxed SIMD) and "baseline". */
+export type BuildName = "relaxed" | "baseline";
+
 /** Which build of the kernel runs: "relaxed" (fused multiply-add) or "baseline". */
 export function kernelBuild(): BuildName {
-  if (forcedBuild !== null) {
-    return forcedBuild;
+  const forced = selectedBuild ?? host.environmentBuild() ?? "auto";
+  if (forced !== "auto") {
+    return forced;
   }
   if (validatedBuild === null) {
-    checkStamp();
     validatedBuild = engineValidates("relaxed") ? "relaxed" : "baseline";
   }
   return validatedBuild;
@@ -206,7 +221,88 @@ export function kernelBuild(): BuildName {
 /** Run a build other than the one WebAssembly.validate picked ("auto" goes back to that choice):
  * for the tests, which check both builds, and for comparing them. */
 export function selectKernelBuild(build: BuildName | "auto"): void {
-  forcedBuild = build === "auto" ? null : build;
+  selectedBuild = build;
+}
+
+/** Where a build of the kernel comes from: an address to fetch (a URL, or a string resolved
+ * against the page), a fetch Response, or the .wasm file's bytes. */
+export type KernelSource = URL | string | Response | ArrayBuffer | ArrayBufferView<ArrayBuffer>;
+
+/** Loads the kernel, for engines that cannot read it from disk when first needed (a browser; Node
+ * needs no call, and takes one). With no source, the builds beside this module
+ * (wasm/build/kernel.relaxed.wasm and kernel.wasm, found from import.meta.url the way bundlers
+ * expect, so Vite or esbuild emit them with the page): relaxed where the engine validates it, else
+ * baseline. A lone source is kernel.wasm, the baseline build; `{ relaxed, baseline }` gives either
+ * or both. `workers` starts that many threads besides this one (`workers: N` calls then share their
+ * work at once): in a browser, only where the page is cross-origin isolated (SharedArrayBuffer is
+ * there), else the calls run on one thread. Resolves with the build that runs. */
+export async function initSimd(
+  source?: KernelSource | { readonly relaxed?: KernelSource; readonly baseline?: KernelSource },
+  options: SimdOptions = {},
+): Promise<BuildName> {
+  const workers = checkWorkers(options.workers);
+  // With no source, a host that reads the builds itself (Node's, from disk) needs nothing fetched.
+  if (source !== undefined || host.readBuild("baseline") === null) {
+    await fetchBuilds(
+      source === undefined
+        ? {
+            relaxed: new URL("../wasm/build/kernel.relaxed.wasm", import.meta.url),
+            baseline: new URL("../wasm/build/kernel.wasm", import.meta.url),
+          }
+        : isKernelSource(source)
+          ? { baseline: source }
+          : source,
+    );
+  }
+  const kernel = loadKernel(kernelBuild());
+  await startWorkers(kernel, workers - 1);
+  return kernelBuild();
+}
+
+/** initSimd's sources read: relaxed where given and the engine validates it, else baseline. */
+async function fetchBuilds(given: Partial<Record<BuildName, KernelSource>>): Promise<void> {
+  if (given.relaxed === undefined && given.baseline === undefined) {
+    throw new TypeError("initSimd needs a kernel source: a URL, a Response, bytes, or { relaxed, baseline }");
+  }
+  for (const build of ["relaxed", "baseline"] as const) {
+    const from = given[build];
+    if (from === undefined) {
+      continue;
+    }
+    const bytes = loadedBytes.get(build) ?? (await kernelBytes(from));
+    if (build === "relaxed" && given.baseline !== undefined && !validates(bytes)) {
+      continue; // this engine lacks relaxed SIMD: the baseline runs
+    }
+    loadedBytes.set(build, bytes);
+    validatedBuild = build;
+    return;
+  }
+}
+
+function isKernelSource(source: unknown): source is KernelSource {
+  return (
+    typeof source === "string" ||
+    source instanceof URL ||
+    source instanceof ArrayBuffer ||
+    ArrayBuffer.isView(source) ||
+    (typeof Response !== "undefined" && source instanceof Response)
+  );
+}
+
+async function kernelBytes(source: KernelSource): Promise<Uint8Array<ArrayBuffer>> {
+  if (source instanceof ArrayBuffer) {
+    return new Uint8Array(source);
+  }
+  if (ArrayBuffer.isView(source)) {
+    return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+  }
+  const response = source instanceof Response ? source : await fetch(source);
+  if (!response.ok) {
+    throw new Error(
+      `the SIMD kernel could not be fetched from ${response.url || String(source)}: HTTP ${String(response.status)}`,
+    );
+  }
+  return new Uint8Array(await response.arrayBuffer());
 }
 
 /** exp(x) for each x, as the kernel computes it (exp2 of x · log2 e, with the polynomial above),
@@ -304,7 +400,7 @@ interface Kernel {
   readonly control: number; // byte offset of the control block (simd-worker.ts)
   readonly job: number; // byte offset of the job descriptor
   readonly start: number; // first byte free for a call's data
-  readonly workers: Worker[];
+  readonly workers: SimdThread[];
   generation: number;
 }
 
@@ -313,31 +409,59 @@ const MAX_BYTES = 65536 * PAGE; // a 32-bit memory: 4 GiB
 const JOB_BYTES = 88; // the job descriptor: i32 fields, scale and softcap as f64, row0, offset (kernel.ts)
 const CHUNK_BYTES = 1 << 18; // a chunk of query, output or key rows in the kernel's memory, at most
 const kernels = new Map<BuildName, Kernel>();
-let forcedBuild: BuildName | null = buildFromEnvironment();
+const loadedBytes = new Map<BuildName, Uint8Array<ArrayBuffer>>(); // given to initSimd
+let selectedBuild: BuildName | "auto" | null = null; // by selectKernelBuild; null: the host's say
 let validatedBuild: BuildName | null = null;
 
-/** ATTENTION_PORT_SIMD_BUILD=baseline (or relaxed) forces a build, e.g. to hold the fallback to
- * the fixtures on a machine that has relaxed SIMD; unset or "auto" picks by WebAssembly.validate. */
-function buildFromEnvironment(): BuildName | null {
-  const wanted = process.env.ATTENTION_PORT_SIMD_BUILD ?? "auto";
-  if (wanted === "auto") {
-    return null;
-  }
-  if (wanted === "relaxed" || wanted === "baseline") {
-    return wanted;
-  }
-  throw new Error(
-    `ATTENTION_PORT_SIMD_BUILD must be relaxed, baseline or auto, got ${JSON.stringify(wanted)}`,
-  );
+/** What the port needs from the engine it runs in, beyond WebAssembly. The browser's is the
+ * default (below: no file system, Web Workers); simd-node.ts, the entry Node loads, puts Node's in
+ * its place (the builds read from disk when first needed, worker_threads, an environment variable). */
+export interface SimdHost {
+  /** A build's bytes, read now; null where they come only from initSimd. */
+  readBuild(build: BuildName): Uint8Array<ArrayBuffer> | null;
+  /** The build the environment asks for (Node: ATTENTION_PORT_SIMD_BUILD), "auto" or null for
+   * WebAssembly.validate's choice. */
+  environmentBuild(): BuildName | "auto" | null;
+  /** A thread running simd-worker.ts's loop on `start`; null where threads cannot share a memory. */
+  startWorker(start: WorkerStart): SimdThread | null;
+  /** Whether this thread may block in Atomics.wait (a browser's main thread may not). */
+  readonly canBlock: boolean;
 }
 
-function checkStamp(): void {
-  if (!buildIsFresh()) {
-    throw new Error(
-      "the SIMD kernel (typescript/wasm/build/) is missing or older than typescript/wasm/kernel.ts;" +
-        " run scripts/setup (or node typescript/wasm/build.ts)",
-    );
-  }
+/** The browser's (and any engine's without a file system): the kernel comes from initSimd, and
+ * workers are Web Workers, started only where the page is cross-origin isolated, since only there
+ * may a WebAssembly memory be shared with them. */
+const WEB_HOST: SimdHost = {
+  readBuild: () => null,
+  environmentBuild: () => null,
+  startWorker(start) {
+    const { Worker, crossOriginIsolated } = globalThis as unknown as BrowserGlobals;
+    if (Worker === undefined || crossOriginIsolated !== true) {
+      return null;
+    }
+    // Written out whole, so that bundlers find the worker's module and emit it. It is the
+    // package's compiled simd-worker-web.js (dist/src/); the repository's pages run one thread.
+    const worker = new Worker(new URL("./simd-worker-web.js", import.meta.url), { type: "module" });
+    worker.postMessage({ simdWorker: start });
+    return worker;
+  },
+  canBlock: typeof (globalThis as { window?: unknown }).window === "undefined",
+};
+
+/** The browser's globals WEB_HOST uses (declared here: the ports compile without the DOM library). */
+interface BrowserGlobals {
+  readonly Worker?: new (
+    url: URL,
+    options: { type: "module" },
+  ) => SimdThread & { postMessage(message: unknown): void };
+  readonly crossOriginIsolated?: boolean;
+}
+
+let host: SimdHost = WEB_HOST;
+
+/** Puts the environment's host in place of the browser's (simd-node.ts does, on import). */
+export function useSimdHost(next: SimdHost): void {
+  host = next;
 }
 
 /** What the kernel needs from the engine; flash.ts, plain JavaScript, needs none of it. */
@@ -345,13 +469,30 @@ const ENGINE_NEEDS =
   "simd.ts needs WebAssembly with 128-bit SIMD and threads (a shared memory); relaxed SIMD is" +
   " optional. flash.ts computes the same in plain JavaScript";
 
-/** Whether this engine accepts the build; one line saying what it lacks where it has no WebAssembly
- * at all (Node run with --jitless, for one). */
-function engineValidates(build: BuildName): boolean {
+function validates(bytes: Uint8Array<ArrayBuffer>): boolean {
   if (typeof WebAssembly === "undefined") {
     throw new Error(`${ENGINE_NEEDS}; this engine has no WebAssembly`);
   }
-  return WebAssembly.validate(readFileSync(BUILDS[build].file));
+  return WebAssembly.validate(bytes);
+}
+
+/** A build's bytes: given to initSimd, else read by the host, else one line saying to call it. */
+function buildBytes(build: BuildName): Uint8Array<ArrayBuffer> {
+  const bytes = loadedBytes.get(build) ?? host.readBuild(build);
+  if (bytes === null) {
+    throw new Error(
+      `the SIMD kernel's ${build} build is not loaded: await initSimd() once before the first call` +
+        " (in a browser, the kernel is fetched, not read from disk)",
+    );
+  }
+  loadedBytes.set(build, bytes);
+  return bytes;
+}
+
+/** Whether this engine accepts the build; one line saying what it lacks where it has no
+ * WebAssembly at all (Node run with --jitless, for one). */
+function engineValidates(build: BuildName): boolean {
+  return validates(buildBytes(build));
 }
 
 /** The build compiled, or one line saying what this engine lacks (an engine without SIMD). */
@@ -361,7 +502,7 @@ function compileKernel(build: BuildName): WebAssembly.Module {
       build === "relaxed" ? "relaxed SIMD (ATTENTION_PORT_SIMD_BUILD=baseline runs without)" : "them";
     throw new Error(`${ENGINE_NEEDS}; this engine lacks ${lacks}`);
   }
-  return new WebAssembly.Module(readFileSync(BUILDS[build].file));
+  return new WebAssembly.Module(buildBytes(build));
 }
 
 function loadKernel(build: BuildName): Kernel {
@@ -369,7 +510,6 @@ function loadKernel(build: BuildName): Kernel {
   if (loaded !== undefined) {
     return loaded;
   }
-  checkStamp();
   const module = compileKernel(build);
   const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true });
   const exports = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports;
@@ -585,7 +725,10 @@ function runItems(
   }
   const control = new Int32Array(kernel.memory.buffer, kernel.control, CONTROL_BYTES / 4);
   const claim = new BigInt64Array(kernel.memory.buffer, kernel.control, 1);
-  startWorkers(kernel, control, threads - 1);
+  spawnWorkers(kernel, threads - 1);
+  if (host.canBlock) {
+    waitReady(control, kernel.workers.length, performance.now() + 10_000);
+  } // else a browser's main thread: a new worker starts only once it returns, and joins later calls
   kernel.generation = (kernel.generation + 1) | 0;
   const generation = kernel.generation;
   Atomics.store(control, CONTROL.COUNT, items);
@@ -605,36 +748,37 @@ function runItems(
     done < items;
     done = Atomics.load(control, CONTROL.DONE)
   ) {
-    Atomics.wait(control, CONTROL.DONE, done); // the workers finish the items they took
+    if (host.canBlock) {
+      Atomics.wait(control, CONTROL.DONE, done); // the workers finish the items they took
+    } // else spin: a browser's main thread may not wait, and the items left are being computed
   }
   if (Atomics.load(control, CONTROL.FAILED) !== 0) {
     throw new Error("a SIMD worker thread failed while computing attention");
   }
 }
 
-/** Makes sure `count` workers are running, and waits (briefly) for new ones to be ready, so that a
- * call with workers really shares its work. Workers are unref'd: they never keep the process up. */
-// The worker's module sits beside this one with this one's extension: simd-worker.ts in the
-// repository (run directly), simd-worker.js in the npm package (compiled by tsc, which rewrites
-// import specifiers but not URLs).
-const WORKER_URL = new URL(
-  `./simd-worker${import.meta.url.slice(import.meta.url.lastIndexOf("."))}`,
-  import.meta.url,
-);
-
-function startWorkers(kernel: Kernel, control: Int32Array, count: number): void {
+/** Starts worker threads until `count` run, or as many as the host has (none where threads
+ * cannot share the memory: there this thread computes every item). Each thread's scratch slot is
+ * its index; the workers never keep a process up (the host unrefs them). */
+function spawnWorkers(kernel: Kernel, count: number): void {
   while (kernel.workers.length < count) {
-    const simdWorker: WorkerStart = {
+    const start: WorkerStart = {
       module: kernel.module,
       memory: kernel.memory,
       control: kernel.control,
       index: kernel.workers.length + 1,
     };
-    const worker = new Worker(WORKER_URL, { workerData: { simdWorker } });
-    worker.unref();
-    kernel.workers.push(worker);
+    const thread = host.startWorker(start);
+    if (thread === null) {
+      return;
+    }
+    kernel.workers.push(thread);
   }
-  const deadline = performance.now() + 10_000;
+}
+
+/** Waits (briefly) until `count` workers are ready, so that a call with workers really shares its
+ * work; past the deadline this thread computes what they do not take, and the result is the same. */
+function waitReady(control: Int32Array, count: number, deadline: number): void {
   for (
     let ready = Atomics.load(control, CONTROL.READY);
     ready < count;
@@ -642,9 +786,20 @@ function startWorkers(kernel: Kernel, control: Int32Array, count: number): void 
   ) {
     const left = deadline - performance.now();
     if (left <= 0) {
-      break; // not up yet: this thread computes what they do not take; the result is the same
+      break;
     }
     Atomics.wait(control, CONTROL.READY, ready, left);
+  }
+}
+
+/** initSimd's workers: started, and waited for without blocking (a browser's main thread may not
+ * block, and its new workers start only while it is idle). */
+async function startWorkers(kernel: Kernel, count: number): Promise<void> {
+  spawnWorkers(kernel, count);
+  const control = new Int32Array(kernel.memory.buffer, kernel.control, CONTROL_BYTES / 4);
+  const deadline = performance.now() + 10_000;
+  while (Atomics.load(control, CONTROL.READY) < kernel.workers.length && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
 
@@ -761,10 +916,4 @@ function computeRowsPlainly(
       output.set(row, out); // rounded to float32 once when the output is float32
     }
   }
-}
-
-// `node typescript/src/simd.ts` prints the tutorial's example's 3 x 2 result, through the SIMD port.
-if (import.meta.main) {
-  const { query, key, value } = readable.TUTORIAL_EXAMPLE;
-  console.log(scaledDotProductAttention(query, key, value)); // 3 x 2
 }

@@ -184,7 +184,13 @@ export interface WebGpuSetup {
 /** One device and its pipeline, kept between calls. */
 export interface WebGpuAttention {
   /** softmax(query · keyᵀ · scale [+ mask]) · value in float32, nested arrays (or shaped tensors)
-   * in, nested arrays out. */
+   * in, nested arrays out: matrices in, a matrix out. */
+  scaledDotProductAttention(
+    query: readonly (readonly number[])[],
+    key: readonly (readonly number[])[],
+    value: readonly (readonly number[])[],
+    options?: AttentionOptions,
+  ): Promise<number[][]>;
   scaledDotProductAttention(
     query: TensorInput,
     key: TensorInput,
@@ -216,8 +222,21 @@ export interface WebGpuAttention {
 // ---- Public entry points: one shared device, made on first use. ----
 
 /** softmax(query · keyᵀ · scale [+ mask]) · value in float32 on the GPU; nested arrays (or
- * shaped tensors) in, nested arrays out. Inputs are checked first (AttentionInputError); then a
- * device is made on first use and kept (WebGpuUnavailableError when there is none). */
+ * shaped tensors) in, nested arrays out (matrices in, a matrix out, as attention.ts). Inputs are
+ * checked first (AttentionInputError); then a device is made on first use and kept
+ * (WebGpuUnavailableError when there is none). */
+export function scaledDotProductAttention(
+  query: readonly (readonly number[])[],
+  key: readonly (readonly number[])[],
+  value: readonly (readonly number[])[],
+  options?: AttentionOptions,
+): Promise<number[][]>;
+export function scaledDotProductAttention(
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options?: AttentionOptions,
+): Promise<NestedArray>;
 export function scaledDotProductAttention(
   query: TensorInput,
   key: TensorInput,
@@ -386,8 +405,9 @@ async function makeDevice(setup: WebGpuSetup): Promise<Device> {
     get lost() {
       return state.lost;
     },
-    scaledDotProductAttention: (query, key, value, options = {}) =>
-      nestedEntry(own, query, key, value, options),
+    // One function for both overloads (the rank-2 one is the same call with a narrower type).
+    scaledDotProductAttention: ((query: TensorInput, key: TensorInput, value: TensorInput, options = {}) =>
+      nestedEntry(own, query, key, value, options)) as WebGpuAttention["scaledDotProductAttention"],
     scaledDotProductAttentionFlat: (query, key, value, options = {}) =>
       flatEntry(own, query, key, value, options),
     attentionSteps: (query, key, value, options = {}) => stepsEntry(own, query, key, value, options),

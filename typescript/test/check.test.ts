@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { declaredParameterCount, thrownOnPurpose } from "../runners/check.ts";
+import { declaredParameterCount, thrownOnPurpose, unchanged } from "../runners/check.ts";
 import { scaledDotProductAttention } from "../src/attention.ts";
 
 // `attention-port check` gives a learner's function its options only when it declares a 4th
@@ -115,4 +115,27 @@ test("an error the engine raises in the learner's math is a crash", () => {
     assert.equal(thrownOnPurpose(error).deliberate, false, String(error));
     assert.match(thrownOnPurpose(error).where ?? "", /^line \d+ of check\.test\.ts$/);
   }
+});
+
+// check keeps a copy of every argument before the call and compares it after: a function that
+// writes into the caller's arrays is told so, though its answer may be right.
+
+test("an argument written into is changed; one left alone is not, NaN and -0 included", () => {
+  const query = [
+    [1, Number.NaN],
+    [-0, 3],
+  ];
+  const copy = structuredClone(query);
+  assert.equal(unchanged(copy, query), true);
+  query[1]![1] = 3; // the same number written back: still as it was
+  assert.equal(unchanged(copy, query), true);
+  query[0]![0] = 0.5;
+  assert.equal(unchanged(copy, query), false);
+  assert.equal(unchanged([[0]], [[-0]]), false); // the sign of a zero is a change
+  assert.equal(unchanged([[1, 2]], [[1, 2, 3]]), false); // a row grown by push
+  const shaped = { shape: [2, 0, 8], data: [] as number[] };
+  assert.equal(unchanged(structuredClone(shaped), shaped), true);
+  shaped.data.push(1);
+  assert.equal(unchanged({ shape: [2, 0, 8], data: [] }, shaped), false);
+  assert.equal(unchanged([true, false], [true, true]), false); // a boolean mask flipped
 });

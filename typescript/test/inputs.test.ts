@@ -25,7 +25,7 @@ import {
 import {
   scaledDotProductAttentionFlat as simdFlat,
   scaledDotProductAttention as simdSdpa,
-} from "../src/simd.ts";
+} from "../src/simd-node.ts";
 import { expectError } from "./helpers.ts";
 
 /** A tensor of the given shape (nested arrays; every dim > 0), filled with small numbers. */

@@ -15,7 +15,7 @@ import { fromConv1d, fromPacked, torchMhaMask } from "../src/adapters.ts";
 import { attentionSteps as flashSteps } from "../src/flash.ts";
 import { AttentionInputError } from "../src/inputs.ts";
 import { applyRotary, layerWith, multiHeadAttention } from "../src/layer.ts";
-import { attentionSteps as simdSteps } from "../src/simd.ts";
+import { attentionSteps as simdSteps } from "../src/simd-node.ts";
 
 const CASES = loadLayerFixtures();
 const LAYERS = {

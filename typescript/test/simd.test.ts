@@ -15,13 +15,14 @@ import type { FlatMask, FlatTensor, ShapedMask, ShapedTensor } from "../src/inpu
 import {
   AttentionInputError,
   attentionSteps,
+  initSimd,
   kernelBlocks,
   kernelBuild,
   kernelExp,
   scaledDotProductAttention,
   scaledDotProductAttentionFlat,
   selectKernelBuild,
-} from "../src/simd.ts";
+} from "../src/simd-node.ts";
 import {
   BUILDS,
   buildIsFresh,
@@ -551,5 +552,18 @@ describe("the memory limit", () => {
       () => attentionSteps(q, k, v, { memoryLimit: 64 * 64 * 24 - 1 }),
       isSize(/the scores \[64, 64\] need 98304 bytes/),
     );
+  });
+});
+
+describe("initSimd in Node", () => {
+  test("reads the builds from disk, fetching nothing, and may start the workers ahead", async () => {
+    selectKernelBuild("auto");
+    assert.equal(await initSimd(), "relaxed");
+    assert.equal(await initSimd(undefined, { workers: 3 }), "relaxed");
+    const data = Float64Array.from({ length: 300 * 8 }, (_, i) => Math.cos(i));
+    const input = { shape: [300, 8], data };
+    const one = scaledDotProductAttentionFlat(input, input, input);
+    assert.deepEqual(scaledDotProductAttentionFlat(input, input, input, { workers: 3 }).data, one.data);
+    await assert.rejects(initSimd(undefined, { workers: 0 }), AttentionInputError);
   });
 });

@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 
 import * as readable from "../src/attention.ts";
 import * as flash from "../src/flash.ts";
-import * as simd from "../src/simd.ts";
+import * as simd from "../src/simd-node.ts";
 import { close } from "./helpers.ts";
 
 const PORTS: { name: string; sdpa: typeof readable.scaledDotProductAttention; keyTile: number }[] = [

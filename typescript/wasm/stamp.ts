@@ -1,8 +1,8 @@
 /**
  * The SIMD kernel's builds: where they are, the flags each is compiled with, and kernel.stamp, which
  * says whether the builds on disk are those of the current source. build.ts (the build script, run
- * by scripts/setup) writes them; simd.ts reads them at run time. Kept apart from build.ts so that
- * the port imports no build script.
+ * by scripts/setup) writes them; simd-node.ts (simd.ts in Node) reads them at run time. Kept apart
+ * from build.ts so that the port imports no build script.
  */
 
 import { createHash } from "node:crypto";

@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_port import paths
 from attention_port.args import OneLineParser, integers, names, not_negative, positive
 from attention_port.bench import check, peers, report
 from attention_port.bench.timing import cell_input_path, cell_shapes, input_path
@@ -397,7 +398,13 @@ def _log(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
+        # Its peers, plots and default folder are the checkout's; from a wheel it would write
+        # under site-packages, so it refuses there in one line.
+        paths.require_checkout("bench")
         return _bench(args)
+    except paths.NotACheckout as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except NodeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

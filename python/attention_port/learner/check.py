@@ -36,7 +36,7 @@ from attention_port.fixtures.reader import FixtureCase, load_fixtures
 from attention_port.harness import compare
 from attention_port.harness.compare import PortAnswer
 from attention_port.inputs import format_number, format_shape
-from attention_port.learner import mistakes
+from attention_port.learner import lesson, mistakes
 from attention_port.learner.protocol import OPTION_NAMES, options_set
 from attention_port.learner.runner import (
     DEFAULT_MEMORY,
@@ -64,6 +64,7 @@ class CaseResult:
     lines: list[str] = field(default_factory=list)  # the case's line, then details (maybe nothing)
     reason: str = ""  # why it was not attempted
     crashed: bool = False  # an invalid case refused by a crash in the learner's code, not on purpose
+    note: str | None = None  # what the case's line adds after " — " (a named mistake, a hint)
     printed: Printed | None = None  # what the learner's code printed while the case ran
 
 
@@ -186,10 +187,43 @@ def _rank_hint(case: FixtureCase) -> str | None:
     )
 
 
-def _case_hint(case: FixtureCase, language: str) -> str | None:
+def _transpose_hint(case: FixtureCase, reply: Reply, language: str) -> str | None:
+    """numpy's .T on a rank > 2 array reverses every axis, and the matmul after it fails."""
+    rank = case.inputs["key"].ndim
+    if language != "Python" or rank <= 2 or "matmul" not in reply.message:
+        return None
+    shape = ", ".join(
+        ["B", "H", "Lk", "E"][-rank:] if rank <= 4 else [*(f"B{n}" for n in range(rank - 2)), "Lk", "E"]
+    )
+    reverse = ", ".join(reversed(shape.split(", ")))
+    return (
+        f"this case is rank {rank}: if you transposed the key with .T, on a rank-{rank} array .T"
+        f" reverses every axis ([{shape}] becomes [{reverse}]), not just the last two;"
+        " np.swapaxes(key, -1, -2) swaps only those" + lesson.pointer("scores", language)
+    )
+
+
+def _lengths_hint(case: FixtureCase) -> str | None:
+    """A crash where Lq != Lk: a loop bound taken from the other tensor reads past its end."""
+    queries, keys = case.inputs["query"].shape[-2], case.inputs["key"].shape[-2]
+    if case.inputs["query"].ndim < 2 or queries == keys:
+        return None
+    return (
+        f"this case has Lq = {queries} query rows and Lk = {keys} key rows: a loop over the keys runs"
+        " to key.length, one over the queries to query.length"
+    )
+
+
+def _case_hint(case: FixtureCase, language: str, reply: Reply | None = None) -> str | None:
     """What about this case most likely tripped code that passed the earlier levels, said after an
     error on a valid case (a crash, or a throw of the learner's own that refused valid input)."""
-    return _shaped_hint(case, language) or _gqa_hint(case, language) or _rank_hint(case)
+    return (
+        _shaped_hint(case, language)
+        or _gqa_hint(case, language)
+        or (reply is not None and _transpose_hint(case, reply, language))
+        or _rank_hint(case)
+        or _lengths_hint(case)
+    )
 
 
 def _mistake_named(case: FixtureCase, output: np.ndarray, language: str) -> str | None:
@@ -197,7 +231,75 @@ def _mistake_named(case: FixtureCase, output: np.ndarray, language: str) -> str 
     mistake = mistakes.identify(case.inputs, case.params, case.expected.output, output)
     if mistake is None:
         return None
-    return "looks like " + spoken(mistake.explain(int(case.inputs["query"].shape[-1])), language)
+    said = spoken(mistake.explain(int(case.inputs["query"].shape[-1]), case.params), language)
+    return "looks like " + said + lesson.pointer(mistake.topic, language)
+
+
+def _has_fully_masked_row(case: FixtureCase) -> bool:
+    logits = case.expected.logits
+    return logits is not None and (logits.shape[-1] == 0 or bool(np.all(logits == -np.inf, axis=-1).any()))
+
+
+# What each step returned by attentionSteps holds, and where the lesson makes it.
+STEP_TOPICS = {
+    "scores": ("step 1, the scores", "scores"),
+    "logits": ("steps 2-3, the scale, softcap and mask", "scale"),
+    "weights": ("step 4, softmax", "weights"),
+    "output": ("step 5, weights · value", "output"),
+}
+
+
+def _axis_names(rank: int) -> list[str]:
+    return [*(["batch"] * max(rank - 3, 0)), "head", "query row", "feature"][-rank:]
+
+
+# How far a cell may be from the expected one and still count as right, for wrong_cells, by dtype:
+# about a hundred units in the last place of each (a pattern, not a verdict: compare.judge decides).
+CELL_TOLERANCE = {"float64": 1e-6, "float32": 1e-4, "float16": 1e-1, "bfloat16": 1e-1}
+
+
+def wrong_cells(output: np.ndarray, expected: np.ndarray, dtype: str = "float64") -> str | None:
+    """What the wrong cells have in common, when no known mistake explains them: a whole row, a
+    whole column (the last feature, say), one head; None when they share nothing to say."""
+    if output.shape != expected.shape or output.ndim < 2 or output.size == 0:
+        return None
+    with np.errstate(all="ignore"):
+        tolerance = CELL_TOLERANCE.get(dtype, 1e-1)
+        bad = ~np.isclose(output, expected, rtol=tolerance, atol=tolerance * 1e-3, equal_nan=True)
+    count, total = int(bad.sum()), bad.size
+    if count == 0:
+        return None
+    if count == total:
+        return "every output cell is wrong: look at a step every cell goes through (scores, scale, softmax)"
+    names = _axis_names(output.ndim)
+    for axis in range(output.ndim - 2):
+        touched = np.flatnonzero(bad.any(axis=tuple(a for a in range(output.ndim) if a != axis)))
+        if len(touched) == 1 and output.shape[axis] > 1:
+            return (
+                f"only {names[axis]} {touched[0]} (index {touched[0]} of dim {axis}) is wrong; the others"
+                f" are right: look at what differs for that {names[axis]}"
+            )
+    rows = bad.any(axis=-1)
+    if (bad == rows[..., None]).all():
+        which = sorted({int(i) for i in np.nonzero(rows)[-1]})
+        last = output.shape[-2] - 1
+        said = (
+            "the last query row"
+            if which == [last]
+            else f"query row{'s' if len(which) > 1 else ''} " + ", ".join(map(str, which))
+        )
+        return (
+            f"the wrong cells are whole rows ({said}, every feature): look at that query's mask and weights"
+        )
+    columns = bad.reshape(-1, output.shape[-1]).any(axis=0)
+    if (bad == np.broadcast_to(columns, bad.shape)).all():
+        which = [int(c) for c in np.flatnonzero(columns)]
+        if which == [output.shape[-1] - 1]:
+            return (
+                "only the last feature of every row is wrong: a loop over the features that stops one short?"
+            )
+        return f"the wrong cells are whole columns (feature {', '.join(map(str, which))} of every row)"
+    return f"{count} of {total} output cells are wrong"
 
 
 def _verdict_note(verdict: compare.CaseVerdict) -> str | None:
@@ -240,9 +342,16 @@ def judge_valid(
             "threw": _threw(reply) if reply.how == "threw" else "",
         }[reply.how]
         verdict = compare.judge(case, LEARNER, dtype, PortAnswer(crash=problem))
-        hint = _case_hint(case, language) if reply.how == "threw" else None
-        return _result(case, verdict, [_joined(f"{prefix} {problem}", hint), description])
+        hint = _case_hint(case, language, reply) if reply.how == "threw" else None
+        return _result(case, verdict, [f"{prefix} {problem}", description], hint)
     expected = case.expected
+    if reply.changed:
+        changed = " and ".join(spoken(name, language) for name in reply.changed)
+        copy = "query.map((row) => [...row])" if language == "JavaScript" else "np.array(query)"
+        note = f"the caller's arrays must be left as they were (work on a copy, {copy}, or build new arrays)"
+        return CaseResult(
+            case, "fail", [f"{prefix} your function changed the caller's {changed}", description], note=note
+        )
     steps = {name: _as_expected_shape(a, getattr(expected, name)) for name, a in reply.steps.items()}
     verdict = compare.judge(case, LEARNER, dtype, PortAnswer(steps=steps))
     output = steps.get("output")
@@ -253,7 +362,7 @@ def judge_valid(
             line += f" (as nested arrays: {_nested_form(want)})"
         named = _mistake_named(case, output, language)
         rank = _rank_hint(case) if output.ndim != expected.output.ndim else None
-        return _result(case, verdict, [_joined(line, named or rank), description])
+        return _result(case, verdict, [line, description], named or rank)
     if verdict.passed:
         return CaseResult(case, "pass")
     if verdict.index is not None:
@@ -262,23 +371,32 @@ def judge_valid(
     else:
         line = f"{prefix} {verdict.problem or 'output differs'}"
     named = _mistake_named(case, steps["output"], language)
-    lines = [_joined(line, named or _verdict_note(verdict)), description]
+    note = _verdict_note(verdict)
+    if note is not None and "fully-masked" in note and not _has_fully_masked_row(case):
+        note = None  # no row of this case is fully masked: the note would blame the wrong thing
+    lines = [line, description]
     first = verdict.first_divergent_step
     if first is not None and first != "output" and len(reply.steps) > 1:
         check = next(c for c in verdict.steps if c.step == first)
+        what, topic = STEP_TOPICS.get(first, (first, None))
         if check.index is not None:
             got, want = numbers_apart(check.actual, check.expected, language)
-            lines.append(
-                f"    first step that differs: {compare.cell(first, check.index)} is {got}, expected {want}"
-            )
+            said = f"{compare.cell(first, check.index)} is {got}, expected {want}"
         else:
-            lines.append(f"    first step that differs: {check.problem or first}")
-    return CaseResult(case, "fail", lines)
+            said = check.problem or first
+        lines.append(f"    first step that differs: {said} ({what}){lesson.pointer(topic, language)}")
+    elif named is None:
+        common = wrong_cells(steps["output"], expected.output, dtype)
+        if common is not None:
+            lines.append(f"    {common}")
+    return CaseResult(case, "fail", lines, note=named or note)
 
 
-def _result(case: FixtureCase, verdict: compare.CaseVerdict, lines: list[str]) -> CaseResult:
+def _result(
+    case: FixtureCase, verdict: compare.CaseVerdict, lines: list[str], note: str | None = None
+) -> CaseResult:
     """compare.judge decided; the lines are said only for a failure."""
-    return CaseResult(case, "pass") if verdict.passed else CaseResult(case, "fail", lines)
+    return CaseResult(case, "pass") if verdict.passed else CaseResult(case, "fail", lines, note=note)
 
 
 def judge_invalid(
@@ -297,7 +415,7 @@ def judge_invalid(
         return CaseResult(case, "pass", [line])
     if reply.how == "threw":
         at = f" at {reply.where}" if reply.where else ""
-        line = f"{case.id}: crashed{at}, not a deliberate refusal: {reply.error_name}: {reply.message}"
+        line = f"{case.id}: refused by a crash (counts as refusing){at}: {reply.error_name}: {reply.message}"
         return CaseResult(case, "pass", [line, ports_say], crashed=True)
     if reply.how == "steps":
         got = f"returned an output of shape {format_shape(reply.steps['output'].shape)} instead of throwing"
@@ -324,7 +442,94 @@ def run_case(
     return result
 
 
+def run_aliased(
+    learner: LearnerProcess, results: list[CaseResult], timeout: float, dtype: str = "float64"
+) -> CaseResult | None:
+    """The first passing case whose query and key hold the same values, run again with one array
+    as both (as the starter's demo calls scaledDotProductAttention(Q, Q, V)): a failure there, when
+    separate arrays pass, is a function that writes into an argument it reads. None when it passes."""
+    case = next(
+        (
+            r.case
+            for r in results
+            if r.status == "pass"
+            and not r.case.expects_error
+            and r.case.inputs["query"].shape == r.case.inputs["key"].shape
+            and np.array_equal(r.case.inputs["query"], r.case.inputs["key"])
+        ),
+        None,
+    )
+    if case is None:
+        return None
+    language = learner.hello.language
+    result = judge_valid(case, learner.ask(case, same_query_key=True), timeout, language, dtype)
+    if result.status == "pass":
+        return None
+    call = spoken("scaled_dot_product_attention(Q, Q, V)", language)
+    said = (
+        f"{case.id} with one array as both query and key, as {call} in the starter's demo:"
+        f" it passes with separate arrays but not with the same one"
+    )
+    detail = result.lines[0].removeprefix(f"{case.id}:").strip()
+    lines = [said, f"    {detail}", *result.lines[1:]]
+    note = (
+        "your function writes into an argument it also reads: here key is query, so a write to one"
+        " changes the other; build new arrays instead"
+    )
+    return CaseResult(case, "fail", lines, note=note)
+
+
 # ---- the report ---------------------------------------------------------------------------------
+
+
+# What each level (cases.LEVELS, in order) teaches, and the lesson's places to read for it (lesson.PLACES).
+LEVEL_GUIDE = (
+    ("the four steps: scores = query · keyᵀ, scaled by 1/sqrt(d_k), softmax over each row, weights · value",
+     ("scores", "scale", "weights", "output")),
+    ("the same four steps on other sizes: Lq queries, Lk keys, E features", ("scores", "output")),
+    ("a softmax that subtracts each row's max first, so that exp() never overflows", ("softmax_max",)),
+    ("attn_mask of booleans: False blocks a key (its logit becomes -inf)", ("mask", "bool_mask")),
+    ("a float mask is added to the logits (-inf in it blocks a key)", ("float_mask",)),
+    ("a row whose every key is blocked gives weights and output 0, not NaN", ("softmax_max", "fully_masked")),
+    ("is_causal: query i sees only keys j <= i", ("causal",)),
+    ("inputs of rank 3 and more: the same steps for each [L, E] matrix inside, masks broadcast",
+     ("batch", "mask_broadcast")),
+    ("Lq queries over Lk keys (Lq != Lk), and Ev value features (Ev != E)", ("lengths", "output")),
+    ("enable_gqa: Hq query heads share Hkv key/value heads in consecutive groups", ("gqa",)),
+    ("a given scale replaces 1/sqrt(d_k); softcap squashes the logits into (-softcap, softcap)",
+     ("scale", "softcap")),
+    ("query_offset P: rows after P cached keys; with is_causal, row i sees keys j <= i + P", ("causal",)),
+    ("refusing input that does not fit, with an error of your own", ("options", "checks")),
+    ("empty dims, NaN and infinities in the inputs, float64's extremes", ("fully_masked", "softmax_max")),
+)  # fmt: skip
+
+
+def level_guide(n: int, language: str) -> str:
+    """ "Level N teaches ...; read FILE line A (scores), line B (scale)." """
+    teaches, topics = LEVEL_GUIDE[n - 1]
+    files: dict[str, list[str]] = {}  # file -> "line N (topic)", in the order of the topics
+    for topic in topics:
+        if (where := lesson.place(topic, language)) is not None:
+            file, line = where.split(" line ")
+            files.setdefault(file, []).append(f"{line} ({topic.replace('_', ' ')})")
+    read = "; ".join(f"{file} line{'s' if len(at) > 1 else ''} {', '.join(at)}" for file, at in files.items())
+    text = f"Level {n} teaches {spoken(teaches, language)}"
+    return text + (f". Read {read}." if read else ".")
+
+
+def start_lines(language: str) -> list[str]:
+    """--start: what check does, and each level's lesson, before the first run."""
+    lesson_file = lesson.place("scores", language)
+    lines = [
+        f"check runs {len(cases.LEVELS)} levels, easiest first, and stops at the first that fails;"
+        " each failing case says what went wrong and, where it can, which step and which lesson line.",
+        f"The lesson: {lesson_file.split(' line ')[0] if lesson_file else 'the reference port'}. The levels:",
+    ]
+    lines += [
+        f"  {n}. {level.name}: {spoken(LEVEL_GUIDE[n - 1][0], language)}"
+        for n, level in enumerate(cases.LEVELS, 1)
+    ]
+    return [*lines, ""]
 
 
 def _counted(n: int, noun: str) -> str:
@@ -391,14 +596,33 @@ def printed_lines(printed: Printed | None, indent: str = "      ") -> list[str]:
     return [f"{indent}your code printed:", *shown]
 
 
-def case_lines(result: CaseResult) -> list[str]:
-    """A case's lines under its level: the first says pass or fail, the details follow indented,
-    then what the learner's code printed on it (a passing case shows its line for that)."""
+def case_lines(result: CaseResult, shared: frozenset[str] = frozenset()) -> list[str]:
+    """A case's lines under its level: the first says pass or fail (an invalid case refused by a
+    crash says so instead), the details follow indented, then what the learner's code printed on it
+    (a passing case shows its line for that). A note in `shared` is said once for the level
+    (level_lines), not on each case's line."""
     printed = printed_lines(result.printed)
     lines = result.lines or ([result.case.id] if printed else [])
     if not lines:
         return []
-    return [f"  {result.status} {lines[0]}", *(f"  {line}" for line in lines[1:]), *printed]
+    first = lines[0] if result.note in shared or not result.lines else _joined(lines[0], result.note)
+    first = f"  {first}" if result.crashed else f"  {result.status} {first}"
+    return [first, *(f"  {line}" for line in lines[1:]), *printed]
+
+
+def level_lines(results: list[CaseResult]) -> list[str]:
+    """Each case's lines, then each note that several cases share, once, with how many share it."""
+    counts: dict[str, int] = {}
+    for result in results:
+        if result.lines and result.note:
+            counts[result.note] = counts.get(result.note, 0) + 1
+    shared = frozenset(note for note, n in counts.items() if n > 1)
+    lines = [line for result in results for line in case_lines(result, shared)]
+    for note in (n for n in counts if n in shared):  # in the order the cases said them
+        ids = [r.case.id for r in results if r.lines and r.note == note]
+        named = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        lines.append(f"  on {len(ids)} of the cases above ({named}): {note}")
+    return lines
 
 
 def _not_attempted(by_level: dict[int, list[CaseResult]]) -> str:
@@ -433,6 +657,7 @@ def check(
     say: Callable[[str], None] = print,
     say_error: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     failure_first: bool = False,
+    start: bool = False,
 ) -> int:
     """Run the levels and say how they went; the exit code. `dtype` is the one the learner's
     function computes in: the tolerance rule's budget, and the cases outside the contract there
@@ -478,13 +703,18 @@ def check(
         for line in printed_lines(learner.loading_printed, indent="  "):
             say(line.replace("your code printed:", "your code printed while loading:"))
         say("")
+        if start:
+            for line in start_lines(hello.language):
+                say(line)
         failed_levels = []
         ran: dict[int, list[CaseResult]] = {}
         for n, level in enumerate(cases.LEVELS, start=1):
             results = ran[n] = [run_case(learner, case, timeout, dtype) for case in by_level.get(n, [])]
+            if n == 1 and (aliased := run_aliased(learner, results, timeout, dtype)) is not None:
+                results.append(aliased)
             lines = [level_line(n, total, level.name, results)]
             # each case's line (pass or fail) with its details, where it has any
-            lines += [line for result in results for line in case_lines(result)]
+            lines += level_lines(results)
             failed = any(r.status == "fail" for r in results)
             say_level(lines, failed and not failed_levels)
             if failed:
@@ -492,6 +722,12 @@ def check(
                 if not run_all:
                     say("")
                     say(f"Stopped at {level_line(n, total, level.name, results)}.")
+                    skipped = [m for m in range(1, n) if ran[m] and all(r.status == "skip" for r in ran[m])]
+                    if skipped:
+                        first, reason = skipped[0], ran[skipped[0]][0].reason
+                        guide = level_guide(first, hello.language)
+                        say(f"Level {first} was not attempted ({reason}). {guide}")
+                    say(level_guide(n, hello.language))
                     if n < total:
                         later = f"Level {total} was" if n + 1 == total else f"Levels {n + 1}-{total} were"
                         say(f"{later} not run: fix this level first, or add --all.")

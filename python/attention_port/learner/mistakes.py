@@ -268,19 +268,127 @@ def softcap_without_multiply(query, key, value, attn_mask=None, **options):
     return _attention(query, key, value, attn_mask, **options, cap=lambda x, c: np.tanh(x / c))
 
 
+def key_times_query(query, key, value, attn_mask=None, **options):
+    """The scores as K · Qᵀ instead of Q · Kᵀ: the [Lk, Lq] transpose of the right scores, so each
+    row of weights ranges over the queries. With Lq = Lk the shapes fit and only the numbers are
+    wrong; where query and key are equal (the tutorial's Q = K) it even gives the right answer."""
+    return _attention(
+        query, key, value, attn_mask, **options, scores_of=lambda q, k: k @ np.swapaxes(q, -1, -2)
+    )
+
+
+def last_feature_dropped(query, key, value, attn_mask=None, **options):
+    """The dot product of a query and a key stops one feature short (t < E - 1): the scores leave
+    out the last feature."""
+    return _attention(
+        query,
+        key,
+        value,
+        attn_mask,
+        **options,
+        scores_of=lambda q, k: q[..., :-1] @ np.swapaxes(k[..., :-1], -1, -2),
+    )
+
+
+def last_key_dropped(query, key, value, attn_mask=None, **options):
+    """The weighted sum over the value rows stops one key short (j < Lk - 1): the last key's value
+    is left out of every output, though its weight was counted."""
+    return _attention(
+        query, key, value, attn_mask, **options, weighted=lambda w, k, v: w[..., :-1] @ v[..., :-1, :]
+    )
+
+
+def matmul_one_short(query, key, value, attn_mask=None, **options):
+    """One matrix product used for both steps with its inner loop one short (t < n - 1): the scores
+    leave out the last feature and the output the last key."""
+    return _attention(
+        query,
+        key,
+        value,
+        attn_mask,
+        **options,
+        scores_of=lambda q, k: q[..., :-1] @ np.swapaxes(k[..., :-1], -1, -2),
+        weighted=lambda w, k, v: w[..., :-1] @ v[..., :-1, :],
+    )
+
+
+def key_length_from_query(query, key, value, attn_mask=None, **options):
+    """Lk taken from the query's length: a loop over the keys that runs to Lq. With fewer queries
+    than keys it sees only the first Lq keys (with more it reads past the last key and crashes)."""
+    query, key, value = (np.asarray(x, dtype=np.float64) for x in (query, key, value))
+    queries, keys = query.shape[-2], key.shape[-2]
+    if query.ndim < 2 or queries >= keys:
+        return None
+    if attn_mask is not None:
+        mask = np.asarray(attn_mask)
+        attn_mask = mask[..., :queries] if mask.shape[-1] == keys else mask
+    return _attention(query, key[..., :queries, :], value[..., :queries, :], attn_mask, **options)
+
+
+def mask_read_per_query(query, key, value, attn_mask=None, **options):
+    """A broadcast [Lk] mask read as if it had a row per query: entry i of the mask taken for the
+    whole of query row i (mask[i] instead of mask[j]). A [Lk] mask holds one entry per key and
+    applies to every query row alike, as numpy broadcasts it to [Lq, Lk]."""
+    if attn_mask is None or np.asarray(attn_mask).ndim != 1:
+        return None
+    mask = np.asarray(attn_mask)
+    queries = np.asarray(query).shape[-2]
+    if mask.shape[0] < queries:
+        return None
+    return _attention(query, key, value, mask[:queries, None], **options)
+
+
+def enable_gqa_ignored(query, key, value, attn_mask=None, **options):
+    """enable_gqa ignored: query head h reads key/value head h, so the heads past the last key/value
+    head have nothing to read (NaN, or a crash)."""
+    if not options.get("enable_gqa"):
+        return None
+    query, key = np.asarray(query), np.asarray(key)
+    if query.ndim < 3 or query.shape[-3] == key.shape[-3] or key.shape[-3] == 0:
+        return None
+    kv_heads = key.shape[-3]
+    output = _attention(
+        query,
+        key,
+        value,
+        attn_mask,
+        **options,
+        kv_heads_of=lambda hq, hkv: np.minimum(np.arange(hq), hkv - 1),
+    )
+    output[..., kv_heads:, :, :] = np.nan
+    return output
+
+
+def softcap_ignored(query, key, value, attn_mask=None, **options):
+    """softcap ignored: the logits are not squashed at all."""
+    if not options.get("softcap", 0) > 0:
+        return None
+    return _attention(query, key, value, attn_mask, **{**options, "softcap": 0.0})
+
+
+def attn_mask_ignored(query, key, value, attn_mask=None, **options):
+    """attn_mask ignored: every key is let through and nothing is added."""
+    if attn_mask is None:
+        return None
+    return _attention(query, key, value, None, **options)
+
+
 @dataclass(frozen=True)
 class Mistake:
     variant: Callable[..., np.ndarray | None]
-    says: str  # what check prints after "looks like"; {E} and {sqrt_E} are the case's d_k and its root
+    # What check prints after "looks like": {E} and {sqrt_E} are the case's d_k and its root, and
+    # the case's options ({softcap}, {scale}, ...) are there by name.
+    says: str
+    topic: str  # where the lesson does this step right (lesson.PLACES)
 
     @property
     def name(self) -> str:
         """A short name, for tests and docs: the variant's."""
         return self.variant.__name__
 
-    def explain(self, features: int) -> str:
-        """What check prints after "looks like", for a case with d_k = features."""
-        return self.says.format(E=features, sqrt_E=f"{math.sqrt(features):.3g}")
+    def explain(self, features: int, params: dict | None = None) -> str:
+        """What check prints after "looks like", for a case with d_k = features and these options."""
+        return self.says.format(**(params or {}), E=features, sqrt_E=f"{math.sqrt(features):.3g}")
 
 
 MISTAKES = (
@@ -288,55 +396,74 @@ MISTAKES = (
         softmax_without_max,
         "softmax without subtracting the row max: exp(1000) overflows to Infinity, and"
         " Infinity / Infinity is NaN (exp(-1000) underflows to 0, and 0 / 0 is NaN)",
+        topic="softmax_max",
     ),
     Mistake(
         scale_forgotten,
         "the scale was forgotten: multiply the scores by 1/sqrt(d_k) = 1/sqrt({E}) before softmax",
+        topic="scale",
     ),
-    Mistake(scaled_by_dk, "the scores were divided by d_k = {E} instead of sqrt(d_k) = {sqrt_E}"),
-    Mistake(scale_option_ignored, "the scale option was ignored: a given scale replaces 1/sqrt(d_k)"),
+    Mistake(
+        scaled_by_dk, "the scores were divided by d_k = {E} instead of sqrt(d_k) = {sqrt_E}", topic="scale"
+    ),
+    Mistake(
+        scale_option_ignored,
+        "the scale option was ignored: this case passes scale: {scale:g}, and your output matches what"
+        " ignoring it gives; a given scale replaces 1/sqrt(d_k)",
+        topic="options",
+    ),
     Mistake(
         softmax_wrong_axis,
         "softmax over the wrong axis: each row of weights (one query, all keys) must sum to 1,"
         " not each column",
+        topic="weights",
     ),
     Mistake(
         key_not_transposed,
         "the key was not transposed: the scores are Q · Kᵀ, each query row times each key row"
         " (Q · K has the same shape only because this key is square)",
+        topic="scores",
     ),
     Mistake(
         weights_returned,
         "the weights were returned instead of the output: the last step multiplies them by the values,"
         " output = weights · V",
+        topic="output",
     ),
     Mistake(
         weights_times_key,
         "the weights were multiplied by the keys: the output is weights · V, not weights · K",
+        topic="output",
     ),
     Mistake(
         finite_sentinel,
         "masked cells were set to a finite number such as -1e9 instead of -Infinity: in a row where"
         " every key is masked they tie and share the weight instead of giving 0, and where the other"
         " logits are below -1e9 the masked keys take all of it",
+        topic="sentinel",
     ),
     Mistake(
         fully_masked_zero_times_value,
         "a fully-masked row's output was computed as 0 · value: 0 · NaN and 0 · Infinity are NaN;"
         " a row with nothing to attend to gives output 0, whatever the values hold",
+        topic="fully_masked",
     ),
     Mistake(
         fully_masked_nan,
         "a fully-masked row gives NaN: its max is -Infinity, and -Infinity - (-Infinity) is NaN;"
         " a row with nothing to attend to must give weights and output of 0",
+        topic="fully_masked",
     ),
     Mistake(
-        mask_inverted, "the boolean mask was read backwards: true means 'may attend', false means 'blocked'"
+        mask_inverted,
+        "the boolean mask was read backwards: true means 'may attend', false means 'blocked'",
+        topic="bool_mask",
     ),
     Mistake(
         float_mask_as_boolean,
         "the float mask was read as yes/no: a float mask is added to the logits (-Infinity blocks a"
         " key, 0 leaves its logit as it is, -1e4 is just a number)",
+        topic="float_mask",
     ),
     # Before the causal rule's own mistakes: a decode row that ignores or miscounts the offset can
     # give what one of those gives on that case, and the offset is the thing to name.
@@ -352,32 +479,96 @@ MISTAKES = (
     ),
     Mistake(
         causal_ignored,
-        "is_causal was ignored: with is_causal = True, query i sees only keys j <= i",
+        "is_causal was ignored: with is_causal = True, query i sees only keys j <= i (this case passes"
+        " is_causal: True, and your output matches what ignoring it gives)",
+        topic="causal",
     ),
     Mistake(
         causal_diagonal_hidden,
         "the causal mask hides the diagonal: query i sees keys j <= i, itself included (j < i leaves"
         " query 0 nothing to attend to)",
+        topic="causal",
     ),
     Mistake(
         causal_bottom_right,
         "the causal mask was aligned bottom-right: query i sees keys j <= i (top-left, as torch),"
         " also when there are more keys than queries",
+        topic="causal",
     ),
     Mistake(
         gqa_tiled,
         "grouped heads were tiled (query head h reads key/value head h % Hkv); they are"
         " consecutive: query head h reads head floor(h / (Hq / Hkv)), as torch's repeat_interleave",
+        topic="gqa",
     ),
     Mistake(
         softcap_without_divide,
         "softcap without the divide: the logits become softcap · tanh(logits / softcap),"
         " not softcap · tanh(logits)",
+        topic="softcap",
     ),
     Mistake(
         softcap_without_multiply,
         "softcap without the multiply: the logits become softcap · tanh(logits / softcap),"
         " not tanh(logits / softcap)",
+        topic="softcap",
+    ),
+    Mistake(
+        key_times_query,
+        "the scores were computed as K · Qᵀ (key times query transposed): they are Q · Kᵀ, each"
+        " query row times each key row, [Lq, E] · [E, Lk] (with Q = K, as in the tutorial, the two"
+        " agree, which is why that case passes)",
+        topic="scores",
+    ),
+    Mistake(
+        matmul_one_short,
+        "a matrix product's inner loop stops one short (t < n - 1 instead of t < n): the scores"
+        " leave out the last feature and the output the last key",
+        topic="scores",
+    ),
+    Mistake(
+        last_feature_dropped,
+        "the last feature was dropped from the scores (a loop bound t < E - 1 instead of t < E):"
+        " each score sums all E = {E} products",
+        topic="scores",
+    ),
+    Mistake(
+        last_key_dropped,
+        "the last key was dropped from the output (a loop bound j < Lk - 1 instead of j < Lk):"
+        " each output sums the weights times every value row",
+        topic="output",
+    ),
+    Mistake(
+        key_length_from_query,
+        "Lk was taken from the query's length: the loop over keys stops at Lq, so only the first"
+        " Lq keys are seen; the number of keys is key.length (Lk), the number of queries"
+        " query.length (Lq)",
+        topic="lengths",
+    ),
+    Mistake(
+        mask_read_per_query,
+        "the [Lk] mask was read as if it had one entry per query (mask[i] instead of mask[j]):"
+        " a mask of rank 1 holds one entry per key and applies to every query row alike,"
+        " broadcast to [Lq, Lk]",
+        topic="mask_broadcast",
+    ),
+    Mistake(
+        enable_gqa_ignored,
+        "enable_gqa was ignored: this case passes enable_gqa: True, and your output matches what"
+        " ignoring it gives (query head h read key/value head h, with nothing past the last one)",
+        topic="gqa",
+    ),
+    Mistake(
+        softcap_ignored,
+        "softcap was ignored: this case passes softcap: {softcap:g}, and your output matches what"
+        " ignoring it gives (the logits become softcap · tanh(logits / softcap) before the mask)",
+        topic="softcap",
+    ),
+    Mistake(
+        attn_mask_ignored,
+        "attn_mask was ignored: this case passes attn_mask, and your output matches what ignoring"
+        " it gives (every key let through)",
+        topic="mask",
     ),
 )
 

@@ -17,7 +17,9 @@ are in one file that both modules load, typescript/runners/learner-protocol.json
    valid: the case has expected values (else its inputs are handed over as written, to be refused);
    output_shape: the expected output's shape (for the (output, weights) diagnosis), or null;
    options: only those the case sets, by their Python names (attn_mask among them), so the
-   learner's own defaults apply to the rest. A tensor of a valid case is {"dtype", "shape", "data"}
+   learner's own defaults apply to the rest; "same_query_key": true (only when set) asks the
+   process to give the learner one array as both query and key, as scaledDotProductAttention(Q, Q,
+   V) does. A tensor of a valid case is {"dtype", "shape", "data"}
    with data flat, row-major, so a tensor with a zero-size dim keeps its shape: the process gives
    it to the learner with that shape ({shape, data} in JavaScript, a numpy array in Python), where
    nested arrays would lose it ([2, 0, 8] is [[], []]); an invalid case's inputs are nested as
@@ -28,6 +30,8 @@ are in one file that both modules load, typescript/runners/learner-protocol.json
            throw / raise of the learner's), not a crash in its math; where: "line N of FILE", the
            innermost line of the learner's code it came from, or null
        {"id", "bad": "one line"}                     what it returned is not nested numbers
+   A "steps" or "threw" answer carries "changed": [names] when the call changed any argument it was
+   given (query, key, value, attn_mask) in place: the process keeps a copy of each before the call.
    Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"; -0.0 keeps its sign).
 """
 
@@ -100,8 +104,10 @@ def _tensor(x: np.ndarray) -> dict:
     return {"dtype": dtype, "shape": list(x.shape), "data": encode_numbers(x.reshape(-1))}
 
 
-def request(case: FixtureCase) -> str:
-    """The request line for one case: its inputs and the options it sets, never its expected values."""
+def request(case: FixtureCase, *, same_query_key: bool = False) -> str:
+    """The request line for one case: its inputs and the options it sets, never its expected values.
+    With `same_query_key` the learner is given one array as both query and key (the case's query
+    and key hold the same values)."""
     valid = case.expected is not None
     given = _tensor if valid else encode_numbers
     options = {
@@ -115,6 +121,7 @@ def request(case: FixtureCase) -> str:
         "inputs": {name: given(case.inputs[name]) for name in ("query", "key", "value")},
         "options": options,
     }
+    values["same_query_key"] = same_query_key
     return json.dumps({name: values[name] for name in REQUEST_FIELDS}, allow_nan=False) + "\n"
 
 

@@ -114,6 +114,7 @@ class Reply:
     error_kind: str | None = None
     deliberate: bool = True  # threw: raised on purpose (a raise / throw), not a crash in the learner's math
     where: str | None = None  # threw: the line of the learner's code it came from ("line 12 of x.py")
+    changed: tuple[str, ...] = ()  # the arguments the call changed in place (query, key, ...)
     printed: Printed | None = None  # what the learner's code printed while the case ran
 
 
@@ -279,14 +280,15 @@ class LearnerProcess:
         )
         return self.hello
 
-    def ask(self, case: FixtureCase) -> Reply:
+    def ask(self, case: FixtureCase, *, same_query_key: bool = False) -> Reply:
         """Run one case; a hang or a crash is a Reply too, and the next case starts a fresh process.
-        The reply holds what the learner's code printed meanwhile."""
-        reply = self._ask(case)
+        The reply holds what the learner's code printed meanwhile. With `same_query_key` the
+        function is given one array as both query and key."""
+        reply = self._ask(case, same_query_key)
         printed, self.printed = self.printed, Printed()
         return replace(reply, printed=printed)
 
-    def _ask(self, case: FixtureCase) -> Reply:
+    def _ask(self, case: FixtureCase, same_query_key: bool) -> Reply:
         if self.process is None or self.process.poll() is not None:
             if self.restart_failed is None:
                 try:
@@ -297,7 +299,7 @@ class LearnerProcess:
                 return Reply("died", message=self.restart_failed)
 
         try:
-            self.process.stdin.write(learner_protocol.request(case).encode())
+            self.process.stdin.write(learner_protocol.request(case, same_query_key=same_query_key).encode())
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             return self._died()
@@ -311,6 +313,7 @@ class LearnerProcess:
         if answer is None or answer.get("id") != case.id:
             self.close()
             return Reply("died", message=f"the process running your code answered {line[:80]!r}")
+        changed = tuple(str(name) for name in answer.get("changed", ()))
         if "threw" in answer:
             threw = answer["threw"]
             if threw["name"] == "MemoryError" or self._out_of_memory(threw["message"]):
@@ -324,6 +327,7 @@ class LearnerProcess:
                 error_kind=threw.get("kind"),
                 deliberate=threw.get("deliberate", True),
                 where=threw.get("where"),
+                changed=changed,
             )
         if "bad" in answer:
             return Reply("bad", message=answer["bad"])
@@ -331,7 +335,7 @@ class LearnerProcess:
             steps = {name: decode_tensor(entry) for name, entry in answer["steps"].items()}
         except (ValueError, TypeError, KeyError, OverflowError, AttributeError) as error:
             return Reply("bad", message=f"malformed answer ({error})")
-        return Reply("steps", steps=steps)
+        return Reply("steps", steps=steps, changed=changed)
 
     def _fatal(self, message: dict) -> str:
         """Why the file cannot be run. Node's import() does not say on which line a JavaScript syntax

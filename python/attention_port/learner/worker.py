@@ -15,6 +15,7 @@ which is given as a numpy array: nested lists cannot say [2, 0, 8] (it would be 
 from __future__ import annotations
 
 import argparse
+import copy
 import dis
 import importlib
 import importlib.util
@@ -135,15 +136,42 @@ class Learner:
 
         inputs = request["inputs"]
         args = [given(inputs["query"]), given(inputs["key"]), given(inputs["value"])]
+        if request.get("same_query_key"):
+            args[1] = args[0]  # one array as both, as scaled_dot_product_attention(Q, Q, V) gives it
+        self.given = dict(zip(("query", "key", "value"), args, strict=True))
         kwargs = {}
         for name, value in request["options"].items():
             if name == "attn_mask" and self.mask_positional:
                 args.append(given(value))
+                self.given[name] = args[-1]
             elif name == "attn_mask":
-                kwargs[name] = given(value)
+                kwargs[name] = self.given[name] = given(value)
             else:
                 kwargs[name] = read_input(value, valid=False)
+        self.before = {name: _snapshot(x) for name, x in self.given.items()} if valid else {}
         return self.function(*args, **kwargs)
+
+    def changed(self) -> list[str]:
+        """The arguments the last call changed in place: each compared with its copy from before."""
+        return [name for name, before in self.before.items() if not _same(before, self.given[name])]
+
+
+def _snapshot(x):
+    return x.copy() if isinstance(x, np.ndarray) else copy.deepcopy(x)
+
+
+def _same(before, after) -> bool:
+    """Whether an argument is as it was: the same shape and values (NaN equal to NaN, -0.0 to -0.0)."""
+    try:
+        if isinstance(before, np.ndarray):
+            return (
+                isinstance(after, np.ndarray)
+                and before.shape == after.shape
+                and bool(np.array_equal(before, after, equal_nan=before.dtype.kind == "f"))
+            )
+        return repr(before) == repr(after)
+    except Exception:  # an argument replaced by something whose repr raises: it changed
+        return False
 
 
 def _depth(value) -> int:
@@ -239,6 +267,14 @@ def raised_on_purpose(error: BaseException, kind: object = None) -> tuple[bool, 
 
 
 def answer(learner: Learner, request: dict) -> dict:
+    """One case's answer, with the arguments the call changed in place, if any."""
+    learner.before = {}
+    message = _answer(learner, request)
+    changed = learner.changed()
+    return {**message, "changed": changed} if changed and "bad" not in message else message
+
+
+def _answer(learner: Learner, request: dict) -> dict:
     case_id = request["id"]
     try:
         returned = learner.call(request)

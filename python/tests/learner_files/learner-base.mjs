@@ -29,7 +29,8 @@ function softmaxRow(row, mistake) {
 function attend2d(q, k, v, maskCell, options, mistake) {
   const E = q[0].length;
   const Lq = q.length;
-  const Lk = k.length;
+  const Lk = mistake === "key_length_from_query" ? q.length : k.length;
+  const short = mistake === "matmul_one_short";
   let scale = options.scale ?? 1 / Math.sqrt(E);
   if (mistake === "scale_forgotten") scale = 1;
   if (mistake === "scaled_by_dk" && options.scale == null) scale = 1 / E;
@@ -40,9 +41,13 @@ function attend2d(q, k, v, maskCell, options, mistake) {
     const row = [];
     for (let j = 0; j < Lk; j++) {
       let s = 0;
-      for (let t = 0; t < E; t++) s += q[i][t] * (mistake === "key_not_transposed" ? k[t][j] : k[j][t]);
+      const features = mistake === "last_feature_dropped" || short ? E - 1 : E;
+      for (let t = 0; t < features; t++) {
+        if (mistake === "key_times_query") s += k[i][t] * q[j][t];
+        else s += q[i][t] * (mistake === "key_not_transposed" ? k[t][j] : k[j][t]);
+      }
       s *= scale;
-      const cap = options.softcap;
+      const cap = mistake === "softcap_ignored" ? 0 : options.softcap;
       if (cap > 0 && mistake === "softcap_without_divide") s = cap * Math.tanh(s);
       else if (cap > 0 && mistake === "softcap_without_multiply") s = Math.tanh(s / cap);
       else if (cap > 0) s = cap * Math.tanh(s / cap);
@@ -79,13 +84,16 @@ function attend2d(q, k, v, maskCell, options, mistake) {
   if (mistake === "weights_returned") return weights;
   const rows = mistake === "weights_times_key" ? k : v;
   const Ev = rows[0].length;
-  return weights.map((w) => Array.from({ length: Ev }, (_, c) => w.reduce((sum, x, j) => sum + x * rows[j][c], 0)));
+  const keys = mistake === "last_key_dropped" || short ? Lk - 1 : Lk;
+  return weights.map((w) =>
+    Array.from({ length: Ev }, (_, c) => w.slice(0, keys).reduce((sum, x, j) => sum + x * rows[j][c], 0)),
+  );
 }
 
 export function makeAttention(mistake = null) {
   return function scaledDotProductAttention(query, key, value, options = {}) {
     const rank = shapeOf(query).length;
-    const mask = options.attnMask ?? null;
+    const mask = mistake === "attn_mask_ignored" ? null : (options.attnMask ?? null);
     const maskShape = mask === null ? [] : shapeOf(mask);
     function maskFor(path) {
       if (mask === null) return null;
@@ -94,11 +102,17 @@ export function makeAttention(mistake = null) {
       for (let d = 0; d < mr - 2; d++) {
         node = node[maskShape[d] === 1 ? 0 : path[rank - mr + d]];
       }
-      if (mr === 1) return (_i, j) => node[j];
+      if (mr === 1) return mistake === "mask_read_per_query" ? (i, _j) => node[i] : (_i, j) => node[j];
       return (i, j) => node[maskShape[mr - 2] === 1 ? 0 : i][maskShape[mr - 1] === 1 ? 0 : j];
     }
     function walk(q, k, v, path) {
       if (path.length === rank - 2) return attend2d(q, k, v, maskFor(path), options, mistake);
+      if (mistake === "enable_gqa_ignored" && path.length === rank - 3 && q.length !== k.length) {
+        // Query head h reads head h; past the last key/value head it reads nothing, as a loop over
+        // flat arrays reads undefined there, which its arithmetic turns into NaN.
+        const nothing = (x) => x[0].map((row) => row.map(() => Number.NaN));
+        return q.map((qh, h) => walk(qh, k[h] ?? nothing(k), v[h] ?? nothing(v), [...path, h]));
+      }
       if (path.length === rank - 3 && options.enableGqa && q.length !== k.length) {
         const group = q.length / k.length;
         const kv = (h) => {

@@ -23,8 +23,13 @@ def make_attention(mistake=None):
             heads = heads % k.shape[-3] if mistake == "gqa_tiled" else heads // (q.shape[-3] // k.shape[-3])
             k, v = k[..., heads, :, :], v[..., heads, :, :]
         kt = k if mistake == "key_not_transposed" else np.swapaxes(k, -1, -2)
-        logits = q @ kt * (1 / np.sqrt(q.shape[-1]) if scale is None else scale)  # [..., Lq, Lk]
-        if softcap > 0 and mistake == "softcap_without_divide":
+        if mistake == "key_all_axes_transposed":
+            kt = k.T  # the rank-2 habit: on a rank-3 key it reverses every axis
+        scores = k @ np.swapaxes(q, -1, -2) if mistake == "key_times_query" else q @ kt
+        logits = scores * (1 / np.sqrt(q.shape[-1]) if scale is None else scale)  # [..., Lq, Lk]
+        if mistake == "softcap_ignored":
+            pass
+        elif softcap > 0 and mistake == "softcap_without_divide":
             logits = softcap * np.tanh(logits)
         elif softcap > 0 and mistake == "softcap_without_multiply":
             logits = np.tanh(logits / softcap)

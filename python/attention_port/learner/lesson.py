@@ -1,0 +1,92 @@
+"""Where the lesson does each step right, so that check can point a learner at the line to read.
+
+The lesson is typescript/src/attention.ts for a JavaScript or TypeScript learner and
+python/attention_port/reference.py for a Python one (both ship with the package). Each place is
+found by a marker, a step label or a phrase written on that line, never by a line number, so a
+pointer stays right when the lesson moves. A marker on a comment points at the code line the
+comment explains: the first line after it that is not a comment.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from attention_port.paths import IN_CHECKOUT, PACKAGE_DIR, REPO_ROOT, TYPESCRIPT_SRC
+
+LESSONS = {"JavaScript": TYPESCRIPT_SRC / "attention.ts", "Python": PACKAGE_DIR / "reference.py"}
+BATCHING_TS = TYPESCRIPT_SRC / "batching.ts"  # Part 2's grouping of heads, in TypeScript
+
+# topic -> the marker in each language's lesson (a (file, marker) pair where it is not the lesson).
+PLACES: dict[str, dict[str, str | tuple[Path, str]]] = {
+    "scores": {"JavaScript": "// Step 1: scores.", "Python": "# Step 1: scores."},
+    "scale": {"JavaScript": "// Step 2: scale.", "Python": "# Step 2: scale."},
+    "softcap": {"JavaScript": "Softcap squashes", "Python": "Softcap squashes"},
+    "mask": {"JavaScript": "// Step 3: mask.", "Python": "# Step 3: mask."},
+    "causal": {
+        "JavaScript": "Query i sits at position i + queryOffset",
+        "Python": "Query i sits at position i + query_offset",
+    },
+    "bool_mask": {"JavaScript": "cell === false", "Python": "True = may attend"},
+    "float_mask": {"JavaScript": "a numeric mask is added", "Python": "a float mask is added"},
+    "mask_broadcast": {"JavaScript": "maskOf(mask, at, Lq, Lk)", "Python": "True = may attend; broadcasts"},
+    "sentinel": {
+        "JavaScript": "never a sentinel like -1e9",
+        "Python": "logits = np.where(allowed, logits, -np.inf)",
+    },
+    "softmax_max": {"JavaScript": "Math.exp(x - rowMax)", "Python": "shifted = logits - np.where"},
+    "weights": {"JavaScript": "// Step 4: weights.", "Python": "# Step 4: weights."},
+    "output": {"JavaScript": "// Step 5: output.", "Python": "# Step 5: output."},
+    "fully_masked": {
+        "JavaScript": "A fully-masked row's output is +0.0 by construction",
+        "Python": "A fully-masked row's output is +0.0 by construction",
+    },
+    "gqa": {
+        "JavaScript": (BATCHING_TS, "query head h reads key/value head"),
+        "Python": "# Grouped-query attention",
+    },
+    "options": {"JavaScript": "readOptions<MaskInput>(options)", "Python": "check_options(is_causal"},
+    "batch": {
+        "JavaScript": "for (const at of slices(shapes",
+        "Python": "scores = query @ np.swapaxes(key, -1, -2)",
+    },
+    "checks": {"JavaScript": "const shapes = checkShapes(", "Python": "shapes = check_shapes("},
+    "lengths": {"JavaScript": "queryLength: Lq, keyLength: Lk", "Python": "# Step 1: scores."},
+}
+
+
+@cache
+def _line_of(file: Path, marker: str) -> int | None:
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    found = next((n for n, line in enumerate(lines) if marker in line), None)
+    if found is None:
+        return None
+    for n in range(found, len(lines)):
+        text = lines[n].strip()
+        if text and not text.startswith(("//", "#", "*", "/*")):
+            return n + 1
+    return found + 1
+
+
+def _shown(file: Path) -> str:
+    """The file as a learner finds it: from the checkout's root, or where the package put it."""
+    if IN_CHECKOUT and file.is_relative_to(REPO_ROOT):
+        return str(file.relative_to(REPO_ROOT))
+    return str(file)
+
+
+def place(topic: str, language: str) -> str | None:
+    """ "typescript/src/attention.ts line 125": where the lesson does `topic` right, or None."""
+    marker = PLACES[topic][language]
+    file, marker = marker if isinstance(marker, tuple) else (LESSONS[language], marker)
+    line = _line_of(file, marker)
+    return None if line is None else f"{_shown(file)} line {line}"
+
+
+def pointer(topic: str | None, language: str) -> str:
+    """ " (the lesson does this at FILE line N)", or "" when there is nowhere to point."""
+    where = None if topic is None else place(topic, language)
+    return "" if where is None else f" (the lesson does it right at {where})"
