@@ -34,6 +34,7 @@ from attention_port.harness.compare import UNIT_ROUNDOFF, PortAnswer, StepCheck
 from attention_port.paths import FIXTURES
 
 DTYPES = tuple(UNIT_ROUNDOFF)  # float64, float32, float16, bfloat16
+# query_offset only where a decode case sets it: its fixture names it only then
 OPTION_NAMES = ("is_causal", "scale", "enable_gqa", "softcap", "query_offset")
 
 
@@ -88,7 +89,6 @@ def _test_case(fixture: FixtureCase) -> TestCase:
         tags=fixture.tags,
         description=fixture.description,
         inputs=inputs,
-        # query_offset only where a case sets it (the decode cases), so a function without it runs the rest
         options={name: fixture.params[name] for name in OPTION_NAMES if name in fixture.params},
         expected_output=None if expected is None else expected.output,
         expected_error=None if fixture.expected_error is None else fixture.expected_error[0],

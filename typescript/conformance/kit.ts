@@ -67,6 +67,7 @@ export interface TestCase {
     readonly scale: unknown;
     readonly enableGqa: unknown;
     readonly softcap: unknown;
+    readonly queryOffset?: unknown; // a decode case's (its fixture names it only then)
   };
   readonly expected: Expected;
   /** What the judge reads of a valid case (the inputs flat); null for an invalid one. */

@@ -13,7 +13,7 @@ import { describe, test } from "node:test";
 import * as readable from "../src/attention.ts";
 import * as flash from "../src/flash.ts";
 import type { FlatTensor } from "../src/inputs.ts";
-import * as simd from "../src/simd.ts";
+import * as simd from "../src/simd-node.ts";
 import { generator } from "./generate.ts";
 import { product } from "./helpers.ts";
 
