@@ -5,7 +5,7 @@
 // P.. and each port's core order a row's arithmetic the same way whatever other rows share its
 // call. With RoPE and grouped-query heads; the lengths cross the tiled ports' key tiles (64). The
 // numbers are checked against the fixtures elsewhere (verify); this file holds the layers to the
-// equality, and the cache's errors to their kinds and messages.
+// equality, and the cache's errors to their kinds and messages. simd.ts runs through its Node entry.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -13,7 +13,7 @@ import { describe, test } from "node:test";
 import { attentionSteps as flashSteps } from "../src/flash.ts";
 import { AttentionInputError, type NestedArray } from "../src/inputs.ts";
 import { type LayerOptions, type LayerResult, layerWith, multiHeadAttention } from "../src/layer.ts";
-import { attentionSteps as simdSteps } from "../src/simd.ts";
+import { attentionSteps as simdSteps } from "../src/simd-node.ts";
 import { generator } from "./generate.ts";
 
 const [D, Hq, Hkv, E, Ev, Dout] = [6, 4, 2, 4, 3, 5];
