@@ -272,7 +272,8 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
     if path.endswith(".ts"):
         assert line == "  fail rank3_heads: output has shape [3, 5], expected [3, 5, 8]", line
         assert (
-            "  on 2 of the cases above (rank3_heads, single_key): this case is rank 3: every dim before the"
+            "  on 3 of the cases above (rank3_heads, single_key, real_model_heads): this case is rank 3:"
+            " every dim before the"
             " last two is a batch or head dim, and each [L, E] matrix inside gets the same steps\n"
         ) in text, text
     else:
@@ -464,11 +465,8 @@ def test_a_crash_on_invalid_input_is_told_apart_from_a_refusal(file, refusal, cr
     crashes = [x for x in text.splitlines() if x.startswith("  error_") and ": refused by a crash " in x]
     passes = [x for x in text.splitlines() if x.startswith("  pass error_")]
     level = next(x for x in text.splitlines() if x.startswith("level 13 of "))
-    assert f"({len(passes)} of 18 refused, {len(crashes)} by crashing; 22 not attempted:" in level, level
-    assert crashes and len(passes) > len(crashes)
-    level = next(x for x in text.splitlines() if x.startswith("level 12 of "))
     refused = len(passes) + len(crashes)
-    assert f"({refused} of 18 refused, {len(crashes)} by crashing; 17 not attempted:" in level, level
+    assert f"({refused} of 18 refused, {len(crashes)} by crashing; 22 not attempted:" in level, level
     assert crashes and passes
 
 
@@ -679,7 +677,7 @@ def test_a_function_that_changes_the_callers_query_is_told_so(file):
     # copy check takes before each call can see it.
     code, text = run_check(file)
     assert code == 1, text
-    assert "level 1 of 13: the tutorial example — 3 of 3 cases fail" in text, text
+    assert "level 1 of 14: the tutorial example — 3 of 3 cases fail" in text, text
     assert "  fail tutorial_seq3_dk4: your function changed the caller's query\n" in text, text
     copy = "query.map((row) => [...row])" if file.endswith(".mjs") else "np.array(query)"
     assert (
@@ -695,7 +693,7 @@ def test_a_function_right_with_separate_arrays_but_wrong_with_one_as_query_and_k
     # every case passes; given one array as both, as the starter's demo calls it, the query doubles too.
     code, text = run_check(file)
     assert code == 1, text
-    assert "level 1 of 13: the tutorial example — 1 of 4 cases fail" in text, text
+    assert "level 1 of 14: the tutorial example — 1 of 4 cases fail" in text, text
     call = (
         "scaledDotProductAttention(Q, Q, V)"
         if file.endswith(".mjs")
@@ -711,7 +709,7 @@ def test_a_function_right_with_separate_arrays_but_wrong_with_one_as_query_and_k
 
 def test_the_projects_ports_and_a_correct_learner_pass_the_run_with_one_array_as_query_and_key():
     code, text = run_check("no-mistake.mjs")
-    assert "level 1 of 13: the tutorial example — 3 of 3 cases pass" in text, text
+    assert "level 1 of 14: the tutorial example — 3 of 3 cases pass" in text, text
     assert "one array as both" not in text
 
 

@@ -471,11 +471,13 @@ MISTAKES = (
         query_offset_ignored,
         "query_offset was ignored: after P cached keys, query i sits at position i + P and sees"
         " keys j <= i + query_offset, not only j <= i",
+        topic="causal",
     ),
     Mistake(
         query_offset_off_by_one,
         "query_offset is off by one: query i sees keys j <= i + query_offset (its own position"
         " included), not j <= i + query_offset + 1",
+        topic="causal",
     ),
     Mistake(
         causal_ignored,
