@@ -67,7 +67,7 @@ def seconds_problem(option: str, seconds: float) -> str | None:
 
 
 def command_generate(args: argparse.Namespace) -> int:
-    from attention_port.fixtures import generate  # the oracle's mpmath comes with the `harness` extra
+    from attention_port.fixtures import capture, generate  # the oracle's mpmath: the `harness` extra
 
     if args.out is None and not paths.IN_CHECKOUT and not args.check:
         return _error(
@@ -78,6 +78,11 @@ def command_generate(args: argparse.Namespace) -> int:
     if args.check:
         if problem := output_problem(out, folder=True):
             return _error(f"--out {out}: {problem}")
+        note, capture_stale = capture.generate_note(check=True)
+        print(note)
+        if capture_stale:
+            print(f"fixtures in {out} are stale (the real model's capture); run `attention-port generate`")
+            return 1
         stale = generate.stale_files(out)
         if stale:
             print(
@@ -88,6 +93,7 @@ def command_generate(args: argparse.Namespace) -> int:
         print(f"fixtures in {out} are fresh")
         return 0
     started = time.perf_counter()
+    print(capture.generate_note(check=False)[0])
     count = generate.write_fixtures(out)
     print(f"wrote {count} cases to {out} in {time.perf_counter() - started:.1f} s")
     return 0

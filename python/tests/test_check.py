@@ -18,7 +18,7 @@ from conftest import ALL_CASES, FIXTURES_DIR
 from attention_port import cli
 from attention_port.fixtures import cases
 from attention_port.fixtures.reader import load_fixtures
-from attention_port.learner import check, mistakes
+from attention_port.learner import check, layer_mistakes, lesson, mistakes
 from attention_port.learner.protocol import options_set
 from attention_port.learner.runner import LearnerProcess
 
@@ -91,6 +91,129 @@ def test_the_projects_ports_as_they_are_pass_every_level(port):
     assert text.endswith(f"Every case of all {TOTAL} levels passes."), text
     empty = [c.id for c in ALL_CASES if "empty" in c.tags and not c.expects_error]
     assert {"empty_queries", "empty_keys", "empty_heads"} <= set(empty)
+
+
+# ---- the layer's and RoPE's levels ----------------------------------------------------------------
+
+LAYER_LEVEL, ROPE_LEVEL = (level.name for level in cases.LAYER_LEVELS)
+LAYERED_TOTAL = TOTAL + len(cases.LAYER_LEVELS)
+LAYER_CASES = load_fixtures(FIXTURES_DIR, kinds=("layer", "rope"))
+
+
+def test_every_layer_and_rope_case_is_on_one_of_the_two_levels_after_the_core():
+    levels = Counter(cases.layer_level_of(case.tags) for case in LAYER_CASES)
+    assert set(levels) == {TOTAL + 1, TOTAL + 2}, levels
+    assert all(cases.layer_level_of(c.tags) == TOTAL + 2 for c in LAYER_CASES if "rope" in c.tags)
+    assert min(levels.values()) >= 5, levels
+
+
+@pytest.mark.parametrize("lesson", ["typescript/src/layer.ts", "python/attention_port/layer.py"])
+def test_the_projects_layer_lessons_pass_the_layer_and_rope_levels(lesson):
+    code, text = run_check(str(REPO_ROOT / lesson))
+    assert code == 0, text
+    assert "fail" not in text and "not attempted" not in text and "crash" not in text, text
+    for n, name in ((TOTAL + 1, LAYER_LEVEL), (TOTAL + 2, ROPE_LEVEL)):
+        assert f"level {n} of {LAYERED_TOTAL}: {name} — " in text, text
+    invalid = [c for c in LAYER_CASES if c.expects_error]
+    assert text.count(", as the project's ports)") >= len(invalid), text
+
+
+def test_a_file_with_only_the_layer_runs_only_the_layer_levels():
+    code, text = run_check("layer-no-mistake.mjs")
+    assert code == 0, text
+    assert "it has no scaledDotProductAttention, so levels 1-13 are not run" in text, text
+    assert "level 1 of" not in text and "looks like" not in text, text
+    assert text.endswith(f"Every case of levels {TOTAL + 1}-{LAYERED_TOTAL} passes."), text
+
+
+def test_a_file_without_the_layer_gets_no_layer_levels():
+    _, text = run_check("no-mistake.mjs")
+    assert f"of {LAYERED_TOTAL}:" not in text and LAYER_LEVEL not in text, text
+
+
+# file -> (the layer mistake it has, the level where check stops). Each file makes that one mistake
+# (layer-base.mjs and layer_base.py, a learner's layer over a learner's own attention).
+LAYER_MISTAKE_FILES = {
+    f"{prefix}{name}{suffix}": (name, level)
+    for name, level in {
+        "weights_not_transposed": LAYER_LEVEL,
+        "split_without_transpose": LAYER_LEVEL,
+        "merge_without_transpose": LAYER_LEVEL,
+        "heads_in_wrong_order": LAYER_LEVEL,
+        "rope_conventions_swapped": ROPE_LEVEL,
+        "rope_applied_to_value": ROPE_LEVEL,
+        "rope_denominator_e": ROPE_LEVEL,
+    }.items()
+    for prefix, suffix in (("mistake-", ".mjs"), ("mistake_", ".py"))
+}
+
+
+def _layer_phrase(mistake: layer_mistakes.LayerMistake, language: str) -> str:
+    return check.spoken(mistake.says.split(":")[0], language)
+
+
+def test_every_layer_mistake_has_a_learner_file_in_each_language():
+    for suffix in (".mjs", ".py"):
+        named = {name for file, (name, _) in LAYER_MISTAKE_FILES.items() if file.endswith(suffix)}
+        assert named == {m.name for m in layer_mistakes.ALL}
+
+
+@pytest.mark.parametrize("file", sorted(LAYER_MISTAKE_FILES))
+def test_a_layer_with_one_mistake_is_told_its_name_and_the_lesson_line_that_does_it_right(file):
+    name, level = LAYER_MISTAKE_FILES[file]
+    language = _language(file)
+    code, text = run_check(file)
+    assert code == 1, text
+    number = level_number_of(level)
+    assert f"Stopped at level {number} of {LAYERED_TOTAL}: {level} — " in text, text
+    by_name = {m.name: m for m in layer_mistakes.ALL}
+    mistake = by_name[name]
+    assert f"looks like {_layer_phrase(mistake, language)}" in text, text
+    others = [m.name for m in layer_mistakes.ALL if m is not mistake and _layer_phrase(m, language) in text]
+    assert not others, f"also told {others}:\n{text}"
+    # The pointer names the lesson in the learner's language, at the marker's line or the code line
+    # its comment explains (a few lines below it).
+    lesson_file = layer_mistakes.LESSONS[language]
+    lines = lesson_file.read_text(encoding="utf-8").splitlines()
+    marker = mistake.lesson_line[language]
+    at = next(n for n, line in enumerate(lines, start=1) if marker in line)
+    where = lesson.place_in(lesson_file, marker)
+    assert where is not None and where.startswith(str(lesson_file.relative_to(REPO_ROOT)) + " line ")
+    line = int(where.rsplit(" ", 1)[1])
+    assert at <= line <= at + 3, (at, line)
+    assert not lines[line - 1].strip().startswith(("//", "#")), lines[line - 1]
+    assert f"(the lesson does it right at {where})" in text, text
+    assert ("rotaryDim" in text) == (language == "JavaScript" and "rope" in name), text
+
+
+def level_number_of(name: str) -> int:
+    levels = [*cases.LEVELS, *cases.LAYER_LEVELS]
+    return next(n for n, level in enumerate(levels, start=1) if level.name == name)
+
+
+def test_each_layer_variant_is_the_layer_with_one_step_wrong():
+    # The variants' own layer, with nothing wrong, gives the fixtures' output; each variant differs
+    # from it on some case, and makes no difference where its step does not run.
+    for case in (c for c in LAYER_CASES if not c.expects_error):
+        right = (
+            layer_mistakes._layer(case.inputs, case.params)
+            if case.kind == "layer"
+            else layer_mistakes._rope(case.inputs, case.params, layer_mistakes.Rotation())
+        )
+        assert mistakes.same_values(right, case.expected.output), case.id
+    for mistake in layer_mistakes.LAYER_MISTAKES:
+        differs = [
+            c.id
+            for c in LAYER_CASES
+            if not c.expects_error
+            and (wrong := mistake.variant(c.kind, c.inputs, c.params)) is not None
+            and not mistakes.same_values(wrong, c.expected.output)
+        ]
+        assert differs, mistake.name
+    rope_free = [c for c in LAYER_CASES if c.kind == "layer" and c.params["rope"] is None]
+    for name in ("rope_conventions_swapped", "rope_applied_to_value", "rope_denominator_e"):
+        variant = getattr(layer_mistakes, name)
+        assert all(variant("layer", c.inputs, c.params) is None for c in rope_free), name
 
 
 # ---- named mistakes ---------------------------------------------------------------------------
@@ -273,8 +396,8 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
         assert line == "  fail rank3_heads: output has shape [3, 5], expected [3, 5, 8]", line
         assert (
             "  on 3 of the cases above (rank3_heads, single_key, real_model_heads): this case is rank 3:"
-            " every dim before the"
-            " last two is a batch or head dim, and each [L, E] matrix inside gets the same steps\n"
+            " every dim before the last two is a batch or head dim, and each [L, E] matrix inside gets the"
+            " same steps\n"
         ) in text, text
     else:
         assert "ValueError: matmul: " in line, line

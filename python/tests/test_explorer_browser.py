@@ -5,7 +5,8 @@ Playwright never downloads a browser here: it drives the Chromium found on the m
 reason (scripts/test says so in one line). One browser for the module; the page is built once.
 
 ATTENTION_PORT_SCREENSHOT=docs/explorer.png also writes the README's screenshot of the built page
-(step by step) and docs/explorer-heads.png beside it (every head side by side).
+(step by step) and docs/explorer-heads.png beside it (every head side by side), and
+docs/explorer-layer.png (the layer view at its second step, the heads split).
 """
 
 from __future__ import annotations
@@ -485,6 +486,38 @@ def test_every_head_side_by_side_names_the_key_value_head_it_reads(page):
     assert page.values("weights@3") == page.values("weights")
 
 
+REAL_TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"]
+
+
+def test_the_real_model_preset_shows_its_12_heads_with_the_tokens_as_labels(page):
+    fixture = json.loads((REPO_ROOT / "fixtures" / "cases" / "real_model_heads.json").read_text())
+    assert f"({' '.join(REAL_TOKENS)})" in fixture["description"]  # the tokens the labels say
+    oracle = np.array(fixture["expected"]["weights"]["data"])  # [12, 8, 8]
+    page.page.select_option("#preset", "real-model")
+    assert "all-MiniLM-L6-v2" in page.page.inner_text("#case-description")
+    assert "Apache License 2.0" in page.page.inner_text("#case-description")
+    assert page.page.inner_text("#fixture-verdict").startswith("within budget")
+    captions = page.page.eval_on_selector_all(
+        "#multi-head figcaption", "c => c.map(x => x.firstChild.textContent)"
+    )
+    assert captions == [f"weights, head {h}, reads key/value head {h}" for h in range(12)]
+    for h in range(12):  # every head's weights are the oracle's, each row labelled with its token
+        table = f"[id='table-weights@{h}']"
+        shown = np.array(page.values(f"weights@{h}"))
+        assert shown.shape == (8, 8) and np.allclose(shown, oracle[h], rtol=1e-12, atol=0), h
+        columns = page.page.eval_on_selector_all(
+            f"{table} tr:first-child th", "t => t.map(x => x.textContent)"
+        )
+        assert columns[:8] == [f"key {j} {token}" for j, token in enumerate(REAL_TOKENS)]
+        rows = page.page.eval_on_selector_all(f"{table} tr th[scope=row]", "t => t.map(x => x.textContent)")
+        assert rows == [f"query {i} {token}" for i, token in enumerate(REAL_TOKENS)]
+    assert accessibility(page, "#table-weights tr:nth-child(3) th")["name"] == "query 1 the"
+    # The tutorial's numbers are no tokens: its headers are indices again.
+    page.page.select_option("#preset", "tutorial")
+    rows = page.page.eval_on_selector_all("#table-weights tr th[scope=row]", "t => t.map(x => x.textContent)")
+    assert rows == ["query 0", "query 1", "query 2"]
+
+
 def test_guided_mode_walks_the_five_steps_with_the_real_source_lines(page):
     from attention_port.pages.side_by_side import (
         PYTHON_SOURCE,
@@ -934,6 +967,137 @@ def test_served_page_has_every_fixture_and_a_quiet_console(browser):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+# ---- the layer view and the RoPE view --------------------------------------------------------------
+
+
+def _grid(page, grid_id: str) -> np.ndarray:
+    """A layer or RoPE grid's numbers at full precision (each cell's data-value)."""
+    rows = page.eval_on_selector_all(
+        f"[id='table-{grid_id}'] tr",
+        "trs => trs.map(tr => [...tr.querySelectorAll('td.num')].map(td => td.dataset.value))",
+    )
+    return np.array([[float(x) for x in row] for row in rows if row])
+
+
+def _layer_grids(page) -> list[str]:
+    return page.eval_on_selector_all("#layer-maps table[role=grid]", "t => t.map(x => x.id.slice(6))")
+
+
+@pytest.mark.parametrize(
+    ("rope", "option"), [(None, "off"), ({"theta": 10000.0, "interleaved": False}, "half")]
+)
+def test_the_layer_view_walks_the_six_steps_with_the_lessons_lines_and_the_oracles_output(page, rope, option):
+    from attention_port.fixtures import oracle
+    from attention_port.pages import side_by_side
+
+    tab = page.page
+    tab.select_option("#layer-rope", option)
+    lessons = {
+        language: side_by_side.step_blocks(path.read_text(encoding="utf-8"), comment, path, 6)
+        for language, path, comment in (
+            ("typescript", side_by_side.TYPESCRIPT_LAYER, "//"),
+            ("python", side_by_side.PYTHON_LAYER, "#"),
+        )
+    }
+    shown = {}
+    for step in range(1, 7):
+        name = tab.inner_text("#layer-step-name")
+        assert name.startswith(f"Step {step}: "), name
+        assert tab.inner_text("#layer-count").startswith(f"step {step} of 6")
+        for language, blocks in lessons.items():
+            assert tab.inner_text(f"#layer-{language}") == blocks[step], (language, step)
+        shown[step] = _layer_grids(tab)
+        screenshot = os.environ.get("ATTENTION_PORT_SCREENSHOT")
+        if screenshot and step == 2 and rope is None:  # docs/explorer-layer.png: the heads, split
+            tab.locator("#layer-view").screenshot(path=str(Path(screenshot).with_name("explorer-layer.png")))
+        if step == 1:
+            inputs = {name: _grid(tab, f"layer-{key}") for name, key in
+                      (("x_q", "x"), ("w_q", "wQ"), ("w_k", "wK"), ("w_v", "wV"))}  # fmt: skip
+        if step == 6:
+            inputs["w_o"] = _grid(tab, "layer-wO")
+            output = _grid(tab, "layer-output")
+        assert tab.is_disabled("#layer-next") == (step == 6)
+        if step < 6:
+            tab.click("#layer-next")
+    assert shown[1] == ["layer-x", "layer-wQ", "layer-wK", "layer-wV", "layer-q", "layer-k", "layer-v"]
+    assert shown[2] == [f"layer-{n}-{h}" for n in "QKV" for h in (0, 1)]
+    assert shown[3] == [f"layer-rotated-{n}-{h}" for n in "QK" for h in (0, 1)]
+    assert shown[4] == ["layer-weights-0", "layer-head-output-0", "layer-weights-1", "layer-head-output-1"]
+    assert shown[5] == ["layer-merged"] and shown[6] == ["layer-wO", "layer-output"]
+    # The page's output is the oracle's for the inputs it shows, to float64's last bits.
+    expected = oracle.layer(
+        {**inputs, "x_kv": None, "b_q": None, "b_k": None, "b_v": None, "b_o": None, "attn_mask": None},
+        num_heads=2,
+        rope=rope,
+    ).output
+    assert output.shape == (4, 5) and inputs["w_q"].shape == (8, 6)
+    np.testing.assert_allclose(output, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_the_layer_views_heads_are_grids_named_in_words_with_one_sentence_per_move(page):
+    tab = page.page
+    tab.click("#layer-next")  # split heads
+    for grid_id in _layer_grids(tab):
+        assert tab.eval_on_selector_all(f"[id='table-{grid_id}'] td[tabindex='0']", "t => t.length") == 1
+    first = tab.locator("[id='table-layer-Q-1'] td[tabindex='0']")
+    assert first.get_attribute("aria-label").startswith("Q head 1 of token 0, feature 0: ")
+    first.focus()
+    tab.keyboard.press("ArrowDown")
+    tab.keyboard.press("End")
+    focused = tab.evaluate("document.activeElement.getAttribute('aria-label')")
+    assert focused.startswith("Q head 1 of token 1, feature 3: "), focused
+    said = tab.inner_text("#layer-said")
+    assert said.startswith("Q head 1 of token 1, feature 3 is ") and said.endswith("features 4 to 7 of Q"), (
+        said
+    )
+    assert tab.eval_on_selector_all("[id='table-layer-Q-1'] td[tabindex='0']", "t => t.length") == 1
+
+
+def test_the_rope_view_turns_pairs_by_position_and_its_dot_products_depend_on_the_distance(page):
+    from attention_port.fixtures import oracle
+
+    tab = page.page
+    dots = _grid(tab, "rope-dots")
+    assert dots.shape == (8, 8)
+    for distance in range(-7, 8):  # every diagonal holds one number
+        diagonal = np.diagonal(dots, offset=distance)
+        assert np.ptp(diagonal) < 1e-12, (distance, diagonal)
+    label = tab.get_attribute("#rope-circle svg", "aria-label")
+    assert label.startswith("pair 0 of the query at position 3 is ("), label
+    tab.fill("#rope-query", "0")
+    tab.fill("#rope-key", "0")
+    tab.dispatch_event("#rope-query", "input")
+    at_zero = tab.get_attribute("#rope-circle svg", "aria-label")
+    text = tab.inner_text("#rope-text")
+    assert "the query at position 0 by 0" in text and "query 0 · key 0 = " in text, text
+    # Moving both positions by the same step changes the pair's angles but not the dot product.
+    said = []
+    for m, n in ((2, 0), (5, 3)):
+        tab.fill("#rope-query", str(m))
+        tab.fill("#rope-key", str(n))
+        tab.dispatch_event("#rope-key", "input")
+        said.append(tab.inner_text("#rope-said").split(" is ")[1])
+        assert tab.get_attribute("#rope-circle svg", "aria-label") != at_zero
+    assert said[0] == said[1], said
+    positions = np.arange(8.0)
+    np.testing.assert_array_equal(_grid(tab, "rope-dots"), dots)  # the sliders change no dot product
+    first = tab.locator("[id='table-rope-dots'] td[tabindex='0']")
+    assert first.get_attribute("aria-label").startswith(
+        "query at position 0 dot key at position 0, distance 0: "
+    )
+    first.focus()
+    tab.keyboard.press("ArrowDown")
+    assert tab.inner_text("#rope-said").startswith("query at position 1 dot key at position 0 is ")
+    # The dot products are those of the oracle's rotation of the query and the key the view turns.
+    circle = tab.locator("#rope-circle")
+    query, key = (np.array(json.loads(circle.get_attribute(f"data-{n}"))) for n in ("query", "key"))
+    turned = {
+        name: oracle.rotary(np.tile(vector, (8, 1)), positions).output
+        for name, vector in (("q", query), ("k", key))
+    }
+    np.testing.assert_allclose(dots, turned["q"] @ turned["k"].T, rtol=1e-12, atol=1e-12)
 
 
 if __name__ == "__main__":

@@ -35,12 +35,13 @@ import {
   portTensor,
 } from "../runners/fixtures.ts";
 import { BUILDS, buildIsFresh } from "../wasm/stamp.ts";
-import type { ExplorerCase, FlatTensor } from "./model.ts";
+import { type ExplorerCase, type FlatTensor, REAL_MODEL_PRESET } from "./model.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const DEFAULT_OUT = resolve(HERE, "..", "..", "docs", "explorer");
 /** `build` leaves out the cases whose embedded data is larger than this (the long-sequence cases,
- * a few hundred KB each); `serve` and --all-cases keep every case. */
+ * a few hundred KB each) but the real model's, which a preset shows; `serve` and --all-cases keep
+ * every case. */
 export const CASE_BYTES_LIMIT = 48_000;
 
 const USAGE =
@@ -122,7 +123,11 @@ export interface SourceSteps {
 /** The five steps of attention.ts and of reference.py, as the guided mode shows them: cut from the
  * sources by `attention-port side-by-side` (side_by_side.py), which writes docs/side-by-side.md from
  * the same cut, into docs/lesson-steps.json. */
-export function sourceSteps(): { typescript: SourceSteps; python: SourceSteps } {
+export function sourceSteps(): {
+  typescript: SourceSteps;
+  python: SourceSteps;
+  layer: Record<"typescript" | "python", { steps: Record<string, string> }>;
+} {
   const path = resolve(HERE, "..", "..", "docs", "lesson-steps.json");
   try {
     return JSON.parse(readFileSync(path, "utf8"));
@@ -151,7 +156,8 @@ export async function buildPage(
   const literals: string[] = [];
   for (const fixture of fixtures) {
     const literal = jsLiteral(explorerCase(fixture));
-    if (!options.allCases && literal.length > CASE_BYTES_LIMIT) {
+    // The real model's case stays however large: the page's real-model preset shows it.
+    if (!options.allCases && literal.length > CASE_BYTES_LIMIT && fixture.id !== REAL_MODEL_PRESET.caseId) {
       left.push(fixture.id);
       continue;
     }
@@ -159,9 +165,11 @@ export async function buildPage(
     literals.push(literal);
   }
   const template = readFileSync(join(HERE, "index.html"), "utf8");
+  const sources = sourceSteps();
   const casesScript =
     `window.EXPLORER_CASES = [\n${literals.join(",\n")}\n];\n` +
-    `window.EXPLORER_SOURCES = ${JSON.stringify(sourceSteps())};\n` +
+    `window.EXPLORER_SOURCES = ${JSON.stringify({ typescript: sources.typescript, python: sources.python })};\n` +
+    `window.EXPLORER_LAYER_SOURCES = ${JSON.stringify(sources.layer)};\n` +
     simdKernelScript();
   const { code: script } = await bundle();
   // Function replacers: a `$` in the script must not be read as a replacement pattern.

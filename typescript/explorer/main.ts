@@ -10,9 +10,11 @@
 import { checkOutput, outsideContract } from "../conformance/judge.ts";
 import { AttentionInputError, type AttentionOptions, type AttentionSteps } from "../src/attention.ts";
 import { BACKENDS, type Backend, backendNamed, DEFAULT_BACKEND } from "./backends.ts";
+import { startLayerViews } from "./layer-view.ts";
 import {
   camelCaseMessage,
   caseNumbers,
+  caseTokens,
   type ExplorerCase,
   errorTarget,
   errorVerdict,
@@ -25,6 +27,7 @@ import {
   outputArithmetic,
   parseTensorText,
   RANDOM_LIMIT,
+  REAL_MODEL_PRESET,
   randomInputs,
   SQRT_DK_DRAWS,
   SQRT_DK_GRID,
@@ -67,6 +70,7 @@ interface Result {
 
 const state = {
   fixture: null as ExplorerCase | null, // the fixture case loaded, while nothing was changed since
+  tokens: null as readonly string[] | null, // the loaded case's tokens: its rows' and keys' labels
   result: null as Result | null, // the last good result (kept on screen when an input goes bad)
   lit: null as { step: string; i: number; j: number } | null,
   backend: backendNamed(DEFAULT_BACKEND) as Backend,
@@ -649,13 +653,13 @@ function heatmap(
   const html: string[] = [`<caption class="sr-only">${title}</caption>`];
   const sr = (words: string) => `<span class="sr-only">${words} </span>`;
   html.push(
-    `<tr><td class="corner"></td>${Array.from({ length: cols }, (_, j) => `<th scope="col">${sr(column)}${j}</th>`).join("")}${
+    `<tr><td class="corner"></td>${Array.from({ length: cols }, (_, j) => `<th scope="col">${sr(column)}${positionLabel(j, column === "key" ? cols : 0)}</th>`).join("")}${
       rowSums ? '<th scope="col">Σ<span class="sr-only"> (row sum)</span></th>' : ""
     }</tr>`,
   );
   const here = cursor[step];
   matrix.forEach((row, i) => {
-    html.push(`<tr><th scope="row">${sr("query")}${i}</th>`);
+    html.push(`<tr><th scope="row">${sr("query")}${positionLabel(i, rows)}</th>`);
     row.forEach((x, j) => {
       let look: string;
       if (x === -Infinity) {
@@ -683,6 +687,17 @@ function heatmap(
   table.innerHTML = html.join("");
   figure.append(table);
   return figure;
+}
+
+/** A row's or column's header: its index, and the token at that position when the loaded case has
+ * tokens and `positions` (the count of query rows or key columns; 0 for features) is theirs. */
+function positionLabel(index: number, positions: number): string {
+  const token = state.tokens?.length === positions ? state.tokens[index] : undefined;
+  if (token === undefined) {
+    return String(index);
+  }
+  const safe = token.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  return `${index}<span class="token"> ${safe}</span>`;
 }
 
 /** What a heatmap's cells are, in words: for a cell's name and the headers. */
@@ -1629,6 +1644,10 @@ function fillPresets(): void {
   const preset = $<HTMLSelectElement>("preset");
   preset.append(element("option", { value: "tutorial" }, "tutorial example (3 tokens, d_k = 4)"));
   preset.append(element("option", { value: "random" }, "seeded random (sizes below)"));
+  if (cases.some((c) => c.id === REAL_MODEL_PRESET.caseId)) {
+    const words = `a real model: all-MiniLM-L6-v2's ${REAL_MODEL_PRESET.tokens.length} tokens, 12 heads`;
+    preset.append(element("option", { value: "real-model" }, words));
+  }
   const valid = element("optgroup", { label: "fixture cases (with the oracle's values)" });
   const invalid = element("optgroup", { label: "fixture cases that must raise an error" });
   for (const c of cases) {
@@ -1643,6 +1662,7 @@ function loadPreset(): void {
   const description = $("case-description");
   $<HTMLSelectElement>("head").value = "0";
   state.fixture = null;
+  state.tokens = null;
   if (choice === "tutorial") {
     setInputs({ ...tutorialInputs(), attnMask: null });
     applyParams({ isCausal: false, scale: null, enableGqa: false, softcap: 0 });
@@ -1652,13 +1672,18 @@ function loadPreset(): void {
     drawRandom();
     return;
   } else {
-    const fixture = cases.find((c) => `case:${c.id}` === choice);
+    const id = choice === "real-model" ? REAL_MODEL_PRESET.caseId : choice.slice("case:".length);
+    const fixture = cases.find((c) => c.id === id);
     if (fixture === undefined) {
       return;
     }
     setInputs(fixture.inputs);
     applyParams(fixture.params);
     state.fixture = fixture;
+    state.tokens = caseTokens(fixture);
+    if (choice === "real-model") {
+      $<HTMLInputElement>("all-heads").checked = true; // the point of the preset: its 12 heads at once
+    }
     description.textContent = `${fixture.description} [${fixture.tags.join(", ")}]`;
     if (fixture.expectedError !== null) {
       description.textContent += ` Expected: AttentionInputError (${fixture.expectedError.kind}): ${camelCaseMessage(fixture.expectedError.message)}`;
@@ -1694,6 +1719,7 @@ function drawRandom(): void {
   error.textContent = "";
   $<HTMLSelectElement>("preset").value = "random";
   state.fixture = null;
+  state.tokens = null;
   setInputs({ ...randomInputs(sizes), attnMask: null } as Record<InputName, unknown>);
   $<HTMLInputElement>("gqa").checked = sizes.hq !== sizes.hkv;
   $("case-description").textContent =
@@ -1886,6 +1912,7 @@ async function start(): Promise<void> {
   loadPreset();
   // The experiment's 11 × 8 draws take a moment: drawn after the heatmaps are on screen.
   window.setTimeout(drawSqrtDk, 0);
+  startLayerViews();
 }
 
 start().catch((error: unknown) => {

@@ -149,6 +149,19 @@ export function errorVerdict(
 
 // ---- Presets ----------------------------------------------------------------------------------------
 
+/** The real model's preset: the fixture case of all-MiniLM-L6-v2's 12 heads (layer 0) on the
+ * tutorial's sentence, and the WordPiece tokens its rows and columns are (the case's description
+ * names them in the same order; python/attention_port/fixtures/capture.py wrote them). */
+export const REAL_MODEL_PRESET = {
+  caseId: "real_model_heads",
+  tokens: ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"],
+} as const;
+
+/** The tokens a case's query and key positions stand for, or null for numbers drawn at random. */
+export function caseTokens(c: Pick<ExplorerCase, "id">): readonly string[] | null {
+  return c.id === REAL_MODEL_PRESET.caseId ? REAL_MODEL_PRESET.tokens : null;
+}
+
 /** The tutorial's first example: 3 tokens, d_k = 4, V = [[1,2],[3,4],[5,6]]. */
 export function tutorialInputs(): { query: number[][]; key: number[][]; value: number[][] } {
   const rows = [

@@ -39,6 +39,7 @@ import {
 } from "../src/inputs.ts";
 import { type FixtureTensor, portTensor } from "./fixtures.ts";
 import {
+  LAYER_NAMES,
   OPTION_NAMES,
   type Request,
   readInput,
@@ -55,9 +56,11 @@ const MAX_RANK = 64; // deeper nesting than any tensor has: an array that holds 
 type Learner = (...args: unknown[]) => unknown;
 
 interface Loaded {
-  readonly run: Learner;
-  readonly name: string;
+  readonly run: Learner | null; // null: the module has the layer or RoPE only
+  readonly name: string | null;
   readonly takesOptions: boolean;
+  readonly layer: Learner | null; // its multiHeadAttention, checked on the layer's levels
+  readonly rotary: Learner | null; // its applyRotary
 }
 
 /** How many parameters a function declares. `function.length` stops at the first parameter with a
@@ -193,14 +196,21 @@ async function loadLearner(path: string): Promise<Loaded> {
   const hasFunction = (x: unknown): boolean =>
     typeof x === "object" &&
     x !== null &&
-    (typeof (x as Record<string, unknown>).scaledDotProductAttention === "function" ||
-      typeof (x as Record<string, unknown>).attentionSteps === "function");
+    ["scaledDotProductAttention", "attentionSteps", "multiHeadAttention", "applyRotary"].some(
+      (name) => typeof (x as Record<string, unknown>)[name] === "function",
+    );
   const scope =
     !hasFunction(module) && hasFunction(module.default)
       ? (module.default as Record<string, unknown>)
       : module;
   const name = typeof scope.attentionSteps === "function" ? "attentionSteps" : "scaledDotProductAttention";
   const run = scope[name];
+  const own = (x: unknown) => (typeof x === "function" ? (x as Learner) : null);
+  const layer = own(scope.multiHeadAttention);
+  const rotary = own(scope.applyRotary);
+  if (typeof run !== "function" && (layer !== null || rotary !== null)) {
+    return { run: null, name: null, takesOptions: false, layer, rotary };
+  }
   if (typeof run !== "function") {
     const names = Object.keys(scope).filter((k) => k !== "default");
     let has = `it exports ${names.join(", ")}`;
@@ -216,6 +226,8 @@ async function loadLearner(path: string): Promise<Loaded> {
     run: run as Learner,
     name,
     takesOptions: declaredParameterCount(run as Learner) >= 4,
+    layer,
+    rotary,
   };
 }
 
@@ -378,7 +390,7 @@ function requestOptions(request: Request): Record<string, unknown> {
 }
 
 /** One input of a request as the learner's function is given it. */
-function given(request: Request, entry: unknown): unknown {
+function given(request: Pick<Request, "valid">, entry: unknown): unknown {
   const x = readInput(entry, request.valid);
   // Nested arrays, or {shape, data} for a tensor with a zero-size dim (nested arrays would lose it).
   return request.valid ? portTensor(x as FixtureTensor) : x;
@@ -430,9 +442,65 @@ export function unchanged(before: unknown, after: unknown, depth = 0): boolean {
   );
 }
 
+/** A layer or RoPE request's arguments: multiHeadAttention(xQ, xKv, params, options) or
+ * applyRotary(x, positions, options), each option and rope's rotary_dim by its JavaScript name. */
+function layerArguments(request: LayerRequest): unknown[] {
+  const input = (name: string) => {
+    const entry = request.inputs[name];
+    return entry === null || entry === undefined ? null : given(request, entry);
+  };
+  const options: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(request.options)) {
+    let option = readInput(value, false);
+    if (name === "rope" && option !== null && typeof option === "object") {
+      option = Object.fromEntries(Object.entries(option).map(([k, v]) => [LAYER_NAMES[k] ?? k, v]));
+    }
+    options[LAYER_NAMES[name] ?? name] = option;
+  }
+  if (request.kind === "rope") {
+    return [input("x"), input("positions"), options];
+  }
+  const params: Record<string, unknown> = {};
+  for (const name of ["w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"]) {
+    if (request.inputs[name] !== null && request.inputs[name] !== undefined) {
+      params[LAYER_NAMES[name]!] = input(name);
+    }
+  }
+  if (request.inputs.attn_mask !== null && request.inputs.attn_mask !== undefined) {
+    options.attnMask = input("attn_mask");
+  }
+  return [input("x_q"), input("x_kv"), params, options];
+}
+
+/** What a layer or RoPE function returned, as steps: the output, and with needWeights the
+ * object's output and weights. */
+function layerSteps(request: LayerRequest, returned: unknown): Record<string, unknown> | string {
+  if (request.options.need_weights !== true) {
+    return { output: returned };
+  }
+  const all = returned as Record<string, unknown> | null;
+  if (typeof all !== "object" || all === null || !("output" in all) || !("weights" in all)) {
+    return `multiHeadAttention with needWeights: true returned ${what(returned)}, expected { output, weights }`;
+  }
+  return { output: all.output, weights: all.weights };
+}
+
+/** A layer or RoPE case: the request names its kind (learner-protocol.ts). */
+interface LayerRequest {
+  readonly id: string;
+  readonly kind: "layer" | "rope";
+  readonly valid: boolean;
+  readonly output_shape: readonly number[] | null;
+  readonly inputs: Readonly<Record<string, unknown>>;
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
 /** One case's answer line (its JSON), with "changed": the arguments the call changed in place
  * (each compared with a copy taken before it). */
-async function answer(learner: Loaded, request: Request): Promise<string> {
+async function answer(learner: Loaded, request: Request | LayerRequest): Promise<string> {
+  if ("kind" in request) {
+    return await answerOf(learner, request, {}, {});
+  }
   const given: Record<string, unknown> = {};
   const before: Record<string, unknown> = {};
   const json = await answerOf(learner, request, given, before);
@@ -450,11 +518,14 @@ async function answer(learner: Loaded, request: Request): Promise<string> {
 
 async function answerOf(
   learner: Loaded,
-  request: Request,
+  request: Request | LayerRequest,
   arguments_: Record<string, unknown>,
   before: Record<string, unknown>,
 ): Promise<string> {
   const id = stringify(request.id);
+  if ("kind" in request) {
+    return await answerWith(learner, request, id, layerArguments(request));
+  }
   const query = given(request, request.inputs.query);
   // One array as both query and key, as scaledDotProductAttention(Q, Q, V) gives it.
   const key = request.same_query_key === true ? query : given(request, request.inputs.key);
@@ -472,10 +543,22 @@ async function answerOf(
       before[name] = clone(x);
     }
   }
+  return await answerWith(learner, request, id, args);
+}
+
+/** The call and its answer line: a case's arguments given to the function the request is for. */
+async function answerWith(
+  learner: Loaded,
+  request: Request | LayerRequest,
+  id: string,
+  args: unknown[],
+): Promise<string> {
+  const layered = "kind" in request;
+  const run = layered ? (request.kind === "rope" ? learner.rotary : learner.layer) : learner.run;
   let returned: unknown;
   let promised: boolean;
   try {
-    returned = learner.run(...args);
+    returned = run!(...args);
   } catch (error) {
     return threwAnswer(request.id, describeThrown(error));
   }
@@ -504,6 +587,13 @@ async function answerOf(
   }
   let steps: Record<string, unknown>;
   try {
+    if (layered) {
+      const found = layerSteps(request, returned);
+      if (typeof found === "string") {
+        return `{"id": ${id}, "bad": ${stringify(found)}}`;
+      }
+      return stepsAnswer(id, found, ["output", "weights"]);
+    }
     if (learner.name === "attentionSteps" && (typeof returned !== "object" || returned === null)) {
       const said = `attentionSteps returned ${what(returned)}, expected an object with scores, logits, weights and output`;
       return `{"id": ${id}, "bad": ${stringify(said)}}`;
@@ -525,8 +615,13 @@ async function answerOf(
     const said = `reading what ${learner.name} returned threw ${thrown.name}: ${thrown.message}`;
     return `{"id": ${id}, "bad": ${stringify(said)}}`;
   }
+  return stepsAnswer(id, steps, STEP_NAMES);
+}
+
+/** The answer line of returned steps, each read as a tensor (the output always). */
+function stepsAnswer(id: string, steps: Record<string, unknown>, names: readonly string[]): string {
   const parts: string[] = [];
-  for (const name of STEP_NAMES) {
+  for (const name of names) {
     if (!(name in steps) && name !== "output") {
       continue;
     }
@@ -593,12 +688,17 @@ async function main(argv: string[]): Promise<number> {
   await printed();
   send(
     stringify({
-      hello: { function: learner.name, takesOptions: learner.takesOptions },
+      hello: {
+        function: learner.name,
+        takesOptions: learner.takesOptions,
+        layer: learner.layer === null ? null : "multiHeadAttention",
+        rotary: learner.rotary === null ? null : "applyRotary",
+      },
     }),
   );
   for await (const line of createInterface({ input: process.stdin })) {
     if (line.trim() !== "") {
-      const said = await answer(learner, JSON.parse(line) as Request);
+      const said = await answer(learner, JSON.parse(line) as Request | LayerRequest);
       await printed();
       send(said);
     }

@@ -20,6 +20,7 @@ interface Protocol {
   readonly steps: readonly string[];
   readonly options: Readonly<Record<string, string>>;
   readonly threw: readonly (keyof Threw)[];
+  readonly layerNames: Readonly<Record<string, string>>;
 }
 
 const PROTOCOL = JSON.parse(
@@ -30,6 +31,9 @@ export const STEP_NAMES: readonly string[] = PROTOCOL.steps;
 /** The options a request may set, by their Python names (the fixtures'), and as a learner's
  * options object spells them. */
 export const OPTION_NAMES: Readonly<Record<string, string>> = PROTOCOL.options;
+/** The layer's and RoPE's inputs and options whose JavaScript names differ from their Python
+ * names (the fixtures'): w_q is wQ, num_heads numHeads, rope's rotary_dim rotaryDim. */
+export const LAYER_NAMES: Readonly<Record<string, string>> = PROTOCOL.layerNames;
 /** A "threw" answer's fields, in this order. */
 export const THREW_FIELDS: readonly (keyof Threw)[] = PROTOCOL.threw;
 

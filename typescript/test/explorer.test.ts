@@ -6,13 +6,24 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { buildPage, bundle, explorerCase } from "../explorer/build.ts";
 import {
+  LAYER_SIZES,
+  layerExample,
+  mergeHeads,
+  ROPE_POSITIONS,
+  ropeView,
+  splitHeads,
+  walkLayer,
+} from "../explorer/layer-model.ts";
+import {
   camelCaseMessage,
+  caseTokens,
   errorTarget,
   errorVerdict,
   formatTensorText,
   jacobianSize,
   outerIndices,
   parseTensorText,
+  REAL_MODEL_PRESET,
   randomInputs,
   SQRT_DK_DRAWS,
   SQRT_DK_GRID,
@@ -278,7 +289,21 @@ describe("the page build", () => {
     assert.ok(cases.includes("tutorial_seq3_dk4"));
     assert.equal(cases.length + left.length, loadFixtures().length);
     assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
-    assert.ok(Buffer.byteLength(html) < 1_000_000, `${Buffer.byteLength(html)} bytes`);
+    // Under 1 MB but for the real model's case, which the page keeps however large (its preset).
+    const [real] = loadFixtures(undefined, [REAL_MODEL_PRESET.caseId]);
+    const realBytes = Buffer.byteLength(jsLiteral(explorerCase(real)));
+    assert.ok(cases.includes(REAL_MODEL_PRESET.caseId) && realBytes < 500_000, `${realBytes} bytes`);
+    assert.ok(Buffer.byteLength(html) - realBytes < 1_000_000, `${Buffer.byteLength(html)} bytes`);
+  });
+
+  test("the real model's preset names the tokens its case's description names, one per position", () => {
+    const [real] = loadFixtures(undefined, [REAL_MODEL_PRESET.caseId]);
+    const tokens = caseTokens(explorerCase(real));
+    assert.deepEqual(tokens, REAL_MODEL_PRESET.tokens);
+    assert.ok(real.description.includes(`(${REAL_MODEL_PRESET.tokens.join(" ")})`), real.description);
+    const shape = (real.inputs.query as { shape: number[] }).shape;
+    assert.deepEqual(shape, [12, REAL_MODEL_PRESET.tokens.length, 32]);
+    assert.equal(caseTokens({ id: "tutorial_seq3_dk4" }), null);
   });
 
   test("a fixture case reaches the page with the port's input form and the oracle's values", () => {
@@ -290,5 +315,38 @@ describe("the page build", () => {
       [5, 6],
     ]);
     assert.deepEqual(page.expected?.output.data, fixture.expected?.output.data);
+  });
+});
+
+describe("the layer view and the RoPE view", () => {
+  test("the layer view's steps end in the layer's own output, and its heads split and merge back", () => {
+    const example = layerExample(1);
+    for (const rope of [null, { theta: 10000, interleaved: false }, { theta: 10000, interleaved: true }]) {
+      const walk = walkLayer(example, rope);
+      assert.ok(walk.walkDifference < 1e-12, `${walk.walkDifference}`);
+      assert.deepEqual(mergeHeads(splitHeads(walk.q, LAYER_SIZES.H)), walk.q);
+      // Token 0 is at position 0: RoPE leaves it as it was, bit for bit.
+      for (let h = 0; h < LAYER_SIZES.H; h++) {
+        assert.deepEqual(walk.qRotated[h][0], walk.qHeads[h][0]);
+        for (const row of walk.weights[h]) {
+          assert.ok(Math.abs(row.reduce((a, x) => a + x, 0) - 1) < 1e-12);
+        }
+      }
+      assert.equal(rope === null, JSON.stringify(walk.qRotated) === JSON.stringify(walk.qHeads));
+    }
+    // No weight is square, so a missing transpose could not pass unseen.
+    assert.notEqual(example.wQ.length, example.wQ[0].length);
+    assert.notEqual(example.wO.length, example.wO[0].length);
+  });
+
+  test("the RoPE view's dot products are one number along each diagonal", () => {
+    for (const interleaved of [false, true]) {
+      const view = ropeView(3, 10000, interleaved);
+      assert.ok(view.diagonalSpread < 1e-12, `${view.diagonalSpread}`);
+      assert.deepEqual(view.queries[0], view.query); // position 0 turns by 0
+      assert.equal(view.dots.length, ROPE_POSITIONS);
+      // Off the diagonals the numbers differ: the distance matters, not only its absence.
+      assert.notEqual(view.dots[0][0], view.dots[1][0]);
+    }
   });
 });

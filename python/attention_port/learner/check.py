@@ -21,6 +21,7 @@ file could not be run at all.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import sys
@@ -32,11 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from attention_port.fixtures import cases
-from attention_port.fixtures.reader import FixtureCase, load_fixtures
+from attention_port.fixtures.reader import KINDS, FixtureCase, load_fixtures
 from attention_port.harness import compare
 from attention_port.harness.compare import PortAnswer
 from attention_port.inputs import format_number, format_shape
-from attention_port.learner import lesson, mistakes
+from attention_port.learner import layer_mistakes, lesson, mistakes
 from attention_port.learner.protocol import OPTION_NAMES, options_set
 from attention_port.learner.runner import (
     DEFAULT_MEMORY,
@@ -79,6 +80,19 @@ _JAVASCRIPT_WORDS = {
     "memory_limit": "memoryLimit",
     "scaled_dot_product_attention": "scaledDotProductAttention",
     "attention_steps": "attentionSteps",
+    "multi_head_attention": "multiHeadAttention",
+    "apply_rotary": "applyRotary",
+    "x_q": "xQ",
+    "x_kv": "xKv",
+    "w_q": "wQ",
+    "w_k": "wK",
+    "w_v": "wV",
+    "w_o": "wO",
+    "b_o": "bO",
+    "num_heads": "numHeads",
+    "num_kv_heads": "numKvHeads",
+    "need_weights": "needWeights",
+    "rotary_dim": "rotaryDim",
     "True": "true",
     "False": "false",
     "None": "null",
@@ -426,10 +440,101 @@ def judge_invalid(
     return CaseResult(case, "fail", [f"{case.id}: {got}", ports_say])
 
 
+# ---- the layer's and RoPE's levels --------------------------------------------------------------
+
+
+def _layer_skip_reason(case: FixtureCase, hello: Hello) -> str | None:
+    """Why the learner's file cannot attempt this layer or RoPE case, or None."""
+    if case.kind == "rope" and hello.rotary is None:
+        return spoken("your file has no apply_rotary", hello.language)
+    if case.kind == "layer" and hello.layer is None:
+        return spoken("your file has no multi_head_attention", hello.language)
+    return None
+
+
+def _transposed(case: FixtureCase) -> FixtureCase:
+    """The case with every weight given transposed, [in, out]: what code computing x·W needs to
+    give the right output."""
+    inputs = {n: x.T if n.startswith("w_") and x is not None else x for n, x in case.inputs.items()}
+    return dataclasses.replace(case, inputs=inputs)
+
+
+def _layer_mistake(
+    case: FixtureCase,
+    output: np.ndarray | None,
+    language: str,
+    ask_again: Callable[[FixtureCase], Reply],
+    dtype: str = "float64",
+) -> str | None:
+    """ "looks like ..." for a known layer or RoPE mistake: a variant the output matches
+    (layer_mistakes.py), or right answers once the weights are given transposed."""
+    mistake = None
+    if output is not None:
+        mistake = layer_mistakes.identify(case.kind, case.inputs, case.params, case.expected.output, output)
+    if mistake is None and case.kind == "layer":
+        again = ask_again(_transposed(case))
+        steps = again.steps if again.how == "steps" else None
+        if steps is not None and compare.judge(case, LEARNER, dtype, PortAnswer(steps=steps)).passed:
+            mistake = layer_mistakes.WEIGHTS_NOT_TRANSPOSED
+    if mistake is None:
+        return None
+    return "looks like " + spoken(mistake.says, language) + mistake.pointer(language)
+
+
+def judge_layer_valid(
+    case: FixtureCase,
+    reply: Reply,
+    timeout: float,
+    language: str,
+    ask_again: Callable[[FixtureCase], Reply],
+    dtype: str = "float64",
+) -> CaseResult:
+    """A layer or RoPE case with expected values: compare.judge decides, as for every port; the
+    lines say the worst cell and the known mistake it matches, pointing at the lesson's line."""
+    prefix = f"{case.id}:"
+    description = f"    {spoken(case.description, language)}"
+    if reply.how != "steps":
+        problem = {
+            "hang": f"no answer within {timeout:g} s (an endless loop?); the next case gets a fresh process",
+            "died": reply.message,
+            "bad": reply.message,
+            "threw": _threw(reply) if reply.how == "threw" else "",
+        }[reply.how]
+        named = (
+            _layer_mistake(case, None, language, ask_again, dtype) if reply.how in ("threw", "bad") else None
+        )
+        return CaseResult(case, "fail", [_joined(f"{prefix} {problem}", named), description])
+    verdict = compare.judge(case, LEARNER, dtype, PortAnswer(steps=reply.steps))
+    if verdict.passed:
+        return CaseResult(case, "pass")
+    output = reply.steps.get("output")
+    want = case.expected.output.shape
+    failing = next((c for c in verdict.steps if not c.passed), None)
+    if output is not None and output.shape != want:
+        line = f"{prefix} output has shape {format_shape(output.shape)}, expected {format_shape(want)}"
+    elif failing is not None and failing.index is not None:
+        line = (
+            f"{prefix} {compare.cell(failing.step, failing.index)} is {number(failing.actual, language)},"
+            f" expected {number(failing.expected, language)}"
+        )
+    else:
+        line = f"{prefix} {spoken(verdict.problem or 'output differs', language)}"
+    named = _layer_mistake(case, output, language, ask_again, dtype)
+    return CaseResult(case, "fail", [_joined(line, named), description])
+
+
 def run_case(
     learner: LearnerProcess, case: FixtureCase, timeout: float, dtype: str = "float64"
 ) -> CaseResult:
     hello = learner.hello
+    if case.kind != "attention":
+        reason = _layer_skip_reason(case, hello)
+        if reason is not None:
+            return CaseResult(case, "skip", reason=reason)
+        reply = learner.ask(case)
+        if case.expects_error:
+            return judge_invalid(case, reply, timeout, hello.language)
+        return judge_layer_valid(case, reply, timeout, hello.language, learner.ask, dtype)
     reason = skip_reason(case, hello)
     if reason is not None:
         return CaseResult(case, "skip", reason=reason)
@@ -506,6 +611,11 @@ LEVEL_GUIDE = (
 
 def level_guide(n: int, language: str) -> str:
     """ "Level N teaches ...; read FILE line A (scores), line B (scale)." """
+    if n > len(LEVEL_GUIDE):  # the layer's and RoPE's levels: their lesson's first step of each
+        level = cases.LAYER_LEVELS[n - len(LEVEL_GUIDE) - 1]
+        marker = "Step 3: rotate" if "rope" in level.tags else "Step 1: project"
+        where = lesson.place_in(layer_mistakes.LESSONS[language], marker)
+        return f"Level {n} teaches {level.name}" + (f". Read {where}." if where else ".")
     teaches, topics = LEVEL_GUIDE[n - 1]
     files: dict[str, list[str]] = {}  # file -> "line N (topic)", in the order of the topics
     for topic in topics:
@@ -636,13 +746,26 @@ def _not_attempted(by_level: dict[int, list[CaseResult]]) -> str:
 
 
 def describe_function(path: Path, hello: Hello, dtype: str = "float64") -> str:
+    held = "" if dtype == "float64" else f", held to the {dtype} budget"
+    layered = [name for name in (hello.layer, hello.rotary) if name is not None]
+    if layered:
+        first = len(cases.LEVELS) + 1
+        also = f"{' and '.join(layered)} on levels {first}-{first + len(cases.LAYER_LEVELS) - 1}"
+        if hello.function is None:
+            core = spoken("scaled_dot_product_attention", hello.language)
+            return (
+                f"Checking {path} ({hello.language}{held}): {also}; it has no {core}, so levels"
+                f" 1-{first - 1}"
+                " are not run."
+            )
+        core = describe_function(path, dataclasses.replace(hello, layer=None, rotary=None), dtype)
+        return f"{core[:-1]}; {also}."
     if hello.language == "JavaScript":
         args = "(query, key, value, options)" if hello.takes_options else "(query, key, value), no options"
     elif hello.option_names:
         args = f"(query, key, value, {', '.join(n for n in OPTION_NAMES if n in hello.option_names)})"
     else:
         args = "(query, key, value), no options"
-    held = "" if dtype == "float64" else f", held to the {dtype} budget"
     return f"Checking {path} ({hello.language}{held}): {hello.function} takes {args}."
 
 
@@ -688,14 +811,25 @@ def check(
     try:
         by_level: dict[int, list[FixtureCase]] = {}
         beyond_dtype = 0
-        for case in load_fixtures(fixtures_dir):
+        for case in load_fixtures(fixtures_dir, kinds=KINDS):
             if "outside_contract" in case.tags:
                 continue  # the contract defines no answer there: nothing for a learner to match
-            if dtype != "float64" and not case.expects_error and compare.outside_contract(case, dtype):
+            if (
+                dtype != "float64"
+                and case.kind == "attention"
+                and not case.expects_error
+                and compare.outside_contract(case, dtype)
+            ):
                 beyond_dtype += 1  # nor in this dtype
                 continue
-            by_level.setdefault(cases.level_of(case.tags), []).append(case)
-        total = len(cases.LEVELS)
+            level_of = cases.level_of if case.kind == "attention" else cases.layer_level_of
+            by_level.setdefault(level_of(case.tags), []).append(case)
+        # The layer's and RoPE's levels follow the core's when the file has either of them; a file
+        # with only those runs only those.
+        levels = [*cases.LEVELS, *(cases.LAYER_LEVELS if hello.layer or hello.rotary else ())]
+        total = len(levels)
+        first = 1 if hello.function is not None else len(cases.LEVELS) + 1
+        run_numbers = list(range(first, total + 1))
         say(describe_function(path, hello, dtype))
         if beyond_dtype:
             left_out = _counted(beyond_dtype, "case")
@@ -708,7 +842,7 @@ def check(
                 say(line)
         failed_levels = []
         ran: dict[int, list[CaseResult]] = {}
-        for n, level in enumerate(cases.LEVELS, start=1):
+        for n, level in enumerate(levels[first - 1 :], start=first):
             results = ran[n] = [run_case(learner, case, timeout, dtype) for case in by_level.get(n, [])]
             if n == 1 and (aliased := run_aliased(learner, results, timeout, dtype)) is not None:
                 results.append(aliased)
@@ -722,11 +856,13 @@ def check(
                 if not run_all:
                     say("")
                     say(f"Stopped at {level_line(n, total, level.name, results)}.")
-                    skipped = [m for m in range(1, n) if ran[m] and all(r.status == "skip" for r in ran[m])]
+                    skipped = [
+                        m for m in range(first, n) if ran[m] and all(r.status == "skip" for r in ran[m])
+                    ]
                     if skipped:
-                        first, reason = skipped[0], ran[skipped[0]][0].reason
-                        guide = level_guide(first, hello.language)
-                        say(f"Level {first} was not attempted ({reason}). {guide}")
+                        earliest, reason = skipped[0], ran[skipped[0]][0].reason
+                        guide = level_guide(earliest, hello.language)
+                        say(f"Level {earliest} was not attempted ({reason}). {guide}")
                     say(level_guide(n, hello.language))
                     if n < total:
                         later = f"Level {total} was" if n + 1 == total else f"Levels {n + 1}-{total} were"
@@ -736,13 +872,15 @@ def check(
         say("")
         not_attempted = _not_attempted(ran)
         if failed_levels:
-            text = f"{len(failed_levels)} of {total} levels fail ({_level_numbers(failed_levels)})"
+            text = f"{len(failed_levels)} of {len(run_numbers)} levels fail ({_level_numbers(failed_levels)})"
             say(f"{text}; {not_attempted}." if not_attempted else f"{text}.")
             return 1
         if not_attempted:
             say(f"Every case you attempted passes, but {not_attempted}: see the level lines above.")
-        else:
+        elif first == 1:
             say(f"Every case of all {total} levels passes.")
+        else:
+            say(f"Every case of {_level_numbers(run_numbers)} passes.")
         return 0
     finally:
         learner.close()

@@ -82,6 +82,12 @@ def place(topic: str, language: str) -> str | None:
     """ "typescript/src/attention.ts line 125": where the lesson does `topic` right, or None."""
     marker = PLACES[topic][language]
     file, marker = marker if isinstance(marker, tuple) else (LESSONS[language], marker)
+    return place_in(file, marker)
+
+
+def place_in(file: Path, marker: str) -> str | None:
+    """ "FILE line N": the line `marker` is on, or the code line its comment explains; None when
+    the file or the marker is not there."""
     line = _line_of(file, marker)
     return None if line is None else f"{_shown(file)} line {line}"
 

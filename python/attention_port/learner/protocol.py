@@ -9,8 +9,8 @@ are in one file that both modules load, typescript/runners/learner-protocol.json
    descriptor on its command line, in an empty working folder of its own. The answers travel on
    that descriptor alone, so the learner's own stdout and stderr (its print and console.log) are
    free: the harness reads them on a pipe of their own and shows them under the case that printed.
-2. The process's first answer: {"hello": {"function", "takesOptions", "optionNames"}} or
-   {"fatal": "one line"}.
+2. The process's first answer: {"hello": {"function", "takesOptions", "optionNames", "layer",
+   "rotary"}} or {"fatal": "one line"}.
 3. Then, for each request line on stdin, one answer line. A request holds one case's inputs and the
    options it sets, never its expected values:
        {"id", "valid", "output_shape", "inputs": {"query", "key", "value"}, "options": {...}}
@@ -33,6 +33,14 @@ are in one file that both modules load, typescript/runners/learner-protocol.json
    A "steps" or "threw" answer carries "changed": [names] when the call changed any argument it was
    given (query, key, value, attn_mask) in place: the process keeps a copy of each before the call.
    Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"; -0.0 keeps its sign).
+4. A layer or RoPE case (the levels after the attention core's, run when the file has the layer or
+   RoPE) comes as {"id", "kind": "layer" or "rope", "valid", "output_shape", "inputs", "options"}:
+   inputs by their Python names (x_q, x_kv, w_q ... b_o, attn_mask; or x and positions), null where
+   the case gives none; options those the case sets (num_heads always; num_kv_heads, is_causal,
+   scale, softcap, rope, need_weights; or theta, rotary_dim, interleaved). The hello says what the
+   file has: "layer" and "rotary" name its layer and RoPE functions, or are null; "function" is
+   null when it has no attention function of its own. The answer's steps are output (and weights
+   with need_weights).
 """
 
 from __future__ import annotations
@@ -54,6 +62,9 @@ OPTION_NAMES: tuple[str, ...] = tuple(PROTOCOL["options"])  # by their Python na
 HELLO_FIELDS: tuple[str, ...] = tuple(PROTOCOL["hello"])
 REQUEST_FIELDS: tuple[str, ...] = tuple(PROTOCOL["request"])
 THREW_FIELDS: tuple[str, ...] = tuple(PROTOCOL["threw"])  # a "threw" answer's, in this order
+# The layer's and RoPE's options (by their Python names) at their defaults: a request leaves these out.
+LAYER_DEFAULTS: dict[str, object] = PROTOCOL["layerDefaults"]
+LAYER_REQUEST_FIELDS: tuple[str, ...] = tuple(PROTOCOL["layerRequest"])
 
 
 def answer_line(message: dict) -> bytes:
@@ -109,6 +120,8 @@ def request(case: FixtureCase, *, same_query_key: bool = False) -> str:
     With `same_query_key` the learner is given one array as both query and key (the case's query
     and key hold the same values)."""
     valid = case.expected is not None
+    if case.kind != "attention":
+        return layer_request(case)
     given = _tensor if valid else encode_numbers
     options = {
         name: given(value) if name == "attn_mask" else encode_numbers(value)
@@ -131,3 +144,28 @@ def read_input(entry: object, valid: bool) -> object:
         return decode_numbers(entry)
     dtype = bool if entry["dtype"] == "bool" else np.float64
     return np.array(decode_numbers(entry["data"]), dtype=dtype).reshape(entry["shape"])
+
+
+def layer_request(case: FixtureCase) -> str:
+    """The request line for a layer or RoPE case (step 4)."""
+    valid = case.expected is not None
+    given = _tensor if valid else encode_numbers
+    options = {
+        name: encode_numbers(value)
+        for name, value in case.params.items()
+        if name == "num_heads" or not _at_default(name, value)
+    }
+    values = {
+        "id": case.id,
+        "kind": case.kind,
+        "valid": valid,
+        "output_shape": list(case.expected.output.shape) if valid else None,
+        "inputs": {name: None if x is None else given(x) for name, x in case.inputs.items()},
+        "options": options,
+    }
+    return json.dumps({name: values[name] for name in LAYER_REQUEST_FIELDS}, allow_nan=False) + "\n"
+
+
+def _at_default(name: str, value: object) -> bool:
+    default = LAYER_DEFAULTS.get(name, object())
+    return type(value) is type(default) and value == default

@@ -97,10 +97,12 @@ def parse_memory(text: str) -> int:
 class Hello:
     """What the process found in the learner's file."""
 
-    function: str  # the name it calls: attentionSteps / scaledDotProductAttention (or snake_case)
+    function: str | None  # the name it calls: attentionSteps / scaledDotProductAttention (or snake_case)
     takes_options: bool
     option_names: frozenset[str] | None  # the options it accepts by name (Python); None: any
     language: str  # "JavaScript" or "Python"
+    layer: str | None = None  # its multiHeadAttention / multi_head_attention, if it has one
+    rotary: str | None = None  # its applyRotary / apply_rotary, if it has one
 
 
 @dataclass(frozen=True)
@@ -277,6 +279,8 @@ class LearnerProcess:
             takes_options=bool(hello["takesOptions"]),
             option_names=None if names is None else frozenset(names),
             language=self.language,
+            layer=hello.get("layer"),
+            rotary=hello.get("rotary"),
         )
         return self.hello
 

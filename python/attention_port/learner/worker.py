@@ -94,11 +94,18 @@ class Learner:
         steps = callable(getattr(module, "attention_steps", None))
         name = "attention_steps" if steps else "scaled_dot_product_attention"
         function = getattr(module, name, None)
-        if not callable(function):
+        # The layer and RoPE, each checked on levels of its own when the file has it.
+        self.layer = getattr(module, "multi_head_attention", None)
+        self.rotary = getattr(module, "apply_rotary", None)
+        self.layer, self.rotary = (f if callable(f) else None for f in (self.layer, self.rotary))
+        if not callable(function) and self.layer is None and self.rotary is None:
             defined = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
             has = f"it defines {', '.join(defined)}" if defined else "it defines no function"
             raise LookupError(f"{path} defines no function named scaled_dot_product_attention ({has})")
-        self.function, self.name = function, name
+        self.function, self.name = (function, name) if callable(function) else (None, None)
+        if self.function is None:
+            self.option_names, self.mask_positional, self.takes_options = set(), False, False
+            return
         try:
             parameters = list(inspect.signature(function).parameters.values())
         except (TypeError, ValueError):  # a builtin without a signature: assume the whole API
@@ -120,10 +127,32 @@ class Learner:
             "function": self.name,
             "takesOptions": self.takes_options,
             "optionNames": sorted(self.option_names),
+            "layer": None if self.layer is None else "multi_head_attention",
+            "rotary": None if self.rotary is None else "apply_rotary",
         }
         return {field: values[field] for field in HELLO_FIELDS}
 
+    def call_layer(self, request: dict):
+        """A layer or RoPE case (protocol step 4): x_q and x_kv (or x and positions) by position,
+        the weights, biases, mask and options by their names, as the contract fixes them."""
+        valid = request["valid"]
+
+        def given(entry):
+            if entry is None:
+                return None
+            x = read_input(entry, valid)
+            return x if not valid or 0 in x.shape else x.tolist()
+
+        inputs = {name: given(entry) for name, entry in request["inputs"].items()}
+        options = {name: read_input(value, valid=False) for name, value in request["options"].items()}
+        if request["kind"] == "rope":
+            return self.rotary(inputs["x"], inputs["positions"], **options)
+        named = {name: x for name, x in inputs.items() if name not in ("x_q", "x_kv") and x is not None}
+        return self.layer(inputs["x_q"], inputs["x_kv"], **named, **options)
+
     def call(self, request: dict):
+        if "kind" in request:
+            return self.call_layer(request)
         valid = request["valid"]
 
         def given(entry):
@@ -293,7 +322,11 @@ def _answer(learner: Learner, request: dict) -> dict:
             where=where,
         )
     try:
-        if learner.name == "attention_steps":
+        if "kind" in request:
+            steps = _layer_steps(request, returned)
+            if isinstance(steps, str):
+                return {"id": case_id, "bad": steps}
+        elif learner.name == "attention_steps":
             if isinstance(returned, dict):
                 steps = {k: returned[k] for k in STEP_NAMES if k in returned}
             else:
@@ -313,6 +346,23 @@ def _answer(learner: Learner, request: dict) -> dict:
             return {"id": case_id, "bad": tensor}
         written[name] = tensor
     return {"id": case_id, "steps": written}
+
+
+def _layer_steps(request: dict, returned) -> dict | str:
+    """What a layer or RoPE function returned, as steps: the output, and with need_weights the
+    weights too (an object with output and weights, a dict of them, or the pair)."""
+    function = "apply_rotary" if request["kind"] == "rope" else "multi_head_attention"
+    if not request["options"].get("need_weights"):
+        return {"output": returned}
+    if isinstance(returned, dict):
+        found = {k: returned[k] for k in ("output", "weights") if k in returned}
+    elif isinstance(returned, tuple) and len(returned) == 2:
+        found = dict(zip(("output", "weights"), returned, strict=True))
+    else:
+        found = {k: getattr(returned, k) for k in ("output", "weights") if hasattr(returned, k)}
+    if len(found) < 2:
+        return f"{function} with need_weights=True returned {_what(returned)}, expected output and weights"
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:

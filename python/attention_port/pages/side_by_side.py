@@ -219,7 +219,8 @@ def _layer_parts() -> list[str]:
 
 
 def lesson_steps() -> dict:
-    """Each readable port's five steps (by number) and its softmax, as the guided mode shows them."""
+    """Each readable port's five steps (by number) and its softmax, as the guided mode shows them,
+    and the six steps of each layer lesson, as the layer view shows them."""
 
     def cut(source: Path, comment: str, softmax: str) -> dict:
         text = source.read_text(encoding="utf-8")
@@ -229,9 +230,18 @@ def lesson_steps() -> dict:
             "softmax": function_source(text, softmax, source),
         }
 
+    def layer_steps(source: Path, comment: str) -> dict:
+        steps = step_blocks(source.read_text(encoding="utf-8"), comment, source, LAYER_STEP_COUNT)
+        return {"steps": {str(n): steps[n] for n in sorted(steps)}}
+
     return {
         "typescript": cut(TYPESCRIPT_SOURCE, "//", "export function softmax("),
         "python": cut(PYTHON_SOURCE, "#", "def softmax("),
+        # The layer view's six steps, of layer.ts and layer.py.
+        "layer": {
+            "typescript": layer_steps(TYPESCRIPT_LAYER, "//"),
+            "python": layer_steps(PYTHON_LAYER, "#"),
+        },
     }
 
 

@@ -1,0 +1,273 @@
+"""Known wrong ways to write the multi-head attention layer and RoPE, computed with numpy, so that
+`attention-port check` can name them on the layer and RoPE levels.
+
+As in mistakes.py: when a learner's output fails a case and matches one of these variants there
+(and the variant differs from the truth on that case), check says "looks like <the mistake>", and
+points at the line of the lesson (layer.ts or layer.py) that does the step right. Each variant is
+the layer with exactly one thing done wrong; the attention core inside is reference.py's, right.
+None of this is a port: the expected values always come from the fixtures.
+
+One mistake is not a variant: `x·W` where nn.Linear computes `x·Wᵀ`. The fixtures' weights are not
+square, so that mistake fails on a shape, not on numbers; check finds it by asking the learner's
+code again with every weight transposed (check.py), and names it when that answer is right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention_port import reference
+from attention_port.learner import lesson
+from attention_port.learner.mistakes import same_values
+from attention_port.paths import PACKAGE_DIR, TYPESCRIPT_SRC
+
+# The lessons a message points at, by the learner's language: the layer's, beside the core's.
+LESSONS = {"JavaScript": TYPESCRIPT_SRC / "layer.ts", "Python": PACKAGE_DIR / "layer.py"}
+
+
+def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    y = x @ weight.T  # [..., out]
+    return y if bias is None else y + bias
+
+
+def _split(x: np.ndarray, heads: int) -> np.ndarray:
+    """The right split: [..., L, H·E] -> [..., H, L, E], head-major, with the transpose."""
+    return x.reshape(*x.shape[:-1], heads, -1).swapaxes(-2, -3)
+
+
+def _split_reshaped(x: np.ndarray, heads: int) -> np.ndarray:
+    """The split as a reshape alone: [..., L, H·E] read straight as [..., H, L, E]."""
+    return x.reshape(*x.shape[:-2], heads, x.shape[-2], -1)
+
+
+def _merge(x: np.ndarray) -> np.ndarray:
+    """The right merge: [..., H, L, Ev] -> [..., L, H·Ev], the transpose first."""
+    return x.swapaxes(-2, -3).reshape(*x.shape[:-3], x.shape[-2], -1)
+
+
+def _merge_reshaped(x: np.ndarray) -> np.ndarray:
+    """The merge as a reshape alone: [..., H, L, Ev] read straight as [..., L, H·Ev]."""
+    return x.reshape(*x.shape[:-3], x.shape[-2], -1)
+
+
+def _merge_reversed(x: np.ndarray) -> np.ndarray:
+    """The merge with the heads concatenated last first."""
+    return _merge(x[..., ::-1, :, :])
+
+
+def rotate(
+    x: np.ndarray, positions: np.ndarray, theta: float, rotary_dim: int, interleaved: bool, denominator: int
+) -> np.ndarray | None:
+    """RoPE with the frequency denominator given apart from rotary_dim; None where the pairs do
+    not fit in x's features (a variant that rotates values of fewer features than rotary_dim)."""
+    half = rotary_dim // 2
+    if 2 * half > x.shape[-1]:
+        return None
+    angle = positions[..., :, None] * theta ** (-2.0 * np.arange(half) / denominator)  # [..., L, half]
+    if positions.ndim > 1:
+        angle = angle[..., None, :, :]
+    first = np.arange(0, 2 * half, 2) if interleaved else np.arange(half)
+    second = first + 1 if interleaved else first + half
+    a, b = x[..., first], x[..., second]
+    turned = x.copy()
+    turned[..., first] = a * np.cos(angle) - b * np.sin(angle)
+    turned[..., second] = a * np.sin(angle) + b * np.cos(angle)
+    return turned
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """How a variant rotates: the convention, the denominator, and whether values turn too."""
+
+    swapped: bool = False  # half-split read as interleaved, or the other way round
+    denominator_e: bool = False  # theta^(-2i/E) where it is theta^(-2i/rotary_dim)
+    values_too: bool = False
+
+
+def _rope_options(rope: dict, features: int) -> tuple[float, int, bool]:
+    rotary_dim = rope.get("rotary_dim")
+    return (
+        float(rope.get("theta", 10000.0)),
+        features if rotary_dim is None else rotary_dim,
+        rope.get("interleaved", False),
+    )
+
+
+def _turn(x: np.ndarray, positions: np.ndarray, rope: tuple, how: Rotation) -> np.ndarray | None:
+    theta, rotary_dim, interleaved = rope
+    denominator = x.shape[-1] if how.denominator_e else rotary_dim
+    return rotate(x, positions, theta, rotary_dim, interleaved != how.swapped, denominator)
+
+
+@np.errstate(all="ignore")
+def _layer(
+    inputs: dict,
+    params: dict,
+    *,
+    split: Callable[[np.ndarray, int], np.ndarray] = _split,
+    merge: Callable[[np.ndarray], np.ndarray] = _merge,
+    how: Rotation = Rotation(),
+) -> np.ndarray | None:
+    """The six steps of layer.py with each swappable, so that a variant changes exactly one."""
+    heads = params["num_heads"]
+    kv_heads = params["num_kv_heads"] or heads
+    x_q = inputs["x_q"]
+    x_kv = x_q if inputs["x_kv"] is None else inputs["x_kv"]
+    q = _linear(x_q, inputs["w_q"], inputs["b_q"])  # [B..., Lq, Hq·E]
+    k = _linear(x_kv, inputs["w_k"], inputs["b_k"])  # [B..., Lk, Hkv·E]
+    v = _linear(x_kv, inputs["w_v"], inputs["b_v"])  # [B..., Lk, Hkv·Ev]
+    q, k, v = split(q, heads), split(k, kv_heads), split(v, kv_heads)
+    if params["rope"] is not None:
+        rope = _rope_options(params["rope"], q.shape[-1])
+        positions = np.arange(x_q.shape[-2], dtype=np.float64)
+        q, k = _turn(q, positions, rope, how), _turn(k, positions, rope, how)
+        if how.values_too:
+            v = _turn(v, positions, rope, how)
+        if v is None:
+            return None
+    steps = reference.attention_steps(
+        q, k, v, inputs["attn_mask"], is_causal=params["is_causal"], scale=params["scale"],
+        enable_gqa=kv_heads != heads, softcap=params["softcap"],
+    )  # fmt: skip
+    return _linear(merge(steps.output), inputs["w_o"], inputs["b_o"])  # [B..., Lq, Dout]
+
+
+def _rope(inputs: dict, params: dict, how: Rotation) -> np.ndarray | None:
+    x, positions = inputs["x"], inputs["positions"]
+    rope = _rope_options(params, x.shape[-1])
+    return _turn(x, positions, rope, how)
+
+
+# ---- The variants: one mistake each, on a layer case or a RoPE case (kind), else None. ----
+
+
+def split_without_transpose(kind, inputs, params):
+    """The heads split by a reshape alone: [L, H·E] read straight as [H, L, E] takes the first
+    rows' features for head 0, so positions leak into heads."""
+    return _layer(inputs, params, split=_split_reshaped) if kind == "layer" else None
+
+
+def merge_without_transpose(kind, inputs, params):
+    """The heads merged by a reshape alone: [H, L, Ev] read straight as [L, H·Ev]."""
+    return _layer(inputs, params, merge=_merge_reshaped) if kind == "layer" else None
+
+
+def heads_in_wrong_order(kind, inputs, params):
+    """The merge concatenates the heads last first: head h's features belong at h·Ev."""
+    return _layer(inputs, params, merge=_merge_reversed) if kind == "layer" else None
+
+
+def rope_conventions_swapped(kind, inputs, params):
+    """Half-split pairs (i, i + rotary_dim/2) and interleaved pairs (2i, 2i+1) exchanged."""
+    how = Rotation(swapped=True)
+    if kind == "rope":
+        return _rope(inputs, params, how)
+    return _layer(inputs, params, how=how) if params["rope"] is not None else None
+
+
+def rope_applied_to_value(kind, inputs, params):
+    """RoPE turned the values too; it turns queries and keys only."""
+    if kind != "layer" or params["rope"] is None:
+        return None
+    return _layer(inputs, params, how=Rotation(values_too=True))
+
+
+def rope_denominator_e(kind, inputs, params):
+    """The frequency theta^(-2i/E) with E the feature size; it is theta^(-2i/rotary_dim)."""
+    how = Rotation(denominator_e=True)
+    if kind == "rope":
+        return _rope(inputs, params, how)
+    return _layer(inputs, params, how=how) if params["rope"] is not None else None
+
+
+@dataclass(frozen=True)
+class LayerMistake:
+    variant: Callable[..., np.ndarray | None] | None  # None: found by asking again (check.py)
+    name: str
+    says: str  # what check prints after "looks like"
+    # Where each lesson does the step right: a text on that line (or on the comment above it).
+    lesson_line: dict[str, str]
+
+    def pointer(self, language: str) -> str:
+        """What check prints after the mistake: the lesson's line that does the step right."""
+        where = lesson.place_in(LESSONS[language], self.lesson_line[language])
+        return "" if where is None else f" (the lesson does it right at {where})"
+
+
+SPLIT = {"JavaScript": "// Step 2: split heads", "Python": "# Step 2: split heads"}
+MERGE = {"JavaScript": "// Step 5: merge heads", "Python": "# Step 5: merge heads"}
+ROTATE = {"JavaScript": "// Step 3: rotate", "Python": "# Step 3: rotate"}
+PAIRS = {"JavaScript": "interleaved ? 2 * i : i", "Python": "if options.interleaved:"}
+DENOMINATOR = {"JavaScript": "is the denominator", "Python": "is the denominator"}
+PROJECT = {"JavaScript": "weight.data[o * ins + c]", "Python": "y = x @ weight.T"}
+
+WEIGHTS_NOT_TRANSPOSED = LayerMistake(
+    None,
+    "weights_not_transposed",
+    "x · W where nn.Linear computes x · Wᵀ: given every weight transposed, your code gives the right"
+    " output; the weights are stored [out, in] as nn.Linear stores them (w_q has a row per output)",
+    PROJECT,
+)
+LAYER_MISTAKES = (
+    LayerMistake(
+        split_without_transpose,
+        "split_without_transpose",
+        "the heads were split by a reshape alone: [L, H·E] becomes [L, H, E], then the transpose"
+        " to [H, L, E]; without it, head 0 takes the features of the first positions",
+        SPLIT,
+    ),
+    LayerMistake(
+        merge_without_transpose,
+        "merge_without_transpose",
+        "the heads were merged by a reshape alone: [H, L, Ev] is transposed to [L, H, Ev] first,"
+        " then reshaped to [L, H·Ev]",
+        MERGE,
+    ),
+    LayerMistake(
+        heads_in_wrong_order,
+        "heads_in_wrong_order",
+        "the heads were concatenated in the wrong order: head h's features are features h·Ev to"
+        " h·Ev + Ev - 1 of the merged row, head 0 first",
+        MERGE,
+    ),
+    LayerMistake(
+        rope_conventions_swapped,
+        "rope_conventions_swapped",
+        "the two RoPE conventions were swapped: half-split pairs feature i with i + rotary_dim/2"
+        " (interleaved = False), interleaved pairs 2i with 2i+1 (interleaved = True)",
+        PAIRS,
+    ),
+    LayerMistake(
+        rope_applied_to_value,
+        "rope_applied_to_value",
+        "RoPE was applied to the values too: it turns queries and keys only, so that their dot"
+        " product depends on the distance between positions; values are averaged as they are",
+        ROTATE,
+    ),
+    LayerMistake(
+        rope_denominator_e,
+        "rope_denominator_e",
+        "the frequency denominator is the feature size E: pair i turns by position ·"
+        " theta^(-2i/rotary_dim), and rotary_dim is less than E here",
+        DENOMINATOR,
+    ),
+)
+ALL = (*LAYER_MISTAKES, WEIGHTS_NOT_TRANSPOSED)
+
+
+def identify(kind: str, inputs: dict, params: dict, expected: np.ndarray, output: np.ndarray):
+    """The known layer or RoPE mistake `output` matches, among those that differ from the truth on
+    this case, or None."""
+    for mistake in LAYER_MISTAKES:
+        try:
+            wrong = mistake.variant(kind, inputs, params)
+        except (ValueError, IndexError, ZeroDivisionError, TypeError):
+            continue  # the mistake cannot run on this case's shapes
+        if wrong is None or same_values(wrong, expected):
+            continue  # the mistake makes no difference here
+        if same_values(output, wrong):
+            return mistake
+    return None

@@ -1,0 +1,139 @@
+// A learner's multi-head attention layer and RoPE in plain loops over nested arrays, with one
+// mistake switched on by name, for the tests of `attention-port check`'s layer and RoPE levels:
+// each layer mistake file exports makeLayer("<mistake>") and makeRotary("<mistake>"). The attention
+// inside is learner-base.mjs's, a learner's own; nothing here is the project's layer.
+import { makeAttention } from "./learner-base.mjs";
+
+const attend = makeAttention();
+const attendWeights = makeAttention("weights_returned"); // the same core, its weights instead
+
+const isMatrix = (x) => !Array.isArray(x[0][0]);
+/** f on every [L, F] matrix of x, keeping the dims before them. */
+const eachMatrix = (x, f) => (isMatrix(x) ? f(x) : x.map((m) => eachMatrix(m, f)));
+/** f on matching [L, F] matrices of x and y (x_q and x_kv share their batch dims). */
+const bothMatrices = (x, y, f) => (isMatrix(x) ? f(x, y) : x.map((m, n) => bothMatrices(m, y[n], f)));
+/** f on every [H, L, F] block of x (the dims before the heads are batch dims). */
+const eachBlock = (x, f) => (isMatrix(x[0]) ? f(x) : x.map((m) => eachBlock(m, f)));
+
+function linear(x, w, b, mistake) {
+  return eachMatrix(x, (rows) =>
+    rows.map((row) => {
+      if (mistake === "weights_not_transposed") {
+        // x · W: the weight read as [in, out]
+        return w[0].map((_, o) => row.reduce((s, xc, c) => s + xc * w[c][o], 0) + (b ? b[o] : 0));
+      }
+      return w.map((wo, o) => row.reduce((s, xc, c) => s + xc * wo[c], 0) + (b ? b[o] : 0));
+    }),
+  );
+}
+
+function split(x, heads, mistake) {
+  return eachMatrix(x, (rows) => {
+    const E = rows[0].length / heads;
+    if (mistake === "split_without_transpose") {
+      const flat = rows.flat(); // [L, H·E] read straight as [H, L, E]
+      return Array.from({ length: heads }, (_, h) =>
+        rows.map((_, l) => flat.slice((h * rows.length + l) * E, (h * rows.length + l + 1) * E)),
+      );
+    }
+    return Array.from({ length: heads }, (_, h) => rows.map((row) => row.slice(h * E, (h + 1) * E)));
+  });
+}
+
+function merge(x, mistake) {
+  return eachBlock(x, (heads) => {
+    const L = heads[0].length;
+    if (mistake === "merge_without_transpose") {
+      const flat = heads.flat(2); // [H, L, Ev] read straight as [L, H·Ev]
+      const width = flat.length / L;
+      return Array.from({ length: L }, (_, l) => flat.slice(l * width, (l + 1) * width));
+    }
+    const order = mistake === "heads_in_wrong_order" ? [...heads].reverse() : heads;
+    return Array.from({ length: L }, (_, l) => order.flatMap((head) => head[l]));
+  });
+}
+
+function rotateMatrix(rows, positions, { theta = 10000, rotaryDim = null, interleaved = false }, mistake) {
+  const E = rows[0].length;
+  const dim = rotaryDim ?? E;
+  const half = dim / 2;
+  const pairsInterleaved = mistake === "rope_conventions_swapped" ? !interleaved : interleaved;
+  return rows.map((row, l) => {
+    const out = [...row];
+    for (let i = 0; i < half; i++) {
+      const angle = positions[l] * theta ** ((-2 * i) / (mistake === "rope_denominator_e" ? E : dim));
+      const a = pairsInterleaved ? 2 * i : i;
+      const c = pairsInterleaved ? 2 * i + 1 : i + half;
+      out[a] = row[a] * Math.cos(angle) - row[c] * Math.sin(angle);
+      out[c] = row[a] * Math.sin(angle) + row[c] * Math.cos(angle);
+    }
+    return out;
+  });
+}
+
+export function makeRotary(mistake = null) {
+  return function applyRotary(x, positions, options = {}) {
+    const depth = (p) => (Array.isArray(p) ? 1 + depth(p[0]) : 0);
+    const dim = options.rotaryDim ?? null;
+    const E = eachMatrix(x, (rows) => rows[0].length);
+    const features = typeof E === "number" ? E : E.flat(Infinity)[0];
+    if (dim !== null && (dim % 2 !== 0 || dim < 2 || dim > features)) {
+      throw new Error(`rotaryDim must be even, from 2 to ${features}, got ${dim}`);
+    }
+    const walk = (part, pos) => {
+      if (isMatrix(part)) {
+        if (pos.length !== part.length) throw new Error(`${pos.length} positions for ${part.length} rows`);
+        return rotateMatrix(part, pos, options, mistake);
+      }
+      // positions [B..., L]: a batch dim of x that positions has too
+      return part.map((p, n) => walk(p, depth(pos) > 1 ? pos[n] : pos));
+    };
+    return walk(x, positions);
+  };
+}
+
+export function makeLayer(mistake = null) {
+  const applyRotary = makeRotary(mistake);
+  return function multiHeadAttention(xQ, xKv, params, options) {
+    const { numHeads, numKvHeads = null, attnMask = null, isCausal = false, scale = null } = options;
+    const { softcap = 0, rope = null, needWeights = false } = options;
+    const kvHeads = numKvHeads ?? numHeads;
+    if (rope !== null && xKv !== null) throw new Error("rope needs self-attention");
+    const D = eachMatrix(xQ, (rows) => rows[0].length);
+    const features = typeof D === "number" ? D : D.flat(Infinity)[0];
+    // A weight's outputs and inputs, as this learner reads the weights.
+    const untransposed = mistake === "weights_not_transposed";
+    const outs = (w) => (untransposed ? w[0].length : w.length);
+    const ins = (w) => (untransposed ? w.length : w[0].length);
+    if (ins(params.wQ) !== features) throw new Error(`wQ takes ${ins(params.wQ)} features, xQ has ${features}`);
+    if (outs(params.wQ) % numHeads !== 0) throw new Error(`wQ's outputs do not split into ${numHeads} heads`);
+    if (outs(params.wK) !== kvHeads * (outs(params.wQ) / numHeads)) {
+      throw new Error("wK's outputs do not match the heads");
+    }
+    const source = xKv ?? xQ;
+    // Step 1: project
+    let q = linear(xQ, params.wQ, params.bQ, mistake);
+    let k = linear(source, params.wK, params.bK, mistake);
+    let v = linear(source, params.wV, params.bV, mistake);
+    // Step 2: split heads
+    q = split(q, numHeads, mistake);
+    k = split(k, kvHeads, mistake);
+    v = split(v, kvHeads, mistake);
+    // Step 3: rotate queries and keys by their positions 0..L-1
+    if (rope !== null) {
+      const L = eachMatrix(xQ, (rows) => rows.length);
+      const length = typeof L === "number" ? L : L.flat(Infinity)[0];
+      const positions = Array.from({ length }, (_, l) => l);
+      const turn = (x) => eachBlock(x, (heads) => applyRotary(heads, positions, rope));
+      q = turn(q);
+      k = turn(k);
+      if (mistake === "rope_applied_to_value") v = turn(v);
+    }
+    // Step 4: attend, every head
+    const core = { attnMask, isCausal, scale, softcap, enableGqa: kvHeads !== numHeads };
+    const heads = attend(q, k, v, core);
+    // Steps 5 and 6: merge heads, out-project
+    const output = linear(merge(heads, mistake), params.wO, params.bO, mistake);
+    return needWeights ? { output, weights: attendWeights(q, k, v, core) } : output;
+  };
+}

@@ -1,0 +1,90 @@
+"""A learner's multi-head attention layer and RoPE in numpy, with one mistake switched on by name,
+for the tests of `attention-port check`'s layer and RoPE levels: each layer mistake file calls
+make_layer("<mistake>") and make_rotary("<mistake>"). The attention inside is learner_base.py's, a
+learner's own; nothing here is the project's layer."""
+
+import numpy as np
+from learner_base import make_attention
+
+attend = make_attention()
+attend_weights = make_attention("weights_returned")  # the same core, its weights instead
+
+
+def make_rotary(mistake=None):
+    def apply_rotary(x, positions, theta=10000.0, rotary_dim=None, interleaved=False):
+        x, positions = np.asarray(x, dtype=np.float64), np.asarray(positions, dtype=np.float64)
+        features = x.shape[-1]
+        dim = features if rotary_dim is None else rotary_dim
+        if dim % 2 or not 2 <= dim <= features:
+            raise ValueError(f"rotary_dim must be even, from 2 to {features}, got {dim}")
+        if positions.shape[-1] != x.shape[-2]:
+            raise ValueError(f"{positions.shape[-1]} positions for {x.shape[-2]} rows")
+        half = dim // 2
+        denominator = features if mistake == "rope_denominator_e" else dim
+        angle = positions[..., :, None] * theta ** (-2.0 * np.arange(half) / denominator)
+        if positions.ndim > 1:
+            angle = angle[..., None, :, :]  # every head of a batch row alike
+        if interleaved != (mistake == "rope_conventions_swapped"):
+            first, second = np.arange(0, dim, 2), np.arange(1, dim, 2)
+        else:
+            first, second = np.arange(half), np.arange(half, dim)
+        out = x.copy()
+        out[..., first] = x[..., first] * np.cos(angle) - x[..., second] * np.sin(angle)
+        out[..., second] = x[..., first] * np.sin(angle) + x[..., second] * np.cos(angle)
+        return out
+
+    return apply_rotary
+
+
+def make_layer(mistake=None):
+    rotary = make_rotary(mistake)
+
+    def linear(x, w, b):
+        y = x @ (w if mistake == "weights_not_transposed" else w.T)
+        return y if b is None else y + b
+
+    def split(x, heads):
+        if mistake == "split_without_transpose":
+            return x.reshape(*x.shape[:-2], heads, x.shape[-2], -1)
+        return np.swapaxes(x.reshape(*x.shape[:-1], heads, -1), -2, -3)
+
+    def merge(x):
+        heads, length, features = x.shape[-3:]
+        if mistake == "heads_in_wrong_order":
+            x = x[..., ::-1, :, :]
+        if mistake != "merge_without_transpose":
+            x = np.swapaxes(x, -2, -3)
+        return x.reshape(*x.shape[:-3], length, heads * features)
+
+    def multi_head_attention(
+        x_q, x_kv=None, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, num_heads,
+        num_kv_heads=None, attn_mask=None, is_causal=False, scale=None, softcap=0.0, rope=None,
+        need_weights=False,
+    ):  # fmt: skip
+        if rope is not None and x_kv is not None:
+            raise ValueError("rope needs self-attention")
+        kv_heads = num_kv_heads or num_heads
+        x_q = np.asarray(x_q, dtype=np.float64)
+        x_kv = x_q if x_kv is None else np.asarray(x_kv, dtype=np.float64)
+        w_q, w_k, w_v, w_o = (np.asarray(w, dtype=np.float64) for w in (w_q, w_k, w_v, w_o))
+        b_q, b_k, b_v, b_o = (
+            None if b is None else np.asarray(b, dtype=np.float64) for b in (b_q, b_k, b_v, b_o)
+        )
+        outs = (lambda w: w.shape[1]) if mistake == "weights_not_transposed" else (lambda w: w.shape[0])
+        if outs(w_q) % num_heads or outs(w_k) != kv_heads * (outs(w_q) // num_heads):
+            raise ValueError("the weights' outputs do not split into the heads")
+        q, k, v = linear(x_q, w_q, b_q), linear(x_kv, w_k, b_k), linear(x_kv, w_v, b_v)
+        q, k, v = split(q, num_heads), split(k, kv_heads), split(v, kv_heads)
+        if rope is not None:
+            positions = np.arange(x_q.shape[-2])
+            q, k = rotary(q, positions, **rope), rotary(k, positions, **rope)
+            if mistake == "rope_applied_to_value":
+                v = rotary(v, positions, **rope)
+        core = dict(is_causal=is_causal, scale=scale, softcap=softcap, enable_gqa=kv_heads != num_heads)
+        heads = np.asarray(attend(q, k, v, attn_mask, **core))
+        output = linear(merge(heads), w_o, b_o)
+        if need_weights:
+            return {"output": output, "weights": attend_weights(q, k, v, attn_mask, **core)}
+        return output
+
+    return multi_head_attention

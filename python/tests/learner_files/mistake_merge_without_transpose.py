@@ -1,0 +1,6 @@
+"""A learner's layer and RoPE with one mistake: merge_without_transpose."""
+
+from layer_base import make_layer, make_rotary
+
+multi_head_attention = make_layer("merge_without_transpose")
+apply_rotary = make_rotary("merge_without_transpose")
