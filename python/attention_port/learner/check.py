@@ -814,6 +814,8 @@ def check(
         for case in load_fixtures(fixtures_dir, kinds=KINDS):
             if "outside_contract" in case.tags:
                 continue  # the contract defines no answer there: nothing for a learner to match
+            if case.kind == "layer" and "cache" in case.tags:
+                continue  # the learner protocol carries no past_key/past_value yet: verify holds these
             if (
                 dtype != "float64"
                 and case.kind == "attention"
