@@ -24,8 +24,8 @@ PLACES: dict[str, dict[str, str | tuple[Path, str]]] = {
     "softcap": {"JavaScript": "Softcap squashes", "Python": "Softcap squashes"},
     "mask": {"JavaScript": "// Step 3: mask.", "Python": "# Step 3: mask."},
     "causal": {
-        "JavaScript": "Query i sits at position i + queryOffset",
-        "Python": "Query i sits at position i + query_offset",
+        "JavaScript": "may look at keys j <= i + queryOffset only",
+        "Python": "may look at keys j <= i + query_offset only",
     },
     "bool_mask": {"JavaScript": "cell === false", "Python": "True = may attend"},
     "float_mask": {"JavaScript": "a numeric mask is added", "Python": "a float mask is added"},
