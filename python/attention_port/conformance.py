@@ -47,7 +47,7 @@ class TestCase:
     __test__ = False  # a dataclass named Test*, not a pytest test class
 
     id: str
-    level: int  # `attention-port check`'s level, 1 (the tutorial) to 13 (edge cases)
+    level: int  # `attention-port check`'s level, 1 (the tutorial) to 14 (edge cases)
     tags: tuple[str, ...]
     description: str
     inputs: dict[str, Any]
@@ -102,7 +102,7 @@ def load_cases(
     *,
     folder: Path | str | None = None,
 ) -> list[TestCase]:
-    """Every case (or those of the `levels` asked for, 1-13, and that carry at least one of
+    """Every case (or those of the `levels` asked for, 1-14, and that carry at least one of
     `tags`), in the fixtures' order. `folder` reads another fixture folder (default: the package's)."""
     levels = None if levels is None else set(levels)
     tags = None if tags is None else set(tags)

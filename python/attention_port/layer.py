@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_port.inputs import AttentionInputError, to_array, to_mask_array
+from attention_port.inputs import AttentionInputError, describe_value, to_array, to_mask_array
 from attention_port.layer_inputs import (
     check_heads,
     check_layer_shapes,
+    check_past,
     check_positions,
     check_rope,
     check_rotary_options,
@@ -37,10 +38,13 @@ __all__ = ["AttentionInputError", "LayerResult", "apply_rotary", "multi_head_att
 
 @dataclass(frozen=True)
 class LayerResult:
-    """What need_weights asks for: the output and each head's weights."""
+    """What need_weights or return_cache asks for: the output, each head's weights (None unless
+    need_weights) and the cache after this call (None unless return_cache)."""
 
     output: np.ndarray  # [B..., Lq, Dout]
-    weights: np.ndarray  # [B..., Hq, Lq, Lk]  rows sum to 1, or are +0.0 when fully masked
+    weights: np.ndarray | None = None  # [B..., Hq, Lq, P+Lk]  rows sum to 1, or +0.0 when fully masked
+    present_key: np.ndarray | None = None  # [B..., Hkv, P+Lk, E]  past_key, then the new keys after RoPE
+    present_value: np.ndarray | None = None  # [B..., Hkv, P+Lk, Ev]  past_value, then the new values
 
 
 def apply_rotary(
@@ -113,9 +117,17 @@ def multi_head_attention(
     softcap: float = 0.0,
     rope: dict | None = None,
     need_weights: bool = False,
+    past_key=None,
+    past_value=None,
+    return_cache: bool = False,
 ):
     """Multi-head attention as a layer; x_kv None is self-attention. Returns the output
-    [B..., Lq, Dout], or with need_weights a LayerResult that also holds each head's weights."""
+    [B..., Lq, Dout], or with need_weights or return_cache a LayerResult that also holds each
+    head's weights or the cache.
+
+    past_key [B..., Hkv, P, E] and past_value [B..., Hkv, P, Ev] are the keys (after RoPE) and
+    values of P earlier positions: the new rows sit at positions P, P+1, ..., so RoPE turns them
+    there and the causal rule lets row i see keys j <= i + P (the core's query_offset = P)."""
     num_heads, num_kv_heads = check_heads(num_heads, num_kv_heads)
     if rope is not None and x_kv is not None:
         raise AttentionInputError(
@@ -136,6 +148,15 @@ def multi_head_attention(
         {n: None if b is None else b.shape for n, b in biases.items()}, num_heads, num_kv_heads,
     )  # fmt: skip
     rotary = None if rope is None else check_rope(rope, shapes.features)
+    if not isinstance(return_cache, bool):
+        raise AttentionInputError(
+            "value", f"return_cache must be a boolean, got {describe_value(return_cache)}"
+        )
+    past = {
+        name: None if p is None else to_array(name, p)
+        for name, p in (("past_key", past_key), ("past_value", past_value))
+    }
+    cached = check_past(*(None if p is None else p.shape for p in past.values()), x_q.shape, shapes)  # P
     mask = None if attn_mask is None else to_mask_array(attn_mask)
     batch = x_q.shape[:-2]  # B...
 
@@ -150,17 +171,23 @@ def multi_head_attention(
     k = k.reshape(*batch, -1, num_kv_heads, shapes.features).swapaxes(-2, -3)  # [B..., Hkv, Lk, E]
     v = v.reshape(*batch, -1, num_kv_heads, shapes.value_features).swapaxes(-2, -3)  # [B..., Hkv, Lk, Ev]
 
-    # Step 3: rotate. RoPE turns queries and keys (never values) by their positions 0..L-1.
+    # Step 3: rotate. RoPE turns queries and keys (never values) by their positions P..P+L-1:
+    # after a cache of P positions the new rows are rows P, P+1, ... of the sequence.
     if rotary is not None:
-        positions = np.arange(x_q.shape[-2], dtype=np.float64)  # [L]
+        positions = np.arange(cached, cached + x_q.shape[-2], dtype=np.float64)  # [L]
         q = rotate(q, positions, rotary)  # [B..., Hq, Lq, E]
         k = rotate(k, positions, rotary)  # [B..., Hkv, Lk, E]
+    # The cache: the earlier keys (already rotated) and values, then these, unchanged.
+    if past["past_key"] is not None:
+        k = np.concatenate([past["past_key"], k], axis=-2)  # [B..., Hkv, P+Lk, E]
+        v = np.concatenate([past["past_value"], v], axis=-2)  # [B..., Hkv, P+Lk, Ev]
 
     # Step 4: attend. The core, once for every head (query head h reads key/value head
-    # h // (Hq / Hkv) when there are fewer key/value heads).
+    # h // (Hq / Hkv) when there are fewer key/value heads); row i is at position i + P.
     steps = attention_steps(
-        q, k, v, mask, is_causal=is_causal, scale=scale, enable_gqa=num_kv_heads != num_heads, softcap=softcap
-    )
+        q, k, v, mask, is_causal=is_causal, scale=scale, enable_gqa=num_kv_heads != num_heads,
+        softcap=softcap, query_offset=cached,
+    )  # fmt: skip
     heads = steps.output  # [B..., Hq, Lq, Ev]  a fully-masked row is +0.0
 
     # Step 5: merge heads. The transpose back, then head h's feature e is feature h·Ev + e again.
@@ -171,6 +198,11 @@ def multi_head_attention(
     # Step 6: out-project. One more linear map mixes the heads; a fully-masked row gives b_o.
     output = linear(merged, weights["w_o"], biases["b_o"])  # [B..., Lq, Dout]
 
-    if need_weights:
-        return LayerResult(output=output, weights=steps.weights)  # weights [B..., Hq, Lq, Lk]
+    if need_weights or return_cache:
+        return LayerResult(
+            output=output,
+            weights=steps.weights if need_weights else None,  # [B..., Hq, Lq, P+Lk]
+            present_key=k if return_cache else None,  # [B..., Hkv, P+Lk, E]
+            present_value=v if return_cache else None,  # [B..., Hkv, P+Lk, Ev]
+        )
     return output

@@ -181,3 +181,57 @@ def check_positions(x: tuple[int, ...], positions: tuple[int, ...], values: list
             raise AttentionInputError(
                 "value", f"positions must be whole numbers >= 0, got {describe_value(p)}"
             )
+
+
+def check_past(
+    past_key: tuple[int, ...] | None,
+    past_value: tuple[int, ...] | None,
+    x_q: tuple[int, ...],
+    shapes: LayerShapes,
+) -> int:
+    """past_key [B..., Hkv, P, E] and past_value [B..., Hkv, P, Ev], both or neither: the cache of
+    earlier keys (after RoPE) and values, with the key/value heads (never expanded to Hq). Returns
+    P, the number of cached positions (0 without a cache)."""
+    if past_key is None and past_value is None:
+        return 0
+    for name, shape in (("past_key", past_key), ("past_value", past_value)):
+        if shape is None:
+            raise AttentionInputError(
+                "value", f"{name} is missing: past_key and past_value come together, give both or neither"
+            )
+    assert past_key is not None and past_value is not None
+    for name, shape, width, letter in (
+        ("past_key", past_key, shapes.features, "E"),
+        ("past_value", past_value, shapes.value_features, "Ev"),
+    ):
+        if len(shape) < 3:
+            raise AttentionInputError(
+                "rank",
+                f"{name} must have at least 3 dimensions ([Hkv, P, {letter}]),"
+                f" got shape {format_shape(shape)}",
+            )
+        if shape[:-3] != x_q[:-2]:
+            raise AttentionInputError(
+                "shape",
+                f"{name} has batch dims {format_shape(shape[:-3])} but x_q has {format_shape(x_q[:-2])}"
+                f" (x_q {format_shape(x_q)}, {name} {format_shape(shape)})",
+            )
+        if shape[-3] != shapes.num_kv_heads:
+            raise AttentionInputError(
+                "heads",
+                f"{name} has {shape[-3]} heads but the layer has num_kv_heads = {shapes.num_kv_heads}"
+                f" ({name} {format_shape(shape)}): the cache keeps the key/value heads, never expanded",
+            )
+        if shape[-1] != width:
+            raise AttentionInputError(
+                "shape",
+                f"{name} has feature size {shape[-1]} but the layer's heads have {letter} = {width}"
+                f" ({name} {format_shape(shape)})",
+            )
+    if past_key[-2] != past_value[-2]:
+        raise AttentionInputError(
+            "shape",
+            f"past_key holds {past_key[-2]} positions but past_value holds {past_value[-2]}"
+            f" (past_key {format_shape(past_key)}, past_value {format_shape(past_value)})",
+        )
+    return past_key[-2]

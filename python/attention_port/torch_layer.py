@@ -14,11 +14,12 @@ import torch
 import torch.nn.functional as F
 
 from attention_port import torch_port
-from attention_port.inputs import AttentionInputError, to_array, to_mask_array
+from attention_port.inputs import AttentionInputError, describe_value, to_array, to_mask_array
 from attention_port.layer import LayerResult
 from attention_port.layer_inputs import (
     check_heads,
     check_layer_shapes,
+    check_past,
     check_positions,
     check_rope,
     check_rotary_options,
@@ -75,9 +76,10 @@ def apply_rotary(x, positions, *, theta=10000.0, rotary_dim=None, interleaved=Fa
 def multi_head_attention(
     x_q, x_kv=None, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, num_heads,
     num_kv_heads=None, attn_mask=None, is_causal=False, scale=None, softcap=0.0, rope=None,
-    need_weights=False, device=None, dtype=None,
+    need_weights=False, past_key=None, past_value=None, return_cache=False, device=None, dtype=None,
 ):  # fmt: skip
-    """layer.multi_head_attention in torch: the same six steps, in `dtype` on `device`."""
+    """layer.multi_head_attention in torch: the same six steps, in `dtype` on `device`; the cache
+    (past_key, past_value, present_key, present_value) in that dtype too, copied bit for bit."""
     num_heads, num_kv_heads = check_heads(num_heads, num_kv_heads)
     if rope is not None and x_kv is not None:
         raise AttentionInputError(
@@ -100,6 +102,17 @@ def multi_head_attention(
         {n: None if b is None else tuple(b.shape) for n, b in biases.items()}, num_heads, num_kv_heads,
     )  # fmt: skip
     rotary = None if rope is None else check_rope(rope, shapes.features)
+    if not isinstance(return_cache, bool):
+        raise AttentionInputError(
+            "value", f"return_cache must be a boolean, got {describe_value(return_cache)}"
+        )
+    past = {
+        n: None if p is None else _tensor(n, p, device, dtype)
+        for n, p in (("past_key", past_key), ("past_value", past_value))
+    }
+    cached = check_past(
+        *(None if p is None else tuple(p.shape) for p in past.values()), tuple(x_q.shape), shapes
+    )  # P
     mask = None if attn_mask is None else to_mask_array(attn_mask)
     if mask is not None and mask.dtype != bool:
         mask = mask.astype(np.float64)
@@ -115,16 +128,20 @@ def multi_head_attention(
     k = k.unflatten(-1, (num_kv_heads, shapes.features)).transpose(-2, -3)  # [B..., Hkv, Lk, E]
     v = v.unflatten(-1, (num_kv_heads, shapes.value_features)).transpose(-2, -3)  # [B..., Hkv, Lk, Ev]
 
-    # Step 3: rotate.
+    # Step 3: rotate, at positions P..P+L-1.
     if rotary is not None:
-        positions = torch.arange(x_q.shape[-2], device=device)  # [L]
+        positions = torch.arange(cached, cached + x_q.shape[-2], device=device)  # [L]
         q = _rotate(q, positions, rotary)  # [B..., Hq, Lq, E]
         k = _rotate(k, positions, rotary)  # [B..., Hkv, Lk, E]
+    # The cache: the earlier keys and values, then these.
+    if past["past_key"] is not None:
+        k = torch.cat([past["past_key"], k], dim=-2)  # [B..., Hkv, P+Lk, E]
+        v = torch.cat([past["past_value"], v], dim=-2)  # [B..., Hkv, P+Lk, Ev]
 
     # Step 4: attend, with the torch port's core.
     steps = torch_port.attention_steps(
         q, k, v, mask, is_causal=is_causal, scale=scale, enable_gqa=num_kv_heads != num_heads,
-        softcap=softcap, device=device, dtype=dtype,
+        softcap=softcap, query_offset=cached, device=device, dtype=dtype,
     )  # fmt: skip
     heads = steps.output  # [B..., Hq, Lq, Ev]
 
@@ -133,8 +150,13 @@ def multi_head_attention(
 
     # Step 6: out-project.
     output = F.linear(merged, weights["w_o"], biases["b_o"])  # [B..., Lq, Dout]
-    if need_weights:
-        return LayerResult(output=output, weights=steps.weights)
+    if need_weights or return_cache:
+        return LayerResult(
+            output=output,
+            weights=steps.weights if need_weights else None,
+            present_key=k if return_cache else None,
+            present_value=v if return_cache else None,
+        )
     return output
 
 

@@ -19,6 +19,7 @@ from attention_port import cli
 from attention_port.fixtures import cases
 from attention_port.fixtures.reader import load_fixtures
 from attention_port.learner import check, layer_mistakes, lesson, mistakes
+from attention_port.learner.protocol import options_set
 from attention_port.learner.runner import LearnerProcess
 
 LEARNER_FILES = Path(__file__).parent / "learner_files"
@@ -84,8 +85,7 @@ def test_the_projects_ports_as_they_are_pass_every_level(port):
     assert "not attempted" not in text and "fail" not in text and "crash" not in text, text
     for n in range(1, TOTAL + 1):
         assert f"level {n} of {TOTAL}: " in text
-    # check asks no learner for a query offset: the decode cases are left out of its levels
-    invalid = [c for c in ALL_CASES if c.expects_error and "decode" not in c.tags]
+    invalid = [c for c in ALL_CASES if c.expects_error]  # query_offset's among them
     assert text.count(", as the project's ports)") == len(invalid)  # the right kind, every time
     assert f"invalid input — {len(invalid)} of {len(invalid)} refused\n" in text, text
     assert text.endswith(f"Every case of all {TOTAL} levels passes."), text
@@ -97,7 +97,8 @@ def test_the_projects_ports_as_they_are_pass_every_level(port):
 
 LAYER_LEVEL, ROPE_LEVEL = (level.name for level in cases.LAYER_LEVELS)
 LAYERED_TOTAL = TOTAL + len(cases.LAYER_LEVELS)
-LAYER_CASES = load_fixtures(FIXTURES_DIR, kinds=("layer", "rope"))
+# The layer's cases that check runs: not those with a cache, which the learner protocol cannot carry.
+LAYER_CASES = [c for c in load_fixtures(FIXTURES_DIR, kinds=("layer", "rope")) if "cache" not in c.tags]
 
 
 def test_every_layer_and_rope_case_is_on_one_of_the_two_levels_after_the_core():
@@ -121,7 +122,7 @@ def test_the_projects_layer_lessons_pass_the_layer_and_rope_levels(lesson):
 def test_a_file_with_only_the_layer_runs_only_the_layer_levels():
     code, text = run_check("layer-no-mistake.mjs")
     assert code == 0, text
-    assert "it has no scaledDotProductAttention, so levels 1-13 are not run" in text, text
+    assert "it has no scaledDotProductAttention, so levels 1-14 are not run" in text, text
     assert "level 1 of" not in text and "looks like" not in text, text
     assert text.endswith(f"Every case of levels {TOTAL + 1}-{LAYERED_TOTAL} passes."), text
 
@@ -252,6 +253,16 @@ MISTAKE_FILES = {
     "mistake-softcap_without_divide.mjs": ("softcap_without_divide", "scale and softcap"),
     "mistake-softcap_without_multiply.mjs": ("softcap_without_multiply", "scale and softcap"),
     "mistake_softcap_without_multiply.py": ("softcap_without_multiply", "scale and softcap"),
+    "mistake-query_offset_ignored.mjs": ("query_offset_ignored", "decoding after a cache (query_offset)"),
+    "mistake_query_offset_ignored.py": ("query_offset_ignored", "decoding after a cache (query_offset)"),
+    "mistake-query_offset_off_by_one.mjs": (
+        "query_offset_off_by_one",
+        "decoding after a cache (query_offset)",
+    ),
+    "mistake_query_offset_off_by_one.py": (
+        "query_offset_off_by_one",
+        "decoding after a cache (query_offset)",
+    ),
     "mistake-key_times_query.mjs": ("key_times_query", "the tutorial example"),
     "mistake_key_times_query.py": ("key_times_query", "the tutorial example"),
     "mistake-matmul_one_short.mjs": ("matmul_one_short", "the tutorial example"),
@@ -376,7 +387,7 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
     assert code == 1, text
     for n in (1, 2, 3):
         assert f"level {n} of {TOTAL}: {cases.LEVELS[n - 1].name} — " in text
-    assert "level 4 of 13: boolean masks — not attempted: your function takes no options" in text
+    assert "level 4 of 14: boolean masks — not attempted: your function takes no options" in text
     assert f"Stopped at level {level_number('batch and heads')} of {TOTAL}: batch and heads" in text
     assert text.count("cases pass") == 3, text
     # The TypeScript starter returns a wrongly shaped output at rank 3; the Python one's K.T reverses
@@ -501,15 +512,15 @@ def test_the_command_exit_codes(capsys):
     assert cli.main(["check", str(LEARNER_FILES / "no-such-file.mjs")]) == 2
     assert cli.main(["check", str(LEARNER_FILES / "mistake-scale_forgotten.mjs")]) == 1
     out = capsys.readouterr().out
-    assert "level 1 of 13: the tutorial example — 3 of 3 cases fail" in out
-    assert "Levels 2-13 were not run" in out
+    assert "level 1 of 14: the tutorial example — 3 of 3 cases fail" in out
+    assert "Levels 2-14 were not run" in out
 
 
 def test_all_runs_every_level_and_a_tensor_with_a_zero_size_dim_comes_with_its_shape():
     code, text = run_check("no-mistake.mjs", run_all=True)
     assert code == 1
     assert "Stopped" not in text
-    assert f"2 of {TOTAL} levels fail (levels 12-13)." in text
+    assert f"2 of {TOTAL} levels fail (levels 13-14)." in text
     # learner-base.mjs walks nested arrays only; an empty query [2, 0, 8] comes as {shape, data}.
     walk = _line_of("learner-base.mjs", "return q.map((qn, n) =>")
     assert (
@@ -577,9 +588,9 @@ def test_a_crash_on_invalid_input_is_told_apart_from_a_refusal(file, refusal, cr
     assert crash.format(line=line) in text, text
     crashes = [x for x in text.splitlines() if x.startswith("  error_") and ": refused by a crash " in x]
     passes = [x for x in text.splitlines() if x.startswith("  pass error_")]
-    level = next(x for x in text.splitlines() if x.startswith("level 12 of "))
+    level = next(x for x in text.splitlines() if x.startswith("level 13 of "))
     refused = len(passes) + len(crashes)
-    assert f"({refused} of 18 refused, {len(crashes)} by crashing; 17 not attempted:" in level, level
+    assert f"({refused} of 18 refused, {len(crashes)} by crashing; 22 not attempted:" in level, level
     assert crashes and passes
 
 
@@ -587,15 +598,16 @@ def test_cases_not_attempted_are_counted_in_the_summary():
     # no_softcap.py is the project's reference behind a signature without softcap.
     code, text = run_check("no_softcap.py")
     assert code == 0, text
+    # ... nor query_offset: the decode cases that set it are not attempted either.
     softcap = [
         c
         for c in load_fixtures(FIXTURES_DIR)
-        if c.params["softcap"] != 0 and "outside_contract" not in c.tags
+        if (c.params["softcap"] != 0 or "query_offset" in options_set(c)) and "outside_contract" not in c.tags
     ]
     levels = sorted({cases.level_of(c.tags) for c in softcap})
-    assert levels == [11, 12, 13]
+    assert levels == [11, 12, 13, 14]
     assert text.endswith(
-        f"Every case you attempted passes, but {len(softcap)} cases were not attempted (levels 11-13):"
+        f"Every case you attempted passes, but {len(softcap)} cases were not attempted (levels 11-14):"
         " see the level lines above."
     ), text
 
@@ -730,7 +742,7 @@ def test_a_file_that_cannot_be_loaded_again_after_a_hang_fails_its_cases_in_one_
         f"  fail tutorial_seq4_dk8: your code could not be started again: {path} threw while loading:"
         " RuntimeError: edited in the middle of the run\n" in text
     ), text
-    assert "Stopped at level 1 of 13: the tutorial example — 3 of 3 cases fail." in text, text
+    assert "Stopped at level 1 of 14: the tutorial example — 3 of 3 cases fail." in text, text
 
 
 @pytest.mark.parametrize(
@@ -789,7 +801,7 @@ def test_a_function_that_changes_the_callers_query_is_told_so(file):
     # copy check takes before each call can see it.
     code, text = run_check(file)
     assert code == 1, text
-    assert "level 1 of 13: the tutorial example — 3 of 3 cases fail" in text, text
+    assert "level 1 of 14: the tutorial example — 3 of 3 cases fail" in text, text
     assert "  fail tutorial_seq3_dk4: your function changed the caller's query\n" in text, text
     copy = "query.map((row) => [...row])" if file.endswith(".mjs") else "np.array(query)"
     assert (
@@ -805,7 +817,7 @@ def test_a_function_right_with_separate_arrays_but_wrong_with_one_as_query_and_k
     # every case passes; given one array as both, as the starter's demo calls it, the query doubles too.
     code, text = run_check(file)
     assert code == 1, text
-    assert "level 1 of 13: the tutorial example — 1 of 4 cases fail" in text, text
+    assert "level 1 of 14: the tutorial example — 1 of 4 cases fail" in text, text
     call = (
         "scaledDotProductAttention(Q, Q, V)"
         if file.endswith(".mjs")
@@ -821,7 +833,7 @@ def test_a_function_right_with_separate_arrays_but_wrong_with_one_as_query_and_k
 
 def test_the_projects_ports_and_a_correct_learner_pass_the_run_with_one_array_as_query_and_key():
     code, text = run_check("no-mistake.mjs")
-    assert "level 1 of 13: the tutorial example — 3 of 3 cases pass" in text, text
+    assert "level 1 of 14: the tutorial example — 3 of 3 cases pass" in text, text
     assert "one array as both" not in text
 
 

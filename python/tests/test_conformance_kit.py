@@ -71,9 +71,9 @@ def test_load_cases_filters_by_level_and_tag():
     assert {c.id for c in causal} == {c.id for c in every if "causal" in c.tags}
     first = conformance.load_cases(levels=[1])
     assert [c.id for c in first] == [c.id for c in every if c.level == 1] and first
-    assert {c.level for c in every} == set(range(1, 14))
-    with pytest.raises(ValueError, match=r"levels: 14 is not a level \(1 to 13\)"):
-        conformance.load_cases(levels=[14])
+    assert {c.level for c in every} == set(range(1, 15))
+    with pytest.raises(ValueError, match=r"levels: 15 is not a level \(1 to 14\)"):
+        conformance.load_cases(levels=[15])
     errors = conformance.load_cases(tags=["error"])
     assert all(c.expected_error is not None and c.expected_output is None for c in errors)
 

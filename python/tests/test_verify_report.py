@@ -101,16 +101,14 @@ def test_tag_selects_cases_that_carry_every_tag_given(capsys):
     assert status == 0
     lines = out.splitlines()[:-1]
     assert [line.split()[0] for line in lines] == [
-        "gqa_causal_masked",
-        "everything_at_once",
-        "decode_step_gqa",
-        "layer_gqa",
-    ]
+        "gqa_causal_masked", "everything_at_once", "decode_step_gqa", "layer_gqa", "layer_decode_gqa_cache",
+    ]  # fmt: skip
     assert all("gqa" in line.split() and "causal" in line.split() for line in lines)
-    # Both need grouped-query heads, the last level their tags name (scale and softcap come later).
+    # Each is at the last level its tags name: grouped-query heads, then scale and softcap, decoding.
     assert "level 10 (grouped-query heads)" in lines[0]
     assert "level 11 (scale and softcap)" in lines[1]
-    assert out.splitlines()[-1] == "4 cases"
+    assert "level 12 (decoding after a cache (query_offset))" in lines[2]
+    assert out.splitlines()[-1] == "5 cases"
 
 
 def test_an_unknown_tag_or_case_is_one_line_and_exit_2(capsys):

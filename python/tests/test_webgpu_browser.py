@@ -220,3 +220,35 @@ def test_a_prefill_and_decode_steps_give_the_rows_of_one_causal_pass(page):
         error = np.abs(np.asarray(answer["output"], dtype=np.float64) - TRUTH.output[..., start:end, :])
         used = float(np.max(error / budget[..., start:end, :]))
         assert used <= 1, f"rows {start}..{end - 1}: {used:.1%} of the budget"
+
+
+def test_a_layer_prefill_and_decode_steps_with_the_cache_give_one_causal_pass(page):
+    """test_layer_cache.py's prefill and decode steps through the shared layer over the WebGPU
+    port's core: each block's output and the final cache within float32's budget of the oracle's
+    whole pass."""
+    from test_layer_cache import BLOCKS, OPTIONS, TRUTH, WEIGHTS, X
+
+    params = {"wQ": WEIGHTS["w_q"], "wK": WEIGHTS["w_k"], "wV": WEIGHTS["w_v"], "wO": WEIGHTS["w_o"],
+              "bO": WEIGHTS["b_o"]}  # fmt: skip
+    params = {name: w.tolist() for name, w in params.items()}
+    options = {"numHeads": OPTIONS["num_heads"], "numKvHeads": OPTIONS["num_kv_heads"], "isCausal": True,
+               "rope": OPTIONS["rope"]}  # fmt: skip
+    budget = (
+        compare.K * compare.UNIT_ROUNDOFF["float32"] * TRUTH.error_scale
+        + compare.K * compare.TINY["float32"] * 13
+    )
+    cache: dict = {}
+    for start, rows in BLOCKS:
+        answer = page.call("layer", {"xQ": X[..., start : start + rows, :].tolist(), "params": params,
+                                     "options": {**options, **cache}})  # fmt: skip
+        cache = {"pastKey": answer["presentKey"], "pastValue": answer["presentValue"]}
+        error = np.abs(
+            np.asarray(answer["output"], dtype=np.float64) - TRUTH.output[..., start : start + rows, :]
+        )
+        used = float(np.max(error / budget[..., start : start + rows, :]))
+        assert used <= 1, f"rows {start}..{start + rows - 1}: {used:.1%} of the budget"
+    key_budget = (
+        compare.K * compare.UNIT_ROUNDOFF["float32"] * TRUTH.present_key_scale
+        + compare.K * compare.TINY["float32"] * 7
+    )
+    assert np.all(np.abs(np.asarray(cache["pastKey"]) - TRUTH.present_key) <= key_budget)

@@ -17,6 +17,7 @@ export const LEVELS: readonly { readonly name: string; readonly tags: readonly s
   { name: "cross-attention (Lq != Lk, Ev != E)", tags: ["cross", "ev"] },
   { name: "grouped-query heads", tags: ["gqa", "mqa"] },
   { name: "scale and softcap", tags: ["scale", "softcap"] },
+  { name: "decoding after a cache (query_offset)", tags: ["decode"] },
   { name: "invalid input", tags: ["error"] },
   {
     name: "edge cases (empty dims, NaN and +-inf, float64's extremes)",

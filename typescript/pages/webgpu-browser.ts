@@ -7,6 +7,7 @@
  *     attentionPort.bench(plan)        time one port call per cell on the given inputs
  *     attentionPort.adapter()          the adapter the port runs on, described
  *     attentionPort.attend(call)       one call on nested arrays, for the tests
+ *     attentionPort.layer(call)        one call of the shared layer over the port's core, for the tests
  *
  * Valid cases go through the flat entry with Float32Array tensors (the port computes in float32
  * whatever it is given, and judged in float32), invalid ones through the nested entry with their
@@ -18,7 +19,7 @@
 import type { FixtureTensor } from "../runners/fixtures.ts";
 import { type LayerCase, runLayerCase } from "../runners/layer-cases.ts";
 import { flatMask, float32Tensor, stepsJson, thrownJson } from "../runners/results.ts";
-import { layerWithAsync } from "../src/layer.ts";
+import { type LayerOptions, type LayerParams, type LayerResult, layerWithAsync } from "../src/layer.ts";
 import {
   type AdapterDescription,
   type AttentionOptions,
@@ -190,4 +191,16 @@ async function attend(call: {
   }
 }
 
-globalThis.attentionPort = { runFixtureCases, bench, adapter, attend };
+/** One call of the shared layer over the port's core on nested arrays (xKv null), with
+ * returnCache: the output and the cache, for the tests. */
+async function layer(call: {
+  readonly xQ: TensorInput;
+  readonly params: LayerParams;
+  readonly options: LayerOptions;
+}): Promise<LayerResult> {
+  const port = await device();
+  const run = layerWithAsync(port.attentionSteps.bind(port));
+  return await run(call.xQ, null, call.params, { ...call.options, returnCache: true });
+}
+
+globalThis.attentionPort = { runFixtureCases, bench, adapter, attend, layer };

@@ -5,7 +5,8 @@
  *
  * A case holds its inputs and options by their Python names (x_q, w_q, num_heads, rotary_dim);
  * here they become the TypeScript layer's (xQ, wQ, numHeads, rotaryDim). The answer is written
- * as cli.ts's results document writes an answer: {"output"} (and "weights" with needWeights).
+ * as cli.ts's results document writes an answer: {"output"} (and "weights" with needWeights,
+ * "present_key" and "present_value" with returnCache).
  */
 
 import { nest } from "../src/batching.ts";
@@ -50,12 +51,16 @@ function shapeOf(x: unknown): number[] {
 }
 
 function answerJson(result: NestedArray | LayerResult): string {
-  const { output, weights } = Array.isArray(result)
-    ? { output: result, weights: null }
-    : (result as { output: NestedArray; weights: NestedArray });
+  const { output, ...rest } = Array.isArray(result) ? { output: result } : (result as LayerResult);
   const parts = [`"output": ${tensorJson(shapeOf(output), output)}`];
-  if (weights !== null) {
-    parts.push(`"weights": ${tensorJson(shapeOf(weights), weights)}`);
+  for (const [name, tensor] of [
+    ["weights", rest.weights],
+    ["present_key", rest.presentKey],
+    ["present_value", rest.presentValue],
+  ] as const) {
+    if (tensor !== undefined) {
+      parts.push(`"${name}": ${tensorJson(shapeOf(tensor), tensor)}`);
+    }
   }
   return `{${parts.join(", ")}}`;
 }
@@ -100,6 +105,9 @@ export function runLayerCase(layer: AnyLayer, c: LayerCase): string | Promise<st
               Object.entries(rope).map(([k, v]) => [k === "rotary_dim" ? "rotaryDim" : k, v]),
             ),
       needWeights: p.need_weights as boolean,
+      pastKey: argument(c, "past_key"),
+      pastValue: argument(c, "past_value"),
+      ...("return_cache" in p ? { returnCache: p.return_cache as boolean } : {}),
     },
   );
   return result instanceof Promise ? result.then(answerJson) : answerJson(result);

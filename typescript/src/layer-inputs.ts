@@ -206,3 +206,70 @@ export function checkPositions(x: Shape, positions: Shape, values: ArrayLike<num
     }
   }
 }
+
+/** pastKey [B..., Hkv, P, E] and pastValue [B..., Hkv, P, Ev], both or neither: the cache of
+ * earlier keys (after RoPE) and values, with the key/value heads (never expanded to Hq). Returns
+ * P, the number of cached positions (0 without a cache). */
+export function checkPast(
+  pastKey: Shape | null,
+  pastValue: Shape | null,
+  xQ: Shape,
+  shapes: LayerShapes,
+): number {
+  const f = formatShape;
+  if (pastKey === null && pastValue === null) {
+    return 0;
+  }
+  for (const [name, shape] of [
+    ["pastKey", pastKey],
+    ["pastValue", pastValue],
+  ] as const) {
+    if (shape === null) {
+      throw new AttentionInputError(
+        "value",
+        `${name} is missing: pastKey and pastValue come together, give both or neither`,
+      );
+    }
+  }
+  const key = pastKey as Shape;
+  const value = pastValue as Shape;
+  for (const [name, shape, width, letter] of [
+    ["pastKey", key, shapes.features, "E"],
+    ["pastValue", value, shapes.valueFeatures, "Ev"],
+  ] as const) {
+    if (shape.length < 3) {
+      throw new AttentionInputError(
+        "rank",
+        `${name} must have at least 3 dimensions ([Hkv, P, ${letter}]), got shape ${f(shape)}`,
+      );
+    }
+    if (f(shape.slice(0, -3)) !== f(xQ.slice(0, -2))) {
+      throw new AttentionInputError(
+        "shape",
+        `${name} has batch dims ${f(shape.slice(0, -3))} but xQ has ${f(xQ.slice(0, -2))} (xQ ${f(xQ)}, ${name} ${f(shape)})`,
+      );
+    }
+    if (shape[shape.length - 3] !== shapes.numKvHeads) {
+      throw new AttentionInputError(
+        "heads",
+        `${name} has ${String(shape[shape.length - 3])} heads but the layer has numKvHeads = ${String(shapes.numKvHeads)}` +
+          ` (${name} ${f(shape)}): the cache keeps the key/value heads, never expanded`,
+      );
+    }
+    if (shape[shape.length - 1] !== width) {
+      throw new AttentionInputError(
+        "shape",
+        `${name} has feature size ${String(shape[shape.length - 1])} but the layer's heads have ${letter} = ${String(width)}` +
+          ` (${name} ${f(shape)})`,
+      );
+    }
+  }
+  if (key[key.length - 2] !== value[value.length - 2]) {
+    throw new AttentionInputError(
+      "shape",
+      `pastKey holds ${String(key[key.length - 2])} positions but pastValue holds ${String(value[value.length - 2])}` +
+        ` (pastKey ${f(key)}, pastValue ${f(value)})`,
+    );
+  }
+  return key[key.length - 2];
+}

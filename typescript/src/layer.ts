@@ -21,6 +21,7 @@ import {
   AttentionInputError,
   type AttentionOptions,
   type AttentionSteps,
+  describeValue,
   type MaskInput,
   type NestedArray,
   product,
@@ -31,6 +32,7 @@ import {
   type CheckedRope,
   checkHeads,
   checkLayerShapes,
+  checkPast,
   checkPositions,
   checkRope,
   checkRotaryOptions,
@@ -60,12 +62,19 @@ export interface LayerOptions {
   readonly softcap?: number;
   readonly rope?: RopeOptions | null;
   readonly needWeights?: boolean;
+  /** The keys (after RoPE) and values of P earlier positions: [B..., Hkv, P, E] and [B..., Hkv, P, Ev]. */
+  readonly pastKey?: TensorInput | null;
+  readonly pastValue?: TensorInput | null;
+  readonly returnCache?: boolean;
 }
 
-/** What needWeights asks for: the output and each head's weights. */
+/** What needWeights or returnCache asks for: the output, each head's weights (undefined unless
+ * needWeights) and the cache after this call (undefined unless returnCache). */
 export interface LayerResult {
   readonly output: NestedArray; // [B..., Lq, Dout]
-  readonly weights: NestedArray; // [B..., Hq, Lq, Lk]  rows sum to 1, or are +0.0 when fully masked
+  readonly weights?: NestedArray; // [B..., Hq, Lq, P+Lk]  rows sum to 1, or +0.0 when fully masked
+  readonly presentKey?: NestedArray; // [B..., Hkv, P+Lk, E]  pastKey, then the new keys after RoPE
+  readonly presentValue?: NestedArray; // [B..., Hkv, P+Lk, Ev]  pastValue, then the new values
 }
 
 /** An attention core: some port's attentionSteps. */
@@ -168,6 +177,19 @@ function splitHeads(x: Flat, heads: number, features: number): Flat {
   return { shape: [...x.shape.slice(0, -2), heads, L, features], data: out };
 }
 
+/** past [B..., H, P, w] then x [B..., H, L, w] along the positions: [B..., H, P+L, w], copied. */
+function appendRows(past: Flat, x: Flat): Flat {
+  const [P, width] = past.shape.slice(-2);
+  const L = x.shape[x.shape.length - 2];
+  const blocks = product(x.shape) / (L * width); // B... · H
+  const out = new Float64Array(blocks * (P + L) * width); // [B..., H, P+L, w]
+  for (let b = 0; b < blocks; b++) {
+    out.set(past.data.subarray(b * P * width, (b + 1) * P * width), b * (P + L) * width);
+    out.set(x.data.subarray(b * L * width, (b + 1) * L * width), (b * (P + L) + P) * width);
+  }
+  return { shape: [...x.shape.slice(0, -2), P + L, width], data: out };
+}
+
 /** [B..., H, L, Ev] -> [B..., L, H·Ev]: the transpose back, head h's feature e is h·Ev + e again. */
 function mergeHeads(x: Flat): Flat {
   const [heads, L, features] = x.shape.slice(-3);
@@ -197,7 +219,7 @@ interface Layer {
     xQ: TensorInput,
     xKv: TensorInput | null,
     params: LayerParams,
-    options: LayerOptions & { readonly needWeights: true },
+    options: LayerOptions & ({ readonly needWeights: true } | { readonly returnCache: true }),
   ): LayerResult;
   (...args: LayerArguments): NestedArray;
 }
@@ -206,7 +228,7 @@ interface AsyncLayer {
     xQ: TensorInput,
     xKv: TensorInput | null,
     params: LayerParams,
-    options: LayerOptions & { readonly needWeights: true },
+    options: LayerOptions & ({ readonly needWeights: true } | { readonly returnCache: true }),
   ): Promise<LayerResult>;
   (...args: LayerArguments): Promise<NestedArray>;
 }
@@ -236,6 +258,9 @@ function layerOver(
     softcap = 0,
     rope = null,
     needWeights = false,
+    pastKey = null,
+    pastValue = null,
+    returnCache = false,
   } = options;
   const [numHeads, numKvHeads] = checkHeads(options.numHeads, options.numKvHeads);
   if (rope !== null && xKv !== null) {
@@ -265,6 +290,15 @@ function layerOver(
     numKvHeads,
   );
   const rotary = rope === null ? null : checkRope(rope, shapes.features);
+  if (typeof returnCache !== "boolean") {
+    throw new AttentionInputError(
+      "value",
+      `returnCache must be a boolean, got ${describeValue(returnCache)}`,
+    );
+  }
+  const pastK = pastKey == null ? null : toArray("pastKey", pastKey);
+  const pastV = pastValue == null ? null : toArray("pastValue", pastValue);
+  const cached = checkPast(shapeOf(pastK), shapeOf(pastV), x.shape, shapes); // P
 
   // Step 1: project. Three learned linear maps read queries, keys and values out of the inputs.
   let q = linear(x, wQ, bQ); // [B..., Lq, Hq·E]
@@ -277,17 +311,30 @@ function layerOver(
   k = splitHeads(k, numKvHeads, shapes.features); // [B..., Hkv, Lk, E]
   v = splitHeads(v, numKvHeads, shapes.valueFeatures); // [B..., Hkv, Lk, Ev]
 
-  // Step 3: rotate. RoPE turns queries and keys (never values) by their positions 0..L-1.
+  // Step 3: rotate. RoPE turns queries and keys (never values) by their positions P..P+L-1:
+  // after a cache of P positions the new rows are rows P, P+1, ... of the sequence.
   if (rotary !== null) {
     const L = x.shape[x.shape.length - 2];
-    const positions = { shape: [L], data: Float64Array.from({ length: L }, (_, l) => l) }; // [L]
+    const positions = { shape: [L], data: Float64Array.from({ length: L }, (_, l) => cached + l) }; // [L]
     q = rotate(q, positions, rotary); // [B..., Hq, Lq, E]
     k = rotate(k, positions, rotary); // [B..., Hkv, Lk, E]
   }
+  // The cache: the earlier keys (already rotated) and values, then these, unchanged.
+  if (pastK !== null && pastV !== null) {
+    k = appendRows(pastK, k); // [B..., Hkv, P+Lk, E]
+    v = appendRows(pastV, v); // [B..., Hkv, P+Lk, Ev]
+  }
 
   // Step 4: attend. The core, once for every head (query head h reads key/value head
-  // h // (Hq / Hkv) when there are fewer key/value heads).
-  const attended = core(q, k, v, { attnMask, isCausal, scale, softcap, enableGqa: numKvHeads !== numHeads });
+  // h // (Hq / Hkv) when there are fewer key/value heads); row i is at position i + P.
+  const attended = core(q, k, v, {
+    attnMask,
+    isCausal,
+    scale,
+    softcap,
+    enableGqa: numKvHeads !== numHeads,
+    queryOffset: cached,
+  });
   // The rest waits for the core where it answers later (the WebGPU port's runs on the GPU).
   return attended instanceof Promise ? attended.then(finish) : finish(attended);
 
@@ -301,10 +348,19 @@ function layerOver(
     const output = linear(merged, wO, bO); // [B..., Lq, Dout]
 
     const nested = nest(output.data, output.shape) as NestedArray;
-    return needWeights ? { output: nested, weights: steps.weights } : nested;
+    if (!needWeights && !returnCache) {
+      return nested;
+    }
+    return {
+      output: nested,
+      weights: needWeights ? steps.weights : undefined, // [B..., Hq, Lq, P+Lk]
+      presentKey: returnCache ? (nest(k.data, k.shape) as NestedArray) : undefined, // [B..., Hkv, P+Lk, E]
+      presentValue: returnCache ? (nest(v.data, v.shape) as NestedArray) : undefined, // [B..., Hkv, P+Lk, Ev]
+    };
   }
 }
 
 /** Multi-head attention as a layer, over the readable core (attention.ts); xKv null is
- * self-attention. The output [B..., Lq, Dout], or with needWeights { output, weights }. */
+ * self-attention. The output [B..., Lq, Dout], or with needWeights or returnCache
+ * { output, weights, presentKey, presentValue }. */
 export const multiHeadAttention = layerWith(attentionSteps);

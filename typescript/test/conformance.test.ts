@@ -32,7 +32,7 @@ describe("loadCases", () => {
     );
     assert.deepEqual(
       [...new Set(every.map((c) => c.level))].sort((a, b) => a - b),
-      Array.from({ length: 13 }, (_, n) => n + 1),
+      Array.from({ length: 14 }, (_, n) => n + 1),
     );
     const causal = loadCases({ tags: ["causal"] });
     assert.ok(causal.length > 3 && causal.every((c) => c.tags.includes("causal")));
@@ -41,7 +41,7 @@ describe("loadCases", () => {
       first.map((c) => c.id),
       every.filter((c) => c.level <= 2).map((c) => c.id),
     );
-    assert.throws(() => loadCases({ levels: [0] }), /levels: 0 is not a level \(1 to 13\)/);
+    assert.throws(() => loadCases({ levels: [0] }), /levels: 0 is not a level \(1 to 14\)/);
     const invalid = loadCases({ tags: ["error"] });
     assert.ok(invalid.every((c) => c.expected.error !== null && c.rule === null));
   });

@@ -33,6 +33,8 @@ function pythonSpelling(message: string): string {
     ["xKv", "x_kv"],
     ["xQ", "x_q"],
     ["attnMask", "attn_mask"],
+    ["pastKey", "past_key"],
+    ["pastValue", "past_value"],
   ];
   for (const p of "wb") {
     for (const c of "QKVO") {

@@ -136,9 +136,12 @@ def normalize_message(message: str) -> str:
         ("enableGqa", "enable_gqa"),
         ("isCausal", "is_causal"),
         ("memoryLimit", "memory_limit"),
-        ("queryOffset", "query_offset"),
         ("numKvHeads", "num_kv_heads"),
         ("numHeads", "num_heads"),
+        ("pastKey", "past_key"),
+        ("pastValue", "past_value"),
+        ("queryOffset", "query_offset"),
+        ("returnCache", "return_cache"),
         ("rotaryDim", "rotary_dim"),
         ("xKv", "x_kv"),
         ("xQ", "x_q"),
@@ -538,6 +541,17 @@ def _layer_target(case: FixtureCase, dtype: str, actual: np.ndarray) -> np.ndarr
     return np.where(exact & (np.asarray(actual, dtype=np.float64) == rounded), rounded, expected.output)
 
 
+def _cache_budget(case: FixtureCase, name: str, dtype: str) -> np.ndarray:
+    """present_key's or present_value's budget: the copied past exactly (as the port's dtype holds
+    it), the new keys and values as projections (RoPE's phase included in their yardstick)."""
+    expected = getattr(case.expected, name)
+    scale = getattr(case.expected, name + "_scale")
+    terms = case.inputs["w_k" if name == "present_key" else "w_v"].shape[1] + 1
+    held = np.abs(_rounded(expected, dtype) - expected)
+    budget = K * UNIT_ROUNDOFF[dtype] * scale + K * TINY[dtype] * terms
+    return np.where(scale == 0, held, budget)
+
+
 def _rounded(x: np.ndarray, dtype: str) -> np.ndarray:
     """x rounded to nearest in a port's dtype, back in float64."""
     x = np.asarray(x, dtype=np.float64)
@@ -555,11 +569,13 @@ def _no_attention(case: FixtureCase) -> np.ndarray:
     exclude every one): their layer output is b_o."""
     x_q = case.inputs["x_q"]
     x_kv = x_q if case.inputs.get("x_kv") is None else case.inputs["x_kv"]
-    lq, lk = x_q.shape[-2], x_kv.shape[-2]
+    past = case.inputs.get("past_key")
+    cached = 0 if past is None else past.shape[-2]  # P: row i sits at position i + P
+    lq, lk = x_q.shape[-2], cached + x_kv.shape[-2]
     heads = case.params["num_heads"]
     allowed = np.ones((*x_q.shape[:-2], heads, lq, lk), dtype=bool)
     if case.params["is_causal"]:
-        allowed &= np.tri(lq, lk, dtype=bool)
+        allowed &= np.tri(lq, lk, k=cached, dtype=bool)
     mask = case.inputs.get("attn_mask")
     if mask is not None:
         allowed &= mask if mask.dtype == bool else np.broadcast_to(mask != -np.inf, allowed.shape)
@@ -588,6 +604,13 @@ def judge_layer(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) ->
         checks.insert(
             0, check_step("weights", steps["weights"], expected.weights, budget, positive_zero=masked)
         )
+    if expected.present_key is not None:
+        for name in ("present_key", "present_value"):
+            if name not in steps:
+                return verdict(False, problem=f"return_cache gave no {name}")
+            checks.insert(
+                -1, check_step(name, steps[name], getattr(expected, name), _cache_budget(case, name, dtype))
+            )
     output = checks[-1]
     passed = all(c.passed for c in checks)
     shared = ("budget_used", "max_abs_error", "index", "actual", "expected")

@@ -22,6 +22,9 @@ from attention_port.harness.node import DEFAULT_TIMEOUT, NodeError, run_typescri
 from attention_port.inputs import AttentionInputError
 from attention_port.port_table import BY_NAME, ROWS, PortRow
 
+# What a results document may hold for a case: the core's steps, and the layer's cache.
+ANSWERED = (*STEPS, "present_key", "present_value")
+
 
 @dataclass(frozen=True)
 class PortRun:
@@ -51,10 +54,14 @@ def _layer_answer(layer_module, case: FixtureCase, **extra) -> PortAnswer:
         result = layer_module.multi_head_attention(
             inputs["x_q"], inputs["x_kv"], **arguments, **params, **extra
         )
-        if params["need_weights"]:
-            return PortAnswer(
-                steps={"output": _as_float64(result.output), "weights": _as_float64(result.weights)}
-            )
+        if params["need_weights"] or params.get("return_cache"):
+            parts = {
+                "output": result.output,
+                "weights": result.weights,
+                "present_key": result.present_key,
+                "present_value": result.present_value,
+            }
+            return PortAnswer(steps={n: _as_float64(x) for n, x in parts.items() if x is not None})
         return PortAnswer(steps={"output": _as_float64(result)})
     except AttentionInputError as error:
         return PortAnswer(error=(error.kind, str(error)))
@@ -187,7 +194,7 @@ def decode_typescript_answer(entry: object) -> PortAnswer:
     if "crash" in entry:
         return PortAnswer(crash=str(entry["crash"]))
     try:
-        return PortAnswer(steps={name: decode_tensor(entry[name]) for name in STEPS if name in entry})
+        return PortAnswer(steps={name: decode_tensor(entry[name]) for name in ANSWERED if name in entry})
     except (ValueError, TypeError) as error:
         return PortAnswer(crash=f"malformed result: {error}")
 

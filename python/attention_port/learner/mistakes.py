@@ -21,9 +21,9 @@ import numpy as np
 from attention_port import reference
 
 
-def _top_left(query_length: int, key_length: int) -> np.ndarray:
-    """The right causal mask: query i sees keys j <= i."""
-    return np.tri(query_length, key_length, dtype=bool)  # [Lq, Lk]
+def _causal(query_length: int, key_length: int, query_offset: int) -> np.ndarray:
+    """The right causal mask: query i sees keys j <= i + query_offset (0: top-left)."""
+    return np.tri(query_length, key_length, query_offset, dtype=bool)  # [Lq, Lk]
 
 
 def _consecutive(query_heads: int, kv_heads: int) -> np.ndarray:
@@ -42,12 +42,13 @@ def _attention(
     scale=None,
     enable_gqa=False,
     softcap=0.0,
+    query_offset=0,
     scale_of: Callable[[int, float | None], float] = lambda e, s: 1 / math.sqrt(e) if s is None else s,
     scores_of: Callable[[np.ndarray, np.ndarray], np.ndarray] = lambda q, k: q @ np.swapaxes(k, -1, -2),
     cap: Callable[[np.ndarray, float], np.ndarray] = lambda x, c: c * np.tanh(x / c),
     blocked: float = -np.inf,
     softmax: Callable[[np.ndarray], np.ndarray] = reference.softmax,
-    causal: Callable[[int, int], np.ndarray] = _top_left,
+    causal: Callable[[int, int, int], np.ndarray] = _causal,
     kv_heads_of: Callable[[int, int], np.ndarray] = _consecutive,
     mask_allows: Callable[[np.ndarray], np.ndarray] = lambda m: m,
     float_mask_as: Callable[[np.ndarray], tuple[np.ndarray | None, np.ndarray]] = lambda m: (None, m),
@@ -64,7 +65,7 @@ def _attention(
         logits = cap(logits, softcap)
     allowed = np.ones(logits.shape, dtype=bool)
     if is_causal:
-        allowed &= causal(logits.shape[-2], logits.shape[-1])
+        allowed &= causal(logits.shape[-2], logits.shape[-1], query_offset)
     if attn_mask is not None:
         mask = np.asarray(attn_mask)
         if mask.dtype == bool:
@@ -170,7 +171,7 @@ def causal_bottom_right(query, key, value, attn_mask=None, **options):
     if not options.get("is_causal"):
         return None
 
-    def bottom_right(query_length, key_length):
+    def bottom_right(query_length, key_length, query_offset):
         return np.tri(query_length, key_length, key_length - query_length, dtype=bool)
 
     return _attention(query, key, value, attn_mask, **options, causal=bottom_right)
@@ -229,7 +230,27 @@ def causal_diagonal_hidden(query, key, value, attn_mask=None, **options):
     if not options.get("is_causal"):
         return None
     return _attention(
-        query, key, value, attn_mask, **options, causal=lambda lq, lk: np.tri(lq, lk, -1, dtype=bool)
+        query, key, value, attn_mask, **options, causal=lambda lq, lk, p: np.tri(lq, lk, p - 1, dtype=bool)
+    )
+
+
+def query_offset_ignored(query, key, value, attn_mask=None, **options):
+    """query_offset ignored: the causal rule aligned top-left (query i sees keys j <= i) for rows
+    that come after P cached keys, so a decode step sees only the first keys of the cache."""
+    if not options.get("is_causal") or not options.get("query_offset"):
+        return None
+    return _attention(
+        query, key, value, attn_mask, **options, causal=lambda lq, lk, p: np.tri(lq, lk, 0, dtype=bool)
+    )
+
+
+def query_offset_off_by_one(query, key, value, attn_mask=None, **options):
+    """query_offset counted one too far: query i sees keys j <= i + P + 1, one key past its own
+    position (the new row's position is P + i, counting from 0)."""
+    if not options.get("is_causal") or not options.get("query_offset"):
+        return None
+    return _attention(
+        query, key, value, attn_mask, **options, causal=lambda lq, lk, p: np.tri(lq, lk, p + 1, dtype=bool)
     )
 
 
@@ -443,6 +464,20 @@ MISTAKES = (
         "the float mask was read as yes/no: a float mask is added to the logits (-Infinity blocks a"
         " key, 0 leaves its logit as it is, -1e4 is just a number)",
         topic="float_mask",
+    ),
+    # Before the causal rule's own mistakes: a decode row that ignores or miscounts the offset can
+    # give what one of those gives on that case, and the offset is the thing to name.
+    Mistake(
+        query_offset_ignored,
+        "query_offset was ignored: after P cached keys, query i sits at position i + P and sees"
+        " keys j <= i + query_offset, not only j <= i",
+        topic="causal",
+    ),
+    Mistake(
+        query_offset_off_by_one,
+        "query_offset is off by one: query i sees keys j <= i + query_offset (its own position"
+        " included), not j <= i + query_offset + 1",
+        topic="causal",
     ),
     Mistake(
         causal_ignored,

@@ -89,6 +89,10 @@ def read_answer(line: str) -> dict | None:
     return message if isinstance(message, dict) else None
 
 
+def _is_zero(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == 0
+
+
 def options_set(case: FixtureCase) -> dict[str, object]:
     """The options a case sets (those not at their default), by their Python names. A learner is
     given only these, so its own defaults apply to the rest."""
@@ -100,6 +104,7 @@ def options_set(case: FixtureCase) -> dict[str, object]:
         "scale": chosen["scale"] is None,
         "enable_gqa": chosen["enable_gqa"] is False,
         "softcap": isinstance(softcap, (int, float)) and not isinstance(softcap, bool) and softcap == 0,
+        "query_offset": _is_zero(chosen.get("query_offset", 0)),
     }
     return {name: value for name, value in chosen.items() if not at_default[name]}
 

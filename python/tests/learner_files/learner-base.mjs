@@ -53,8 +53,11 @@ function attend2d(q, k, v, maskCell, options, mistake) {
       else if (cap > 0) s = cap * Math.tanh(s / cap);
       let allowed = true;
       if (options.isCausal && mistake !== "causal_ignored") {
-        let limit = mistake === "causal_bottom_right" ? i + Lk - Lq : i;
-        if (mistake === "causal_diagonal_hidden") limit = i - 1;
+        const offset = options.queryOffset ?? 0;
+        let limit = mistake === "causal_bottom_right" ? i + Lk - Lq : i + offset;
+        if (mistake === "causal_diagonal_hidden") limit = i + offset - 1;
+        if (mistake === "query_offset_ignored") limit = i;
+        if (mistake === "query_offset_off_by_one" && offset > 0) limit = i + offset + 1;
         if (j > limit) allowed = false;
       }
       if (maskCell !== null) {

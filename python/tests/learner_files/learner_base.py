@@ -7,7 +7,15 @@ import numpy as np
 
 def make_attention(mistake=None):
     def scaled_dot_product_attention(
-        query, key, value, attn_mask=None, is_causal=False, scale=None, enable_gqa=False, softcap=0.0
+        query,
+        key,
+        value,
+        attn_mask=None,
+        is_causal=False,
+        scale=None,
+        enable_gqa=False,
+        softcap=0.0,
+        query_offset=0,
     ):
         q, k, v = (np.asarray(x, dtype=np.float64) for x in (query, key, value))
         if enable_gqa and q.ndim >= 3 and q.shape[-3] != k.shape[-3]:
@@ -29,7 +37,11 @@ def make_attention(mistake=None):
             logits = softcap * np.tanh(logits / softcap)
         allowed = np.ones(logits.shape, dtype=bool)
         if is_causal and mistake != "causal_ignored":
-            diagonal = -1 if mistake == "causal_diagonal_hidden" else 0
+            diagonal = query_offset - 1 if mistake == "causal_diagonal_hidden" else query_offset
+            if mistake == "query_offset_ignored":
+                diagonal = 0
+            elif mistake == "query_offset_off_by_one" and query_offset > 0:
+                diagonal = query_offset + 1
             allowed &= np.tri(logits.shape[-2], logits.shape[-1], diagonal, dtype=bool)
         if attn_mask is not None:
             mask = np.asarray(attn_mask)
