@@ -3,6 +3,7 @@
  * TypeScript spelling, what typescript/conformance/fixture-data.ts gives and the npm package embeds.
  */
 
+import type { FixtureCase } from "../runners/fixtures.ts"; // a type only: nothing of Node is bundled
 import type { ErrorKind } from "../src/inputs.ts";
 import type { RuleValues } from "./judge.ts";
 
@@ -19,18 +20,8 @@ export interface RawCase {
   readonly id: string;
   readonly description: string;
   readonly tags: readonly string[];
-  readonly inputs: {
-    readonly query: unknown;
-    readonly key: unknown;
-    readonly value: unknown;
-    readonly attnMask: unknown;
-  };
-  readonly params: {
-    readonly isCausal: unknown;
-    readonly scale: unknown;
-    readonly enableGqa: unknown;
-    readonly softcap: unknown;
-  };
+  readonly inputs: FixtureCase["inputs"];
+  readonly params: FixtureCase["params"];
   readonly expected: (Omit<RuleValues, "scoreBound"> & { readonly scoreBound: number }) | null;
   readonly expectedError: { readonly kind: ErrorKind; readonly message: string } | null;
 }
