@@ -319,7 +319,7 @@ def malformed_problems(draw):
 TYPESCRIPT_ERRORS = """
 import * as attention from "%(src)s/attention.ts";
 import * as flash from "%(src)s/flash.ts";
-import * as simd from "%(src)s/simd.ts";
+import * as simd from "%(src)s/simd-node.ts"; // Node's entry: it reads the kernel from disk
 let text = "";
 for await (const chunk of process.stdin) text += chunk;
 const answers = JSON.parse(text).map((p) =>
