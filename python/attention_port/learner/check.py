@@ -341,6 +341,17 @@ def _threw(reply: Reply) -> str:
     return f"your code crashed{f' at {reply.where}' if reply.where else ''}: {what}"
 
 
+def _no_steps_problem(reply: Reply, timeout: float) -> str:
+    """What went wrong when the learner's process gave no steps: it hung, died, answered something
+    unreadable or threw."""
+    return {
+        "hang": f"no answer within {timeout:g} s (an endless loop?); the next case gets a fresh process",
+        "died": reply.message,
+        "bad": reply.message,
+        "threw": _threw(reply) if reply.how == "threw" else "",
+    }[reply.how]
+
+
 def judge_valid(
     case: FixtureCase, reply: Reply, timeout: float, language: str = "JavaScript", dtype: str = "float64"
 ) -> CaseResult:
@@ -349,12 +360,7 @@ def judge_valid(
     prefix = f"{case.id}:"
     description = f"    {spoken(case.description, language)}"
     if reply.how != "steps":
-        problem = {
-            "hang": f"no answer within {timeout:g} s (an endless loop?); the next case gets a fresh process",
-            "died": reply.message,
-            "bad": reply.message,
-            "threw": _threw(reply) if reply.how == "threw" else "",
-        }[reply.how]
+        problem = _no_steps_problem(reply, timeout)
         verdict = compare.judge(case, LEARNER, dtype, PortAnswer(crash=problem))
         hint = _case_hint(case, language, reply) if reply.how == "threw" else None
         return _result(case, verdict, [f"{prefix} {problem}", description], hint)
@@ -494,12 +500,7 @@ def judge_layer_valid(
     prefix = f"{case.id}:"
     description = f"    {spoken(case.description, language)}"
     if reply.how != "steps":
-        problem = {
-            "hang": f"no answer within {timeout:g} s (an endless loop?); the next case gets a fresh process",
-            "died": reply.message,
-            "bad": reply.message,
-            "threw": _threw(reply) if reply.how == "threw" else "",
-        }[reply.how]
+        problem = _no_steps_problem(reply, timeout)
         named = (
             _layer_mistake(case, None, language, ask_again, dtype) if reply.how in ("threw", "bad") else None
         )

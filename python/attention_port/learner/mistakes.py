@@ -277,6 +277,14 @@ def key_times_query(query, key, value, attn_mask=None, **options):
     )
 
 
+def _scores_one_feature_short(q, k):
+    return q[..., :-1] @ np.swapaxes(k[..., :-1], -1, -2)  # [..., Lq, Lk] without the last feature
+
+
+def _weighted_one_key_short(w, k, v):
+    return w[..., :-1] @ v[..., :-1, :]  # [..., Lq, Ev] without the last key's value
+
+
 def last_feature_dropped(query, key, value, attn_mask=None, **options):
     """The dot product of a query and a key stops one feature short (t < E - 1): the scores leave
     out the last feature."""
@@ -286,16 +294,14 @@ def last_feature_dropped(query, key, value, attn_mask=None, **options):
         value,
         attn_mask,
         **options,
-        scores_of=lambda q, k: q[..., :-1] @ np.swapaxes(k[..., :-1], -1, -2),
+        scores_of=_scores_one_feature_short,
     )
 
 
 def last_key_dropped(query, key, value, attn_mask=None, **options):
     """The weighted sum over the value rows stops one key short (j < Lk - 1): the last key's value
     is left out of every output, though its weight was counted."""
-    return _attention(
-        query, key, value, attn_mask, **options, weighted=lambda w, k, v: w[..., :-1] @ v[..., :-1, :]
-    )
+    return _attention(query, key, value, attn_mask, **options, weighted=_weighted_one_key_short)
 
 
 def matmul_one_short(query, key, value, attn_mask=None, **options):
@@ -307,8 +313,8 @@ def matmul_one_short(query, key, value, attn_mask=None, **options):
         value,
         attn_mask,
         **options,
-        scores_of=lambda q, k: q[..., :-1] @ np.swapaxes(k[..., :-1], -1, -2),
-        weighted=lambda w, k, v: w[..., :-1] @ v[..., :-1, :],
+        scores_of=_scores_one_feature_short,
+        weighted=_weighted_one_key_short,
     )
 
 
