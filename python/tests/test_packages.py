@@ -328,10 +328,31 @@ const [query, key, value, computed] = JSON.parse(process.argv[1]);
 for (const subpath of Object.keys(exports).filter((s) => s !== "./package.json")) {
   const port = await import(subpath === "." ? "attention-port" : `attention-port${subpath.slice(1)}`);
   const output = computed.includes(subpath) ? port.scaledDotProductAttention(query, key, value) : null;
-  const entry = subpath === "./conformance" ? port.loadCases : port.scaledDotProductAttention;
+  const entry = { "./conformance": port.loadCases, "./layer": port.multiHeadAttention }[subpath]
+    ?? port.scaledDotProductAttention;
   console.log(subpath, typeof entry, JSON.stringify(output));
 }
 """
+
+
+LAYER_FROM_THE_PACKAGE = """
+import { fromPacked, multiHeadAttention } from "attention-port/layer";
+const [xQ, wQ, wK, wV, wO, numHeads] = JSON.parse(process.argv[1]);
+// The adapters come with the layer: the three projections packed by rows, then cut apart.
+const projections = fromPacked([...wQ, ...wK, ...wV], null, [wQ.length, wK.length, wV.length]);
+const output = multiHeadAttention(xQ, null, { ...projections, wO }, { numHeads });
+console.log(JSON.stringify(output));
+"""
+
+
+def test_the_layer_from_the_npm_package_computes_a_layer_case(npm_consumer):
+    consumer, _ = npm_consumer
+    case = json.loads((paths.FIXTURES / "cases" / "layer_self.json").read_text(encoding="utf-8"))
+    inputs = [case["inputs"][name]["data"] for name in ("x_q", "w_q", "w_k", "w_v", "w_o")]
+    script = [str(NODE_24), "--input-type=module", "-e", LAYER_FROM_THE_PACKAGE]
+    result = _run([*script, json.dumps([*inputs, case["params"]["num_heads"]])], consumer, node_env())
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_allclose(json.loads(result.stdout), case["expected"]["output"]["data"], rtol=1e-12)
 
 
 @pytest.mark.parametrize("node", [NODE_24, OLD_NODE], ids=["node-24", "old-node"])

@@ -41,6 +41,9 @@ import {
 
 export type { RopeOptions };
 export { AttentionInputError };
+// The adapters serve only the layer's weights and masks, so the package's "attention-port/layer"
+// carries them too.
+export { fromConv1d, fromPacked, torchMhaMask } from "./adapters.ts";
 
 export interface LayerParams {
   readonly wQ: TensorInput;
