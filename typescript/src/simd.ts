@@ -386,8 +386,8 @@ interface KernelExports extends ItemRunner {
   expF32(at: number, n: number): void;
   expF64(at: number, n: number): void;
   scratchBytes(E: number, Ev: number): number;
-  transposeKeyF32(key: number, Lk: number, E: number, out: number): void;
-  transposeKeyF64(key: number, Lk: number, E: number, out: number): void;
+  transposeKeyF32(key: number, rows: number, E: number, out: number, first: number, tileBytes: number): number;
+  transposeKeyF64(key: number, rows: number, E: number, out: number, first: number, tileBytes: number): number;
   heapBase(): number;
   queryBlock(): number;
   keyTile(): number;
@@ -406,7 +406,7 @@ interface Kernel {
 
 const PAGE = 65536;
 const MAX_BYTES = 65536 * PAGE; // a 32-bit memory: 4 GiB
-const JOB_BYTES = 88; // the job descriptor: i32 fields, scale and softcap as f64, row0, offset (kernel.ts)
+const JOB_BYTES = 108; // the job descriptor: i32 fields, scale and softcap as f64, row0, offset, layout (kernel.ts)
 const CHUNK_BYTES = 1 << 18; // a chunk of query, output or key rows in the kernel's memory, at most
 const kernels = new Map<BuildName, Kernel>();
 const loadedBytes = new Map<BuildName, Uint8Array<ArrayBuffer>>(); // given to initSimd
@@ -510,11 +510,19 @@ function loadKernel(build: BuildName): Kernel {
   if (loaded !== undefined) {
     return loaded;
   }
+  const kernel = newKernel(build);
+  kernels.set(build, kernel);
+  return kernel;
+}
+
+/** The build instantiated on a memory of its own: the one every call shares (loadKernel), or a
+ * resident cache's. */
+function newKernel(build: BuildName): Kernel {
   const module = compileKernel(build);
   const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true });
   const exports = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports;
   const control = align(exports.heapBase());
-  const kernel: Kernel = {
+  return {
     module,
     memory,
     exports,
@@ -524,15 +532,14 @@ function loadKernel(build: BuildName): Kernel {
     workers: [],
     generation: 0,
   };
-  kernels.set(build, kernel);
-  return kernel;
 }
 
 function align(bytes: number): number {
   return Math.ceil(bytes / 64) * 64;
 }
 
-/** Places regions of the given sizes one after another from kernel.start (each 64-byte aligned,
+/** Places regions of the given sizes one after another from `from` (kernel.start, or the end of
+ * a resident cache's tiles; each 64-byte aligned,
  * with 64 bytes of padding after it for the kernel's whole-vector reads), grows the memory to hold
  * them and returns their byte offsets. More than the 4 GiB a 32-bit WebAssembly memory can hold,
  * or than memoryLimit together with the `output` bytes the call holds outside it, is refused
@@ -543,9 +550,10 @@ function reserve(
   memoryLimit = MAX_BYTES,
   shapes?: AttentionShapes,
   output = 0,
+  from = kernel.start,
 ): number[] {
   const offsets: number[] = [];
-  let end = kernel.start;
+  let end = from;
   for (const size of sizes) {
     offsets.push(end);
     end = align(end + size + 64);
@@ -572,56 +580,146 @@ function reserve(
   return offsets;
 }
 
+/** Where every kv slice's key tiles and value rows are in the kernel's memory, in bytes (kernel.ts's
+ * J_K_* and J_V_* fields): a call's own copy, or a resident cache's tiles (SimdKeyValueCache). */
+interface KeyValueLayout {
+  readonly key: number; // kv slice 0's first key tile
+  readonly keyKv: number; // from one kv slice's tiles to the next's
+  readonly keyTile: number; // from one tile to the next of the same kv slice
+  readonly value: number; // kv slice 0's value row 0
+  readonly valueKv: number;
+  readonly valueTile: number; // from value row j to row j + keyTile of the same kv slice
+  readonly valueRow: number; // from value row j to row j + 1 within a tile
+  readonly lastNonFinite: number; // i32 [kvSlices, Ev]: the last key row whose value is NaN or ±inf
+}
+
 /** The whole computation on one shared memory; returns the output [B..., Hq, Lq, Ev] in the
  * problem's dtype: written into `into` when given (float64 only), else into a new array. */
 function attend(given: Problem, into?: Float64Array): Float64Array | Float32Array {
   const problem = foldDecodeHeads(given); // a decode step's query heads as rows of their kv head
-  const { shapes, mask, float32 } = problem;
-  const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
+  const { shapes, float32 } = problem;
+  const { queryHeads: Hq, keyValueHeads: Hkv, keyLength: Lk } = shapes;
   const { features: E, valueFeatures: Ev } = shapes;
   const outputSize = product(shapes.outputShape);
   const output = into ?? (float32 ? new Float32Array(outputSize) : new Float64Array(outputSize)); // [B..., Hq, Lq, Ev]
   if (outputSize === 0) {
     return output; // nothing to compute
   }
-  const parts = slices(shapes, mask === null ? null : mask.shape);
-  if (!kernelCanCarry(problem)) {
+  const parts = slices(shapes, problem.mask === null ? null : problem.mask.shape);
+  const kernel = loadKernel(kernelBuild());
+  const keyTile = kernel.exports.keyTile();
+  const bytes = float32 ? 4 : 8;
+  const kvSlices = (parts.length / Hq) * Hkv;
+  // The key is transposed a chunk of rows at a time: the kernel's memory never holds it whole.
+  const stageRows = rowsPerChunk(E * bytes, Lk, keyTile);
+  const keyTBytes = Math.ceil(Lk / keyTile) * E * keyTile * bytes; // one kv slice's key, tiled
+  const job = jobPlan(kernel, problem, parts.length);
+  const [lastNonFinite, keyT, value, keyStage, ...regions] = reserve(
+    kernel,
+    [
+      kvSlices * Ev * 4, // per kv slice and value column: last key row with NaN or ±inf (i32)
+      kvSlices * keyTBytes, // [B..., Hkv, ceil(Lk / Bc), E, Bc]: key tiles, each transposed
+      problem.value.length * bytes, // [B..., Hkv, Lk, Ev]
+      stageRows * E * bytes, // key rows on their way to being transposed [stageRows, E]
+      ...job.sizes,
+    ],
+    problem.memoryLimit,
+    shapes,
+    outputSize * bytes,
+  );
+  const buffer = kernel.memory.buffer as unknown as SharedArrayBuffer; // shared: worker threads see it too
+  // The key's tiles, and the largest |k| (for the bound on the logits) taken on the way.
+  const transpose = float32 ? kernel.exports.transposeKeyF32 : kernel.exports.transposeKeyF64;
+  const stage = floats(float32, buffer, keyStage, stageRows * E);
+  const tileBytes = E * keyTile * bytes;
+  let keys = 0; // max |k_jt| (NaN if one is)
+  for (let kv = 0; kv < kvSlices; kv++) {
+    if (Lk % keyTile !== 0) {
+      floats(float32, buffer, keyT + (kv + 1) * keyTBytes - tileBytes, E * keyTile).fill(0); // past Lk
+    }
+    for (let j0 = 0; j0 < Lk; j0 += stageRows) {
+      const rows = Math.min(stageRows, Lk - j0);
+      stage.set(problem.key.subarray((kv * Lk + j0) * E, (kv * Lk + j0 + rows) * E));
+      keys = Math.max(keys, transpose(keyStage, rows, E, keyT + kv * keyTBytes, j0, tileBytes));
+    }
+  }
+  if (!kernelCanCarry(problem, keys)) {
     computeRowsPlainly(problem, parts, output, false);
     return output;
   }
-  const kernel = loadKernel(kernelBuild());
-  const [queryBlock, keyTile] = [kernel.exports.queryBlock(), kernel.exports.keyTile()];
+  floats(float32, buffer, value, problem.value.length).set(problem.value); // rounded to float32 if so
+  new Int32Array(buffer, lastNonFinite, kvSlices * Ev).fill(-1);
+  if (problem.isCausal) {
+    // Keys a causal block skips carry weight 0 in the readable port, where 0 · NaN is still NaN:
+    // the kernel needs, per value column, the last key row holding NaN or ±inf.
+    const scan = float32 ? kernel.exports.scanValueF32 : kernel.exports.scanValueF64;
+    for (let kv = 0; kv < kvSlices; kv++) {
+      scan(value + kv * Lk * Ev * bytes, Lk, Ev, lastNonFinite + kv * Ev * 4);
+    }
+  }
+  const layout: KeyValueLayout = {
+    key: keyT,
+    keyKv: keyTBytes,
+    keyTile: tileBytes,
+    value,
+    valueKv: Lk * Ev * bytes,
+    valueTile: keyTile * Ev * bytes,
+    valueRow: Ev * bytes,
+    lastNonFinite,
+  };
+  runJob(kernel, problem, parts, output, layout, job, regions);
+  computeRowsPlainly(problem, parts, output, true);
+  return output;
+}
+
+/** What one call puts in the kernel's memory beside the key and value: the sizes of its regions
+ * (reserve places them), its chunk of query rows and its thread count. */
+interface JobPlan {
+  readonly sizes: readonly number[];
+  readonly chunkRows: number;
+  readonly threads: number;
+  readonly stride: number; // scratch bytes per thread
+}
+
+function jobPlan(kernel: Kernel, problem: Problem, sliceCount: number): JobPlan {
+  const { shapes, mask, float32 } = problem;
+  const { queryLength: Lq, features: E, valueFeatures: Ev } = shapes;
   const bytes = float32 ? 4 : 8;
-  const sliceCount = parts.length; // (b, h) pairs, row-major over [B..., Hq]
-  const kvSlices = (sliceCount / Hq) * Hkv;
-  // The query goes in and the output comes out a chunk of rows at a time, and the key is
-  // transposed a chunk at a time: the kernel's memory never holds any of the three whole.
+  const queryBlock = kernel.exports.queryBlock();
+  // The query goes in and the output comes out a chunk of rows at a time: the kernel's memory
+  // never holds either whole.
   const chunkRows = rowsPerChunk(sliceCount * Math.max(E, Ev) * bytes, Lq, queryBlock); // of every slice
-  const stageRows = rowsPerChunk(E * bytes, Lk, keyTile);
   const threads = Math.min(problem.workers, sliceCount * Math.ceil(chunkRows / queryBlock));
   const maskBytes = mask === null ? 0 : mask.bool !== null ? mask.bool.length : mask.float!.length * bytes;
   const stride = kernel.exports.scratchBytes(E, Ev);
-  const keyTBytes = Math.ceil(Lk / keyTile) * E * keyTile * bytes; // one kv slice's key, tiled
-  const [sliceTable, lastNonFinite, keyT, value, maskAt, scratch, keyStage, queryChunk, outputChunk] =
-    reserve(
-      kernel,
-      [
-        sliceCount * 8, // per slice: kv slice, mask offset (i32, i32)
-        kvSlices * Ev * 4, // per kv slice and value column: last key row with NaN or ±inf (i32)
-        kvSlices * keyTBytes, // [B..., Hkv, ceil(Lk / Bc), E, Bc]: key tiles, each transposed
-        problem.value.length * bytes, // [B..., Hkv, Lk, Ev]
-        maskBytes, // the mask as given, broadcast by strides
-        stride * threads, // one scratch slot per thread
-        stageRows * E * bytes, // key rows on their way to being transposed [stageRows, E]
-        sliceCount * chunkRows * E * bytes, // one chunk of query rows [B..., Hq, chunkRows, E]
-        sliceCount * chunkRows * Ev * bytes, // their output rows [B..., Hq, chunkRows, Ev]
-      ],
-      problem.memoryLimit,
-      shapes,
-      outputSize * bytes,
-    );
-  const buffer = kernel.memory.buffer as unknown as SharedArrayBuffer; // shared: worker threads see it too
-  floats(float32, buffer, value, problem.value.length).set(problem.value); // rounded to float32 if so
+  const sizes = [
+    sliceCount * 8, // per slice: kv slice, mask offset (i32, i32)
+    maskBytes, // the mask as given, broadcast by strides
+    stride * threads, // one scratch slot per thread
+    sliceCount * chunkRows * E * bytes, // one chunk of query rows [B..., Hq, chunkRows, E]
+    sliceCount * chunkRows * Ev * bytes, // their output rows [B..., Hq, chunkRows, Ev]
+  ];
+  return { sizes, chunkRows, threads, stride };
+}
+
+/** The kernel over every query row, the key and value already in its memory where `layout` says:
+ * the mask and the job descriptor written, then the query in and the output out by chunks. */
+function runJob(
+  kernel: Kernel,
+  problem: Problem,
+  parts: readonly Slice[],
+  output: Float64Array | Float32Array,
+  layout: KeyValueLayout,
+  plan: JobPlan,
+  regions: readonly number[],
+): void {
+  const { shapes, mask, float32 } = problem;
+  const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = shapes;
+  const [sliceTable, maskAt, scratch, queryChunk, outputChunk] = regions;
+  const { chunkRows, threads, stride } = plan;
+  const bytes = float32 ? 4 : 8;
+  const queryBlock = kernel.exports.queryBlock();
+  const buffer = kernel.memory.buffer as unknown as SharedArrayBuffer;
   let maskKind = 0;
   if (mask !== null && mask.bool !== null) {
     new Uint8Array(buffer, maskAt, mask.bool.length).set(mask.bool);
@@ -633,42 +731,27 @@ function attend(given: Problem, into?: Float64Array): Float64Array | Float32Arra
 
   // Per (batch, head) slice: the key/value slice it reads (grouped-query heads share one) and
   // where its mask starts; the mask's strides along Lq and Lk are the same for every slice.
-  const table = new Int32Array(buffer, sliceTable, sliceCount * 2);
+  const table = new Int32Array(buffer, sliceTable, parts.length * 2);
   parts.forEach((part, n) => {
     table[2 * n] = Lk * E === 0 ? 0 : part.key / (Lk * E); // no keys: no slice to read
     table[2 * n + 1] = part.mask;
   });
   const [maskI, maskJ] = [parts[0].maskI, parts[0].maskJ];
-  const transpose = float32 ? kernel.exports.transposeKeyF32 : kernel.exports.transposeKeyF64;
-  const stage = floats(float32, buffer, keyStage, stageRows * E);
-  for (let kv = 0; kv < kvSlices; kv++) {
-    for (let j0 = 0; j0 < Lk && E > 0; j0 += stageRows) {
-      const rows = Math.min(stageRows, Lk - j0);
-      stage.set(problem.key.subarray((kv * Lk + j0) * E, (kv * Lk + j0 + rows) * E));
-      transpose(keyStage, rows, E, keyT + kv * keyTBytes + (j0 / keyTile) * E * keyTile * bytes);
-    }
-  }
-  if (problem.isCausal) {
-    // Keys a causal block skips carry weight 0 in the readable port, where 0 · NaN is still NaN:
-    // the kernel needs, per value column, the last key row holding NaN or ±inf.
-    const scan = float32 ? kernel.exports.scanValueF32 : kernel.exports.scanValueF64;
-    for (let kv = 0; kv < kvSlices; kv++) {
-      scan(value + kv * Lk * Ev * bytes, Lk, Ev, lastNonFinite + kv * Ev * 4);
-    }
-  }
 
   // The job descriptor (kernel.ts's J_* offsets); a job is one chunk of query rows of every slice.
   const job = new DataView(buffer, kernel.job, JOB_BYTES);
   const perChunk = 0; // J_BLOCKS and J_ROWS, like J_ROW0 at byte 80, are written for each chunk below
-  const fields = [perChunk, perChunk, Lk, E, Ev, queryChunk, keyT, value, outputChunk, sliceTable];
-  fields.push(maskKind, maskAt, maskI, maskJ, problem.isCausal ? 1 : 0, lastNonFinite);
+  const fields = [perChunk, perChunk, Lk, E, Ev, queryChunk, layout.key, layout.value, outputChunk, sliceTable];
+  fields.push(maskKind, maskAt, maskI, maskJ, problem.isCausal ? 1 : 0, layout.lastNonFinite);
   fields.forEach((x, n) => job.setUint32(4 * n, x, true));
   job.setFloat64(64, problem.scale, true);
   job.setFloat64(72, problem.softcap, true);
   // J_QUERY_OFFSET: an offset of Lk or more lets every row see every key, so Lk is the same.
   job.setUint32(84, Math.min(problem.queryOffset, Lk), true);
-  const queryRows = floats(float32, buffer, queryChunk, sliceCount * chunkRows * E);
-  const outputRows = floats(float32, buffer, outputChunk, sliceCount * chunkRows * Ev);
+  const { keyKv, keyTile, valueKv, valueTile, valueRow } = layout;
+  [keyKv, keyTile, valueKv, valueTile, valueRow].forEach((x, n) => job.setUint32(88 + 4 * n, x, true));
+  const queryRows = floats(float32, buffer, queryChunk, parts.length * chunkRows * E);
+  const outputRows = floats(float32, buffer, outputChunk, parts.length * chunkRows * Ev);
   for (let row0 = 0; row0 < Lq; row0 += chunkRows) {
     const rows = Math.min(chunkRows, Lq - row0);
     for (const [n, part] of parts.entries()) {
@@ -679,13 +762,11 @@ function attend(given: Problem, into?: Float64Array): Float64Array | Float32Arra
     job.setUint32(0, blocks, true); // J_BLOCKS
     job.setUint32(4, rows, true); // J_ROWS
     job.setUint32(80, row0, true); // J_ROW0
-    runItems(kernel, bytes, sliceCount * blocks, scratch, stride, threads);
+    runItems(kernel, bytes, parts.length * blocks, scratch, stride, threads);
     for (const [n, part] of parts.entries()) {
       output.set(outputRows.subarray(n * rows * Ev, (n + 1) * rows * Ev), part.output + row0 * Ev);
     }
   }
-  computeRowsPlainly(problem, parts, output, true);
-  return output;
 }
 
 /** How many rows of `rowBytes` bytes go in one chunk of at most CHUNK_BYTES: all `total` when they
@@ -840,9 +921,11 @@ function rowLogits(problem: Problem, slice: Slice, i: number, logits: Float64Arr
  * largest number overflows there although it is an ordinary number (a float mask of -1.7e308 is a
  * bias, not a mask), and NaN or ±Infinity in query or key needs IEEE's answer cell by cell. A cheap
  * bound on every |logit| (the largest row sum of |query| times the largest |key|, times |scale|,
- * or softcap, plus the largest finite |mask| value) decides: O(Lq·E + Lk·E), not O(Lq·Lk·E). */
-function kernelCanCarry(problem: Problem): boolean {
-  const { query, key, mask, scale, softcap, shapes, float32 } = problem;
+ * or softcap, plus the largest finite |mask| value) decides: O(Lq·E + Lk·E), not O(Lq·Lk·E).
+ * `keys`, the largest |key| (NaN if one is), comes from the kernel, which finds it while it lays
+ * the key out (transposeKey), so that the key is not read once more in JavaScript for it. */
+function kernelCanCarry(problem: Problem, keys: number): boolean {
+  const { query, mask, scale, softcap, shapes, float32 } = problem;
   const E = shapes.features;
   let queryRows = 0; // max over query rows of sum_t |q_it|
   for (let row = 0; row < query.length; row += E) {
@@ -851,10 +934,6 @@ function kernelCanCarry(problem: Problem): boolean {
       sum += Math.abs(query[t]);
     }
     queryRows = Math.max(queryRows, sum); // NaN stays NaN: Math.max propagates it
-  }
-  let keys = 0; // max |k_jt|
-  for (let n = 0; n < key.length; n++) {
-    keys = Math.max(keys, Math.abs(key[n]));
   }
   let masks = 0; // the largest finite |mask value| (-Infinity masks)
   for (const x of mask?.float ?? []) {

@@ -28,8 +28,8 @@ const J_LK: i32 = 8;
 const J_E: i32 = 12;
 const J_EV: i32 = 16;
 const J_Q: i32 = 20; // the chunk's query rows [slices, rows, E]
-const J_K: i32 = 24; // key, transposed by tiles: [kvSlices, ceil(Lk / BC), E, BC] (transposeKey)
-const J_V: i32 = 28; // value [kvSlices, Lk, Ev]
+const J_K: i32 = 24; // key, transposed by tiles of [E, BC] (transposeKey), placed by J_K_KV, J_K_TILE
+const J_V: i32 = 28; // value rows [Ev], placed by J_V_KV, J_V_TILE and J_V_ROW
 const J_OUT: i32 = 32; // the chunk's output rows [slices, rows, Ev]
 const J_SLICES: i32 = 36; // per slice: i32 kv slice, i32 mask offset (elements)
 const J_MASK_KIND: i32 = 40; // 0 none, 1 bool (u8, 0 = masked), 2 float (T, added)
@@ -42,6 +42,14 @@ const J_SCALE: i32 = 64; // f64
 const J_SOFTCAP: i32 = 72; // f64
 const J_ROW0: i32 = 80; // the chunk's first query row (for the causal limit and the mask's rows)
 const J_QUERY_OFFSET: i32 = 84; // query row i may see keys j <= i + offset (causal; at most Lk)
+// Where a kv slice's key tile and value rows are, in bytes: a call's own copy is [kvSlices, tiles,
+// E, BC] and [kvSlices, Lk, Ev]; a resident cache (simd.ts's SimdKeyValueCache) keeps tile after
+// tile, each holding BC keys and their values for every kv slice, so that it grows at its end.
+const J_K_KV: i32 = 88; // from one kv slice's key tiles to the next's
+const J_K_TILE: i32 = 92; // from one key tile to the next of the same kv slice
+const J_V_KV: i32 = 96; // from one kv slice's value row 0 to the next's
+const J_V_TILE: i32 = 100; // from value row j to row j + BC of the same kv slice
+const J_V_ROW: i32 = 104; // from value row j to row j + 1 within a tile
 
 /** Bytes of scratch one thread needs for features E and Ev (the same for f32 and f64). */
 export function scratchBytes(E: i32, Ev: i32): i32 {
@@ -244,9 +252,10 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   const kv = load<i32>(load<usize>(job + J_SLICES) + <usize>slice * 8);
   const maskBase = load<i32>(load<usize>(job + J_SLICES) + <usize>slice * 8 + 4);
   const query = load<usize>(job + J_Q) + <usize>(slice * chunkRows + local) * <usize>E * S; // row i0
-  const keyTiles = (Lk + BC - 1) / BC;
-  const key = load<usize>(job + J_K) + <usize>kv * <usize>keyTiles * <usize>(E * BC) * S;
-  const value = load<usize>(job + J_V) + <usize>kv * <usize>Lk * <usize>Ev * S;
+  const key = load<usize>(job + J_K) + <usize>kv * <usize>load<i32>(job + J_K_KV);
+  const keyTileBytes = <usize>load<i32>(job + J_K_TILE);
+  const value = load<usize>(job + J_V) + <usize>kv * <usize>load<i32>(job + J_V_KV);
+  const valueTileBytes = <usize>load<i32>(job + J_V_TILE);
   const output = load<usize>(job + J_OUT) + <usize>(slice * chunkRows + local) * <usize>Ev * S; // row i0
   const maskKind = load<i32>(job + J_MASK_KIND);
   const mask = load<usize>(job + J_MASK);
@@ -286,8 +295,9 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
     const cols = min(BC, keyEnd - j0);
     const colsPad = (cols + 2 * L - 1) & ~(2 * L - 1); // whole pairs of vectors
 
-    // The key tile, transposed once per call by transposeKey: keyT[t][c] = key[j0 + c][t].
-    const keyT = key + <usize>(j0 / BC) * <usize>(E * BC) * S;
+    // The key tile, transposed by transposeKey (once per call, or once per key in a resident
+    // cache): keyT[t][c] = key[j0 + c][t].
+    const keyT = key + <usize>(j0 / BC) * keyTileBytes;
 
     // Step 1: scores tile[r][c] = query row (i0 + r) · key row (j0 + c). Register blocking: 4
     // query rows x 2 vectors of keys, 8 independent sums, each over t from 0 in order.
@@ -397,8 +407,8 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
     // of the tile is used, even p = 0 (masked): 0 · NaN is NaN, as in the readable port. Loads
     // past Ev in a value row read the next row (or the padding after value): those lanes only
     // reach acc lanes past Ev, which are never written out.
-    const vrow = <usize>Ev * S;
-    const v0 = value + <usize>j0 * vrow;
+    const vrow = <usize>load<i32>(job + J_V_ROW);
+    const v0 = value + <usize>(j0 / BC) * valueTileBytes;
     for (let r = 0; r < rowsPad; r += 2) {
       const pa = tile + <usize>(r * BC) * S;
       const pb = pa + <usize>BC * S;
@@ -481,29 +491,70 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   }
 }
 
-/** One kv slice's key [Lk, E] -> out [ceil(Lk / BC), E, BC]: each tile of BC keys transposed
- * into a small contiguous block, zero past Lk. Scores then run along contiguous keys (one vector =
- * L keys of one feature), and a block (E x BC numbers) stays in cache while a query block uses it.
- * Done once per call, not once per query block. */
+/** Key rows [rows, E] (one kv slice's, contiguous) into transposed tiles: row j goes to key
+ * position p = first + j, in tile p / BC at out + (p / BC) * tileBytes, as column p % BC of that
+ * tile's [E, BC] block. Scores then run along contiguous keys (one vector = L keys of one
+ * feature), and a block (E x BC numbers) stays in cache while a query block uses it. Positions
+ * the rows do not reach are left as they are (a call zeroes its last tile first; a resident
+ * cache's tiles start zeroed). Returns the largest |k| of the rows (NaN if one is NaN), the key's
+ * part of simd.ts's bound on the logits, found here while the rows pass through registers anyway.
+ * Groups of L rows at an aligned position are transposed with shuffles, L x L numbers at a time. */
 // @ts-ignore: decorator
-@inline function transposeKey<T>(key: usize, Lk: i32, E: i32, out: usize): void {
+@inline function transposeKey<T>(key: usize, rows: i32, E: i32, out: usize, first: i32, tileBytes: i32): f64 {
   const S = <usize>sizeof<T>();
-  for (let j0 = 0; j0 < Lk; j0 += BC) {
-    const tileT = out + <usize>(j0 / BC) * <usize>(E * BC) * S;
-    for (let c = 0; c < BC; c++) {
-      const to = tileT + <usize>c * S;
-      if (j0 + c < Lk) {
-        const from = key + <usize>(j0 + c) * <usize>E * S;
-        for (let t = 0; t < E; t++) {
-          store<T>(to + <usize>(t * BC) * S, load<T>(from + <usize>t * S));
-        }
-      } else {
-        for (let t = 0; t < E; t++) {
-          store<T>(to + <usize>(t * BC) * S, <T>0);
+  const L = 16 / <i32>sizeof<T>();
+  let vmax = v128.splat<T>(<T>0); // wasm's max: NaN propagates
+  let smax = <T>0;
+  let j = 0;
+  while (j < rows) {
+    const p = first + j;
+    const c = p % BC;
+    const tileT = out + <usize>(p / BC) * <usize>tileBytes + <usize>c * S;
+    const from = key + <usize>j * <usize>E * S;
+    if (c % L == 0 && j + L <= rows) {
+      const rowBytes = <usize>E * S;
+      let t = 0;
+      for (; t + L <= E; t += L) {
+        const at = from + <usize>t * S;
+        const to = tileT + <usize>(t * BC) * S;
+        if (sizeof<T>() == 4) {
+          const a0 = v128.load(at), a1 = v128.load(at + rowBytes);
+          const a2 = v128.load(at + 2 * rowBytes), a3 = v128.load(at + 3 * rowBytes);
+          vmax = f32x4.max(f32x4.max(vmax, f32x4.abs(a0)), f32x4.abs(a1));
+          vmax = f32x4.max(f32x4.max(vmax, f32x4.abs(a2)), f32x4.abs(a3));
+          const t0 = i32x4.shuffle(a0, a1, 0, 4, 1, 5); // a0[0] a1[0] a0[1] a1[1]
+          const t1 = i32x4.shuffle(a0, a1, 2, 6, 3, 7);
+          const t2 = i32x4.shuffle(a2, a3, 0, 4, 1, 5);
+          const t3 = i32x4.shuffle(a2, a3, 2, 6, 3, 7);
+          v128.store(to, i64x2.shuffle(t0, t2, 0, 2)); // feature t of the 4 keys
+          v128.store(to + <usize>BC * S, i64x2.shuffle(t0, t2, 1, 3));
+          v128.store(to + <usize>(2 * BC) * S, i64x2.shuffle(t1, t3, 0, 2));
+          v128.store(to + <usize>(3 * BC) * S, i64x2.shuffle(t1, t3, 1, 3));
+        } else {
+          const a0 = v128.load(at), a1 = v128.load(at + rowBytes);
+          vmax = f64x2.max(f64x2.max(vmax, f64x2.abs(a0)), f64x2.abs(a1));
+          v128.store(to, i64x2.shuffle(a0, a1, 0, 2));
+          v128.store(to + <usize>BC * S, i64x2.shuffle(a0, a1, 1, 3));
         }
       }
+      for (; t < E; t++) {
+        for (let r = 0; r < L; r++) {
+          const x = load<T>(from + <usize>r * rowBytes + <usize>t * S);
+          smax = max<T>(smax, abs<T>(x));
+          store<T>(tileT + <usize>(t * BC + r) * S, x);
+        }
+      }
+      j += L;
+    } else {
+      for (let t = 0; t < E; t++) {
+        const x = load<T>(from + <usize>t * S);
+        smax = max<T>(smax, abs<T>(x));
+        store<T>(tileT + <usize>(t * BC) * S, x);
+      }
+      j += 1;
     }
   }
+  return <f64>max<T>(smax, laneMax<T>(vmax));
 }
 
 /** lastNonFinite[t] = the last key row j whose value[j][t] is NaN or ±inf, or -1; for one kv slice. */
@@ -547,11 +598,11 @@ export function scanValueF32(value: usize, Lk: i32, Ev: i32, lastNonFinite: usiz
 export function scanValueF64(value: usize, Lk: i32, Ev: i32, lastNonFinite: usize): void {
   scanValue<f64>(value, Lk, Ev, lastNonFinite);
 }
-export function transposeKeyF32(key: usize, Lk: i32, E: i32, out: usize): void {
-  transposeKey<f32>(key, Lk, E, out);
+export function transposeKeyF32(key: usize, rows: i32, E: i32, out: usize, first: i32, tileBytes: i32): f64 {
+  return transposeKey<f32>(key, rows, E, out, first, tileBytes);
 }
-export function transposeKeyF64(key: usize, Lk: i32, E: i32, out: usize): void {
-  transposeKey<f64>(key, Lk, E, out);
+export function transposeKeyF64(key: usize, rows: i32, E: i32, out: usize, first: i32, tileBytes: i32): f64 {
+  return transposeKey<f64>(key, rows, E, out, first, tileBytes);
 }
 export function expF32(ptr: usize, n: i32): void {
   expInPlace<f32>(ptr, n);
