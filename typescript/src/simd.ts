@@ -106,6 +106,7 @@ import {
   type CheckedInputs,
   checkFlatInputs,
   checkInputs,
+  describeValue,
   type FlatAttentionOptions,
   type FlatMask,
   type FlatTensor,
@@ -319,6 +320,419 @@ export function kernelExp(x: Float32Array | Float64Array): Float32Array | Float6
   return view.slice(0, x.length);
 }
 
+// ---- A key/value cache resident in the kernel's memory, for decoding. ----
+
+/** The numbers a resident cache holds, and computes in. */
+export type SimdCacheDtype = "float32" | "float64";
+
+/** A cache of keys [B..., Hkv, E] and values [B..., Hkv, Ev], `dtype` numbers, kept in a kernel
+ * memory of its own from call to call (see SimdKeyValueCache). */
+export function createSimdKeyValueCache(
+  shape: readonly number[],
+  valueFeatures: number,
+  dtype: SimdCacheDtype = "float32",
+): SimdKeyValueCache {
+  return new SimdKeyValueCache(shape, valueFeatures, dtype);
+}
+
+/**
+ * A decode step's keys and values, resident in the kernel's memory in the kernel's layout.
+ *
+ * Generating text attends one new token at a time against every earlier key and value. Handed to
+ * scaledDotProductAttentionFlat, that whole cache is copied into the kernel's memory, its keys
+ * transposed into tiles and scanned for the bound on the logits at every call: three passes over
+ * the cache before the one the arithmetic needs. This object keeps the cache there instead:
+ * `append` writes a step's new keys and values once, into key tiles already transposed, keeping
+ * the largest |k| (per tile, so that `truncate` stays cheap) and, per value column, the last row
+ * holding NaN or ±Infinity; `attend` then runs the kernel on what is already in place.
+ *
+ * Its answers are attentionSimd's bit for bit: `attend(query, options)` equals
+ * scaledDotProductAttentionFlat(query, keys, values, options) where keys and values are
+ * everything appended so far ([B..., Hkv, length, E] and [..., Ev]), in the cache's dtype, for
+ * every option of that entry (isCausal, queryOffset, scale, softcap, enableGqa, attnMask over
+ * [..., Lq, length], workers, memoryLimit), with the same errors.
+ *
+ * Memory: tile after tile of 64 keys, each holding those keys (transposed) and their values for
+ * every (batch, kv head) slice, so the cache grows at its end and nothing already there moves; the
+ * memory grows by doubling. Each cache has its own WebAssembly memory and, with `workers: N`, its
+ * own N - 1 worker threads (`close` ends them).
+ */
+export class SimdKeyValueCache {
+  /** The numbers it holds and computes in; the query of `attend` must be of this type. */
+  readonly dtype: SimdCacheDtype;
+  readonly #heads: readonly number[]; // [B..., Hkv]
+  readonly #features: number; // E
+  readonly #valueFeatures: number; // Ev
+  readonly #slices: number; // product of [B..., Hkv]
+  readonly #kernel: Kernel;
+  readonly #bytes: number; // per number
+  readonly #keyTile: number; // keys per tile
+  readonly #tileBytes: number; // one tile: keys [slices, E, keyTile], then values [keyTile, slices, Ev]
+  readonly #lastNonFinite: number; // i32 [slices, Ev]: the last key row whose value is NaN or ±inf
+  readonly #tilesAt: number; // tile 0
+  #tiles = 0; // tiles in place (the capacity is tiles · keyTile keys)
+  #length = 0; // keys appended
+  #tileMax: number[] = []; // the largest |k| of each tile in use (NaN if one is)
+
+  constructor(shape: readonly number[], valueFeatures: number, dtype: SimdCacheDtype = "float32") {
+    if (!Array.isArray(shape) || shape.length < 1 || !shape.every((n) => Number.isSafeInteger(n) && n >= 1)) {
+      throw new AttentionInputError(
+        "shape",
+        `a cache's shape must be [B..., Hkv, E], positive integers, got ${describeValue(shape)}`,
+      );
+    }
+    if (!(Number.isSafeInteger(valueFeatures) && valueFeatures >= 0)) {
+      throw new AttentionInputError(
+        "shape",
+        `a cache's valueFeatures must be an integer >= 0, got ${describeValue(valueFeatures)}`,
+      );
+    }
+    if (dtype !== "float32" && dtype !== "float64") {
+      throw new AttentionInputError(
+        "value",
+        `a cache's dtype must be "float32" or "float64", got ${describeValue(dtype)}`,
+      );
+    }
+    this.dtype = dtype;
+    this.#heads = shape.slice(0, -1);
+    this.#features = shape.at(-1)!;
+    this.#valueFeatures = valueFeatures;
+    this.#slices = product(this.#heads);
+    this.#kernel = newKernel(kernelBuild());
+    this.#bytes = dtype === "float32" ? 4 : 8;
+    this.#keyTile = this.#kernel.exports.keyTile();
+    const [E, Ev, slices] = [this.#features, valueFeatures, this.#slices];
+    this.#tileBytes = align(slices * (E + Ev) * this.#keyTile * this.#bytes);
+    this.#lastNonFinite = this.#kernel.start;
+    this.#tilesAt = align(this.#lastNonFinite + slices * Ev * 4 + 64);
+    this.#grow(this.#tilesAt);
+    new Int32Array(this.#kernel.memory.buffer, this.#lastNonFinite, slices * Ev).fill(-1);
+  }
+
+  /** Keys appended so far. */
+  get length(): number {
+    return this.#length;
+  }
+
+  /** The shape of every key appended so far, [B..., Hkv, length, E]. */
+  get keyShape(): number[] {
+    return [...this.#heads, this.#length, this.#features];
+  }
+
+  /** The shape of every value appended so far, [B..., Hkv, length, Ev]. */
+  get valueShape(): number[] {
+    return [...this.#heads, this.#length, this.#valueFeatures];
+  }
+
+  /** Appends a step's keys [B..., Hkv, L, E] and values [B..., Hkv, L, Ev] (Float32Array or
+   * Float64Array data, rounded to the cache's dtype), after every key so far. */
+  append(key: FlatTensor, value: FlatTensor): void {
+    const L = this.#checkRows("key", key, this.#features);
+    const Lv = this.#checkRows("value", value, this.#valueFeatures);
+    if (L !== Lv) {
+      throw new AttentionInputError(
+        "shape",
+        `value has length ${String(Lv)} but key has ${String(L)} (key ${formatShape(key.shape)},` +
+          ` value ${formatShape(value.shape)})`,
+      );
+    }
+    const [E, Ev, slices, bytes, BC] = [
+      this.#features,
+      this.#valueFeatures,
+      this.#slices,
+      this.#bytes,
+      this.#keyTile,
+    ];
+    const start = this.#length;
+    const tiles = Math.ceil((start + L) / BC);
+    const stageAt = this.#tilesAt + Math.max(tiles, this.#tiles) * this.#tileBytes + 64;
+    this.#grow(align(stageAt + BC * E * bytes + 64));
+    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    for (let t = this.#tiles; t < tiles; t++) {
+      new Uint8Array(buffer, this.#tilesAt + t * this.#tileBytes, this.#tileBytes).fill(0); // keys past the end are 0
+    }
+    this.#tiles = Math.max(this.#tiles, tiles);
+    const float32 = this.dtype === "float32";
+    const transpose = float32 ? this.#kernel.exports.transposeKeyF32 : this.#kernel.exports.transposeKeyF64;
+    const stage = floats(float32, buffer, stageAt, BC * E);
+    // Key rows go in a tile's share at a time, so that each tile's largest |k| is its own.
+    for (let j0 = 0; j0 < L; ) {
+      const p = start + j0;
+      const rows = Math.min(L - j0, BC - (p % BC)); // up to the end of position p's tile
+      const tile = Math.floor(p / BC);
+      let max = p % BC === 0 ? 0 : this.#tileMax[tile];
+      for (let s = 0; s < slices; s++) {
+        stage.set(key.data.subarray((s * L + j0) * E, (s * L + j0 + rows) * E)); // rounded to float32 if so
+        const out = this.#tilesAt + s * E * BC * bytes; // slice s's tile 0
+        max = Math.max(max, transpose(stageAt, rows, E, out, p, this.#tileBytes));
+      }
+      this.#tileMax[tile] = max;
+      j0 += rows;
+    }
+    // Value rows: each token's [slices, Ev] rows sit together in its tile.
+    const lastNonFinite = new Int32Array(buffer, this.#lastNonFinite, slices * Ev);
+    for (let j = 0; j < L; j++) {
+      const p = start + j;
+      const rowsAt = this.#valueRow(p, 0);
+      const rows = floats(float32, buffer, rowsAt, slices * Ev);
+      for (let s = 0; s < slices; s++) {
+        const from = (s * L + j) * Ev;
+        rows.set(value.data.subarray(from, from + Ev), s * Ev);
+        for (let t = 0; t < Ev; t++) {
+          const y = rows[s * Ev + t];
+          if (y - y !== 0) {
+            lastNonFinite[s * Ev + t] = p; // NaN or ±Infinity (y - y is NaN exactly then)
+          }
+        }
+      }
+    }
+    this.#length = start + L;
+  }
+
+  /** Drops every key and value from position `length` on (a rejected guess of speculative
+   * decoding, a beam's rollback); the tiles stay, for the keys appended next. */
+  truncate(length: number): void {
+    if (!(Number.isSafeInteger(length) && length >= 0 && length <= this.#length)) {
+      throw new AttentionInputError(
+        "value",
+        `truncate's length must be an integer from 0 to the cache's length ${String(this.#length)},` +
+          ` got ${describeValue(length)}`,
+      );
+    }
+    const [E, Ev, slices, BC] = [this.#features, this.#valueFeatures, this.#slices, this.#keyTile];
+    const float32 = this.dtype === "float32";
+    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    const old = this.#length;
+    this.#length = length;
+    this.#tileMax.length = Math.ceil(length / BC);
+    // The keys dropped are zeroed, as keys past the end always are; the cut tile's max is taken again.
+    const tileKeys = (tile: number) =>
+      floats(float32, buffer, this.#tilesAt + tile * this.#tileBytes, slices * E * BC);
+    for (let p = length; p < old; p++) {
+      const keys = tileKeys(Math.floor(p / BC));
+      for (let n = p % BC; n < slices * E * BC; n += BC) {
+        keys[n] = 0;
+      }
+    }
+    if (length % BC !== 0) {
+      const keys = tileKeys(Math.floor(length / BC));
+      let max = 0;
+      for (let n = 0; n < slices * E * BC; n++) {
+        max = n % BC < length % BC ? Math.max(max, Math.abs(keys[n])) : max;
+      }
+      this.#tileMax[Math.floor(length / BC)] = max;
+    }
+    // A column whose last NaN or ±Infinity was dropped: its last one before, found again.
+    const lastNonFinite = new Int32Array(buffer, this.#lastNonFinite, slices * Ev);
+    for (let s = 0; s < slices; s++) {
+      for (let t = 0; t < Ev; t++) {
+        let j = lastNonFinite[s * Ev + t];
+        while (j >= length) {
+          j -= 1;
+          while (j >= 0) {
+            const y = floats(float32, buffer, this.#valueRow(j, s) + t * this.#bytes, 1)[0];
+            if (y - y !== 0) {
+              break;
+            }
+            j -= 1;
+          }
+        }
+        lastNonFinite[s * Ev + t] = j;
+      }
+    }
+  }
+
+  /** softmax(query · keyᵀ · scale [+ mask]) · value over every key and value appended so far:
+   * scaledDotProductAttentionFlat's answer on them, bit for bit. query is [B..., Hq, Lq, E] with
+   * data of the cache's dtype; the options are that entry's. */
+  attend(query: FlatTensor, options: SimdFlatAttentionOptions = {}): FlatTensor {
+    const float32 = this.dtype === "float32";
+    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    // The cache's keys and values stand in with their shapes, for the checks alone: attendResident
+    // reads them from the tiles. (Views of the tiles, of the right length; no copy.)
+    const keyShape = this.keyShape;
+    const valueShape = this.valueShape;
+    const stand = (shape: number[]) => ({
+      shape,
+      data: floats(float32, buffer, this.#tilesAt, product(shape)),
+    });
+    const checked = checkFlatInputs(query, stand(keyShape), stand(valueShape), options);
+    const wanted = float32 ? "Float32Array" : "Float64Array";
+    if (!(checked.query instanceof (float32 ? Float32Array : Float64Array))) {
+      throw new AttentionInputError(
+        "type",
+        `query.data must be a ${wanted} for this ${this.dtype} cache, got ${describeValue(query.data)}`,
+      );
+    }
+    const workers = checkWorkers(options.workers);
+    checkOutputSize(checked.shapes, this.#bytes, checked.memoryLimit);
+    const data = this.#attend({ ...checked, float32, workers });
+    return { shape: checked.shapes.outputShape, data };
+  }
+
+  /** Ends the worker threads that `workers: N` started for this cache (they would otherwise wait,
+   * unreferenced, until the process ends). The cache may still be used: a later call with workers
+   * starts them again. */
+  close(): void {
+    for (const thread of this.#kernel.workers.splice(0)) {
+      void thread.terminate();
+    }
+    new Int32Array(this.#kernel.memory.buffer, this.#kernel.control, CONTROL_BYTES / 4)[CONTROL.READY] = 0;
+  }
+
+  #attend(given: Problem): Float64Array | Float32Array {
+    const problem = foldDecodeHeads(given); // a decode step's query heads as rows of their kv head
+    const { shapes, float32 } = problem;
+    const outputSize = product(shapes.outputShape);
+    const output = float32 ? new Float32Array(outputSize) : new Float64Array(outputSize); // [B..., Hq, Lq, Ev]
+    if (outputSize === 0) {
+      return output; // nothing to compute
+    }
+    const parts = slices(shapes, problem.mask === null ? null : problem.mask.shape);
+    const keys = this.#tileMax.reduce((a, x) => Math.max(a, x), 0); // max |k_jt| (NaN if one is)
+    if (!kernelCanCarry(problem, keys)) {
+      computeRowsPlainly(this.#plainly(problem), parts, output, false);
+      return output;
+    }
+    const kernel = this.#kernel;
+    const job = jobPlan(kernel, problem, parts.length);
+    const end = this.#tilesAt + this.#tiles * this.#tileBytes; // past the tiles: this call's regions
+    const regions = reserve(kernel, job.sizes, problem.memoryLimit, shapes, outputSize * this.#bytes, end);
+    const BC = this.#keyTile;
+    const layout: KeyValueLayout = {
+      key: this.#tilesAt,
+      keyKv: this.#features * BC * this.#bytes,
+      keyTile: this.#tileBytes,
+      value: this.#valueRow(0, 0),
+      valueKv: this.#valueFeatures * this.#bytes,
+      valueTile: this.#tileBytes,
+      valueRow: this.#slices * this.#valueFeatures * this.#bytes,
+      lastNonFinite: this.#lastNonFinite,
+    };
+    runJob(kernel, problem, parts, output, layout, job, regions);
+    if (output.some((x) => !Number.isFinite(x))) {
+      computeRowsPlainly(this.#plainly(problem), parts, output, true);
+    }
+    return output;
+  }
+
+  /** The problem with the cache's keys and values laid out plainly ([B..., Hkv, length, E] and
+   * [..., Ev]), for the rows computed in plain float64 (computeRowsPlainly): rare rows, so the
+   * copy is made only for them. */
+  #plainly(problem: Problem): Problem {
+    const [E, Ev, slices, BC, Lk] = [
+      this.#features,
+      this.#valueFeatures,
+      this.#slices,
+      this.#keyTile,
+      this.#length,
+    ];
+    const float32 = this.dtype === "float32";
+    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    const key = float32 ? new Float32Array(slices * Lk * E) : new Float64Array(slices * Lk * E);
+    const value = float32 ? new Float32Array(slices * Lk * Ev) : new Float64Array(slices * Lk * Ev);
+    for (let j = 0; j < Lk; j++) {
+      const tile = floats(
+        float32,
+        buffer,
+        this.#tilesAt + Math.floor(j / BC) * this.#tileBytes,
+        slices * E * BC,
+      );
+      const rows = floats(float32, buffer, this.#valueRow(j, 0), slices * Ev);
+      for (let s = 0; s < slices; s++) {
+        for (let t = 0; t < E; t++) {
+          key[(s * Lk + j) * E + t] = tile[(s * E + t) * BC + (j % BC)];
+        }
+        value.set(rows.subarray(s * Ev, (s + 1) * Ev), (s * Lk + j) * Ev);
+      }
+    }
+    return { ...problem, key, value };
+  }
+
+  /** Byte offset of value row j of slice s: in its tile, after the tile's keys. */
+  #valueRow(j: number, s: number): number {
+    const BC = this.#keyTile;
+    const tile = this.#tilesAt + Math.floor(j / BC) * this.#tileBytes;
+    const keys = this.#slices * this.#features * BC * this.#bytes;
+    return tile + keys + ((j % BC) * this.#slices + s) * this.#valueFeatures * this.#bytes;
+  }
+
+  /** Key or value rows to append, checked against the cache: their length L. */
+  #checkRows(name: "key" | "value", tensor: FlatTensor, features: number): number {
+    const data = (tensor as { data?: unknown } | null)?.data;
+    const shape = (tensor as { shape?: unknown } | null)?.shape;
+    if (!(data instanceof Float32Array || data instanceof Float64Array)) {
+      throw new AttentionInputError(
+        "type",
+        `${name} must be a flat tensor { shape, data } with a Float64Array or a Float32Array, got` +
+          ` ${describeValue(tensor)}`,
+      );
+    }
+    if (!Array.isArray(shape) || !shape.every((n) => Number.isSafeInteger(n) && n >= 0)) {
+      throw new AttentionInputError(
+        "shape",
+        `${name}.shape must be an array of non-negative integers, got ${describeValue(shape)}`,
+      );
+    }
+    const heads = this.#heads;
+    const given = formatShape(shape);
+    const cache = `the cache's ${name}s ${formatShape([...heads, this.#length, features])}`;
+    if (shape.length !== heads.length + 2) {
+      throw new AttentionInputError(
+        "rank",
+        `${name} must have ${String(heads.length + 2)} dimensions, [B..., Hkv, L, ${name === "key" ? "E" : "Ev"}]` +
+          ` as ${cache}, got shape ${given}`,
+      );
+    }
+    const batch = Math.max(heads.length - 1, 0); // [B...] then Hkv, where the cache has heads
+    if (shape.slice(0, batch).some((n, i) => n !== heads[i])) {
+      throw new AttentionInputError(
+        "shape",
+        `${name} has batch dims ${formatShape(shape.slice(0, batch))} but the cache has` +
+          ` ${formatShape(heads.slice(0, batch))} (${name} ${given}, ${cache})`,
+      );
+    }
+    if (heads.length > 0 && shape[batch] !== heads[batch]) {
+      throw new AttentionInputError(
+        "heads",
+        `${name} has head count ${String(shape[batch])} but the cache has ${String(heads[batch])}` +
+          ` (${name} ${given}, ${cache})`,
+      );
+    }
+    if (shape.at(-1) !== features) {
+      throw new AttentionInputError(
+        "shape",
+        `${name} has feature size ${String(shape.at(-1))} but the cache has ${String(features)}` +
+          ` (${name} ${given}, ${cache})`,
+      );
+    }
+    if (data.length !== product(shape)) {
+      throw new AttentionInputError(
+        "shape",
+        `${name} has ${String(data.length)} values but its shape ${given} needs ${String(product(shape))}`,
+      );
+    }
+    return shape.at(-2)!;
+  }
+
+  /** The memory holds `bytes` at least: grown by doubling (to the most a WebAssembly memory holds). */
+  #grow(bytes: number): void {
+    const memory = this.#kernel.memory;
+    const have = memory.buffer.byteLength;
+    if (bytes > MAX_BYTES) {
+      throw new AttentionInputError(
+        "size",
+        `the cache needs ${String(bytes)} bytes of WebAssembly memory, more than the` +
+          ` ${String(MAX_BYTES)} bytes a WebAssembly memory can hold`,
+      );
+    }
+    if (bytes > have) {
+      const wanted = Math.min(MAX_BYTES, Math.max(bytes, 2 * have));
+      memory.grow(Math.ceil((wanted - have) / PAGE));
+    }
+  }
+}
+
 // ---- Checking: inputs.ts's functions, in the readable port's order. ----
 
 /** The nested entry's float64 copies of query, key and value and its flat output, kept from call
@@ -386,8 +800,22 @@ interface KernelExports extends ItemRunner {
   expF32(at: number, n: number): void;
   expF64(at: number, n: number): void;
   scratchBytes(E: number, Ev: number): number;
-  transposeKeyF32(key: number, rows: number, E: number, out: number, first: number, tileBytes: number): number;
-  transposeKeyF64(key: number, rows: number, E: number, out: number, first: number, tileBytes: number): number;
+  transposeKeyF32(
+    key: number,
+    rows: number,
+    E: number,
+    out: number,
+    first: number,
+    tileBytes: number,
+  ): number;
+  transposeKeyF64(
+    key: number,
+    rows: number,
+    E: number,
+    out: number,
+    first: number,
+    tileBytes: number,
+  ): number;
   heapBase(): number;
   queryBlock(): number;
   keyTile(): number;
@@ -741,7 +1169,18 @@ function runJob(
   // The job descriptor (kernel.ts's J_* offsets); a job is one chunk of query rows of every slice.
   const job = new DataView(buffer, kernel.job, JOB_BYTES);
   const perChunk = 0; // J_BLOCKS and J_ROWS, like J_ROW0 at byte 80, are written for each chunk below
-  const fields = [perChunk, perChunk, Lk, E, Ev, queryChunk, layout.key, layout.value, outputChunk, sliceTable];
+  const fields = [
+    perChunk,
+    perChunk,
+    Lk,
+    E,
+    Ev,
+    queryChunk,
+    layout.key,
+    layout.value,
+    outputChunk,
+    sliceTable,
+  ];
   fields.push(maskKind, maskAt, maskI, maskJ, problem.isCausal ? 1 : 0, layout.lastNonFinite);
   fields.forEach((x, n) => job.setUint32(4 * n, x, true));
   job.setFloat64(64, problem.scale, true);

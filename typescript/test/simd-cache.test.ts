@@ -1,0 +1,344 @@
+// simd.ts's resident key/value cache (SimdKeyValueCache): a prefill then decode steps of 1, 3, 7
+// and 4 tokens appended to it, each attended, give the flat entry's answer on every key and value
+// so far bit for bit (float32 and float64, grouped-query heads, batch dims, causal with the offset
+// and not, a mask, softcap and scale, two workers); truncating gives the shorter cache's answers;
+// NaN and ±Infinity take the flat entry's paths; the decode fixtures, filled in two appends, are
+// held to the oracle's outputs under the tolerance rule; and a person's mistakes throw
+// AttentionInputError with a kind, naming the argument and the shapes.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import { checkOutput, outsideContract, ruleNumbers } from "../conformance/judge.ts";
+import { loadCases } from "../conformance/kit.ts";
+import type { FlatMask, FlatTensor } from "../src/inputs.ts";
+import {
+  createSimdKeyValueCache,
+  type SimdCacheDtype,
+  type SimdFlatAttentionOptions,
+  type SimdKeyValueCache,
+  scaledDotProductAttentionFlat,
+} from "../src/simd-node.ts";
+import { generator } from "./generate.ts";
+import { expectError, product } from "./helpers.ts";
+
+const [B, Hq, Hkv, E, Ev] = [2, 4, 2, 16, 9];
+const PREFILL = 135; // past two key tiles of 64, so steps start inside a tile and cross into the next
+const STEPS = [1, 3, 7, 4];
+
+const random = generator(61);
+const numbers = (n: number) => Array.from({ length: n }, () => 2 * random() - 1);
+
+/** Rows [from, to) of every (batch, head) slice of a flat [slices, N, width] tensor. */
+function rowsOf(data: readonly number[], slices: number, n: number, width: number, from: number, to: number) {
+  const out: number[] = [];
+  for (let s = 0; s < slices; s++) {
+    out.push(...data.slice((s * n + from) * width, (s * n + to) * width));
+  }
+  return out;
+}
+
+function tensor(shape: number[], data: readonly number[], dtype: SimdCacheDtype): FlatTensor {
+  return { shape, data: dtype === "float32" ? Float32Array.from(data) : Float64Array.from(data) };
+}
+
+/** The same bits (Object.is: -0 and NaN told apart and matched). */
+function assertSameBits(actual: FlatTensor, expected: FlatTensor, what: string): void {
+  assert.deepEqual(actual.shape, expected.shape, what);
+  assert.equal(actual.data.constructor, expected.data.constructor, what);
+  const differing = Array.from(actual.data).findIndex((x, n) => !Object.is(x, expected.data[n]));
+  assert.equal(differing, -1, `${what}: element ${differing} differs`);
+}
+
+/** A generation loop over `lengths` blocks of tokens: each block's keys and values appended, then
+ * its queries attended with `options(start, rows)`, against the flat entry on every key so far. */
+function generate(
+  dtype: SimdCacheDtype,
+  lengths: readonly number[],
+  options: (start: number, rows: number) => SimdFlatAttentionOptions,
+): SimdKeyValueCache {
+  const n = lengths.reduce((a, x) => a + x, 0);
+  const [key, value, query] = [numbers(B * Hkv * n * E), numbers(B * Hkv * n * Ev), numbers(B * Hq * n * E)];
+  const cache = createSimdKeyValueCache([B, Hkv, E], Ev, dtype);
+  let start = 0;
+  for (const rows of lengths) {
+    const end = start + rows;
+    cache.append(
+      tensor([B, Hkv, rows, E], rowsOf(key, B * Hkv, n, E, start, end), dtype),
+      tensor([B, Hkv, rows, Ev], rowsOf(value, B * Hkv, n, Ev, start, end), dtype),
+    );
+    assert.equal(cache.length, end);
+    assert.deepEqual(cache.keyShape, [B, Hkv, end, E]);
+    assert.deepEqual(cache.valueShape, [B, Hkv, end, Ev]);
+    const q = tensor([B, Hq, rows, E], rowsOf(query, B * Hq, n, E, start, end), dtype);
+    const opts = options(start, rows);
+    const got = cache.attend(q, opts);
+    const expected = scaledDotProductAttentionFlat(
+      q,
+      tensor([B, Hkv, end, E], rowsOf(key, B * Hkv, n, E, 0, end), dtype),
+      tensor([B, Hkv, end, Ev], rowsOf(value, B * Hkv, n, Ev, 0, end), dtype),
+      opts,
+    );
+    assertSameBits(got, expected, `${dtype}, rows ${start}..${end - 1}`);
+    start = end;
+  }
+  return cache;
+}
+
+const DTYPES: SimdCacheDtype[] = ["float32", "float64"];
+const GENERATION = [PREFILL, ...STEPS];
+
+describe("a prefill then decode steps of 1, 3, 7 and 4 tokens: the flat entry's answers, bit for bit", () => {
+  for (const dtype of DTYPES) {
+    test(`${dtype}, grouped-query heads, causal with the offset at each block's first row`, () => {
+      generate(dtype, GENERATION, (start) => ({ isCausal: true, queryOffset: start, enableGqa: true }));
+    });
+    test(`${dtype}, grouped-query heads, not causal (one new row sees every key)`, () => {
+      generate(dtype, GENERATION, () => ({ enableGqa: true }));
+    });
+    test(`${dtype}, a float mask over every key so far, softcap and scale, two workers`, () => {
+      const cache = generate(dtype, GENERATION, (start, rows) => {
+        const keys = start + rows;
+        const mask: FlatMask = {
+          dtype: "float",
+          shape: [rows, keys],
+          data: Float64Array.from(numbers(rows * keys)),
+        };
+        return { enableGqa: true, attnMask: mask, softcap: 2.5, scale: 0.3, workers: 2 };
+      });
+      cache.close();
+    });
+  }
+
+  test("the answers rest on every key: the same query without the last step's keys differs", () => {
+    const cache = generate("float64", [PREFILL, 4], () => ({ enableGqa: true }));
+    const query = tensor([B, Hq, 1, E], numbers(B * Hq * E), "float64");
+    const all = cache.attend(query, { enableGqa: true });
+    cache.truncate(PREFILL + 3);
+    assert.notDeepEqual(Array.from(cache.attend(query, { enableGqa: true }).data), Array.from(all.data));
+  });
+});
+
+describe("truncate", () => {
+  for (const dtype of DTYPES) {
+    test(`${dtype}: back to a shorter cache, and on again, the flat entry's answers on what is left`, () => {
+      const n = PREFILL + 20;
+      const [key, value] = [numbers(Hkv * n * E), numbers(Hkv * n * Ev)];
+      key[(1 * n + 140) * E + 3] = 1e30; // a large key in the rows dropped: the bound is found again
+      value[(0 * n + 141) * Ev + 2] = Number.NaN; // a NaN value dropped: its column is clean again
+      value[(0 * n + 20) * Ev + 2] = Number.POSITIVE_INFINITY; // ... but for this earlier one
+      const cache = createSimdKeyValueCache([Hkv, E], Ev, dtype);
+      const append = (from: number, to: number) =>
+        cache.append(
+          tensor([Hkv, to - from, E], rowsOf(key, Hkv, n, E, from, to), dtype),
+          tensor([Hkv, to - from, Ev], rowsOf(value, Hkv, n, Ev, from, to), dtype),
+        );
+      const check = (keys: number, what: string) => {
+        const query = tensor([Hq, 2, E], numbers(Hq * 2 * E), dtype);
+        const options = { enableGqa: true, isCausal: true, queryOffset: keys - 2 };
+        const expected = scaledDotProductAttentionFlat(
+          query,
+          tensor([Hkv, keys, E], rowsOf(key, Hkv, n, E, 0, keys), dtype),
+          tensor([Hkv, keys, Ev], rowsOf(value, Hkv, n, Ev, 0, keys), dtype),
+          options,
+        );
+        assertSameBits(cache.attend(query, options), expected, what);
+      };
+      append(0, n);
+      check(n, "the whole cache");
+      for (const keys of [139, 128, 70]) {
+        cache.truncate(keys);
+        assert.equal(cache.length, keys);
+        check(keys, `truncated to ${keys}`);
+      }
+      append(70, 150);
+      check(150, "appended again after truncating");
+      cache.truncate(0);
+      append(0, 2);
+      check(2, "emptied, then two keys");
+    });
+  }
+});
+
+describe("special values take the flat entry's paths", () => {
+  for (const dtype of DTYPES) {
+    test(`${dtype}: NaN and ±Infinity in key or value, a key near the largest number`, () => {
+      const specials: [string, number, number][] = [
+        ["key", 3, Number.NaN],
+        ["key", 70, Number.POSITIVE_INFINITY],
+        ["key", 5, dtype === "float32" ? 3e38 : 1e308],
+        ["value", 100, Number.NaN],
+        ["value", 2, Number.NEGATIVE_INFINITY],
+      ];
+      for (const [which, row, x] of specials) {
+        const n = 140;
+        const [key, value] = [numbers(Hkv * n * E), numbers(Hkv * n * Ev)];
+        (which === "key" ? key : value)[row * (which === "key" ? E : Ev) + 1] = x;
+        const cache = createSimdKeyValueCache([Hkv, E], Ev, dtype);
+        cache.append(tensor([Hkv, n, E], key, dtype), tensor([Hkv, n, Ev], value, dtype));
+        const query = tensor([Hq, 3, E], numbers(Hq * 3 * E), dtype);
+        for (const options of [{ enableGqa: true }, { enableGqa: true, isCausal: true, queryOffset: 50 }]) {
+          const expected = scaledDotProductAttentionFlat(
+            query,
+            tensor([Hkv, n, E], key, dtype),
+            tensor([Hkv, n, Ev], value, dtype),
+            options,
+          );
+          assertSameBits(cache.attend(query, options), expected, `${which}[${row}] = ${x}`);
+        }
+      }
+    });
+  }
+});
+
+describe("the decode fixtures, the cache filled in two appends, against the oracle", () => {
+  const cases = loadCases({ tags: ["decode"] }).filter((c) => c.rule !== null);
+  assert.ok(cases.length >= 8, `${cases.length} decode cases`);
+  for (const c of cases) {
+    test(c.id, () => {
+      const rule = c.rule!;
+      const { query, key, value, attnMask } = rule;
+      const Lk = key.shape.at(-2)!;
+      const split = Math.floor(Lk / 2);
+      for (const dtype of DTYPES) {
+        const cache = createSimdKeyValueCache(
+          [...key.shape.slice(0, -2), key.shape.at(-1)!],
+          value.shape.at(-1)!,
+          dtype,
+        );
+        for (const [from, to] of [
+          [0, split],
+          [split, Lk],
+        ]) {
+          const part = (t: FlatTensor) => {
+            const slices = product(t.shape.slice(0, -2));
+            const width = t.shape.at(-1)!;
+            return tensor(
+              [...t.shape.slice(0, -2), to - from, width],
+              rowsOf(Array.from(t.data), slices, Lk, width, from, to),
+              dtype,
+            );
+          };
+          cache.append(part(key), part(value));
+        }
+        const options: SimdFlatAttentionOptions = {
+          attnMask:
+            attnMask === null
+              ? null
+              : attnMask.dtype === "bool"
+                ? { dtype: "bool", shape: attnMask.shape, data: Uint8Array.from(attnMask.data, Number) }
+                : { dtype: "float", shape: attnMask.shape, data: Float64Array.from(attnMask.data) },
+          isCausal: c.options.isCausal as boolean,
+          scale: rule.scale,
+          enableGqa: c.options.enableGqa as boolean,
+          softcap: rule.softcap,
+          queryOffset: (c.options.queryOffset as number | undefined) ?? 0,
+        };
+        const q = tensor(query.shape.slice(), Array.from(query.data), dtype);
+        const got = cache.attend(q, options);
+        if (outsideContract(rule.expected, dtype, ruleNumbers(rule)) === null) {
+          const check = checkOutput(got, rule, dtype);
+          assert.ok(check.passed, `${dtype}: ${check.problem ?? `${check.budgetUsed} of the budget`}`);
+        }
+        const flat = scaledDotProductAttentionFlat(
+          q,
+          tensor(key.shape.slice(), Array.from(key.data), dtype),
+          tensor(value.shape.slice(), Array.from(value.data), dtype),
+          options,
+        );
+        assertSameBits(got, flat, dtype);
+      }
+    });
+  }
+});
+
+describe("a person's mistakes: AttentionInputError with a kind, naming the argument and the shapes", () => {
+  const cache = createSimdKeyValueCache([2, Hkv, E], Ev, "float32");
+  const rows = (shape: number[]) => tensor(shape, numbers(product(shape)), "float32");
+  cache.append(rows([2, Hkv, 5, E]), rows([2, Hkv, 5, Ev]));
+
+  test("appended keys or values whose heads, features, batch, rank or length disagree", () => {
+    expectError(
+      () => cache.append(rows([2, 3, 1, E]), rows([2, 3, 1, Ev])),
+      "heads",
+      "key has head count 3 but the cache has 2 (key [2, 3, 1, 16], the cache's keys [2, 2, 5, 16])",
+    );
+    expectError(
+      () => cache.append(rows([2, Hkv, 1, 8]), rows([2, Hkv, 1, Ev])),
+      "shape",
+      "key has feature size 8 but the cache has 16 (key [2, 2, 1, 8], the cache's keys [2, 2, 5, 16])",
+    );
+    expectError(
+      () => cache.append(rows([2, Hkv, 1, E]), rows([2, Hkv, 1, 4])),
+      "shape",
+      "value has feature size 4 but the cache has 9 (value [2, 2, 1, 4], the cache's values [2, 2, 5, 9])",
+    );
+    expectError(
+      () => cache.append(rows([3, Hkv, 1, E]), rows([3, Hkv, 1, Ev])),
+      "shape",
+      "key has batch dims [3] but the cache has [2] (key [3, 2, 1, 16], the cache's keys [2, 2, 5, 16])",
+    );
+    expectError(
+      () => cache.append(rows([Hkv, 1, E]), rows([Hkv, 1, Ev])),
+      "rank",
+      "key must have 4 dimensions, [B..., Hkv, L, E] as the cache's keys [2, 2, 5, 16], got shape [2, 1, 16]",
+    );
+    expectError(
+      () => cache.append(rows([2, Hkv, 2, E]), rows([2, Hkv, 1, Ev])),
+      "shape",
+      "value has length 1 but key has 2 (key [2, 2, 2, 16], value [2, 2, 1, 9])",
+    );
+    expectError(
+      () =>
+        cache.append({ shape: [2, Hkv, 1, E], data: numbers(2 * Hkv * E) as never }, rows([2, Hkv, 1, Ev])),
+      "type",
+      /^key must be a flat tensor \{ shape, data \} with a Float64Array or a Float32Array, got/,
+    );
+    expectError(
+      () => cache.append({ shape: [2, Hkv, 1, E], data: new Float32Array(3) }, rows([2, Hkv, 1, Ev])),
+      "shape",
+      "key has 3 values but its shape [2, 2, 1, 16] needs 64",
+    );
+    assert.equal(cache.length, 5, "a refused append leaves the cache as it was");
+  });
+
+  test("a query that disagrees with the cache: the flat entry's checks, with the cache's shapes", () => {
+    expectError(
+      () => cache.attend(rows([2, 4, 1, 8]), { enableGqa: true }),
+      "shape",
+      "key has feature size 16 but query has 8 (query [2, 4, 1, 8], key [2, 2, 5, 16])",
+    );
+    expectError(
+      () => cache.attend(rows([2, 4, 1, E])),
+      "heads",
+      "query has head count 4 but key and value have 2; set enableGqa to share key/value heads across" +
+        " query heads (query [2, 4, 1, 16], key [2, 2, 5, 16])",
+    );
+    expectError(
+      () => cache.attend(tensor([2, 4, 1, E], numbers(8 * E), "float64"), { enableGqa: true }),
+      "type",
+      "query.data must be a Float32Array for this float32 cache, got a Float64Array",
+    );
+    expectError(() => cache.attend(rows([2, 4, 1, E]), { queryOffset: -1 }), "value", /queryOffset/);
+  });
+
+  test("a bad cache shape, value features, dtype or truncate length", () => {
+    expectError(
+      () => createSimdKeyValueCache([], Ev),
+      "shape",
+      /^a cache's shape must be \[B\.\.\., Hkv, E\]/,
+    );
+    expectError(() => createSimdKeyValueCache([2, 0], Ev), "shape", /^a cache's shape must be/);
+    expectError(() => createSimdKeyValueCache([2, E], -1), "shape", /^a cache's valueFeatures must be/);
+    expectError(
+      () => createSimdKeyValueCache([2, E], Ev, "float16" as SimdCacheDtype),
+      "value",
+      /^a cache's dtype must be "float32" or "float64"/,
+    );
+    expectError(
+      () => cache.truncate(6),
+      "value",
+      /^truncate's length must be an integer from 0 to the cache's length 5/,
+    );
+  });
+});
