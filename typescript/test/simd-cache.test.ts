@@ -210,7 +210,7 @@ describe("the decode fixtures, the cache filled in two appends, against the orac
           [0, split],
           [split, Lk],
         ]) {
-          const part = (t: FlatTensor) => {
+          const part = (t: { shape: readonly number[]; data: ArrayLike<number> }) => {
             const slices = product(t.shape.slice(0, -2));
             const width = t.shape.at(-1)!;
             return tensor(
