@@ -11,8 +11,13 @@
  *     typescript-flash         flash.ts's flat entry, {shape, data} tensors: Float64Array for
  *                              float64, Float32Array for float32
  *     typescript-flash-nested  flash.ts through number[][], as a caller with nested arrays has it
- *     typescript-simd          simd.ts's flat entry (Float32Array inputs computed in float32)
+ *     typescript-simd          simd.ts's flat entry (Float32Array inputs computed in float32); a
+ *                              decode step as a generator runs it: its resident cache
+ *                              (SimdKeyValueCache) holds the first n - 1 keys and values, and each
+ *                              run appends the last token's and attends
  *     typescript-simd-2w       the same with `workers: 2`
+ *     typescript-simd-copy     decode only: the flat entry handed the whole cache each step, as
+ *                              onnxruntime is, so that the cost of copying it stays in view
  *     typescript-simd-nested   simd.ts through number[][]
  *     onnxruntime-node         the peers, running run.py's ONNX graph (plan.models) from the
  *     onnxruntime-web          bench-only packages in plan.peers; Web is its WebAssembly backend
@@ -42,6 +47,7 @@ import {
   scaledDotProductAttentionFlat,
 } from "../src/flash.ts";
 import {
+  createSimdKeyValueCache,
   kernelBuild,
   scaledDotProductAttention as simdAttention,
   scaledDotProductAttentionFlat as simdFlat,
@@ -99,10 +105,13 @@ interface Plan {
   readonly corrupt?: boolean;
 }
 
-/** One cell made ready: `run` is the timed call, `flatten` turns its output into float64 [n, d]. */
+/** One cell made ready: `run` is the timed call, `flatten` turns its output into float64 [n, d];
+ * `reset`, where a run changes the port's state (a resident cache grows), puts it back before the
+ * next run, outside the timed span. */
 interface Prepared {
   readonly run: () => unknown;
   readonly flatten: (output: unknown) => Float64Array;
+  readonly reset?: () => void;
 }
 
 interface Port {
@@ -128,9 +137,15 @@ const PORTS: Record<string, (plan: Plan) => Port | Promise<Port>> = {
   typescript: () => nestedPort(readableAttention),
   "typescript-flash": () => flatPort(scaledDotProductAttentionFlat),
   "typescript-flash-nested": () => nestedPort(flashAttention),
-  "typescript-simd": () => simdPort(flatPort(simdFlat)),
+  "typescript-simd": () => simdPort(residentDecode(flatPort(simdFlat), 1)),
   "typescript-simd-2w": () =>
-    simdPort(flatPort((q, k, v, options) => simdFlat(q, k, v, { ...options, workers: 2 }))),
+    simdPort(
+      residentDecode(
+        flatPort((q, k, v, options) => simdFlat(q, k, v, { ...options, workers: 2 })),
+        2,
+      ),
+    ),
+  "typescript-simd-copy": () => simdPort(flatPort(simdFlat)),
   "typescript-simd-nested": () => simdPort(nestedPort(simdAttention)),
   "onnxruntime-node": (plan) => onnxPort(plan, "onnxruntime-node"),
   "onnxruntime-web": (plan) => onnxPort(plan, "onnxruntime-web"),
@@ -141,6 +156,46 @@ const PORTS: Record<string, (plan: Plan) => Port | Promise<Port>> = {
  * versions. */
 function simdPort(port: Port): Port {
   return { ...port, versions: { ...port.versions, "simd.ts kernel build": kernelBuild() } };
+}
+
+/** The port's prefill cells as `port` times them; its decode cells as a generator runs a step
+ * with simd.ts's resident cache: the cache, made ready untimed, holds keys and values 0 .. n - 2;
+ * a run appends row n - 1's (one token: [1, hkv, 1, d] each) and attends the query against all n,
+ * and `reset` takes the token off again (truncate) so that every run is the same step. */
+function residentDecode(port: Port, workers: number): Port {
+  return {
+    ...port,
+    prepare(query, key, value, cell) {
+      if (cell.kind !== "decode") {
+        return port.prepare(query, key, value, cell);
+      }
+      const [hkv, n, d] = [cell.hkv!, cell.n, cell.d];
+      const cache = createSimdKeyValueCache([1, hkv, d], d, cell.dtype);
+      const rows = (x: Float64Array, from: number, to: number) => {
+        const out = new Float64Array(hkv * (to - from) * d);
+        for (let h = 0; h < hkv; h++) {
+          out.set(x.subarray((h * n + from) * d, (h * n + to) * d), h * (to - from) * d);
+        }
+        return { shape: [1, hkv, to - from, d], data: storage(out, cell) };
+      };
+      cache.append(rows(key, 0, n - 1), rows(value, 0, n - 1));
+      const [newKey, newValue] = [rows(key, n - 1, n), rows(value, n - 1, n)];
+      const q = { shape: shapesOf(cell)[0], data: storage(query, cell) };
+      const options = { enableGqa: true, workers };
+      return {
+        run() {
+          cache.append(newKey, newValue);
+          return cache.attend(q, options);
+        },
+        reset: () => cache.truncate(n - 1),
+        flatten(output) {
+          const tensor = output as FlatTensor;
+          checkShape(tensor.shape, cell);
+          return Float64Array.from(tensor.data);
+        },
+      };
+    },
+  };
 }
 
 /** float64 [n, d] as the cell's dtype holds it: a Float32Array copy for float32. */
@@ -317,7 +372,7 @@ async function clock(run: () => unknown): Promise<[unknown, number]> {
 /** Warm up, then time runs: at least minRuns; past that, more only while the timed runs have
  * taken less than budgetS in all, up to maxRuns (the loop of worker.time_cell). */
 async function timeCell(
-  run: () => unknown,
+  { run, reset }: Pick<Prepared, "run" | "reset">,
   minRuns: number,
   maxRuns: number,
   budgetS: number,
@@ -327,6 +382,7 @@ async function timeCell(
   let warmupMs = 0;
   while (warmupRuns === 0 || (warmupRuns < 20 && warmupMs < warmupS * 1e3)) {
     warmupMs += (await clock(run))[1];
+    reset?.();
     warmupRuns += 1;
   }
   const timesMs: number[] = [];
@@ -334,6 +390,7 @@ async function timeCell(
   let output: unknown = null;
   while (timesMs.length < minRuns || (timesMs.length < maxRuns && spentMs < budgetS * 1e3)) {
     const [result, elapsedMs] = await clock(run);
+    reset?.();
     output = result;
     timesMs.push(elapsedMs);
     spentMs += elapsedMs;
@@ -394,13 +451,7 @@ async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
         await prepared.run(); // exactly one pass: the peak is read at exit
         record.runs_ms = [];
       } else {
-        const timed = await timeCell(
-          prepared.run,
-          plan.min_runs,
-          plan.max_runs,
-          plan.budget_s,
-          plan.warmup_s,
-        );
+        const timed = await timeCell(prepared, plan.min_runs, plan.max_runs, plan.budget_s, plan.warmup_s);
         const out64 = prepared.flatten(timed.output);
         if (plan.corrupt === true) {
           out64[out64.length - 1] += 0.01; // test hook: a wrong answer the parent must catch

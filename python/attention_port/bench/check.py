@@ -165,22 +165,27 @@ def close_rate(port: str, other: str, within: float, what: str, n: int = 1024, d
     return f"{what}: float64 within {within:.0%} of {other if other != port else 'the aligned rate'}", check
 
 
-def decode_faster_than(port: str, other: str, dtype: str, times: float, keys: int) -> tuple[str, Check]:
+def decode_faster_than(port: str, other: str, dtype: str, times: float, keys: int,
+                       how: str = "") -> tuple[str, Check]:  # fmt: skip
+    """`how`, when given, says how the step was run (a resident cache, the whole cache each call)."""
+
     def check(m: Measured) -> tuple[bool, str]:
         fast, slow = m.decode(port, dtype, keys), m.decode(other, dtype, keys)
         speedup = slow.median_ms / fast.median_ms
         return speedup >= times, f"{speedup:.2f}x ({fast.median_ms:.3f} ms vs {slow.median_ms:.3f} ms)"
 
-    return f"{port} {dtype} decode >= {times:g}x {other} at {keys} keys", check
+    return f"{port} {dtype} decode >= {times:g}x {other} at {keys} keys{how}", check
 
 
-def decode_bandwidth_share(port: str, dtype: str, share: float, keys: int) -> tuple[str, Check]:
+def decode_bandwidth_share(port: str, dtype: str, share: float, keys: int,
+                           how: str = "") -> tuple[str, Check]:  # fmt: skip
     def check(m: Measured) -> tuple[bool, str]:
         cell, bandwidth = m.decode(port, dtype, keys), m.limit("wasm_read_gbps")
         got = cell.read_gbps / bandwidth
         return got >= share, f"{got:.0%} ({cell.read_gbps:.1f} GB/s of {bandwidth:.1f} GB/s)"
 
-    return f"{port} {dtype} decode at {keys} keys >= {share:.0%} of the WebAssembly read bandwidth", check
+    name = f"{port} {dtype} decode at {keys} keys >= {share:.0%} of the WebAssembly read bandwidth{how}"
+    return name, check
 
 
 def peak_share(port: str, dtype: str, share: float, n: int = 1024) -> tuple[str, Check]:
@@ -194,6 +199,9 @@ def peak_share(port: str, dtype: str, share: float, n: int = 1024) -> tuple[str,
 
 FLASH = "typescript-flash"
 SIMD = "typescript-simd"
+# The decode targets time simd.ts's row that runs a step as a generator does: one token appended to
+# its resident cache, then attended (typescript-simd-copy is the flat entry handed the whole cache).
+RESIDENT = " (simd.ts: one token appended to its resident cache; onnxruntime-web: handed the whole cache)"
 TARGETS: list[tuple[str, Check]] = [
     faster_than(FLASH, "typescript", "float64", 3.5),
     rate_at_least(FLASH, "float64", 3.5),
@@ -210,8 +218,8 @@ TARGETS: list[tuple[str, Check]] = [
     causal_speedup(SIMD, 1.8),
     close_rate(SIMD, SIMD, 0.25, f"{SIMD} at n=1000, E = Ev = 80", n=1000, d=80),
     close_rate(f"{SIMD}-nested", SIMD, 0.10, "simd.ts's nested-array entry at n=1024"),
-    decode_faster_than(SIMD, "onnxruntime-web", "float32", 2.0, keys=4096),
-    decode_bandwidth_share(SIMD, "float32", 0.60, keys=4096),
+    decode_faster_than(SIMD, "onnxruntime-web", "float32", 2.0, keys=4096, how=RESIDENT),
+    decode_bandwidth_share(SIMD, "float32", 0.60, keys=4096, how=" (its resident cache)"),
     peak_share(SIMD, "float32", 0.75),
     faster_than(SIMD, "onnxruntime-web", "float32", 1.8),
 ]

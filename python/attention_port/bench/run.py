@@ -80,6 +80,7 @@ class BenchPort:
     slow: bool = False  # timed up to --typescript-max-n only
     peer: bool = False  # a bench-only package: skipped with a note where it is not installed
     decode: bool = False  # takes the decode rows
+    decode_only: bool = False  # takes the decode rows alone: no prefill cells, no memory pass
     engine: bool = False  # runs in a JavaScript engine: its decode share is of WebAssembly's bandwidth
 
     @property
@@ -119,7 +120,8 @@ PORTS = (
         "typescript-simd",
         "node",
         DTYPES,
-        "simd.ts, WebAssembly SIMD, flat typed arrays",
+        "simd.ts, WebAssembly SIMD, flat typed arrays; decode: one token appended to its resident"
+        " cache (SimdKeyValueCache) holding keys - 1, then attended",
         linear_memory=True,
         decode=True,
         engine=True,
@@ -129,8 +131,18 @@ PORTS = (
         "typescript-simd",
         "node",
         DTYPES,
-        "simd.ts, flat, workers: 2",
+        "simd.ts, flat, workers: 2; decode: on its resident cache",
         decode=True,
+        engine=True,
+    ),  # fmt: skip
+    BenchPort(
+        "typescript-simd-copy",
+        "typescript-simd",
+        "node",
+        DTYPES,
+        "simd.ts's flat entry handed the whole cache each decode step, as onnxruntime is",
+        decode=True,
+        decode_only=True,
         engine=True,
     ),  # fmt: skip
     BenchPort(
@@ -417,9 +429,9 @@ def plan_cells(port: BenchPort, args: argparse.Namespace) -> list[dict]:
         for causal in CAUSAL[args.causal]
         for n in args.sizes
         for dtype in dtypes
-        if not (port.slow and n > args.typescript_max_n)
+        if not ((port.slow and n > args.typescript_max_n) or port.decode_only)
     ]
-    if args.odd_shape:
+    if args.odd_shape and not port.decode_only:
         n, d = args.odd_shape
         cells += [{"n": n, "d": d, "dtype": dtype, "causal": False} for dtype in dtypes]
     if port.decode:
@@ -461,7 +473,7 @@ def _bench(args: argparse.Namespace) -> int:
     memory_cells = {
         port.name: [n for n in (args.memory_n, args.linear_memory_n if port.linear_memory else 0) if n > 0]
         for port in ports
-        if not port.browser  # its memory is the browser's GPU process, not the worker's
+        if not port.browser and not port.decode_only  # a browser's memory is its GPU process's
     }
     shapes = {(c["n"], c["d"]) for cells in cells_by_port.values() for c in cells if "kind" not in c}
     shapes |= {(n, args.d) for sizes in memory_cells.values() for n in sizes}
