@@ -367,7 +367,7 @@ export class SimdKeyValueCache {
   readonly #kernel: Kernel;
   readonly #bytes: number; // per number
   readonly #keyTile: number; // keys per tile
-  readonly #tileBytes: number; // one tile: keys [slices, E, keyTile], then values [keyTile, slices, Ev]
+  readonly #tileBytes: number; // one tile: keys [slices, E, keyTile], then values [slices, keyTile, Ev]
   readonly #lastNonFinite: number; // i32 [slices, Ev]: the last key row whose value is NaN or ±inf
   readonly #tilesAt: number; // tile 0
   #tiles = 0; // tiles in place (the capacity is tiles · keyTile keys)
@@ -469,21 +469,21 @@ export class SimdKeyValueCache {
       this.#tileMax[tile] = max;
       j0 += rows;
     }
-    // Value rows: each token's [slices, Ev] rows sit together in its tile.
+    // Value rows: a slice's rows of one tile sit together, [keyTile, Ev], so that the kernel
+    // streams them (a stride of several pages between rows defeats the hardware's prefetching).
     const lastNonFinite = new Int32Array(buffer, this.#lastNonFinite, slices * Ev);
-    for (let j = 0; j < L; j++) {
-      const p = start + j;
-      const rowsAt = this.#valueRow(p, 0);
-      const rows = floats(float32, buffer, rowsAt, slices * Ev);
-      for (let s = 0; s < slices; s++) {
-        const from = (s * L + j) * Ev;
-        rows.set(value.data.subarray(from, from + Ev), s * Ev);
-        for (let t = 0; t < Ev; t++) {
-          const y = rows[s * Ev + t];
-          if (y - y !== 0) {
-            lastNonFinite[s * Ev + t] = p; // NaN or ±Infinity (y - y is NaN exactly then)
+    for (let s = 0; s < slices; s++) {
+      for (let j0 = 0; j0 < L; ) {
+        const p = start + j0;
+        const rows = Math.min(L - j0, BC - (p % BC)); // up to the end of position p's tile
+        const to = floats(float32, buffer, this.#valueRow(p, s), rows * Ev);
+        to.set(value.data.subarray((s * L + j0) * Ev, (s * L + j0 + rows) * Ev)); // rounded to float32 if so
+        for (let n = 0; n < rows * Ev; n++) {
+          if (to[n] - to[n] !== 0) {
+            lastNonFinite[s * Ev + (n % Ev)] = p + Math.floor(n / Ev); // NaN or ±Infinity (y - y is NaN exactly then)
           }
         }
+        j0 += rows;
       }
     }
     this.#length = start + L;
@@ -604,9 +604,9 @@ export class SimdKeyValueCache {
       keyKv: this.#features * BC * this.#bytes,
       keyTile: this.#tileBytes,
       value: this.#valueRow(0, 0),
-      valueKv: this.#valueFeatures * this.#bytes,
+      valueKv: BC * this.#valueFeatures * this.#bytes,
       valueTile: this.#tileBytes,
-      valueRow: this.#slices * this.#valueFeatures * this.#bytes,
+      valueRow: this.#valueFeatures * this.#bytes,
       lastNonFinite: this.#lastNonFinite,
     };
     runJob(kernel, problem, parts, output, layout, job, regions);
@@ -638,12 +638,11 @@ export class SimdKeyValueCache {
         this.#tilesAt + Math.floor(j / BC) * this.#tileBytes,
         slices * E * BC,
       );
-      const rows = floats(float32, buffer, this.#valueRow(j, 0), slices * Ev);
       for (let s = 0; s < slices; s++) {
         for (let t = 0; t < E; t++) {
           key[(s * Lk + j) * E + t] = tile[(s * E + t) * BC + (j % BC)];
         }
-        value.set(rows.subarray(s * Ev, (s + 1) * Ev), (s * Lk + j) * Ev);
+        value.set(floats(float32, buffer, this.#valueRow(j, s), Ev), (s * Lk + j) * Ev);
       }
     }
     return { ...problem, key, value };
@@ -654,7 +653,7 @@ export class SimdKeyValueCache {
     const BC = this.#keyTile;
     const tile = this.#tilesAt + Math.floor(j / BC) * this.#tileBytes;
     const keys = this.#slices * this.#features * BC * this.#bytes;
-    return tile + keys + ((j % BC) * this.#slices + s) * this.#valueFeatures * this.#bytes;
+    return tile + keys + (s * BC + (j % BC)) * this.#valueFeatures * this.#bytes;
   }
 
   /** Key or value rows to append, checked against the cache: their length L. */
