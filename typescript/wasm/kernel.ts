@@ -503,8 +503,11 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
 @inline function transposeKey<T>(key: usize, rows: i32, E: i32, out: usize, first: i32, tileBytes: i32): f64 {
   const S = <usize>sizeof<T>();
   const L = 16 / <i32>sizeof<T>();
-  let vmax = v128.splat<T>(<T>0); // wasm's max: NaN propagates
-  let smax = <T>0;
+  // The vector maxima use pmax (one instruction; wasm's NaN-propagating max is several), which
+  // drops NaN: a NaN is noted on the side instead (x != x), and makes the result NaN at the end.
+  let vmax = v128.splat<T>(<T>0);
+  let vnan = v128.splat<i32>(0);
+  let smax = <T>0; // scalar max: NaN propagates
   let j = 0;
   while (j < rows) {
     const p = first + j;
@@ -520,8 +523,10 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
         if (sizeof<T>() == 4) {
           const a0 = v128.load(at), a1 = v128.load(at + rowBytes);
           const a2 = v128.load(at + 2 * rowBytes), a3 = v128.load(at + 3 * rowBytes);
-          vmax = f32x4.max(f32x4.max(vmax, f32x4.abs(a0)), f32x4.abs(a1));
-          vmax = f32x4.max(f32x4.max(vmax, f32x4.abs(a2)), f32x4.abs(a3));
+          vmax = f32x4.pmax(f32x4.pmax(vmax, f32x4.abs(a0)), f32x4.abs(a1));
+          vmax = f32x4.pmax(f32x4.pmax(vmax, f32x4.abs(a2)), f32x4.abs(a3));
+          vnan = v128.or(vnan, v128.or(f32x4.ne(a0, a0), f32x4.ne(a1, a1)));
+          vnan = v128.or(vnan, v128.or(f32x4.ne(a2, a2), f32x4.ne(a3, a3)));
           const t0 = i32x4.shuffle(a0, a1, 0, 4, 1, 5); // a0[0] a1[0] a0[1] a1[1]
           const t1 = i32x4.shuffle(a0, a1, 2, 6, 3, 7);
           const t2 = i32x4.shuffle(a2, a3, 0, 4, 1, 5);
@@ -532,7 +537,8 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
           v128.store(to + <usize>(3 * BC) * S, i64x2.shuffle(t1, t3, 1, 3));
         } else {
           const a0 = v128.load(at), a1 = v128.load(at + rowBytes);
-          vmax = f64x2.max(f64x2.max(vmax, f64x2.abs(a0)), f64x2.abs(a1));
+          vmax = f64x2.pmax(f64x2.pmax(vmax, f64x2.abs(a0)), f64x2.abs(a1));
+          vnan = v128.or(vnan, v128.or(f64x2.ne(a0, a0), f64x2.ne(a1, a1)));
           v128.store(to, i64x2.shuffle(a0, a1, 0, 2));
           v128.store(to + <usize>BC * S, i64x2.shuffle(a0, a1, 1, 3));
         }
@@ -553,6 +559,9 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
       }
       j += 1;
     }
+  }
+  if (v128.any_true(vnan)) {
+    return NaN;
   }
   return <f64>max<T>(smax, laneMax<T>(vmax));
 }
