@@ -55,6 +55,14 @@
  *     and the keys a block reads past a row's causal limit add exactly 0 to that row's sums). So
  *     a causal pass and the same rows computed a few at a time, with queryOffset at their first
  *     row's position (a prefill, then decode steps), give the same bits.
+ *  9. A cache resident in the kernel's memory, for decoding (SimdKeyValueCache). A decode step
+ *     handed to the flat entry brings the whole key/value cache into the kernel's memory at every
+ *     call: copied, its keys transposed into tiles and their largest |k| found, before the one pass
+ *     of arithmetic over it, so most of the step is moving the cache (at 4,096 keys, measured:
+ *     two to three times as long as the kernel's pass). createSimdKeyValueCache keeps the cache
+ *     there from step to step in the kernel's layout, written once per token as it is appended,
+ *     with what the bound and the causal NaN rule need kept as it grows; `attend` runs the same
+ *     kernel on it and gives the flat entry's answer on every key so far, bit for bit.
  *
  * Numerics: float64 inputs are computed in float64 and float32 in float32, each within the
  * tolerance rule's budget for its dtype (verify runs both as their own ports). The special values
@@ -80,7 +88,10 @@
  * 64 x Ev) scratch per thread: linear in the inputs, and about the size of key and value beside the
  * caller's own inputs and output. A WebAssembly memory only grows, so after a large call the
  * process keeps that much reserved; so does the nested entry's float64 copy of its inputs and
- * output, kept from call to call (`kept`).
+ * output, kept from call to call (`kept`). A resident cache has a memory of its own, holding its
+ * keys and values once (in tiles of 64 keys, each with those keys' values: it grows at its end,
+ * its memory by doubling) and a call's query, output and scratch after them; with `workers: N` it
+ * starts N - 1 worker threads of its own (its `close` ends them).
  *
  * What it needs from the engine: WebAssembly with 128-bit SIMD and threads (a shared memory);
  * relaxed SIMD is optional (item 5). Where they are missing, a call throws one line that says so
