@@ -482,12 +482,16 @@ def _layer_mistake(
     language: str,
     ask_again: Callable[[FixtureCase], Reply],
     dtype: str = "float64",
+    steps: dict[str, np.ndarray] | None = None,
 ) -> str | None:
     """ "looks like ..." for a known layer or RoPE mistake: a variant the output matches
     (layer_mistakes.py), or right answers once the weights are given transposed."""
     mistake = None
     if output is not None:
-        mistake = layer_mistakes.identify(case.kind, case.inputs, case.params, case.expected.output, output)
+        present = (steps or {}).get("present_key")
+        rows = present.shape[-2] if present is not None and present.ndim >= 2 else None
+        expected = case.expected.output
+        mistake = layer_mistakes.identify(case.kind, case.inputs, case.params, expected, output, rows)
     if mistake is None and case.kind == "layer":
         again = ask_again(_transposed(case))
         steps = again.steps if again.how == "steps" else None
@@ -532,7 +536,7 @@ def judge_layer_valid(
         )
     else:
         line = f"{prefix} {spoken(verdict.problem or 'output differs', language)}"
-    named = _layer_mistake(case, output, language, ask_again, dtype)
+    named = _layer_mistake(case, output, language, ask_again, dtype, reply.steps)
     return CaseResult(case, "fail", [_joined(line, named), description])
 
 

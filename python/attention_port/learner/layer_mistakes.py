@@ -213,6 +213,14 @@ def rope_positions_from_zero(kind, inputs, params):
     return _layer(inputs, params, how=Rotation(from_zero=True))
 
 
+def past_ignored(kind, inputs, params):
+    """The past taken and left unread: the new rows attend to the new keys alone, as in a pass of
+    their own (RoPE from 0, causal top-left), where they follow P cached keys and values."""
+    if kind != "layer" or not _with_past(inputs):
+        return None
+    return _layer({**inputs, "past_key": None, "past_value": None}, params)
+
+
 @dataclass(frozen=True)
 class LayerMistake:
     variant: Callable[..., np.ndarray | None] | None  # None: found by asking again (check.py)
@@ -220,6 +228,8 @@ class LayerMistake:
     says: str  # what check prints after "looks like"
     # Where each lesson does the step right: a text on that line (or on the comment above it).
     lesson_line: dict[str, str]
+    # The mistake leaves the past out of the cache too: its present_key holds the new rows alone.
+    drops_past: bool = False
 
     def pointer(self, language: str) -> str:
         """What check prints after the mistake: the lesson's line that does the step right."""
@@ -235,6 +245,7 @@ DENOMINATOR = {"JavaScript": "is the denominator", "Python": "is the denominator
 PROJECT = {"JavaScript": "weight.data[o * ins + c]", "Python": "y = x @ weight.T"}
 OFFSET = {"JavaScript": "queryOffset: cached", "Python": "query_offset=cached"}
 FROM_P = {"JavaScript": "(_, l) => cached + l", "Python": "np.arange(cached, cached +"}
+CONCATENATE = {"JavaScript": "k = appendRows(pastK, k)", "Python": 'np.concatenate([past["past_key"], k]'}
 
 WEIGHTS_NOT_TRANSPOSED = LayerMistake(
     None,
@@ -300,14 +311,37 @@ LAYER_MISTAKES = (
         " keys are turned at positions P, P+1, ..., as in one pass over the whole sequence",
         FROM_P,
     ),
+    LayerMistake(
+        past_ignored,
+        "past_ignored",
+        "the past was left unread: the new rows attend to past_key's P cached keys and values, then"
+        " their own (P + Lk keys in all), and present_key is that concatenation",
+        CONCATENATE,
+        drops_past=True,
+    ),
 )
 ALL = (*LAYER_MISTAKES, WEIGHTS_NOT_TRANSPOSED)
 
 
-def identify(kind: str, inputs: dict, params: dict, expected: np.ndarray, output: np.ndarray):
+def identify(
+    kind: str,
+    inputs: dict,
+    params: dict,
+    expected: np.ndarray,
+    output: np.ndarray,
+    present_rows: int | None = None,
+):
     """The known layer or RoPE mistake `output` matches, among those that differ from the truth on
-    this case, or None."""
+    this case, or None. `present_rows`, the rows of the learner's present_key where it returned
+    one, tells a layer that left the past out of its cache (the new rows alone) from one that kept
+    it: where a mask hides every key, both give every row b_o."""
+    if present_rows is not None:
+        x_kv = inputs["x_q"] if inputs["x_kv"] is None else inputs["x_kv"]
+        past = inputs.get("past_key")
+        dropped = present_rows == x_kv.shape[-2] and past is not None and past.shape[-2] > 0
     for mistake in LAYER_MISTAKES:
+        if present_rows is not None and mistake.drops_past != dropped:
+            continue  # its cache would have the other length
         try:
             wrong = mistake.variant(kind, inputs, params)
         except (ValueError, IndexError, ZeroDivisionError, TypeError):

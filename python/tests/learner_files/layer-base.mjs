@@ -112,6 +112,7 @@ export function makeLayer(mistake = null, { cache = true } = {}) {
     const { numHeads, numKvHeads = null, attnMask = null, isCausal = false, scale = null } = options;
     const { softcap = 0, rope = null, needWeights = false } = options;
     const { pastKey = null, pastValue = null, returnCache = false } = cache ? options : {};
+    // past_ignored: the past is taken, checked and then never read
     const kvHeads = numKvHeads ?? numHeads;
     if (rope !== null && xKv !== null) throw new Error("rope needs self-attention");
     if ((pastKey === null) !== (pastValue === null)) throw new Error("pastKey and pastValue come together");
@@ -143,7 +144,7 @@ export function makeLayer(mistake = null, { cache = true } = {}) {
       if (got.length !== want.length || got.some((n, d) => d !== got.length - 2 && n !== want[d])) {
         throw new Error(`${name} [${got}] does not fit the layer's [${want}]`);
       }
-      cached = got[got.length - 2];
+      cached = mistake === "past_ignored" ? 0 : got[got.length - 2];
     }
     // Step 3: rotate queries and keys by their positions P..P+L-1
     if (rope !== null) {
@@ -156,7 +157,7 @@ export function makeLayer(mistake = null, { cache = true } = {}) {
       k = turn(k);
       if (mistake === "rope_applied_to_value") v = turn(v);
     }
-    if (pastKey !== null) {
+    if (pastKey !== null && mistake !== "past_ignored") {
       k = appendRows(pastKey, k);
       v = appendRows(pastValue, v);
     }

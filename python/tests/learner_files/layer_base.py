@@ -83,14 +83,14 @@ def make_layer(mistake=None):
                 past = np.asarray(past, dtype=np.float64)
                 if past.ndim != x.ndim or past.shape[:-2] != x.shape[:-2] or past.shape[-1] != x.shape[-1]:
                     raise ValueError(f"{name} {past.shape} does not fit the layer's {x.shape}")
-                cached = past.shape[-2]
+                cached = 0 if mistake == "past_ignored" else past.shape[-2]  # taken, never read
         if rope is not None:
             start = 0 if mistake == "rope_positions_from_zero" else cached
             positions = np.arange(start, start + x_q.shape[-2])
             q, k = rotary(q, positions, **rope), rotary(k, positions, **rope)
             if mistake == "rope_applied_to_value":
                 v = rotary(v, positions, **rope)
-        if past_key is not None:
+        if past_key is not None and mistake != "past_ignored":
             k = np.concatenate([np.asarray(past_key, dtype=np.float64), k], axis=-2)
             v = np.concatenate([np.asarray(past_value, dtype=np.float64), v], axis=-2)
         offset = 0 if mistake == "cache_offset_ignored" else cached  # the new rows sit after the cache
