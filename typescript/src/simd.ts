@@ -14,9 +14,10 @@
  *     Float32Array inputs of the flat entry are computed in float32 (flash.ts widens them to
  *     doubles, since plain JavaScript computes in doubles anyway): twice the lanes, half the bytes.
  *  2. Layout. Once per call, each tile of 64 keys is transposed into its own small contiguous block
- *     [E, 64], so a vector load reads the same feature of 4 (or 2) consecutive keys and a score
- *     vector is 4 (or 2) keys of one query row; a block stays in cache while the 64 query rows of a
- *     work item read it. (A key matrix transposed whole, [E, Lk] with a stride of Lk, was measured
+ *     of E x 64 numbers, so a vector load reads the same feature of 4 (or 2) consecutive keys and a
+ *     score vector is 4 (or 2) keys of one query row; a block stays in cache while the 64 query rows
+ *     of a work item read it. Within it, keys go by 8 (or 4), two vectors' worth, [64 / 8, E, 8]:
+ *     the scores of those keys read one contiguous run. (A key matrix transposed whole, [E, Lk] with a stride of Lk, was measured
  *     slower: a large power-of-two stride makes the rows collide in the cache; transposing each
  *     tile again for every query block cost about 12% of a pass.)
  *  3. Register blocking, as flash.ts but in vectors: scores 4 query rows x 2 vectors of keys (8
@@ -521,15 +522,17 @@ export class SimdKeyValueCache {
       floats(float32, buffer, this.#tilesAt + tile * this.#tileBytes, slices * E * BC);
     for (let p = length; p < old; p++) {
       const keys = tileKeys(Math.floor(p / BC));
-      for (let n = p % BC; n < slices * E * BC; n += BC) {
-        keys[n] = 0;
+      for (let n = 0; n < slices * E; n++) {
+        keys[this.#keyAt(Math.floor(n / E), n % E, p % BC)] = 0;
       }
     }
     if (length % BC !== 0) {
       const keys = tileKeys(Math.floor(length / BC));
       let max = 0;
-      for (let n = 0; n < slices * E * BC; n++) {
-        max = n % BC < length % BC ? Math.max(max, Math.abs(keys[n])) : max;
+      for (let n = 0; n < slices * E * (length % BC); n++) {
+        const c = n % (length % BC);
+        const st = Math.floor(n / (length % BC));
+        max = Math.max(max, Math.abs(keys[this.#keyAt(Math.floor(st / E), st % E, c)]));
       }
       this.#tileMax[Math.floor(length / BC)] = max;
     }
@@ -651,12 +654,21 @@ export class SimdKeyValueCache {
       );
       for (let s = 0; s < slices; s++) {
         for (let t = 0; t < E; t++) {
-          key[(s * Lk + j) * E + t] = tile[(s * E + t) * BC + (j % BC)];
+          key[(s * Lk + j) * E + t] = tile[this.#keyAt(s, t, j % BC)];
         }
         value.set(floats(float32, buffer, this.#valueRow(j, s), Ev), (s * Lk + j) * Ev);
       }
     }
     return { ...problem, key, value };
+  }
+
+  /** Where feature t of key c (0 .. keyTile - 1) of slice s is among a tile's key numbers: the
+   * kernel's layout (kernel.ts's transposeKey), slice by slice [E, keyTile] in blocks of two
+   * vectors' worth of keys, each block [E, 2 · lanes]. */
+  #keyAt(s: number, t: number, c: number): number {
+    const [E, BC] = [this.#features, this.#keyTile];
+    const block = 32 / this.#bytes; // keys per block: two 128-bit vectors
+    return s * E * BC + Math.floor(c / block) * E * block + t * block + (c % block);
   }
 
   /** Byte offset of value row j of slice s: in its tile, after the tile's keys. */
