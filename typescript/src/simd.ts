@@ -517,24 +517,24 @@ export class SimdKeyValueCache {
     const old = this.#length;
     this.#length = length;
     this.#tileMax.length = Math.ceil(length / BC);
-    // The keys dropped are zeroed, as keys past the end always are; the cut tile's max is taken again.
-    const tileKeys = (tile: number) =>
-      floats(float32, buffer, this.#tilesAt + tile * this.#tileBytes, slices * E * BC);
-    for (let p = length; p < old; p++) {
-      const keys = tileKeys(Math.floor(p / BC));
-      for (let n = 0; n < slices * E; n++) {
-        keys[this.#keyAt(Math.floor(n / E), n % E, p % BC)] = 0;
-      }
-    }
-    if (length % BC !== 0) {
-      const keys = tileKeys(Math.floor(length / BC));
+    // The keys dropped are zeroed, as keys past the end always are; the cut tile's max is taken
+    // again. A tile's numbers are read in order, each one's key found from its place (#keyAt).
+    const block = 32 / this.#bytes; // keys per block of a tile
+    const keyOf = (n: number) => Math.floor((n % (E * BC)) / (E * block)) * block + (n % block);
+    for (let tile = Math.floor(length / BC); tile < Math.ceil(old / BC); tile++) {
+      const keys = floats(float32, buffer, this.#tilesAt + tile * this.#tileBytes, slices * E * BC);
       let max = 0;
-      for (let n = 0; n < slices * E * (length % BC); n++) {
-        const c = n % (length % BC);
-        const st = Math.floor(n / (length % BC));
-        max = Math.max(max, Math.abs(keys[this.#keyAt(Math.floor(st / E), st % E, c)]));
+      for (let n = 0; n < keys.length; n++) {
+        const p = tile * BC + keyOf(n);
+        if (p >= length) {
+          keys[n] = 0;
+        } else {
+          max = Math.max(max, Math.abs(keys[n]));
+        }
       }
-      this.#tileMax[Math.floor(length / BC)] = max;
+      if (tile * BC < length) {
+        this.#tileMax[tile] = max;
+      }
     }
     // A column whose last NaN or ±Infinity was dropped: its last one before, found again.
     const lastNonFinite = new Int32Array(buffer, this.#lastNonFinite, slices * Ev);
