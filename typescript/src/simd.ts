@@ -17,9 +17,9 @@
  *     of E x 64 numbers, so a vector load reads the same feature of 4 (or 2) consecutive keys and a
  *     score vector is 4 (or 2) keys of one query row; a block stays in cache while the 64 query rows
  *     of a work item read it. Within it, keys go by 8 (or 4), two vectors' worth, [64 / 8, E, 8]:
- *     the scores of those keys read one contiguous run. (A key matrix transposed whole, [E, Lk] with a stride of Lk, was measured
- *     slower: a large power-of-two stride makes the rows collide in the cache; transposing each
- *     tile again for every query block cost about 12% of a pass.)
+ *     the scores of those keys read one contiguous run. (A key matrix transposed whole, [E, Lk]
+ *     with a stride of Lk, was measured slower: a large power-of-two stride makes the rows collide
+ *     in the cache; transposing each tile again for every query block cost about 12% of a pass.)
  *  3. Register blocking, as flash.ts but in vectors: scores 4 query rows x 2 vectors of keys (8
  *     independent sums), weights · value 2 rows x 4 vectors of value features (8 sums kept in
  *     registers across the whole tile, so acc is loaded and stored once per tile, not per key).
@@ -60,7 +60,7 @@
  *     handed to the flat entry brings the whole key/value cache into the kernel's memory at every
  *     call: copied, its keys transposed into tiles and their largest |k| found, before the one pass
  *     of arithmetic over it, so most of the step is moving the cache (at 4,096 keys, measured:
- *     two to three times as long as the kernel's pass). createSimdKeyValueCache keeps the cache
+ *     two to four times as long as the kernel's pass). createSimdKeyValueCache keeps the cache
  *     there from step to step in the kernel's layout, written once per token as it is appended,
  *     with what the bound and the causal NaN rule need kept as it grows; `attend` runs the same
  *     kernel on it and gives the flat entry's answer on every key so far, bit for bit.
@@ -351,9 +351,9 @@ export function createSimdKeyValueCache(
  * A decode step's keys and values, resident in the kernel's memory in the kernel's layout.
  *
  * Generating text attends one new token at a time against every earlier key and value. Handed to
- * scaledDotProductAttentionFlat, that whole cache is copied into the kernel's memory, its keys
- * transposed into tiles and scanned for the bound on the logits at every call: three passes over
- * the cache before the one the arithmetic needs. This object keeps the cache there instead:
+ * scaledDotProductAttentionFlat, that whole cache is copied into the kernel's memory and its keys
+ * transposed into tiles at every call, before the pass the arithmetic needs (the header's item
+ * 9). This object keeps the cache there instead:
  * `append` writes a step's new keys and values once, into key tiles already transposed, keeping
  * the largest |k| (per tile, so that `truncate` stays cheap) and, per value column, the last row
  * holding NaN or ±Infinity; `attend` then runs the kernel on what is already in place.
@@ -379,7 +379,7 @@ export class SimdKeyValueCache {
   readonly #kernel: Kernel;
   readonly #bytes: number; // per number
   readonly #keyTile: number; // keys per tile
-  readonly #tileBytes: number; // one tile: keys [slices, E, keyTile], then values [slices, keyTile, Ev]
+  readonly #tileBytes: number; // one tile: keys [slices, keyTile / 2L, E, 2L] (#keyAt), values [slices, keyTile, Ev]
   readonly #lastNonFinite: number; // i32 [slices, Ev]: the last key row whose value is NaN or ±inf
   readonly #tilesAt: number; // tile 0
   #tiles = 0; // tiles in place (the capacity is tiles · keyTile keys)
