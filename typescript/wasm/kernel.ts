@@ -7,10 +7,10 @@
 //
 // Memory is one linear memory that simd.ts owns (imported, shared with worker threads). simd.ts
 // copies the inputs into it (a resident cache, SimdKeyValueCache, keeps its keys and values in a
-// memory of its own from call to call) and writes a job descriptor; `runItem*` computes one work item: one
-// query block (BR rows) of one (batch, head) slice, against every key it may see. A job covers one
-// chunk of query rows, [row0, row0 + rows), of every slice: simd.ts copies the query in and the
-// output out a chunk at a time, so neither is ever whole in this memory. Items write
+// memory of its own from call to call) and writes a job descriptor; `runItem*` computes one work
+// item: one query block (BR rows) of one (batch, head) slice, against every key it may see. A
+// job covers one chunk of query rows, [row0, row0 + rows), of every slice: simd.ts copies the
+// query in and the output out a chunk at a time, so neither is ever whole in this memory. Items write
 // disjoint output rows and use their own scratch, so any thread may compute any item and the
 // result is the same bit for bit.
 //
