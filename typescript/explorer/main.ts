@@ -10,6 +10,7 @@
 import { checkOutput, outsideContract } from "../conformance/judge.ts";
 import { AttentionInputError, type AttentionOptions, type AttentionSteps } from "../src/attention.ts";
 import { BACKENDS, type Backend, backendNamed, DEFAULT_BACKEND } from "./backends.ts";
+import { startDecodeView } from "./decode-view.ts";
 import { gridMove } from "./grid.ts";
 import { startLayerViews } from "./layer-view.ts";
 import {
@@ -1904,6 +1905,7 @@ async function start(): Promise<void> {
   // The experiment's 11 × 8 draws take a moment: drawn after the heatmaps are on screen.
   window.setTimeout(drawSqrtDk, 0);
   startLayerViews();
+  startDecodeView();
 }
 
 start().catch((error: unknown) => {
