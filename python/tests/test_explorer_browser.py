@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -1127,6 +1128,12 @@ def _lit_rows(tab, grid_id: str) -> list[int]:
     )
 
 
+def _decode_difference(tab) -> float:
+    """The largest difference the decode view says between its rows and the causal pass's."""
+    (said,) = re.findall(r"largest difference (\S+)\. ", tab.inner_text("#decode-text"))
+    return float(said)
+
+
 def _masked(tab, grid_id: str) -> np.ndarray:
     rows = tab.eval_on_selector_all(
         f"[id='table-{grid_id}'] tr",
@@ -1163,7 +1170,7 @@ def test_the_decode_view_generates_the_sentence_token_by_token_with_the_oracles_
         # Beside it the whole causal pass, this step's row outlined.
         np.testing.assert_allclose(_grid(tab, "decode-causal"), causal, rtol=1e-12, atol=1e-15)
         assert _lit_rows(tab, "decode-causal") == [t - 1]
-        assert "largest difference 0." in tab.inner_text("#decode-text")
+        assert _decode_difference(tab) == 0
         assert tab.is_disabled("#decode-next") == (t == 8)
         if t < 8:
             tab.click("#decode-next")
@@ -1209,6 +1216,22 @@ def test_the_decode_views_causal_boundary_moves_with_the_offset(page):
                 path=str(Path(screenshot).with_name("explorer-decode.png"))
             )
     assert boundaries[5] == [5] and boundaries[0][0] == 0  # row 0's boundary moved with the offset
+    # The mistake: queryOffset 0 with 3 cached tokens, torch's top-left is_causal. The boundary
+    # goes back to j <= i, as the oracle's top-left rule hides, and the rows leave the causal pass.
+    tab.select_option("#decode-new", "3")
+    tab.check("#decode-top-left")
+    assert tab.inner_text("#decode-offset") == "0" and tab.inner_text("#decode-cached") == "3"
+    wrong = reference.attention_steps(query[3:t], key[:t], value[:t], is_causal=True)
+    np.testing.assert_array_equal(_masked(tab, "decode-weights"), wrong.logits == -np.inf)
+    np.testing.assert_allclose(_grid(tab, "decode-weights"), wrong.weights, rtol=1e-12, atol=1e-15)
+    edges = tab.eval_on_selector_all(
+        "[id='table-decode-weights'] tr[data-boundary]", "t => t.map(x => x.dataset.boundary)"
+    )
+    assert edges == ["0", "1", "2"]
+    assert _decode_difference(tab) > 0.1
+    assert "The mistake: queryOffset 0" in tab.inner_text("#decode-text")
+    tab.uncheck("#decode-top-left")
+    assert tab.inner_text("#decode-offset") == "3" and _decode_difference(tab) == 0
     # Fewer tokens so far than new ones: the count of new tokens comes down to the step's.
     _decode_at(tab, 2)
     assert tab.input_value("#decode-new") == "2" and tab.inner_text("#decode-offset") == "0"

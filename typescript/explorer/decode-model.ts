@@ -9,7 +9,8 @@
  * queryOffset P: row i of the step sits at position i + P and may see keys j <= i + P. The same
  * sentence in one causal pass (every row at once, offset 0) is beside it: the step's rows are its
  * rows P..t−1, bit for bit, since attention.ts's arithmetic for a row does not depend on how many
- * rows a call has.
+ * rows a call has. The view can also make the mistake a cache must not: queryOffset 0, torch's
+ * top-left is_causal, which hides every key after the new rows' own index from them.
  *
  * Every number is attention.ts's (attentionSteps); the cache rows are the case's own key and value
  * rows, copied.
@@ -49,7 +50,8 @@ export function decodeSentence(realModel: ExplorerCase, head: number): DecodeSen
 export interface DecodeStep {
   readonly step: number; // t: the tokens so far, the new ones included (1..n)
   readonly newTokens: number; // Lq: the rows this step adds (1 in plain decoding)
-  readonly queryOffset: number; // P = t − Lq: the cached tokens before them
+  readonly cached: number; // P = t − Lq: the cached tokens before them
+  readonly queryOffset: number; // the offset the step was attended with: P, unless the mistake's 0
   readonly query: Matrix; // [Lq, E]: the new tokens' query rows, P..t−1
   readonly keyCache: Matrix; // [t, E]: the cache after this step (its last Lq rows are new)
   readonly valueCache: Matrix; // [t, Ev]
@@ -58,11 +60,17 @@ export interface DecodeStep {
   readonly output: Matrix; // [Lq, Ev]
   readonly causalWeights: Matrix; // [n, n]: the whole sentence in one causal pass
   readonly causalVisible: readonly number[]; // [n]: the keys each row of that pass may see
-  readonly rowDifference: number; // the largest |weights[r][j] − causalWeights[P + r][j]|: 0
+  readonly rowDifference: number; // the largest |weights[r][j] − causalWeights[P + r][j]|: 0 unless topLeft
 }
 
-/** Step t of the sentence with Lq new tokens (1 <= Lq <= t <= n). */
-export function decodeStep(sentence: DecodeSentence, step: number, newTokens: number): DecodeStep {
+/** Step t of the sentence with Lq new tokens (1 <= Lq <= t <= n), attended with queryOffset P = t − Lq,
+ * or with 0 where `topLeft` asks for the mistake. */
+export function decodeStep(
+  sentence: DecodeSentence,
+  step: number,
+  newTokens: number,
+  topLeft = false,
+): DecodeStep {
   const n = sentence.tokens.length;
   if (!(Number.isInteger(step) && step >= 1 && step <= n)) {
     throw new RangeError(`step must be a whole number from 1 to ${n}, got ${step}`);
@@ -70,9 +78,10 @@ export function decodeStep(sentence: DecodeSentence, step: number, newTokens: nu
   if (!(Number.isInteger(newTokens) && newTokens >= 1 && newTokens <= step)) {
     throw new RangeError(`newTokens must be a whole number from 1 to step (${step}), got ${newTokens}`);
   }
-  const queryOffset = step - newTokens;
+  const cached = step - newTokens;
+  const queryOffset = topLeft ? 0 : cached;
   const copy = (rows: Matrix, from: number, to: number) => rows.slice(from, to).map((row) => [...row]);
-  const query = copy(sentence.query, queryOffset, step); // [Lq, E]
+  const query = copy(sentence.query, cached, step); // [Lq, E]
   const keyCache = copy(sentence.key, 0, step); // [t, E]
   const valueCache = copy(sentence.value, 0, step); // [t, Ev]
   const decoded = attentionSteps(query, keyCache, valueCache, { isCausal: true, queryOffset });
@@ -85,7 +94,7 @@ export function decodeStep(sentence: DecodeSentence, step: number, newTokens: nu
   const seen = (logits: number[][]) => logits.map((row) => row.filter((x) => x !== -Infinity).length);
   let rowDifference = 0;
   decoded.weights.forEach((row, r) => {
-    const full = whole.weights[queryOffset + r];
+    const full = whole.weights[cached + r];
     full.forEach((w, j) => {
       rowDifference = Math.max(rowDifference, Math.abs((row[j] ?? 0) - w)); // keys past t weigh 0
     });
@@ -93,6 +102,7 @@ export function decodeStep(sentence: DecodeSentence, step: number, newTokens: nu
   return {
     step,
     newTokens,
+    cached,
     queryOffset,
     query,
     keyCache,

@@ -22,7 +22,7 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 
 const SAID = "decode-said";
 
-const decode = { sentence: null as DecodeSentence | null, step: 1, newTokens: 1 };
+const decode = { sentence: null as DecodeSentence | null, step: 1, newTokens: 1, topLeft: false };
 
 /** "token 3, sat": a position and the word there. */
 function tokenName(tokens: readonly string[], position: number): string {
@@ -49,6 +49,10 @@ function weightWords(
 ): GridWords {
   const cell = (i: number, j: number) =>
     `weight of query ${tokenName(tokens, start + i)} on key ${tokenName(tokens, j)}`;
+  const hidden = (i: number, j: number) =>
+    j > start + i
+      ? `key ${j} comes after position ${start + i}, so the causal rule hides it.`
+      : `key ${j} comes before position ${start + i}, yet queryOffset 0 hides it: the mistake.`;
   return {
     row: "query",
     column: "key",
@@ -56,14 +60,14 @@ function weightWords(
     sentence: (i, j, x) =>
       j < visible[i]
         ? `${cell(i, j)} is ${shortNumber(x)} (${pass}): the query at position ${start + i} sees keys 0 to ${visible[i] - 1}.`
-        : `${cell(i, j)} is 0: key ${j} comes after position ${start + i}, so the causal rule hides it.`,
+        : `${cell(i, j)} is 0: ${hidden(i, j)}`,
   };
 }
 
 /** Two rows of grids: the new rows and the cache; then the weights beside one causal pass. */
 function mapsOf(sentence: DecodeSentence, at: DecodeStep): HTMLElement[][] {
   const { tokens } = sentence;
-  const { step: t, queryOffset: P } = at;
+  const { step: t, cached: P } = at;
   const fresh = Array.from({ length: at.newTokens }, (_, r) => P + r); // the rows this step appends
   const hidden = (visible: readonly number[]) => (i: number, j: number) => j >= visible[i];
   const newRows: GridMarks = { compact: true, rowStart: P, rowLabels: tokens.slice(P, t) };
@@ -95,7 +99,7 @@ function mapsOf(sentence: DecodeSentence, at: DecodeStep): HTMLElement[][] {
   const weights = [
     grid(
       "decode-weights",
-      `this step's weights (queryOffset ${P})`,
+      `this step's weights (queryOffset ${at.queryOffset})`,
       at.weights,
       weightWords(tokens, P, at.visible, "this step's"),
       SAID,
@@ -135,16 +139,21 @@ function mapsOf(sentence: DecodeSentence, at: DecodeStep): HTMLElement[][] {
 
 function textOf(sentence: DecodeSentence, at: DecodeStep): string[] {
   const { tokens } = sentence;
-  const { step: t, newTokens: Lq, queryOffset: P } = at;
+  const { step: t, newTokens: Lq, cached: P } = at;
   const quoted = (from: number, to: number) => tokens.slice(from, to).join(" ");
   const added =
     Lq === 1
       ? `Token ${t - 1} (${tokens[t - 1]}) is new`
       : `Tokens ${P} to ${t - 1} (${quoted(P, t)}) are new, ${Lq} at once`;
+  const rows = Lq === 1 ? `row ${P}` : `rows ${P} to ${t - 1}`;
+  const rule =
+    at.queryOffset === P
+      ? `queryOffset = P = t − Lq = ${t} − ${Lq} = ${P}: the new rows go after ${P} cached tokens, so row i of this step sits at position i + ${P} and may see keys j ≤ i + ${P} (the line after each row's last key). Left at 0, torch's top-left is_causal, row 0 would see key 0 only${P === 0 ? " (here P is 0 too: this step is a prefill of the first tokens)" : ""}.`
+      : `The mistake: queryOffset 0, torch's top-left is_causal, as if nothing were cached. Row i then sees keys j ≤ i only (the line), where it sits at position i + ${P} and should see keys j ≤ i + ${P}.`;
   return [
     `${added}: its query ${Lq === 1 ? "row is" : "rows are"} the only ${Lq === 1 ? "one" : "ones"} this step computes, [${Lq}, E]. Its key and value rows are appended to the cache, which now holds ${t} rows of each ([${t}, E] and [${t}, Ev]; the outlined rows are this step's). The ${P} rows before them come from earlier steps and are not computed again.`,
-    `queryOffset = P = t − Lq = ${t} − ${Lq} = ${P}: the new rows go after ${P} cached tokens, so row i of this step sits at position i + ${P} and may see keys j ≤ i + ${P} (the line after each row's last key). Left at 0, torch's top-left is_causal, row 0 would see key 0 only${P === 0 ? " (here P is 0 too: this step is a prefill of the first tokens)" : ""}.`,
-    `The step's weights are ${Lq === 1 ? `row ${P}` : `rows ${P} to ${t - 1}`} of one causal pass over the whole sentence (right, outlined): largest difference ${shortNumber(at.rowDifference)}. Every number is attention.ts's, isCausal with queryOffset ${P}.`,
+    rule,
+    `The step's weights ${at.rowDifference === 0 ? "are" : "should be"} ${rows} of one causal pass over the whole sentence (right, outlined): largest difference ${shortNumber(at.rowDifference)}. Every number is attention.ts's, isCausal with queryOffset ${at.queryOffset}.`,
   ];
 }
 
@@ -154,9 +163,10 @@ function draw(): void {
     return;
   }
   const n = sentence.tokens.length;
-  const at = decodeStep(sentence, decode.step, decode.newTokens);
+  const at = decodeStep(sentence, decode.step, decode.newTokens, decode.topLeft);
   $<HTMLInputElement>("decode-step").value = String(at.step);
   $("decode-step-value").textContent = String(at.step);
+  $("decode-cached").textContent = String(at.cached);
   $("decode-offset").textContent = String(at.queryOffset);
   $("decode-count").textContent =
     `step ${at.step} of ${n}: ${at.newTokens} new, queryOffset ${at.queryOffset}`;
@@ -210,6 +220,10 @@ export function startDecodeView(): void {
   $("decode-prev").addEventListener("click", () => goTo(decode.step - 1));
   $("decode-next").addEventListener("click", () => goTo(decode.step + 1));
   $("decode-step").addEventListener("input", () => goTo(Number($<HTMLInputElement>("decode-step").value)));
+  $("decode-top-left").addEventListener("input", () => {
+    decode.topLeft = $<HTMLInputElement>("decode-top-left").checked;
+    draw();
+  });
   $("decode-new").addEventListener("input", () => {
     decode.newTokens = Number($<HTMLSelectElement>("decode-new").value);
     draw();

@@ -423,6 +423,24 @@ describe("the decode view", () => {
     assert.deepEqual(decodeStep(decodeSentence(page, 0), 1, 1).weights, [[1]]);
   });
 
+  test("the mistake, queryOffset 0 with a cache, hides the keys after each row's index and departs from the pass", () => {
+    const sentence = decodeSentence(page, DECODE_HEAD);
+    for (let t = 1; t <= n; t++) {
+      for (let newTokens = 1; newTokens <= t; newTokens++) {
+        const at = decodeStep(sentence, t, newTokens, true);
+        const P = t - newTokens;
+        assert.equal(at.cached, P);
+        assert.equal(at.queryOffset, 0);
+        assert.deepEqual(
+          at.visible,
+          Array.from({ length: newTokens }, (_, r) => r + 1),
+        );
+        // Only a prefill (nothing cached) is right with offset 0.
+        assert.equal(at.rowDifference === 0, P === 0, `t ${t}, Lq ${newTokens}: ${at.rowDifference}`);
+      }
+    }
+  });
+
   test("a step or a count of new tokens out of range is refused naming the argument", () => {
     const sentence = decodeSentence(page, 0);
     assert.throws(
