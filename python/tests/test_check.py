@@ -20,7 +20,7 @@ from attention_port.fixtures import cases
 from attention_port.fixtures.reader import load_fixtures
 from attention_port.learner import check, layer_mistakes, lesson, mistakes
 from attention_port.learner.protocol import options_set
-from attention_port.learner.runner import LearnerProcess
+from attention_port.learner.runner import LearnerProcess, Reply
 
 LEARNER_FILES = Path(__file__).parent / "learner_files"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -95,28 +95,78 @@ def test_the_projects_ports_as_they_are_pass_every_level(port):
 
 # ---- the layer's and RoPE's levels ----------------------------------------------------------------
 
-LAYER_LEVEL, ROPE_LEVEL = (level.name for level in cases.LAYER_LEVELS)
+LAYER_LEVEL, ROPE_LEVEL, CACHE_LEVEL = (level.name for level in cases.LAYER_LEVELS)
 LAYERED_TOTAL = TOTAL + len(cases.LAYER_LEVELS)
-# The layer's cases that check runs: not those with a cache, which the learner protocol cannot carry.
-LAYER_CASES = [c for c in load_fixtures(FIXTURES_DIR, kinds=("layer", "rope")) if "cache" not in c.tags]
+LAYER_CASES = list(load_fixtures(FIXTURES_DIR, kinds=("layer", "rope")))
+CACHE_CASES = [c for c in LAYER_CASES if "cache" in c.tags]
 
 
-def test_every_layer_and_rope_case_is_on_one_of_the_two_levels_after_the_core():
+def test_every_layer_and_rope_case_is_on_one_of_the_three_levels_after_the_core():
     levels = Counter(cases.layer_level_of(case.tags) for case in LAYER_CASES)
-    assert set(levels) == {TOTAL + 1, TOTAL + 2}, levels
-    assert all(cases.layer_level_of(c.tags) == TOTAL + 2 for c in LAYER_CASES if "rope" in c.tags)
+    assert set(levels) == {TOTAL + 1, TOTAL + 2, TOTAL + 3}, levels
+    assert all(cases.layer_level_of(c.tags) == TOTAL + 3 for c in CACHE_CASES)
+    rotating = [c for c in LAYER_CASES if "rope" in c.tags and c not in CACHE_CASES]
+    assert all(cases.layer_level_of(c.tags) == TOTAL + 2 for c in rotating)
     assert min(levels.values()) >= 5, levels
+    # The cache's level holds decoding with a past, RoPE after a past, and refusals of a bad past.
+    assert any(c.inputs.get("past_key") is not None and c.params["rope"] is not None for c in CACHE_CASES)
+    assert any(c.expects_error for c in CACHE_CASES)
 
 
 @pytest.mark.parametrize("lesson", ["typescript/src/layer.ts", "python/attention_port/layer.py"])
-def test_the_projects_layer_lessons_pass_the_layer_and_rope_levels(lesson):
+def test_the_projects_layer_lessons_pass_the_layer_rope_and_cache_levels(lesson):
     code, text = run_check(str(REPO_ROOT / lesson))
     assert code == 0, text
     assert "fail" not in text and "not attempted" not in text and "crash" not in text, text
-    for n, name in ((TOTAL + 1, LAYER_LEVEL), (TOTAL + 2, ROPE_LEVEL)):
+    attempted = len(CACHE_CASES)
+    for n, name in ((TOTAL + 1, LAYER_LEVEL), (TOTAL + 2, ROPE_LEVEL), (TOTAL + 3, CACHE_LEVEL)):
         assert f"level {n} of {LAYERED_TOTAL}: {name} — " in text, text
+    assert f"{CACHE_LEVEL} — {attempted} of {attempted} cases pass" in text, text
     invalid = [c for c in LAYER_CASES if c.expects_error]
     assert text.count(", as the project's ports)") >= len(invalid), text
+
+
+@pytest.mark.parametrize("file", ["layer-no-past.mjs", "layer_no_past.py"])
+def test_a_layer_without_a_past_is_told_the_cache_level_is_not_attempted_and_nothing_fails(file):
+    code, text = run_check(file)
+    assert code == 0, text
+    past = "pastKey and pastValue" if file.endswith(".mjs") else "past_key and past_value"
+    layer = "multiHeadAttention" if file.endswith(".mjs") else "multi_head_attention"
+    level = f"level {TOTAL + 3} of {LAYERED_TOTAL}: {CACHE_LEVEL}"
+    assert f"{level} — not attempted: your {layer} takes no {past}: it exports no KV cache\n" in text, text
+    assert "fail" not in text and "crash" not in text, text
+    assert f"{len(CACHE_CASES)} cases were not attempted (level {TOTAL + 3})" in text, text
+
+
+@pytest.mark.parametrize("file", ["layer-no-mistake.mjs", "layer_no_mistake.py"])
+def test_a_learners_cached_layer_passes_the_cache_level(file):
+    code, text = run_check(file)
+    assert code == 0, text
+    attempted = len(CACHE_CASES)
+    assert f"{CACHE_LEVEL} — {attempted} of {attempted} cases pass" in text, text
+    assert "not attempted" not in text and "fail" not in text, text
+
+
+def test_a_wrong_present_is_named_by_which_of_the_two_it_is():
+    # The answer is the oracle's own (the fixture's expected values) with one cell of one present
+    # changed: the line must name that one, whether or not the output is right.
+    case = next(c for c in CACHE_CASES if c.id == "layer_decode_one_token")
+    expected = case.expected
+    for name in ("present_key", "present_value"):
+        steps = {n: getattr(expected, n) for n in ("output", "present_key", "present_value")}
+        steps[name] = steps[name].copy()
+        steps[name][1, -1, 0] += 1.0  # the new position's first feature, in head 1
+        reply = Reply("steps", steps=steps)
+        result = check.judge_layer_valid(case, reply, 1.0, "Python", lambda _: Reply("bad"))
+        assert result.status == "fail", name
+        assert result.lines[0].startswith(f"{case.id}: {name}[1, 5, 0] is "), result.lines
+        js = check.judge_layer_valid(case, reply, 1.0, "JavaScript", lambda _: Reply("bad"))
+        spelled = {"present_key": "presentKey", "present_value": "presentValue"}[name]
+        assert js.lines[0].startswith(f"{case.id}: {spelled}[1, 5, 0] is "), js.lines
+    # A present left out is said too: return_cache asks for both.
+    steps = {"output": expected.output, "present_key": expected.present_key}
+    result = check.judge_layer_valid(case, Reply("steps", steps=steps), 1.0, "Python", lambda _: Reply("bad"))
+    assert result.status == "fail" and "return_cache gave no present_value" in result.lines[0], result.lines
 
 
 def test_a_file_with_only_the_layer_runs_only_the_layer_levels():
@@ -144,6 +194,9 @@ LAYER_MISTAKE_FILES = {
         "rope_conventions_swapped": ROPE_LEVEL,
         "rope_applied_to_value": ROPE_LEVEL,
         "rope_denominator_e": ROPE_LEVEL,
+        "cache_offset_ignored": CACHE_LEVEL,
+        "rope_positions_from_zero": CACHE_LEVEL,
+        "past_ignored": CACHE_LEVEL,
     }.items()
     for prefix, suffix in (("mistake-", ".mjs"), ("mistake_", ".py"))
 }
@@ -184,7 +237,10 @@ def test_a_layer_with_one_mistake_is_told_its_name_and_the_lesson_line_that_does
     assert at <= line <= at + 3, (at, line)
     assert not lines[line - 1].strip().startswith(("//", "#")), lines[line - 1]
     assert f"(the lesson does it right at {where})" in text, text
-    assert ("rotaryDim" in text) == (language == "JavaScript" and "rope" in name), text
+    # RoPE's words in the learner's language: on RoPE's mistakes, and on the levels after RoPE's.
+    rotary_said = "rope" in name or number > level_number_of(ROPE_LEVEL)
+    assert ("rotaryDim" in text) == (language == "JavaScript" and rotary_said), text
+    assert "rotary_dim" not in text or language == "Python", text
 
 
 def level_number_of(name: str) -> int:
@@ -192,9 +248,19 @@ def level_number_of(name: str) -> int:
     return next(n for n, level in enumerate(levels, start=1) if level.name == name)
 
 
+def _variant(mistake: layer_mistakes.LayerMistake, case):
+    """The variant's output on a case, or None where it cannot run there (as identify skips it):
+    the past left unread leaves a mask over P + Lk keys too long for the Lk it attends."""
+    try:
+        return mistake.variant(case.kind, case.inputs, case.params)
+    except ValueError:
+        return None
+
+
 def test_each_layer_variant_is_the_layer_with_one_step_wrong():
     # The variants' own layer, with nothing wrong, gives the fixtures' output; each variant differs
     # from it on some case, and makes no difference where its step does not run.
+    # Cache cases too: the variants' layer takes the past, turns from P and offsets causal by P.
     for case in (c for c in LAYER_CASES if not c.expects_error):
         right = (
             layer_mistakes._layer(case.inputs, case.params)
@@ -207,7 +273,7 @@ def test_each_layer_variant_is_the_layer_with_one_step_wrong():
             c.id
             for c in LAYER_CASES
             if not c.expects_error
-            and (wrong := mistake.variant(c.kind, c.inputs, c.params)) is not None
+            and (wrong := _variant(mistake, c)) is not None
             and not mistakes.same_values(wrong, c.expected.output)
         ]
         assert differs, mistake.name
@@ -215,6 +281,17 @@ def test_each_layer_variant_is_the_layer_with_one_step_wrong():
     for name in ("rope_conventions_swapped", "rope_applied_to_value", "rope_denominator_e"):
         variant = getattr(layer_mistakes, name)
         assert all(variant("layer", c.inputs, c.params) is None for c in rope_free), name
+    # The cache's mistakes need a past of one position or more; RoPE's needs RoPE as well.
+    without_past = [
+        c
+        for c in LAYER_CASES
+        if not c.expects_error and (c.inputs.get("past_key") is None or c.inputs["past_key"].shape[-2] == 0)
+    ]
+    for name in ("cache_offset_ignored", "rope_positions_from_zero", "past_ignored"):
+        variant = getattr(layer_mistakes, name)
+        assert all(variant(c.kind, c.inputs, c.params) is None for c in without_past), name
+    from_zero = layer_mistakes.rope_positions_from_zero
+    assert all(from_zero("layer", c.inputs, c.params) is None for c in rope_free)
 
 
 # ---- named mistakes ---------------------------------------------------------------------------

@@ -40,6 +40,7 @@ import {
 import { type FixtureTensor, portTensor } from "./fixtures.ts";
 import {
   LAYER_NAMES,
+  LAYER_STEPS,
   OPTION_NAMES,
   type Request,
   readInput,
@@ -466,23 +467,64 @@ function layerArguments(request: LayerRequest): unknown[] {
       params[LAYER_NAMES[name]!] = input(name);
     }
   }
-  if (request.inputs.attn_mask !== null && request.inputs.attn_mask !== undefined) {
-    options.attnMask = input("attn_mask");
+  // The mask and the KV cache are options, as the project's layer takes them.
+  for (const name of ["attn_mask", "past_key", "past_value"]) {
+    if (request.inputs[name] !== null && request.inputs[name] !== undefined) {
+      options[LAYER_NAMES[name]!] = input(name);
+    }
   }
   return [input("x_q"), input("x_kv"), params, options];
 }
 
-/** What a layer or RoPE function returned, as steps: the output, and with needWeights the
- * object's output and weights. */
+/** What a layer or RoPE function returned, as steps by the protocol's names (LAYER_STEPS): the
+ * output, and with needWeights or returnCache the object's output, weights, presentKey and
+ * presentValue, those that were asked for. */
 function layerSteps(request: LayerRequest, returned: unknown): Record<string, unknown> | string {
-  if (request.options.need_weights !== true) {
+  const asked: Record<string, boolean> = {
+    output: true,
+    weights: request.options.need_weights === true,
+    present_key: request.options.return_cache === true,
+    present_value: request.options.return_cache === true,
+  };
+  const wanted = LAYER_STEPS.filter((name) => asked[name]);
+  if (wanted.length === 1) {
     return { output: returned };
   }
   const all = returned as Record<string, unknown> | null;
-  if (typeof all !== "object" || all === null || !("output" in all) || !("weights" in all)) {
-    return `multiHeadAttention with needWeights: true returned ${what(returned)}, expected { output, weights }`;
+  const spelled = (name: string) => LAYER_NAMES[name] ?? name;
+  if (typeof all !== "object" || all === null || !wanted.every((name) => spelled(name) in all)) {
+    const said = [asked.weights ? "needWeights: true" : "", asked.present_key ? "returnCache: true" : ""]
+      .filter((option) => option !== "")
+      .join(" and ");
+    return `multiHeadAttention with ${said} returned ${what(returned)}, expected { ${wanted.map(spelled).join(", ")} }`;
   }
-  return { output: all.output, weights: all.weights };
+  return Object.fromEntries(wanted.map((name) => [name, all[spelled(name)]]));
+}
+
+/** Whether a learner's layer takes a KV cache. Its options object has no names to read, so the
+ * layer is asked once, as the file loads: one token (D = E = 2, one head, no RoPE) after a cache of
+ * one position, with returnCache. A layer that keeps a cache answers an object with presentKey
+ * (awaited when it is a promise); one that does not answers the output alone, or throws. */
+export async function takesPast(layer: Learner): Promise<boolean> {
+  const eye = [
+    [1, 0],
+    [0, 1],
+  ];
+  const options = { numHeads: 1, pastKey: [[[0, 1]]], pastValue: [[[1, 0]]], returnCache: true };
+  try {
+    let returned = layer([[1, 0]], null, { wQ: eye, wK: eye, wV: eye, wO: eye }, options);
+    if (typeof (returned as { then?: unknown } | null)?.then === "function") {
+      returned = await returned;
+    }
+    return (
+      typeof returned === "object" &&
+      returned !== null &&
+      !Array.isArray(returned) &&
+      "presentKey" in returned
+    );
+  } catch {
+    return false;
+  }
 }
 
 /** A layer or RoPE case: the request names its kind (learner-protocol.ts). */
@@ -592,7 +634,7 @@ async function answerWith(
       if (typeof found === "string") {
         return `{"id": ${id}, "bad": ${stringify(found)}}`;
       }
-      return stepsAnswer(id, found, ["output", "weights"]);
+      return stepsAnswer(id, found, LAYER_STEPS);
     }
     if (learner.name === "attentionSteps" && (typeof returned !== "object" || returned === null)) {
       const said = `attentionSteps returned ${what(returned)}, expected an object with scores, logits, weights and output`;
@@ -685,6 +727,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   loaded = true;
+  const layerPast = learner.layer !== null && (await takesPast(learner.layer));
+  stray = null; // an error the probe's call left behind belongs to no case
   await printed();
   send(
     stringify({
@@ -693,6 +737,7 @@ async function main(argv: string[]): Promise<number> {
         takesOptions: learner.takesOptions,
         layer: learner.layer === null ? null : "multiHeadAttention",
         rotary: learner.rotary === null ? null : "applyRotary",
+        layerPast,
       },
     }),
   );

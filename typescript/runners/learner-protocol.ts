@@ -21,6 +21,7 @@ interface Protocol {
   readonly options: Readonly<Record<string, string>>;
   readonly threw: readonly (keyof Threw)[];
   readonly layerNames: Readonly<Record<string, string>>;
+  readonly layerSteps: readonly string[];
 }
 
 const PROTOCOL = JSON.parse(
@@ -34,6 +35,9 @@ export const OPTION_NAMES: Readonly<Record<string, string>> = PROTOCOL.options;
 /** The layer's and RoPE's inputs and options whose JavaScript names differ from their Python
  * names (the fixtures'): w_q is wQ, num_heads numHeads, rope's rotary_dim rotaryDim. */
 export const LAYER_NAMES: Readonly<Record<string, string>> = PROTOCOL.layerNames;
+/** What a layer's answer may hold, by the harness's names: output, weights, present_key and
+ * present_value (the object's presentKey and presentValue). */
+export const LAYER_STEPS: readonly string[] = PROTOCOL.layerSteps;
 /** A "threw" answer's fields, in this order. */
 export const THREW_FIELDS: readonly (keyof Threw)[] = PROTOCOL.threw;
 

@@ -39,11 +39,11 @@ import {
   type RopeOptions,
 } from "./layer-inputs.ts";
 
-export type { RopeOptions };
-export { AttentionInputError };
 // The adapters serve only the layer's weights and masks, so the package's "attention-port/layer"
 // carries them too.
 export { fromConv1d, fromPacked, torchMhaMask } from "./adapters.ts";
+export type { RopeOptions };
+export { AttentionInputError };
 
 export interface LayerParams {
   readonly wQ: TensorInput;

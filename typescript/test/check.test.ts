@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { declaredParameterCount, thrownOnPurpose, unchanged } from "../runners/check.ts";
+import { declaredParameterCount, takesPast, thrownOnPurpose, unchanged } from "../runners/check.ts";
 import { scaledDotProductAttention } from "../src/attention.ts";
+import { multiHeadAttention } from "../src/layer.ts";
 
 // `attention-port check` gives a learner's function its options only when it declares a 4th
 // parameter. function.length stops at the first parameter with a default, so the source counts too.
@@ -138,4 +139,27 @@ test("an argument written into is changed; one left alone is not, NaN and -0 inc
   shaped.data.push(1);
   assert.equal(unchanged({ shape: [2, 0, 8], data: [] }, shaped), false);
   assert.equal(unchanged([true, false], [true, true]), false); // a boolean mask flipped
+});
+
+// A learner's layer takes its KV cache in its options object, which has no names to read: check asks
+// it once, with a past and returnCache, and offers the cache's level only when presentKey comes back.
+
+test("a layer that keeps a cache is told from one that does not, or that throws", async () => {
+  assert.equal(await takesPast(multiHeadAttention as (...args: unknown[]) => unknown), true);
+  const keeps = (_x: unknown, _kv: unknown, _p: unknown, o: { returnCache?: boolean }) =>
+    o.returnCache ? { output: [[0, 0]], presentKey: [], presentValue: [] } : [[0, 0]];
+  assert.equal(await takesPast(keeps as (...args: unknown[]) => unknown), true);
+  assert.equal(
+    await takesPast(async (...args: unknown[]) => keeps(...(args as Parameters<typeof keeps>))),
+    true,
+  );
+  assert.equal(await takesPast(() => [[0, 0]]), false); // the output alone: pastKey unread
+  assert.equal(await takesPast(() => ({ output: [[0, 0]], weights: [] })), false);
+  assert.equal(
+    await takesPast(() => {
+      throw new Error("unknown option pastKey");
+    }),
+    false,
+  );
+  assert.equal(await takesPast(async () => Promise.reject(new Error("no cache"))), false);
 });

@@ -92,7 +92,13 @@ _JAVASCRIPT_WORDS = {
     "num_heads": "numHeads",
     "num_kv_heads": "numKvHeads",
     "need_weights": "needWeights",
+    "query_offset": "queryOffset",
     "rotary_dim": "rotaryDim",
+    "past_key": "pastKey",
+    "past_value": "pastValue",
+    "return_cache": "returnCache",
+    "present_key": "presentKey",
+    "present_value": "presentValue",
     "True": "true",
     "False": "false",
     "None": "null",
@@ -455,6 +461,11 @@ def _layer_skip_reason(case: FixtureCase, hello: Hello) -> str | None:
         return spoken("your file has no apply_rotary", hello.language)
     if case.kind == "layer" and hello.layer is None:
         return spoken("your file has no multi_head_attention", hello.language)
+    if "cache" in case.tags and not hello.layer_past:
+        return spoken(
+            "your multi_head_attention takes no past_key and past_value: it exports no KV cache",
+            hello.language,
+        )
     return None
 
 
@@ -471,12 +482,16 @@ def _layer_mistake(
     language: str,
     ask_again: Callable[[FixtureCase], Reply],
     dtype: str = "float64",
+    steps: dict[str, np.ndarray] | None = None,
 ) -> str | None:
     """ "looks like ..." for a known layer or RoPE mistake: a variant the output matches
     (layer_mistakes.py), or right answers once the weights are given transposed."""
     mistake = None
     if output is not None:
-        mistake = layer_mistakes.identify(case.kind, case.inputs, case.params, case.expected.output, output)
+        present = (steps or {}).get("present_key")
+        rows = present.shape[-2] if present is not None and present.ndim >= 2 else None
+        expected = case.expected.output
+        mistake = layer_mistakes.identify(case.kind, case.inputs, case.params, expected, output, rows)
     if mistake is None and case.kind == "layer":
         again = ask_again(_transposed(case))
         steps = again.steps if again.how == "steps" else None
@@ -514,13 +529,14 @@ def judge_layer_valid(
     if output is not None and output.shape != want:
         line = f"{prefix} output has shape {format_shape(output.shape)}, expected {format_shape(want)}"
     elif failing is not None and failing.index is not None:
+        cell = spoken(compare.cell(failing.step, failing.index), language)
         line = (
-            f"{prefix} {compare.cell(failing.step, failing.index)} is {number(failing.actual, language)},"
+            f"{prefix} {cell} is {number(failing.actual, language)},"
             f" expected {number(failing.expected, language)}"
         )
     else:
         line = f"{prefix} {spoken(verdict.problem or 'output differs', language)}"
-    named = _layer_mistake(case, output, language, ask_again, dtype)
+    named = _layer_mistake(case, output, language, ask_again, dtype, reply.steps)
     return CaseResult(case, "fail", [_joined(line, named), description])
 
 
@@ -612,9 +628,10 @@ LEVEL_GUIDE = (
 
 def level_guide(n: int, language: str) -> str:
     """ "Level N teaches ...; read FILE line A (scores), line B (scale)." """
-    if n > len(LEVEL_GUIDE):  # the layer's and RoPE's levels: their lesson's first step of each
+    if n > len(LEVEL_GUIDE):  # the layer's, RoPE's and the cache's levels: their lesson's step
         level = cases.LAYER_LEVELS[n - len(LEVEL_GUIDE) - 1]
-        marker = "Step 3: rotate" if "rope" in level.tags else "Step 1: project"
+        markers = {"rope": "Step 3: rotate", "cache": "The cache: the earlier keys"}
+        marker = markers.get(level.tags[0], "Step 1: project")
         where = lesson.place_in(layer_mistakes.LESSONS[language], marker)
         return f"Level {n} teaches {level.name}" + (f". Read {where}." if where else ".")
     teaches, topics = LEVEL_GUIDE[n - 1]
@@ -815,8 +832,6 @@ def check(
         for case in load_fixtures(fixtures_dir, kinds=KINDS):
             if "outside_contract" in case.tags:
                 continue  # the contract defines no answer there: nothing for a learner to match
-            if case.kind == "layer" and "cache" in case.tags:
-                continue  # the learner protocol carries no past_key/past_value yet: verify holds these
             if (
                 dtype != "float64"
                 and case.kind == "attention"

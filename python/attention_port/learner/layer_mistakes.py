@@ -85,6 +85,7 @@ class Rotation:
     swapped: bool = False  # half-split read as interleaved, or the other way round
     denominator_e: bool = False  # theta^(-2i/E) where it is theta^(-2i/rotary_dim)
     values_too: bool = False
+    from_zero: bool = False  # after a cache of P, the new rows turned at 0, 1, ... not P, P+1, ...
 
 
 def _rope_options(rope: dict, features: int) -> tuple[float, int, bool]:
@@ -110,8 +111,11 @@ def _layer(
     split: Callable[[np.ndarray, int], np.ndarray] = _split,
     merge: Callable[[np.ndarray], np.ndarray] = _merge,
     how: Rotation = Rotation(),
+    offset_ignored: bool = False,
 ) -> np.ndarray | None:
-    """The six steps of layer.py with each swappable, so that a variant changes exactly one."""
+    """The six steps of layer.py with each swappable, so that a variant changes exactly one; with
+    a past (past_key, past_value: P cached positions) the new rows sit at P, P+1, ... unless
+    `how.from_zero`, and the causal rule lets row i see keys j <= i + P unless `offset_ignored`."""
     heads = params["num_heads"]
     kv_heads = params["num_kv_heads"] or heads
     x_q = inputs["x_q"]
@@ -120,17 +124,23 @@ def _layer(
     k = _linear(x_kv, inputs["w_k"], inputs["b_k"])  # [B..., Lk, Hkv·E]
     v = _linear(x_kv, inputs["w_v"], inputs["b_v"])  # [B..., Lk, Hkv·Ev]
     q, k, v = split(q, heads), split(k, kv_heads), split(v, kv_heads)
+    past_key, past_value = inputs.get("past_key"), inputs.get("past_value")
+    cached = 0 if past_key is None else past_key.shape[-2]  # P
     if params["rope"] is not None:
         rope = _rope_options(params["rope"], q.shape[-1])
-        positions = np.arange(x_q.shape[-2], dtype=np.float64)
+        start = 0 if how.from_zero else cached
+        positions = np.arange(start, start + x_q.shape[-2], dtype=np.float64)  # [Lq]
         q, k = _turn(q, positions, rope, how), _turn(k, positions, rope, how)
         if how.values_too:
             v = _turn(v, positions, rope, how)
         if v is None:
             return None
+    if past_key is not None:
+        k = np.concatenate([past_key, k], axis=-2)  # [B..., Hkv, P+Lk, E]
+        v = np.concatenate([past_value, v], axis=-2)  # [B..., Hkv, P+Lk, Ev]
     steps = reference.attention_steps(
         q, k, v, inputs["attn_mask"], is_causal=params["is_causal"], scale=params["scale"],
-        enable_gqa=kv_heads != heads, softcap=params["softcap"],
+        enable_gqa=kv_heads != heads, softcap=params["softcap"], query_offset=0 if offset_ignored else cached,
     )  # fmt: skip
     return _linear(merge(steps.output), inputs["w_o"], inputs["b_o"])  # [B..., Lq, Dout]
 
@@ -183,6 +193,34 @@ def rope_denominator_e(kind, inputs, params):
     return _layer(inputs, params, how=how) if params["rope"] is not None else None
 
 
+def _with_past(inputs: dict) -> bool:
+    return inputs.get("past_key") is not None and inputs["past_key"].shape[-2] > 0
+
+
+def cache_offset_ignored(kind, inputs, params):
+    """With a cache, causal aligned top-left (row i sees keys j <= i) where the new rows sit after
+    the P cached ones (j <= i + P): the core called without query_offset = P."""
+    if kind != "layer" or not params["is_causal"] or not _with_past(inputs):
+        return None
+    return _layer(inputs, params, offset_ignored=True)
+
+
+def rope_positions_from_zero(kind, inputs, params):
+    """With a cache of P positions, RoPE turned the new queries and keys at positions 0, 1, ...
+    as in a pass of their own; they sit at P, P+1, ..."""
+    if kind != "layer" or params["rope"] is None or not _with_past(inputs):
+        return None
+    return _layer(inputs, params, how=Rotation(from_zero=True))
+
+
+def past_ignored(kind, inputs, params):
+    """The past taken and left unread: the new rows attend to the new keys alone, as in a pass of
+    their own (RoPE from 0, causal top-left), where they follow P cached keys and values."""
+    if kind != "layer" or not _with_past(inputs):
+        return None
+    return _layer({**inputs, "past_key": None, "past_value": None}, params)
+
+
 @dataclass(frozen=True)
 class LayerMistake:
     variant: Callable[..., np.ndarray | None] | None  # None: found by asking again (check.py)
@@ -190,6 +228,8 @@ class LayerMistake:
     says: str  # what check prints after "looks like"
     # Where each lesson does the step right: a text on that line (or on the comment above it).
     lesson_line: dict[str, str]
+    # The mistake leaves the past out of the cache too: its present_key holds the new rows alone.
+    drops_past: bool = False
 
     def pointer(self, language: str) -> str:
         """What check prints after the mistake: the lesson's line that does the step right."""
@@ -203,6 +243,9 @@ ROTATE = {"JavaScript": "// Step 3: rotate", "Python": "# Step 3: rotate"}
 PAIRS = {"JavaScript": "interleaved ? 2 * i : i", "Python": "if options.interleaved:"}
 DENOMINATOR = {"JavaScript": "is the denominator", "Python": "is the denominator"}
 PROJECT = {"JavaScript": "weight.data[o * ins + c]", "Python": "y = x @ weight.T"}
+OFFSET = {"JavaScript": "queryOffset: cached", "Python": "query_offset=cached"}
+FROM_P = {"JavaScript": "(_, l) => cached + l", "Python": "np.arange(cached, cached +"}
+CONCATENATE = {"JavaScript": "k = appendRows(pastK, k)", "Python": 'np.concatenate([past["past_key"], k]'}
 
 WEIGHTS_NOT_TRANSPOSED = LayerMistake(
     None,
@@ -254,14 +297,51 @@ LAYER_MISTAKES = (
         " theta^(-2i/rotary_dim), and rotary_dim is less than E here",
         DENOMINATOR,
     ),
+    LayerMistake(
+        cache_offset_ignored,
+        "cache_offset_ignored",
+        "causal was aligned top-left with a cache: after P cached positions new row i sits at"
+        " position i + P and sees keys j <= i + P (query_offset = P), not only j <= i",
+        OFFSET,
+    ),
+    LayerMistake(
+        rope_positions_from_zero,
+        "rope_positions_from_zero",
+        "RoPE positions restart at 0 in decode: after a cache of P positions the new queries and"
+        " keys are turned at positions P, P+1, ..., as in one pass over the whole sequence",
+        FROM_P,
+    ),
+    LayerMistake(
+        past_ignored,
+        "past_ignored",
+        "the past was left unread: the new rows attend to past_key's P cached keys and values, then"
+        " their own (P + Lk keys in all), and present_key is that concatenation",
+        CONCATENATE,
+        drops_past=True,
+    ),
 )
 ALL = (*LAYER_MISTAKES, WEIGHTS_NOT_TRANSPOSED)
 
 
-def identify(kind: str, inputs: dict, params: dict, expected: np.ndarray, output: np.ndarray):
+def identify(
+    kind: str,
+    inputs: dict,
+    params: dict,
+    expected: np.ndarray,
+    output: np.ndarray,
+    present_rows: int | None = None,
+):
     """The known layer or RoPE mistake `output` matches, among those that differ from the truth on
-    this case, or None."""
+    this case, or None. `present_rows`, the rows of the learner's present_key where it returned
+    one, tells a layer that left the past out of its cache (the new rows alone) from one that kept
+    it: where a mask hides every key, both give every row b_o."""
+    if present_rows is not None:
+        x_kv = inputs["x_q"] if inputs["x_kv"] is None else inputs["x_kv"]
+        past = inputs.get("past_key")
+        dropped = present_rows == x_kv.shape[-2] and past is not None and past.shape[-2] > 0
     for mistake in LAYER_MISTAKES:
+        if present_rows is not None and mistake.drops_past != dropped:
+            continue  # its cache would have the other length
         try:
             wrong = mistake.variant(kind, inputs, params)
         except (ValueError, IndexError, ZeroDivisionError, TypeError):

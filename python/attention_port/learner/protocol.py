@@ -37,10 +37,14 @@ are in one file that both modules load, typescript/runners/learner-protocol.json
    RoPE) comes as {"id", "kind": "layer" or "rope", "valid", "output_shape", "inputs", "options"}:
    inputs by their Python names (x_q, x_kv, w_q ... b_o, attn_mask; or x and positions), null where
    the case gives none; options those the case sets (num_heads always; num_kv_heads, is_causal,
-   scale, softcap, rope, need_weights; or theta, rotary_dim, interleaved). The hello says what the
-   file has: "layer" and "rotary" name its layer and RoPE functions, or are null; "function" is
-   null when it has no attention function of its own. The answer's steps are output (and weights
-   with need_weights).
+   scale, softcap, rope, need_weights, return_cache; or theta, rotary_dim, interleaved). The hello
+   says what the file has: "layer" and "rotary" name its layer and RoPE functions, or are null;
+   "function" is null when it has no attention function of its own; "layerPast" is true when its
+   layer takes a KV cache (Python: past_key and past_value among its parameters; JavaScript, whose
+   options object has no names to read: called once on a one-token case with a past and
+   returnCache, it returns an object with presentKey). Only then are the cache's cases sent, with
+   past_key and past_value among the inputs. The answer's steps are output (and weights with
+   need_weights, present_key and present_value with return_cache): the names in layerSteps.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ THREW_FIELDS: tuple[str, ...] = tuple(PROTOCOL["threw"])  # a "threw" answer's, 
 # The layer's and RoPE's options (by their Python names) at their defaults: a request leaves these out.
 LAYER_DEFAULTS: dict[str, object] = PROTOCOL["layerDefaults"]
 LAYER_REQUEST_FIELDS: tuple[str, ...] = tuple(PROTOCOL["layerRequest"])
+LAYER_STEPS: tuple[str, ...] = tuple(PROTOCOL["layerSteps"])  # what a layer's answer may hold
 
 
 def answer_line(message: dict) -> bytes:

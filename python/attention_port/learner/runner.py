@@ -103,6 +103,7 @@ class Hello:
     language: str  # "JavaScript" or "Python"
     layer: str | None = None  # its multiHeadAttention / multi_head_attention, if it has one
     rotary: str | None = None  # its applyRotary / apply_rotary, if it has one
+    layer_past: bool = False  # its layer takes a KV cache (past_key, past_value, return_cache)
 
 
 @dataclass(frozen=True)
@@ -281,6 +282,7 @@ class LearnerProcess:
             language=self.language,
             layer=hello.get("layer"),
             rotary=hello.get("rotary"),
+            layer_past=hello.get("layerPast") is True,
         )
         return self.hello
 

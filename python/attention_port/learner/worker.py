@@ -39,6 +39,7 @@ from attention_port.inputs import (
 )
 from attention_port.learner.protocol import (
     HELLO_FIELDS,
+    LAYER_STEPS,
     OPTION_NAMES,
     STEP_NAMES,
     answer_line,
@@ -103,6 +104,7 @@ class Learner:
             has = f"it defines {', '.join(defined)}" if defined else "it defines no function"
             raise LookupError(f"{path} defines no function named scaled_dot_product_attention ({has})")
         self.function, self.name = (function, name) if callable(function) else (None, None)
+        self.layer_past = self.layer is not None and _takes_past(self.layer)
         if self.function is None:
             self.option_names, self.mask_positional, self.takes_options = set(), False, False
             return
@@ -129,6 +131,7 @@ class Learner:
             "optionNames": sorted(self.option_names),
             "layer": None if self.layer is None else "multi_head_attention",
             "rotary": None if self.rotary is None else "apply_rotary",
+            "layerPast": self.layer_past,
         }
         return {field: values[field] for field in HELLO_FIELDS}
 
@@ -183,6 +186,19 @@ class Learner:
     def changed(self) -> list[str]:
         """The arguments the last call changed in place: each compared with its copy from before."""
         return [name for name, before in self.before.items() if not _same(before, self.given[name])]
+
+
+def _takes_past(layer) -> bool:
+    """Whether the layer takes a KV cache: past_key and past_value among its parameters (or
+    **kwargs, which takes every name)."""
+    try:
+        parameters = inspect.signature(layer).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: assume the whole API
+        return True
+    if any(p.kind == p.VAR_KEYWORD for p in parameters):
+        return True
+    named = {p.name for p in parameters if p.kind != p.POSITIONAL_ONLY}
+    return {"past_key", "past_value"} <= named
 
 
 def _snapshot(x):
@@ -350,18 +366,31 @@ def _answer(learner: Learner, request: dict) -> dict:
 
 def _layer_steps(request: dict, returned) -> dict | str:
     """What a layer or RoPE function returned, as steps: the output, and with need_weights the
-    weights too (an object with output and weights, a dict of them, or the pair)."""
+    weights too (an object with output and weights, a dict of them, or the pair), and with
+    return_cache present_key and present_value (an object or a dict with them)."""
     function = "apply_rotary" if request["kind"] == "rope" else "multi_head_attention"
-    if not request["options"].get("need_weights"):
+    options = request["options"]
+    wanted = [
+        name
+        for name, asked in zip(
+            LAYER_STEPS,
+            (True, options.get("need_weights"), options.get("return_cache"), options.get("return_cache")),
+            strict=True,
+        )
+        if asked
+    ]
+    if wanted == ["output"]:
         return {"output": returned}
     if isinstance(returned, dict):
-        found = {k: returned[k] for k in ("output", "weights") if k in returned}
-    elif isinstance(returned, tuple) and len(returned) == 2:
-        found = dict(zip(("output", "weights"), returned, strict=True))
+        found = {k: returned[k] for k in wanted if k in returned}
+    elif isinstance(returned, tuple) and wanted == ["output", "weights"] and len(returned) == 2:
+        found = dict(zip(wanted, returned, strict=True))
     else:
-        found = {k: getattr(returned, k) for k in ("output", "weights") if hasattr(returned, k)}
-    if len(found) < 2:
-        return f"{function} with need_weights=True returned {_what(returned)}, expected output and weights"
+        found = {k: getattr(returned, k) for k in wanted if hasattr(returned, k)}
+    if len(found) < len(wanted):
+        asked = " and ".join(f"{name}=True" for name in ("need_weights", "return_cache") if options.get(name))
+        expected = f"{', '.join(wanted[:-1])} and {wanted[-1]}"
+        return f"{function} with {asked} returned {_what(returned)}, expected {expected}"
     return found
 
 

@@ -1,5 +1,5 @@
 // A learner's multi-head attention layer and RoPE in plain loops over nested arrays, with one
-// mistake switched on by name, for the tests of `attention-port check`'s layer and RoPE levels:
+// mistake switched on by name, for the tests of `attention-port check`'s layer, RoPE and cache levels:
 // each layer mistake file exports makeLayer("<mistake>") and makeRotary("<mistake>"). The attention
 // inside is learner-base.mjs's, a learner's own; nothing here is the project's layer.
 import { makeAttention } from "./learner-base.mjs";
@@ -92,13 +92,30 @@ export function makeRotary(mistake = null) {
   };
 }
 
-export function makeLayer(mistake = null) {
+const shapeOf = (x) => (Array.isArray(x) ? [x.length, ...shapeOf(x[0])] : []);
+/** A tensor's shape, nested or {shape, data} (a cache of zero positions comes so). */
+const shapeOfTensor = (x) => (Array.isArray(x) ? shapeOf(x) : x.shape);
+
+/** The cached rows, then the new ones, in every [H, L, F] block: [B..., H, P+L, F]. An empty
+ * cache ({shape, data}) adds nothing. */
+function appendRows(past, x) {
+  if (!Array.isArray(past)) return x;
+  const each = (p, n) => (isMatrix(p[0]) ? p.map((head, h) => [...head, ...n[h]]) : p.map((m, i) => each(m, n[i])));
+  return each(past, x);
+}
+
+/** The layer; makeLayer(mistake, { cache: false }) is one written before the KV cache, which
+ * leaves pastKey, pastValue and returnCache unread. */
+export function makeLayer(mistake = null, { cache = true } = {}) {
   const applyRotary = makeRotary(mistake);
   return function multiHeadAttention(xQ, xKv, params, options) {
     const { numHeads, numKvHeads = null, attnMask = null, isCausal = false, scale = null } = options;
     const { softcap = 0, rope = null, needWeights = false } = options;
+    const { pastKey = null, pastValue = null, returnCache = false } = cache ? options : {};
+    // past_ignored: the past is taken, checked and then never read
     const kvHeads = numKvHeads ?? numHeads;
     if (rope !== null && xKv !== null) throw new Error("rope needs self-attention");
+    if ((pastKey === null) !== (pastValue === null)) throw new Error("pastKey and pastValue come together");
     const D = eachMatrix(xQ, (rows) => rows[0].length);
     const features = typeof D === "number" ? D : D.flat(Infinity)[0];
     // A weight's outputs and inputs, as this learner reads the weights.
@@ -119,21 +136,39 @@ export function makeLayer(mistake = null) {
     q = split(q, numHeads, mistake);
     k = split(k, kvHeads, mistake);
     v = split(v, kvHeads, mistake);
-    // Step 3: rotate queries and keys by their positions 0..L-1
+    // The cache holds P earlier positions: its shape is the keys' but for the rows
+    let cached = 0;
+    for (const [name, past, x] of [["pastKey", pastKey, k], ["pastValue", pastValue, v]]) {
+      if (past === null) continue;
+      const [want, got] = [shapeOf(x), shapeOfTensor(past)];
+      if (got.length !== want.length || got.some((n, d) => d !== got.length - 2 && n !== want[d])) {
+        throw new Error(`${name} [${got}] does not fit the layer's [${want}]`);
+      }
+      cached = mistake === "past_ignored" ? 0 : got[got.length - 2];
+    }
+    // Step 3: rotate queries and keys by their positions P..P+L-1
     if (rope !== null) {
       const L = eachMatrix(xQ, (rows) => rows.length);
       const length = typeof L === "number" ? L : L.flat(Infinity)[0];
-      const positions = Array.from({ length }, (_, l) => l);
+      const start = mistake === "rope_positions_from_zero" ? 0 : cached;
+      const positions = Array.from({ length }, (_, l) => start + l);
       const turn = (x) => eachBlock(x, (heads) => applyRotary(heads, positions, rope));
       q = turn(q);
       k = turn(k);
       if (mistake === "rope_applied_to_value") v = turn(v);
     }
-    // Step 4: attend, every head
-    const core = { attnMask, isCausal, scale, softcap, enableGqa: kvHeads !== numHeads };
+    if (pastKey !== null && mistake !== "past_ignored") {
+      k = appendRows(pastKey, k);
+      v = appendRows(pastValue, v);
+    }
+    // Step 4: attend, every head; the new rows sit after the cached ones
+    const queryOffset = mistake === "cache_offset_ignored" ? 0 : cached;
+    const core = { attnMask, isCausal, scale, softcap, enableGqa: kvHeads !== numHeads, queryOffset };
     const heads = attend(q, k, v, core);
     // Steps 5 and 6: merge heads, out-project
     const output = linear(merge(heads, mistake), params.wO, params.bO, mistake);
-    return needWeights ? { output, weights: attendWeights(q, k, v, core) } : output;
+    if (!needWeights && !returnCache) return output;
+    const cacheAfter = returnCache ? { presentKey: k, presentValue: v } : {};
+    return { output, ...(needWeights ? { weights: attendWeights(q, k, v, core) } : {}), ...cacheAfter };
   };
 }

@@ -1,5 +1,5 @@
 """A learner's multi-head attention layer and RoPE in numpy, with one mistake switched on by name,
-for the tests of `attention-port check`'s layer and RoPE levels: each layer mistake file calls
+for the tests of `attention-port check`'s layer, RoPE and cache levels: each layer mistake file calls
 make_layer("<mistake>") and make_rotary("<mistake>"). The attention inside is learner_base.py's, a
 learner's own; nothing here is the project's layer."""
 
@@ -59,10 +59,12 @@ def make_layer(mistake=None):
     def multi_head_attention(
         x_q, x_kv=None, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, num_heads,
         num_kv_heads=None, attn_mask=None, is_causal=False, scale=None, softcap=0.0, rope=None,
-        need_weights=False,
+        need_weights=False, past_key=None, past_value=None, return_cache=False,
     ):  # fmt: skip
         if rope is not None and x_kv is not None:
             raise ValueError("rope needs self-attention")
+        if (past_key is None) != (past_value is None):
+            raise ValueError("past_key and past_value come together")
         kv_heads = num_kv_heads or num_heads
         x_q = np.asarray(x_q, dtype=np.float64)
         x_kv = x_q if x_kv is None else np.asarray(x_kv, dtype=np.float64)
@@ -75,16 +77,34 @@ def make_layer(mistake=None):
             raise ValueError("the weights' outputs do not split into the heads")
         q, k, v = linear(x_q, w_q, b_q), linear(x_kv, w_k, b_k), linear(x_kv, w_v, b_v)
         q, k, v = split(q, num_heads), split(k, kv_heads), split(v, kv_heads)
+        cached = 0  # P earlier positions in the cache: its shape is the keys' but for the rows
+        for name, past, x in (("past_key", past_key, k), ("past_value", past_value, v)):
+            if past is not None:
+                past = np.asarray(past, dtype=np.float64)
+                if past.ndim != x.ndim or past.shape[:-2] != x.shape[:-2] or past.shape[-1] != x.shape[-1]:
+                    raise ValueError(f"{name} {past.shape} does not fit the layer's {x.shape}")
+                cached = 0 if mistake == "past_ignored" else past.shape[-2]  # taken, never read
         if rope is not None:
-            positions = np.arange(x_q.shape[-2])
+            start = 0 if mistake == "rope_positions_from_zero" else cached
+            positions = np.arange(start, start + x_q.shape[-2])
             q, k = rotary(q, positions, **rope), rotary(k, positions, **rope)
             if mistake == "rope_applied_to_value":
                 v = rotary(v, positions, **rope)
+        if past_key is not None and mistake != "past_ignored":
+            k = np.concatenate([np.asarray(past_key, dtype=np.float64), k], axis=-2)
+            v = np.concatenate([np.asarray(past_value, dtype=np.float64), v], axis=-2)
+        offset = 0 if mistake == "cache_offset_ignored" else cached  # the new rows sit after the cache
         core = dict(is_causal=is_causal, scale=scale, softcap=softcap, enable_gqa=kv_heads != num_heads)
+        core["query_offset"] = offset
         heads = np.asarray(attend(q, k, v, attn_mask, **core))
         output = linear(merge(heads), w_o, b_o)
+        if not need_weights and not return_cache:
+            return output
+        result = {"output": output}
         if need_weights:
-            return {"output": output, "weights": attend_weights(q, k, v, attn_mask, **core)}
-        return output
+            result["weights"] = attend_weights(q, k, v, attn_mask, **core)
+        if return_cache:
+            result["present_key"], result["present_value"] = k, v
+        return result
 
     return multi_head_attention
