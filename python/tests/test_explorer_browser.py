@@ -6,7 +6,8 @@ reason (scripts/test says so in one line). One browser for the module; the page 
 
 ATTENTION_PORT_SCREENSHOT=docs/explorer.png also writes the README's screenshot of the built page
 (step by step) and docs/explorer-heads.png beside it (every head side by side), and
-docs/explorer-layer.png (the layer view at its second step, the heads split).
+docs/explorer-layer.png (the layer view at its second step, the heads split) and
+docs/explorer-decode.png (the decode view at step 6, three new tokens after three cached).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -1098,6 +1100,151 @@ def test_the_rope_view_turns_pairs_by_position_and_its_dot_products_depend_on_th
         for name, vector in (("q", query), ("k", key))
     }
     np.testing.assert_allclose(dots, turned["q"] @ turned["k"].T, rtol=1e-12, atol=1e-12)
+
+
+# ---- the decode view ---------------------------------------------------------------------------
+
+
+def _real_model_head(head: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Head `head` of the real model's case, [8, 32] queries, keys and values, from the fixture."""
+    fixture = json.loads((REPO_ROOT / "fixtures" / "cases" / "real_model_heads.json").read_text())
+    inputs = fixture["inputs"]
+    return tuple(
+        np.array(inputs[n]["data"]).reshape(inputs[n]["shape"])[head] for n in ("query", "key", "value")
+    )
+
+
+def _decode_at(tab, step: int, new_tokens: int | None = None) -> None:
+    tab.fill("#decode-step", str(step))
+    tab.dispatch_event("#decode-step", "input")
+    if new_tokens is not None:
+        tab.select_option("#decode-new", str(new_tokens))
+
+
+def _lit_rows(tab, grid_id: str) -> list[int]:
+    return tab.eval_on_selector_all(
+        f"[id='table-{grid_id}'] tr",
+        "trs => trs.flatMap((tr, i) => tr.classList.contains('lit') ? [i - 1] : [])",
+    )
+
+
+def _decode_difference(tab) -> float:
+    """The largest difference the decode view says between its rows and the causal pass's."""
+    (said,) = re.findall(r"largest difference (\S+)\. ", tab.inner_text("#decode-text"))
+    return float(said)
+
+
+def _masked(tab, grid_id: str) -> np.ndarray:
+    rows = tab.eval_on_selector_all(
+        f"[id='table-{grid_id}'] tr",
+        "trs => trs.map(tr => [...tr.querySelectorAll('td.num')].map(td => td.classList.contains('masked')))",
+    )
+    return np.array([row for row in rows if row])
+
+
+def test_the_decode_view_generates_the_sentence_token_by_token_with_the_oracles_causal_rows(page):
+    from attention_port import reference
+
+    tab = page.page
+    tokens = REAL_TOKENS
+    head = int(tab.input_value("#decode-head"))
+    query, key, value = _real_model_head(head)
+    causal = reference.attention_steps(query, key, value, is_causal=True).weights  # [8, 8], the oracle's
+    assert tab.inner_text("#decode-offset") == "0" and tab.is_disabled("#decode-prev")
+    for t in range(1, 9):
+        assert tab.inner_text("#decode-count").startswith(f"step {t} of 8: 1 new, queryOffset {t - 1}")
+        assert tab.inner_text("#decode-offset") == str(t - 1)
+        # The cache: t rows, the sentence's own keys and values, the last one this step's.
+        for grid_id, rows in (("decode-key-cache", key), ("decode-value-cache", value)):
+            np.testing.assert_array_equal(_grid(tab, grid_id), rows[:t])
+            assert _lit_rows(tab, grid_id) == [t - 1], grid_id
+        np.testing.assert_array_equal(_grid(tab, "decode-query"), query[t - 1 : t])
+        # The new query's weights over every earlier key, labelled by token: row t of one causal pass.
+        weights = _grid(tab, "decode-weights")
+        assert weights.shape == (1, t)
+        np.testing.assert_allclose(weights[0], causal[t - 1, :t], rtol=1e-12, atol=1e-15)
+        headers = tab.eval_on_selector_all(
+            "[id='table-decode-weights'] th[scope=col] .token", "t => t.map(x => x.textContent.trim())"
+        )
+        assert headers == tokens[:t], headers
+        # Beside it the whole causal pass, this step's row outlined.
+        np.testing.assert_allclose(_grid(tab, "decode-causal"), causal, rtol=1e-12, atol=1e-15)
+        assert _lit_rows(tab, "decode-causal") == [t - 1]
+        assert _decode_difference(tab) == 0
+        assert tab.is_disabled("#decode-next") == (t == 8)
+        if t < 8:
+            tab.click("#decode-next")
+    tab.click("#decode-prev")
+    assert tab.inner_text("#decode-offset") == "6" and _grid(tab, "decode-key-cache").shape == (7, 32)
+
+
+def test_the_decode_views_causal_boundary_moves_with_the_offset(page):
+    from attention_port import reference
+
+    tab = page.page
+    tab.select_option("#decode-head", "5")
+    query, key, value = _real_model_head(5)
+    causal = reference.attention_steps(query, key, value, is_causal=True).weights  # [8, 8]
+    t = 6
+    _decode_at(tab, t)
+    boundaries = {}
+    for new_tokens in range(1, t + 1):
+        tab.select_option("#decode-new", str(new_tokens))
+        offset = int(tab.inner_text("#decode-offset"))
+        assert offset == t - new_tokens
+        # The oracle's decode step with this offset: which keys it hides, and its weights.
+        step = reference.attention_steps(
+            query[offset:t], key[:t], value[:t], is_causal=True, query_offset=offset
+        )
+        np.testing.assert_array_equal(_masked(tab, "decode-weights"), step.logits == -np.inf)
+        weights = _grid(tab, "decode-weights")
+        np.testing.assert_allclose(weights, step.weights, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(weights, causal[offset:t, :t], rtol=1e-12, atol=1e-15)
+        boundaries[offset] = [
+            int(b)
+            for b in tab.eval_on_selector_all(
+                "[id='table-decode-weights'] tr[data-boundary]", "t => t.map(x => x.dataset.boundary)"
+            )
+        ]
+        assert boundaries[offset] == [i + offset for i in range(new_tokens)]  # j <= i + query_offset
+        assert _lit_rows(tab, "decode-key-cache") == list(range(offset, t))
+        assert _lit_rows(tab, "decode-causal") == list(range(offset, t))
+        screenshot = os.environ.get("ATTENTION_PORT_SCREENSHOT")
+        if screenshot and new_tokens == 3:  # docs/explorer-decode.png: three new tokens after three
+            tab.evaluate("document.activeElement.blur()")  # no focus ring on the picture
+            tab.locator("#decode-view").screenshot(
+                path=str(Path(screenshot).with_name("explorer-decode.png"))
+            )
+    assert boundaries[5] == [5] and boundaries[0][0] == 0  # row 0's boundary moved with the offset
+    # The mistake: queryOffset 0 with 3 cached tokens, torch's top-left is_causal. The boundary
+    # goes back to j <= i, as the oracle's top-left rule hides, and the rows leave the causal pass.
+    tab.select_option("#decode-new", "3")
+    tab.check("#decode-top-left")
+    assert tab.inner_text("#decode-offset") == "0" and tab.inner_text("#decode-cached") == "3"
+    wrong = reference.attention_steps(query[3:t], key[:t], value[:t], is_causal=True)
+    np.testing.assert_array_equal(_masked(tab, "decode-weights"), wrong.logits == -np.inf)
+    np.testing.assert_allclose(_grid(tab, "decode-weights"), wrong.weights, rtol=1e-12, atol=1e-15)
+    edges = tab.eval_on_selector_all(
+        "[id='table-decode-weights'] tr[data-boundary]", "t => t.map(x => x.dataset.boundary)"
+    )
+    assert edges == ["0", "1", "2"]
+    assert _decode_difference(tab) > 0.1
+    assert "The mistake: queryOffset 0" in tab.inner_text("#decode-text")
+    tab.uncheck("#decode-top-left")
+    assert tab.inner_text("#decode-offset") == "3" and _decode_difference(tab) == 0
+    # Fewer tokens so far than new ones: the count of new tokens comes down to the step's.
+    _decode_at(tab, 2)
+    assert tab.input_value("#decode-new") == "2" and tab.inner_text("#decode-offset") == "0"
+    first = tab.locator("[id='table-decode-weights'] td[tabindex='0']")
+    assert first.get_attribute("aria-label").startswith(
+        "weight of query token 0, [CLS] on key token 0, [CLS]: "
+    )
+    first.focus()
+    tab.keyboard.press("End")
+    assert tab.inner_text("#decode-said") == (
+        "weight of query token 0, [CLS] on key token 1, the is 0: key 1 comes after position 0, so the causal"
+        " rule hides it."
+    )
 
 
 if __name__ == "__main__":

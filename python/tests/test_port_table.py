@@ -47,9 +47,11 @@ def test_the_npm_exports_are_the_tables():
     from_table = {row.npm: f"./dist/{row.module.removeprefix('typescript/').removesuffix('.ts')}.js"
                   for row in ROWS if row.npm is not None}  # fmt: skip
     # An entry with conditions ("node": simd's Node entry, then "default") is the row's module by
-    # default, as a browser bundle takes it. The ports are the entries under dist/src/; the others
-    # (package.json, the conformance kit) are no port.
+    # default, as a browser bundle takes it. The ports are the entries under dist/src/ but the
+    # layer, which wraps any port's core (layerWith); the others (package.json, the conformance
+    # kit) are no port either.
     default = {k: v if isinstance(v, str) else v["default"] for k, v in exports.items()}
+    assert default.pop("./layer") == "./dist/src/layer.js"
     assert {k: v for k, v in default.items() if v.startswith("./dist/src/")} == from_table
 
 

@@ -7,12 +7,13 @@
  * The RoPE view turns a query and a key by their positions and shows why their dot product then
  * depends on the distance between the positions only.
  *
- * The page's conventions hold: every heatmap is a WAI-ARIA grid with one Tab stop (arrow keys,
- * Home and End inside), each cell named in words, and each move says one short sentence in a live
- * region.
+ * The page's conventions hold (grid.ts draws the heatmaps): every heatmap is a WAI-ARIA grid with
+ * one Tab stop (arrow keys, Home and End inside), each cell named in words, and each move says one
+ * short sentence in a live region.
  */
 
 import type { RopeOptions } from "../src/layer.ts";
+import { element, type GridWords, grid, wireGrids } from "./grid.ts";
 import {
   LAYER_SIZES,
   LAYER_STEPS,
@@ -24,7 +25,7 @@ import {
   ropeView,
   walkLayer,
 } from "./layer-model.ts";
-import { finiteRange, shortNumber, viridis } from "./model.ts";
+import { shortNumber } from "./model.ts";
 
 declare global {
   interface Window {
@@ -36,121 +37,6 @@ declare global {
 type Matrix = readonly (readonly number[])[];
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-
-function element(tag: string, attributes: Record<string, string> = {}, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    node.setAttribute(name, value);
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
-
-/** What a grid's cells are, in words: "Q of token 2, feature 1". */
-interface GridWords {
-  readonly row: string; // a row header's word: "token"
-  readonly column: string; // a column header's word: "feature"
-  readonly cell: (i: number, j: number) => string;
-  readonly sentence: (i: number, j: number, value: number) => string; // said on a move
-}
-
-/** The matrices on screen, by grid id, and what their cells are in words. */
-const grids: Record<string, { matrix: Matrix; words: GridWords; said: string }> = {};
-
-/** A heatmap as a WAI-ARIA grid: one Tab stop, arrow keys inside, each cell named in words. */
-function grid(id: string, title: string, matrix: Matrix, words: GridWords, said: string): HTMLElement {
-  grids[id] = { matrix, words, said };
-  const rows = matrix.length;
-  const cols = matrix[0]?.length ?? 0;
-  const figure = element("figure", { class: "step", id: `figure-${id}` });
-  const caption = element("figcaption", {}, title);
-  const shape = element("span", { class: "shape", id: `shape-of-${id}` });
-  shape.append(element("span", { class: "sr-only" }, "shape "), `[${rows}, ${cols}]`);
-  caption.append(" ", shape);
-  figure.append(caption);
-  const [low, high] = finiteRange(matrix);
-  const table = element("table", {
-    class: "heat",
-    id: `table-${id}`,
-    role: "grid",
-    "aria-readonly": "true",
-    "data-grid": id,
-    "aria-describedby": `shape-of-${id} heatmap-keys`,
-  });
-  const sr = (text: string) => `<span class="sr-only">${text} </span>`;
-  const html = [`<caption class="sr-only">${title}</caption>`];
-  html.push(
-    `<tr><td class="corner"></td>${Array.from({ length: cols }, (_, j) => `<th scope="col">${sr(words.column)}${j}</th>`).join("")}</tr>`,
-  );
-  matrix.forEach((row, i) => {
-    html.push(`<tr><th scope="row">${sr(words.row)}${i}</th>`);
-    row.forEach((x, j) => {
-      const { colour, darkText } = viridis(high > low ? (x - low) / (high - low) : 0.5);
-      const tab = i === 0 && j === 0 ? "0" : "-1";
-      html.push(
-        `<td class="num" style="background:${colour};color:${darkText ? "#000" : "#fff"}" data-i="${i}" data-j="${j}" data-value="${x}" tabindex="${tab}" aria-label="${words.cell(i, j)}: ${shortNumber(x)}">${shortNumber(x)}</td>`,
-      );
-    });
-    html.push("</tr>");
-  });
-  table.innerHTML = html.join("");
-  figure.append(table);
-  return figure;
-}
-
-/** Arrow keys, Home and End inside the grids of `holder`; each move says one sentence. */
-function wireGrids(holder: HTMLElement): void {
-  const cellOf = (event: Event) => {
-    const td = (event.target as HTMLElement).closest?.("td.num") as HTMLElement | null;
-    const table = td?.closest("table[data-grid]") as HTMLElement | null;
-    if (td === null || table === null) {
-      return null;
-    }
-    return { td, table, id: table.dataset.grid!, i: Number(td.dataset.i), j: Number(td.dataset.j) };
-  };
-  const say = (id: string, i: number, j: number) => {
-    const { matrix, words, said } = grids[id];
-    $(said).textContent = words.sentence(i, j, matrix[i][j]);
-  };
-  holder.addEventListener("keydown", (event) => {
-    const cell = cellOf(event);
-    if (cell === null) {
-      return;
-    }
-    const { matrix } = grids[cell.id];
-    const cols = matrix[0].length;
-    const moves: Record<string, [number, number]> = {
-      ArrowUp: [-1, 0],
-      ArrowDown: [1, 0],
-      ArrowLeft: [0, -1],
-      ArrowRight: [0, 1],
-      Home: [0, -cols],
-      End: [0, cols],
-    };
-    if (!(event.key in moves)) {
-      return;
-    }
-    event.preventDefault();
-    const [di, dj] = moves[event.key];
-    const i = Math.min(matrix.length - 1, Math.max(0, cell.i + di));
-    const j = Math.min(cols - 1, Math.max(0, cell.j + dj));
-    const next = cell.table.querySelector<HTMLElement>(`td[data-i="${i}"][data-j="${j}"]`)!;
-    cell.td.tabIndex = -1;
-    next.tabIndex = 0;
-    next.focus();
-    say(cell.id, i, j);
-  });
-  for (const name of ["mouseover", "focusin"] as const) {
-    holder.addEventListener(name, (event) => {
-      const cell = cellOf(event);
-      if (cell !== null) {
-        say(cell.id, cell.i, cell.j);
-      }
-    });
-  }
-}
 
 // ---- The layer view ---------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@
 import { checkOutput, outsideContract } from "../conformance/judge.ts";
 import { AttentionInputError, type AttentionOptions, type AttentionSteps } from "../src/attention.ts";
 import { BACKENDS, type Backend, backendNamed, DEFAULT_BACKEND } from "./backends.ts";
+import { startDecodeView } from "./decode-view.ts";
+import { gridMove } from "./grid.ts";
 import { startLayerViews } from "./layer-view.ts";
 import {
   camelCaseMessage,
@@ -1143,20 +1145,10 @@ function wireHeatmapsIn(steps: HTMLElement): void {
       return;
     }
     const matrix = shown[cell.step] ?? [];
-    const [rows, cols] = [matrix.length, matrix[0]?.length ?? 0];
-    const moves: Record<string, [number, number]> = {
-      ArrowUp: [-1, 0],
-      ArrowDown: [1, 0],
-      ArrowLeft: [0, -1],
-      ArrowRight: [0, 1],
-      Home: [0, -cols],
-      End: [0, cols],
-    };
-    if (event.key in moves) {
+    const moved = gridMove(event.key, cell.i, cell.j, matrix.length, matrix[0]?.length ?? 0);
+    if (moved !== null) {
       event.preventDefault();
-      const [di, dj] = moves[event.key];
-      const i = Math.min(rows - 1, Math.max(0, cell.i + di));
-      const j = Math.min(cols - 1, Math.max(0, cell.j + dj));
+      const { i, j } = moved;
       placeCursor(cell.step, i, j, true);
       highlight(cell.step, i, j);
       explain(cell.step, i, j);
@@ -1913,6 +1905,7 @@ async function start(): Promise<void> {
   // The experiment's 11 × 8 draws take a moment: drawn after the heatmaps are on screen.
   window.setTimeout(drawSqrtDk, 0);
   startLayerViews();
+  startDecodeView();
 }
 
 start().catch((error: unknown) => {

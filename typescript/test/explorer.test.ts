@@ -1,10 +1,12 @@
-// The explorer's logic (typescript/explorer/model.ts) and its build (build.ts), without a browser.
-// The page itself is tested in Chromium by python/tests/test_explorer_browser.py; the tolerance
-// rule it shows is the conformance kit's (typescript/test/conformance.test.ts).
+// The explorer's logic (typescript/explorer/model.ts, layer-model.ts, decode-model.ts) and its
+// build (build.ts), without a browser. The page itself is tested in Chromium by
+// python/tests/test_explorer_browser.py; the tolerance rule it shows is the conformance kit's
+// (typescript/test/conformance.test.ts).
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { buildPage, bundle, explorerCase } from "../explorer/build.ts";
+import { DECODE_HEAD, decodeSentence, decodeStep } from "../explorer/decode-model.ts";
 import {
   LAYER_SIZES,
   layerExample,
@@ -35,7 +37,7 @@ import {
   weightArithmetic,
 } from "../explorer/model.ts";
 import { jsLiteral } from "../pages/page-build.ts";
-import { loadFixtures } from "../runners/fixtures.ts";
+import { type FixtureTensor, loadFixtures } from "../runners/fixtures.ts";
 import { attentionSteps, scaledDotProductAttention } from "../src/attention.ts";
 
 describe("reading what a reader types", () => {
@@ -348,5 +350,108 @@ describe("the layer view and the RoPE view", () => {
       // Off the diagonals the numbers differ: the distance matters, not only its absence.
       assert.notEqual(view.dots[0][0], view.dots[1][0]);
     }
+  });
+});
+
+describe("the decode view", () => {
+  const [fixture] = loadFixtures(undefined, [REAL_MODEL_PRESET.caseId]);
+  const page = explorerCase(fixture);
+  const [H, n, E] = (fixture.inputs.query as FixtureTensor).shape; // [12, 8, 32]
+  // Row r of head h of one of the fixture's [H, n, F] inputs, straight from the file.
+  const fixtureRow = (name: "query" | "key" | "value", h: number, r: number) => {
+    const { shape, data } = fixture.inputs[name] as FixtureTensor;
+    const width = shape[2];
+    return Array.from(data.slice((h * n + r) * width, (h * n + r + 1) * width)) as number[];
+  };
+
+  test("step t holds t cache rows, copies of the sentence's keys and values, and the new query rows", () => {
+    const sentence = decodeSentence(page, DECODE_HEAD);
+    assert.equal(sentence.heads, H);
+    assert.equal(sentence.tokens.length, n);
+    for (let t = 1; t <= n; t++) {
+      for (let newTokens = 1; newTokens <= t; newTokens++) {
+        const at = decodeStep(sentence, t, newTokens);
+        const P = t - newTokens;
+        assert.equal(at.queryOffset, P);
+        assert.equal(at.keyCache.length, t);
+        assert.equal(at.valueCache.length, t);
+        at.keyCache.forEach((row, r) => assert.deepEqual(row, fixtureRow("key", DECODE_HEAD, r)));
+        at.valueCache.forEach((row, r) => assert.deepEqual(row, fixtureRow("value", DECODE_HEAD, r)));
+        assert.deepEqual(
+          at.query,
+          Array.from({ length: newTokens }, (_, r) => fixtureRow("query", DECODE_HEAD, P + r)),
+        );
+        assert.equal(at.query[0].length, E);
+      }
+    }
+  });
+
+  test("the step's rows see keys j <= i + P and equal rows P..t-1 of one causal pass, bit for bit", () => {
+    for (const head of [0, DECODE_HEAD, H - 1]) {
+      const sentence = decodeSentence(page, head);
+      for (let t = 1; t <= n; t++) {
+        for (let newTokens = 1; newTokens <= t; newTokens++) {
+          const at = decodeStep(sentence, t, newTokens);
+          const P = t - newTokens;
+          assert.deepEqual(
+            at.visible,
+            Array.from({ length: newTokens }, (_, r) => r + P + 1),
+          );
+          assert.deepEqual(
+            at.causalVisible,
+            Array.from({ length: n }, (_, i) => i + 1),
+          );
+          assert.equal(at.rowDifference, 0, `head ${head}, t ${t}, Lq ${newTokens}`);
+          for (const row of at.weights) {
+            assert.ok(Math.abs(row.reduce((a, x) => a + x, 0) - 1) < 1e-12);
+          }
+        }
+      }
+    }
+  });
+
+  test("the last token's step sees every key: its weights are the oracle's last row of the case", () => {
+    // The case's expected weights are the oracle's without causal masking; the last row of a
+    // causal pass hides nothing, so the decode step at t = n has the same row.
+    const oracle = fixture.expected!.weights; // [H, n, n]
+    for (let head = 0; head < H; head++) {
+      const at = decodeStep(decodeSentence(page, head), n, 1);
+      const expected = Array.from(oracle.data.slice((head * n + n - 1) * n, (head * n + n) * n)) as number[];
+      at.weights[0].forEach((w, j) => assert.ok(Math.abs(w - expected[j]) < 1e-14, `${head}, ${j}`));
+    }
+    // The first step has one key only: its weight is 1 exactly.
+    assert.deepEqual(decodeStep(decodeSentence(page, 0), 1, 1).weights, [[1]]);
+  });
+
+  test("the mistake, queryOffset 0 with a cache, hides the keys after each row's index and departs from the pass", () => {
+    const sentence = decodeSentence(page, DECODE_HEAD);
+    for (let t = 1; t <= n; t++) {
+      for (let newTokens = 1; newTokens <= t; newTokens++) {
+        const at = decodeStep(sentence, t, newTokens, true);
+        const P = t - newTokens;
+        assert.equal(at.cached, P);
+        assert.equal(at.queryOffset, 0);
+        assert.deepEqual(
+          at.visible,
+          Array.from({ length: newTokens }, (_, r) => r + 1),
+        );
+        // Only a prefill (nothing cached) is right with offset 0.
+        assert.equal(at.rowDifference === 0, P === 0, `t ${t}, Lq ${newTokens}: ${at.rowDifference}`);
+      }
+    }
+  });
+
+  test("a step or a count of new tokens out of range is refused naming the argument", () => {
+    const sentence = decodeSentence(page, 0);
+    assert.throws(
+      () => decodeStep(sentence, 0, 1),
+      /^RangeError: step must be a whole number from 1 to 8, got 0$/,
+    );
+    assert.throws(() => decodeStep(sentence, 9, 1), /step must be a whole number from 1 to 8, got 9/);
+    assert.throws(
+      () => decodeStep(sentence, 3, 4),
+      /newTokens must be a whole number from 1 to step \(3\), got 4/,
+    );
+    assert.throws(() => decodeStep(sentence, 3, 1.5), /newTokens must be a whole number/);
   });
 });
