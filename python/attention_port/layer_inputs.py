@@ -183,6 +183,14 @@ def check_positions(x: tuple[int, ...], positions: tuple[int, ...], values: list
             )
 
 
+def check_return_cache(return_cache: object) -> None:
+    """return_cache is True or False: whether the layer also returns the grown cache."""
+    if not isinstance(return_cache, bool):
+        raise AttentionInputError(
+            "value", f"return_cache must be a boolean, got {describe_value(return_cache)}"
+        )
+
+
 def check_past(
     past_key: tuple[int, ...] | None,
     past_value: tuple[int, ...] | None,

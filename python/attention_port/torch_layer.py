@@ -14,13 +14,14 @@ import torch
 import torch.nn.functional as F
 
 from attention_port import torch_port
-from attention_port.inputs import AttentionInputError, describe_value, to_array, to_mask_array
+from attention_port.inputs import AttentionInputError, to_array, to_mask_array
 from attention_port.layer import LayerResult
 from attention_port.layer_inputs import (
     check_heads,
     check_layer_shapes,
     check_past,
     check_positions,
+    check_return_cache,
     check_rope,
     check_rotary_options,
 )
@@ -102,10 +103,7 @@ def multi_head_attention(
         {n: None if b is None else tuple(b.shape) for n, b in biases.items()}, num_heads, num_kv_heads,
     )  # fmt: skip
     rotary = None if rope is None else check_rope(rope, shapes.features)
-    if not isinstance(return_cache, bool):
-        raise AttentionInputError(
-            "value", f"return_cache must be a boolean, got {describe_value(return_cache)}"
-        )
+    check_return_cache(return_cache)
     past = {
         n: None if p is None else _tensor(n, p, device, dtype)
         for n, p in (("past_key", past_key), ("past_value", past_value))

@@ -207,6 +207,16 @@ export function checkPositions(x: Shape, positions: Shape, values: ArrayLike<num
   }
 }
 
+/** returnCache is true or false: whether the layer also returns the grown cache. */
+export function checkReturnCache(returnCache: unknown): void {
+  if (typeof returnCache !== "boolean") {
+    throw new AttentionInputError(
+      "value",
+      `returnCache must be a boolean, got ${describeValue(returnCache)}`,
+    );
+  }
+}
+
 /** pastKey [B..., Hkv, P, E] and pastValue [B..., Hkv, P, Ev], both or neither: the cache of
  * earlier keys (after RoPE) and values, with the key/value heads (never expanded to Hq). Returns
  * P, the number of cached positions (0 without a cache). */

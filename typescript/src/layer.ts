@@ -21,7 +21,6 @@ import {
   AttentionInputError,
   type AttentionOptions,
   type AttentionSteps,
-  describeValue,
   type MaskInput,
   type NestedArray,
   product,
@@ -34,6 +33,7 @@ import {
   checkLayerShapes,
   checkPast,
   checkPositions,
+  checkReturnCache,
   checkRope,
   checkRotaryOptions,
   type RopeOptions,
@@ -293,12 +293,7 @@ function layerOver(
     numKvHeads,
   );
   const rotary = rope === null ? null : checkRope(rope, shapes.features);
-  if (typeof returnCache !== "boolean") {
-    throw new AttentionInputError(
-      "value",
-      `returnCache must be a boolean, got ${describeValue(returnCache)}`,
-    );
-  }
+  checkReturnCache(returnCache);
   const pastK = pastKey == null ? null : toArray("pastKey", pastKey);
   const pastV = pastValue == null ? null : toArray("pastValue", pastValue);
   const cached = checkPast(shapeOf(pastK), shapeOf(pastV), x.shape, shapes); // P
