@@ -30,6 +30,7 @@ EXIT_CODES = """exit codes:
   0  every port passed every case (cases outside the contract are reported apart)
   1  a port failed a case, or its run did not finish (crash, time-out, malformed results);
      generate --check: the fixtures are stale; side-by-side --check: the page is stale;
+     contract --check: a file generated from contract/ is stale;
      check: a level you attempted fails
   2  the job could not run, said in one line: unusable fixtures, no usable Node, a torch
      device this machine lacks, or a wrong command line (check: the file could not be run)
@@ -389,6 +390,23 @@ def command_side_by_side(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_contract(args: argparse.Namespace) -> int:
+    from attention_port import paths
+    from attention_port.pages import generated
+
+    paths.require_checkout("contract")  # it writes files of the checkout from contract/
+    if args.check:
+        stale = generated.stale()
+        if not stale:
+            print(f"the {len(generated.GENERATED)} files generated from contract/ are up to date")
+            return 0
+        print(f"not up to date with contract/: {', '.join(stale)}; run `attention-port contract`")
+        return 1
+    written = generated.write()
+    print(f"wrote {', '.join(written)}" if written else "every file generated from contract/ was up to date")
+    return 0
+
+
 def command_check(args: argparse.Namespace) -> int:
     from attention_port.learner import check
     from attention_port.learner.runner import parse_memory
@@ -484,6 +502,12 @@ def make_parser() -> argparse.ArgumentParser:
     pages = commands.add_parser("side-by-side", help="write docs/side-by-side.md from the two readable ports")
     pages.add_argument("--check", action="store_true", help="only check that the page is up to date")
     pages.set_defaults(handler=command_side_by_side)
+
+    contract = commands.add_parser(
+        "contract", help="write the TypeScript and docs generated from the contract's declaration (contract/)"
+    )
+    contract.add_argument("--check", action="store_true", help="only check that they are up to date")
+    contract.set_defaults(handler=command_contract)
 
     mine = commands.add_parser(
         "check",

@@ -22,14 +22,15 @@ DATA_ROOT = REPO_ROOT if IN_CHECKOUT else PACKAGE_DIR / "data"
 
 # Shipped in both layouts.
 FIXTURES = DATA_ROOT / "fixtures"
-PORT_TABLE = DATA_ROOT / "ports.json"  # every port, declared once (port_table.py; cli.ts reads it too)
+CONTRACT = DATA_ROOT / "contract"  # the contract as data: options, words, levels, ports, protocol
+PORT_TABLE = CONTRACT / "ports.json"  # every port, declared once (port_table.py; cli.ts reads it too)
 SCHEMA_DIR = FIXTURES / "schema"
 TYPESCRIPT_SRC = DATA_ROOT / "typescript" / "src"
 TYPESCRIPT_RUNNERS = DATA_ROOT / "typescript" / "runners"
 TYPESCRIPT_CLI = TYPESCRIPT_RUNNERS / "cli.ts"  # runs a TypeScript port on the fixtures (node.py)
 CHECK_TS = TYPESCRIPT_RUNNERS / "check.ts"  # runs a learner's JavaScript or TypeScript (learner/runner.py)
 # What check and a learner's process say to each other, read by both (learner/protocol.py).
-LEARNER_PROTOCOL = TYPESCRIPT_RUNNERS / "learner-protocol.json"
+LEARNER_PROTOCOL = CONTRACT / "learner-protocol.json"
 
 # Only in a checkout: sources, docs and the npm dev dependencies that the repo-only commands use.
 PYTHON_PACKAGE = REPO_ROOT / "python" / "attention_port"

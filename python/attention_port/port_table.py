@@ -1,4 +1,4 @@
-"""The port table (ports.json at the top of the checkout, shipped in the wheel): every port declared
+"""The port table (contract/ports.json, shipped in the wheel): every port declared
 once, read by verify's runners, by typescript/runners/cli.ts and by `attention-port ports`.
 
 Adding a port is its module, its tests and one row there. What each runner needs to know of a port

@@ -90,7 +90,7 @@ def test_attention_port_ports_prints_the_table():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split()[:3] == ["port", "language", "runs"]
-    expected = json.loads((REPO_ROOT / "ports.json").read_text(encoding="utf-8"))["ports"]
+    expected = json.loads((REPO_ROOT / "contract" / "ports.json").read_text(encoding="utf-8"))["ports"]
     assert [line.split()[0] for line in lines[1:]] == [entry["name"] for entry in expected]
     for line, entry in zip(lines[1:], expected, strict=True):
         assert line.split()[1:4] == [entry["language"], entry["runs_in"], ",".join(entry["dtypes"])], line

@@ -39,7 +39,7 @@ import { flatMask, float32Tensor, type StepsLike, stepsJson, thrownJson } from "
 
 export { flat, numberJson, tensorJson } from "./results.ts";
 
-/** A row of the port table (ports.json at the top of the checkout, read by the Python harness
+/** A row of the port table (contract/ports.json, read by the Python harness
  * too): what this runner needs to know of a port is a property of its row, never its name. */
 interface PortRow {
   name: string;
@@ -49,7 +49,7 @@ interface PortRow {
   runs_in: "python" | "node" | "browser";
 }
 
-const TABLE_URL = new URL("../../ports.json", import.meta.url);
+const TABLE_URL = new URL("../../contract/ports.json", import.meta.url);
 /** The ports --port can run: the table's rows that run in Node. */
 const PORTS: PortRow[] = (JSON.parse(readFileSync(TABLE_URL, "utf8")) as { ports: PortRow[] }).ports.filter(
   (row) => row.runs_in === "node",

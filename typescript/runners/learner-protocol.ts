@@ -25,7 +25,7 @@ interface Protocol {
 }
 
 const PROTOCOL = JSON.parse(
-  readFileSync(new URL("./learner-protocol.json", import.meta.url), "utf8"),
+  readFileSync(new URL("../../contract/learner-protocol.json", import.meta.url), "utf8"),
 ) as Protocol;
 
 export const STEP_NAMES: readonly string[] = PROTOCOL.steps;

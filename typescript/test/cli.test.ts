@@ -13,7 +13,7 @@ import { DEFAULT_FIXTURES, decodeNumbers, REGENERATE_HINT } from "../runners/fix
 
 /** The port table's rows that run in Node: what --port may name. */
 const NODE_PORTS = (
-  JSON.parse(readFileSync(new URL("../../ports.json", import.meta.url), "utf8")).ports as {
+  JSON.parse(readFileSync(new URL("../../contract/ports.json", import.meta.url), "utf8")).ports as {
     name: string;
     runs_in: string;
   }[]

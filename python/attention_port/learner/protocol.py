@@ -3,7 +3,7 @@
 The harness side (runner.py, which asks) and the Python process (worker.py, which answers) read this
 module; the Node process (typescript/runners/check.ts) reads learner-protocol.ts. The names both
 sides must agree on (the steps, the options with their JavaScript spellings, each message's fields)
-are in one file that both modules load, typescript/runners/learner-protocol.json.
+are in one file that both modules load, contract/learner-protocol.json.
 
 1. The harness starts the process with the learner's module path and the number of the answer file
    descriptor on its command line, in an empty working folder of its own. The answers travel on
