@@ -10,10 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attention_port.files import write_atomic
+from attention_port.pages import port_outputs
 from attention_port.paths import REPO_ROOT
 
 # path (relative to the checkout) -> the text it must hold. Add a line here for a new generated file.
-GENERATED: dict[str, Callable[[], str]] = {}
+GENERATED: dict[str, Callable[[], str]] = {
+    "package.json": port_outputs.render_package_json,  # its exports map
+    "typescript/explorer/generated/backends.ts": port_outputs.render_explorer_backends,
+    "README.md": port_outputs.render_readme,  # its port table
+    "docs/design.md": port_outputs.render_design_ladder,  # its ladder of ports
+}
 
 
 def stale() -> list[str]:
