@@ -63,7 +63,8 @@
  */
 
 import { TUTORIAL_EXAMPLE } from "./attention.ts";
-import { foldDecodeHeads, nest, nestSteps, type Slice, slices } from "./batching.ts";
+import { foldDecodeHeads, nestSteps, type Slice, slices } from "./batching.ts";
+import { entriesOf } from "./entries.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -74,27 +75,14 @@ import {
   checkInputs,
   checkSize,
   type FlatAttentionOptions,
-  type FlatMask,
   type FlatTensor,
   formatShape,
   type KernelMask,
-  type MaskInput,
-  type NestedArray,
   product,
   type TensorInput,
 } from "./inputs.ts";
 
-export type {
-  AttentionOptions,
-  AttentionSteps,
-  FlatAttentionOptions,
-  FlatMask,
-  FlatTensor,
-  MaskInput,
-  NestedArray,
-  TensorInput,
-};
-export { AttentionInputError };
+export * from "./port-exports.ts";
 
 /** Bc: keys per tile. A key tile and its value tile (Bc x E and Bc x Ev doubles) stay in cache
  * while every row of a query block reads them. A multiple of 4 (the register blocking). */
@@ -103,37 +91,37 @@ export const KEY_TILE = 64;
  * only scratch memory. A multiple of 2 (the register blocking). */
 export const QUERY_BLOCK = 32;
 
-// ---- Public entry points. ----
+// ---- Public entry points: entries.ts's three, over this kernel. ----
+
+const entries = entriesOf({ attend: tiledOutput, attentionSteps: tiledSteps, attendFlat: tiledFlatOutput });
 
 /** softmax(query · keyᵀ · scale [+ mask]) · value in float64, as attention.ts (nested arrays or
  * shaped tensors in, nested arrays out), computed with tiles and an online softmax. */
-export function scaledDotProductAttention(
-  query: readonly (readonly number[])[],
-  key: readonly (readonly number[])[],
-  value: readonly (readonly number[])[],
-  options?: AttentionOptions,
-): number[][];
-export function scaledDotProductAttention(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options?: AttentionOptions,
-): NestedArray;
-export function scaledDotProductAttention(
+export const scaledDotProductAttention = entries.scaledDotProductAttention;
+
+/** Every step, as attention.ts returns them. Diagnostic only: scores, logits and weights are
+ * [B..., Hq, Lq, Lk], the O(Lq x Lk) memory that scaledDotProductAttention never needs. */
+export const attentionSteps = entries.attentionSteps;
+
+/** The fast path on flat row-major typed arrays with explicit shapes. The output has the storage
+ * type of query.data (Float32Array in, Float32Array out); arithmetic is always in doubles. */
+export const scaledDotProductAttentionFlat = entries.scaledDotProductAttentionFlat;
+
+/** scaledDotProductAttention's work: the output, flat. */
+function tiledOutput(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
   options: AttentionOptions = {},
-): NestedArray {
+): FlatTensor {
   const problem = checkInputs(query, key, value, options);
   checkOutputSize(problem.shapes, problem.memoryLimit);
   const output = attend(problem, null); // [B..., Hq, Lq, Ev]
-  return nest(output, problem.shapes.outputShape) as NestedArray;
+  return { shape: problem.shapes.outputShape, data: output };
 }
 
-/** Every step, as attention.ts returns them. Diagnostic only: scores, logits and weights are
- * [B..., Hq, Lq, Lk], the O(Lq x Lk) memory that scaledDotProductAttention never needs. */
-export function attentionSteps(
+/** attentionSteps's work. */
+function tiledSteps(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
@@ -168,9 +156,8 @@ export function attentionSteps(
   return nestSteps({ ...recording, weights, output }, problem.shapes);
 }
 
-/** The fast path on flat row-major typed arrays with explicit shapes. The output has the storage
- * type of query.data (Float32Array in, Float32Array out); arithmetic is always in doubles. */
-export function scaledDotProductAttentionFlat(
+/** scaledDotProductAttentionFlat's work. */
+function tiledFlatOutput(
   query: FlatTensor,
   key: FlatTensor,
   value: FlatTensor,

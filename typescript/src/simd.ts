@@ -107,8 +107,8 @@
  * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features.
  */
 
-import * as readable from "./attention.ts";
-import { foldDecodeHeads, nest, type Slice, slices } from "./batching.ts";
+import { foldDecodeHeads, type Slice, slices } from "./batching.ts";
+import { entriesOf, readableSteps } from "./entries.ts";
 import {
   type Allocate,
   AttentionInputError,
@@ -120,12 +120,8 @@ import {
   checkInputs,
   describeValue,
   type FlatAttentionOptions,
-  type FlatMask,
   type FlatTensor,
   formatShape,
-  type MaskInput,
-  type NestedArray,
-  plainArguments,
   product,
   type TensorInput,
 } from "./inputs.ts";
@@ -138,8 +134,7 @@ import {
   type WorkerStart,
 } from "./simd-worker.ts";
 
-export type { AttentionOptions, AttentionSteps, FlatMask, FlatTensor, MaskInput, NestedArray, TensorInput };
-export { AttentionInputError };
+export * from "./port-exports.ts";
 
 /** The SIMD port's own option: how many threads share the work (1, the default, is this thread
  * alone; N uses this thread and N - 1 workers, where the engine can share the memory with them).
@@ -150,52 +145,53 @@ export interface SimdOptions {
 export type SimdAttentionOptions = AttentionOptions & SimdOptions;
 export type SimdFlatAttentionOptions = FlatAttentionOptions & SimdOptions;
 
-// ---- Public entry points. ----
+// ---- Public entry points: entries.ts's three, over this kernel. ----
+
+const entries = entriesOf({
+  attend: kernelOutput,
+  attentionSteps: kernelSteps,
+  attendFlat: kernelFlatOutput,
+});
 
 /** softmax(query · keyᵀ · scale [+ mask]) · value in float64 (nested arrays or shaped tensors in,
  * nested arrays out), computed by the WebAssembly kernel. */
-export function scaledDotProductAttention(
-  query: readonly (readonly number[])[],
-  key: readonly (readonly number[])[],
-  value: readonly (readonly number[])[],
-  options?: SimdAttentionOptions,
-): number[][];
-export function scaledDotProductAttention(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options?: SimdAttentionOptions,
-): NestedArray;
-export function scaledDotProductAttention(
+export const scaledDotProductAttention = entries.scaledDotProductAttention;
+
+/** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
+ * weights [B..., Hq, Lq, Lk] are the readable port's (see the header). */
+export const attentionSteps = entries.attentionSteps;
+
+/** The fast path on flat row-major typed arrays with explicit shapes. Computes in float32 when
+ * query.data is a Float32Array (key, value and a float mask are rounded to float32 on the way in),
+ * else in float64; the output has query.data's type. */
+export const scaledDotProductAttentionFlat = entries.scaledDotProductAttentionFlat;
+
+/** scaledDotProductAttention's work: the output, flat. */
+function kernelOutput(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
   options: SimdAttentionOptions = {},
-): NestedArray {
+): FlatTensor {
   const problem = checkedProblem(query, key, value, options, kept);
   checkOutputSize(problem.shapes, 8, problem.memoryLimit);
   const output = attend(problem, kept("output", product(problem.shapes.outputShape)));
-  return nest(output, problem.shapes.outputShape) as NestedArray; // [B..., Hq, Lq, Ev]
+  return { shape: problem.shapes.outputShape, data: output }; // [B..., Hq, Lq, Ev]
 }
 
-/** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
- * weights [B..., Hq, Lq, Lk] are the readable port's (see the header). */
-export function attentionSteps(
+/** attentionSteps's work. */
+function kernelSteps(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
   options: SimdAttentionOptions = {},
 ): AttentionSteps {
   const problem = checkedProblem(query, key, value, options);
-  const plain = plainArguments(problem); // the values checked, not the caller's objects read again
-  const steps = readable.attentionSteps(plain.query, plain.key, plain.value, plain.options); // holds its own memoryLimit
-  return { ...steps, output: nest(attend(problem), problem.shapes.outputShape) as NestedArray };
+  return readableSteps(problem, () => attend(problem));
 }
 
-/** The fast path on flat row-major typed arrays with explicit shapes. Computes in float32 when
- * query.data is a Float32Array (key, value and a float mask are rounded to float32 on the way in),
- * else in float64; the output has query.data's type. */
-export function scaledDotProductAttentionFlat(
+/** scaledDotProductAttentionFlat's work. */
+function kernelFlatOutput(
   query: FlatTensor,
   key: FlatTensor,
   value: FlatTensor,

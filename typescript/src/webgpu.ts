@@ -91,7 +91,8 @@
  */
 
 import * as readable from "./attention.ts";
-import { nest, type Slice, slices } from "./batching.ts";
+import { type Slice, slices } from "./batching.ts";
+import { type Entries, entriesOfAsync, type PortKernel, readableSteps } from "./entries.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -101,28 +102,14 @@ import {
   checkFlatInputs,
   checkInputs,
   type FlatAttentionOptions,
-  type FlatMask,
   type FlatTensor,
   formatShape,
-  type MaskInput,
-  type NestedArray,
-  plainArguments,
   product,
   type TensorInput,
 } from "./inputs.ts";
 import { ATTENTION_WGSL, PARAMS_BYTES, QUERY_BLOCK, VALUE_COLUMNS } from "./webgpu-kernel.ts";
 
-export type {
-  AttentionOptions,
-  AttentionSteps,
-  FlatAttentionOptions,
-  FlatMask,
-  FlatTensor,
-  MaskInput,
-  NestedArray,
-  TensorInput,
-};
-export { AttentionInputError };
+export * from "./port-exports.ts";
 
 /** No WebGPU to run on: the runtime has none (Node without a binding, a browser without it, a page
  * that is not a secure context), no adapter answered, or the device could not be made or was
@@ -181,36 +168,10 @@ export interface WebGpuSetup {
   readonly limits?: Partial<DispatchLimits>;
 }
 
-/** One device and its pipeline, kept between calls. */
-export interface WebGpuAttention {
-  /** softmax(query · keyᵀ · scale [+ mask]) · value in float32, nested arrays (or shaped tensors)
-   * in, nested arrays out: matrices in, a matrix out. */
-  scaledDotProductAttention(
-    query: readonly (readonly number[])[],
-    key: readonly (readonly number[])[],
-    value: readonly (readonly number[])[],
-    options?: AttentionOptions,
-  ): Promise<number[][]>;
-  scaledDotProductAttention(
-    query: TensorInput,
-    key: TensorInput,
-    value: TensorInput,
-    options?: AttentionOptions,
-  ): Promise<NestedArray>;
-  /** The same on flat row-major tensors; the output has query.data's type (computed in float32). */
-  scaledDotProductAttentionFlat(
-    query: FlatTensor,
-    key: FlatTensor,
-    value: FlatTensor,
-    options?: FlatAttentionOptions,
-  ): Promise<FlatTensor>;
-  /** Every step: the output is the kernel's, scores, logits and weights the readable port's. */
-  attentionSteps(
-    query: TensorInput,
-    key: TensorInput,
-    value: TensorInput,
-    options?: AttentionOptions,
-  ): Promise<AttentionSteps>;
+/** One device and its pipeline, kept between calls: the three entries of the shared device
+ * (float32 on the GPU; nested arrays or shaped tensors in, nested arrays out, matrices in, a matrix
+ * out; or flat tensors in and out, the output in query.data's type), on this device. */
+export interface WebGpuAttention extends Entries<AttentionOptions, FlatAttentionOptions, true> {
   readonly adapter: AdapterDescription;
   readonly limits: DispatchLimits;
   /** Whether the device is gone (lost, or destroyed): calls then throw WebGpuUnavailableError. */
@@ -221,53 +182,22 @@ export interface WebGpuAttention {
 
 // ---- Public entry points: one shared device, made on first use. ----
 
+const entries = entriesOfAsync(kernelOn(sharedGpu));
+
 /** softmax(query · keyᵀ · scale [+ mask]) · value in float32 on the GPU; nested arrays (or
  * shaped tensors) in, nested arrays out (matrices in, a matrix out, as attention.ts). Inputs are
  * checked first (AttentionInputError); then a device is made on first use and kept
  * (WebGpuUnavailableError when there is none). */
-export function scaledDotProductAttention(
-  query: readonly (readonly number[])[],
-  key: readonly (readonly number[])[],
-  value: readonly (readonly number[])[],
-  options?: AttentionOptions,
-): Promise<number[][]>;
-export function scaledDotProductAttention(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options?: AttentionOptions,
-): Promise<NestedArray>;
-export function scaledDotProductAttention(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options: AttentionOptions = {},
-): Promise<NestedArray> {
-  return nestedEntry(sharedGpu, query, key, value, options);
-}
+export const scaledDotProductAttention = entries.scaledDotProductAttention;
 
 /** The same on flat row-major tensors ({ shape, data } with a Float32Array or Float64Array);
  * computed in float32, the output in query.data's type. */
-export function scaledDotProductAttentionFlat(
-  query: FlatTensor,
-  key: FlatTensor,
-  value: FlatTensor,
-  options: FlatAttentionOptions = {},
-): Promise<FlatTensor> {
-  return flatEntry(sharedGpu, query, key, value, options);
-}
+export const scaledDotProductAttentionFlat = entries.scaledDotProductAttentionFlat;
 
 /** Every step, as attention.ts returns them: the output is the kernel's; scores, logits and
  * weights [B..., Hq, Lq, Lk] are the readable port's, since the kernel holds them only a tile at a
  * time and never writes them out. */
-export function attentionSteps(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options: AttentionOptions = {},
-): Promise<AttentionSteps> {
-  return stepsEntry(sharedGpu, query, key, value, options);
-}
+export const attentionSteps = entries.attentionSteps;
 
 /** The adapter the shared device runs on (made on first use). */
 export async function adapterDescription(): Promise<AdapterDescription> {
@@ -276,15 +206,24 @@ export async function adapterDescription(): Promise<AdapterDescription> {
 
 // ---- The entries' work, on a device asked for only once the inputs are checked. ----
 
-async function nestedEntry(
+/** The kernel's three computations, on the device that `gpu` gives. */
+function kernelOn(gpu: () => Promise<Gpu>): PortKernel<AttentionOptions, FlatAttentionOptions, true> {
+  return {
+    attend: (query, key, value, options = {}) => outputEntry(gpu, query, key, value, options),
+    attendFlat: (query, key, value, options = {}) => flatEntry(gpu, query, key, value, options),
+    attentionSteps: (query, key, value, options = {}) => stepsEntry(gpu, query, key, value, options),
+  };
+}
+
+async function outputEntry(
   gpu: () => Promise<Gpu>,
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
   options: AttentionOptions,
-): Promise<NestedArray> {
+): Promise<FlatTensor> {
   const problem = checkInputs(query, key, value, options);
-  return nestedOutput(await compute(await gpu(), problem), problem);
+  return { shape: problem.shapes.outputShape, data: await compute(await gpu(), problem) };
 }
 
 async function flatEntry(
@@ -308,9 +247,7 @@ async function stepsEntry(
 ): Promise<AttentionSteps> {
   const problem = checkInputs(query, key, value, options);
   const output = await compute(await gpu(), problem);
-  const plain = plainArguments(problem); // the values checked, not the caller's objects read again
-  const steps = readable.attentionSteps(plain.query, plain.key, plain.value, plain.options); // holds its own memoryLimit
-  return { ...steps, output: nestedOutput(output, problem) };
+  return readableSteps(problem, () => output);
 }
 
 /** A device as the port holds it, with the WebGpuAttention that calls it. */
@@ -405,12 +342,7 @@ async function makeDevice(setup: WebGpuSetup): Promise<Device> {
     get lost() {
       return state.lost;
     },
-    // One function for both overloads (the rank-2 one is the same call with a narrower type).
-    scaledDotProductAttention: ((query: TensorInput, key: TensorInput, value: TensorInput, options = {}) =>
-      nestedEntry(own, query, key, value, options)) as WebGpuAttention["scaledDotProductAttention"],
-    scaledDotProductAttentionFlat: (query, key, value, options = {}) =>
-      flatEntry(own, query, key, value, options),
-    attentionSteps: (query, key, value, options = {}) => stepsEntry(own, query, key, value, options),
+    ...entriesOfAsync(kernelOn(own)),
     destroy() {
       state.lost = true;
       device.destroy();
@@ -813,10 +745,6 @@ function lastNonFiniteRows(value: Float32Array, kvSlices: number, Lk: number, Ev
     }
   }
   return last;
-}
-
-function nestedOutput(output: Float32Array, problem: Problem): NestedArray {
-  return nest(output, problem.shapes.outputShape) as NestedArray;
 }
 
 /** The output in the type of query.data: Float32Array as computed, or widened to Float64Array. */
