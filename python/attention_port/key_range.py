@@ -120,15 +120,17 @@ def sees_every_key(key_range: KeyRange, rows: int) -> bool:
 
 def visible_keys(key_range: KeyRange) -> np.ndarray:
     """Whether query row i sees key j, for every batch index: [B..., 1, Lq, Lk] booleans (the 1
-    broadcasts over the heads; [Lq, Lk] for rank-2 inputs), to combine with the scores' mask. Where
-    every batch index has the same RowKeys, as today, one [Lq, Lk] grid stands for them all
-    (its batch dims are 1, and broadcast)."""
+    broadcasts over the heads; [Lq, Lk] for rank-2 inputs), to combine with the scores' mask. A
+    dim of size 1 broadcasts: where every batch index has the same RowKeys, as today, one [Lq, Lk]
+    grid stands for them all, and where every row sees every key, one True (nothing to build)."""
     shapes = key_range.shapes
+    heads = (1,) if shapes.has_heads else ()
+    if sees_every_key(key_range, shapes.query_length):
+        return np.ones((1,) * (len(shapes.batch) + len(heads) + 2), dtype=bool)  # [1..., 1, 1, 1]
     i = np.arange(shapes.query_length)[:, None]  # [Lq, 1]
     j = np.arange(shapes.key_length)  # [Lk]
     kinds = set(key_range.batches)
     batch = (1,) * len(shapes.batch) if len(kinds) == 1 else shapes.batch
     rows = [sees_key(keys, i, j) for keys in (kinds if len(kinds) == 1 else key_range.batches)]
-    heads = (1,) if shapes.has_heads else ()
     grid = (shapes.query_length, shapes.key_length)
     return np.array(rows, dtype=bool).reshape(*batch, *heads, *grid)  # [B..., 1, Lq, Lk]

@@ -46,13 +46,16 @@ def test_rows_see_what_the_contract_allows(lq, lk, query_offset, is_causal):
 
 @pytest.mark.parametrize(
     ("query", "expected"),
-    [((3, 4), (3, 5)), ((2, 3, 4), (1, 3, 5)), ((2, 2, 3, 4), (1, 1, 3, 5)), ((0, 2, 3, 4), (0, 1, 3, 5))],
+    [((3, 4), (3, 5)), ((2, 3, 4), (1, 3, 5)), ((2, 2, 3, 4), (1, 1, 3, 5)), ((0, 2, 3, 4), (1, 1, 1, 1))],
 )
 def test_visible_keys_broadcast_over_the_heads(query, expected):
     key = (*query[:-2], 5, 4)
     shapes = check_shapes(query, key, key, None, False)
     visible = visible_keys(key_range(shapes, is_causal=True, query_offset=1))
     assert visible.shape == expected
+    # Where every row sees every key, one True of the same rank.
+    every = visible_keys(key_range(shapes, is_causal=True, query_offset=4))
+    assert every.shape == (1,) * len(query) and every.all()
 
 
 def test_one_row_keys_per_batch_index_shared_by_its_heads():
