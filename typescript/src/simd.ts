@@ -63,7 +63,7 @@
  *     of arithmetic over it, so most of the step is moving the cache (at 4,096 keys, measured:
  *     two to four times as long as the kernel's pass). createSimdKeyValueCache keeps the cache
  *     there from step to step in the kernel's layout, written once per token as it is appended,
- *     with what the bound and the causal NaN rule need kept as it grows; `attend` runs the same
+ *     with what the bound and the skipped keys' NaN rule need kept as it grows; `attend` runs the same
  *     kernel on it and gives the flat entry's answer on every key so far, bit for bit.
  *
  * Numerics: float64 inputs are computed in float64 and float32 in float32, each within the

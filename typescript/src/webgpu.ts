@@ -58,15 +58,16 @@
  *    reads as 0 and sets a flag on its query row, key row or value cell. IEEE's answer is then
  *    decided from flags and counts: a score whose query or key row holds a special value is
  *    classified product by product (NaN for a NaN or inf · 0, or for +inf and -inf together, else
- *    ±inf); a logit carries a kind beside its finite value (finite, masked, +inf, NaN), so causality
- *    and a boolean mask are a kind, and a float mask's ±inf and NaN follow IEEE's sum by kind; a row
- *    is NaN (a NaN or +inf logit), fully masked (no finite logit, or Lk = 0: +0.0) or seen; value's
- *    NaN and infinities reach a column as per-row bits (NaN, or an infinity weighed 0: NaN; an
- *    infinity weighed > 0: ±inf; both signs: NaN). The output is written as bits, so NaN and ±inf
- *    are patterns, not results. A key a block skips is never read, so the host marks, per
- *    key/value slice and column, the last key whose value is NaN or ±inf (lastNonFiniteRows) and
- *    the kernel makes such a column NaN, as flash.ts does. The host holds scale and softcap within
- *    float32's range. scripts/gpu-check runs the special-value fixtures on a real GPU.
+ *    ±inf); a logit carries a kind beside its finite value (finite, masked, +inf, NaN), so a key
+ *    the row may not see and a boolean mask are a kind, and a float mask's ±inf and NaN follow
+ *    IEEE's sum by kind; a row is NaN (a NaN or +inf logit), fully masked (no finite logit, or
+ *    Lk = 0: +0.0) or seen; value's NaN and infinities reach a column as per-row bits (NaN, or an
+ *    infinity weighed 0: NaN; an infinity weighed > 0: ±inf; both signs: NaN). The output is
+ *    written as bits, so NaN and ±inf are patterns, not results. A key a block skips is never
+ *    read, so the host marks, per key/value slice and column, the last key whose value is NaN or
+ *    ±inf (lastNonFiniteRows) and the kernel makes such a column NaN, as flash.ts does. The host
+ *    holds scale and softcap within float32's range. scripts/gpu-check runs the special-value
+ *    fixtures on a real GPU.
  *  - Limits. One storage binding holds at most maxStorageBufferBindingSize bytes and one dispatch
  *    at most maxComputeWorkgroupsPerDimension workgroups along each dimension; planDispatches groups
  *    the slices into dispatches that fit, and cuts a slice too large for one into blocks of query
