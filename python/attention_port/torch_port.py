@@ -341,9 +341,9 @@ def attention_steps(
 
     # Step 3: mask. A disallowed cell becomes -inf, so exp() makes its weight exactly 0.
     allowed = torch.ones(logits.shape, dtype=torch.bool, device=logits.device)  # [B..., Hq, Lq, Lk]
-    # With is_causal, query i sits at position i + query_offset and
-    # may look at keys j <= i + query_offset only (offset 0 is torch's top-left rule; a
-    # decode step after P cached keys has offset P). key_range.py decides which keys each row sees.
+    # key_range.py decides which keys each row sees. With is_causal, query i sits at position
+    # i + query_offset and may look at keys j <= i + query_offset only (offset 0 is torch's
+    # top-left rule; a decode step after P cached keys has offset P).
     keys = key_range(shapes, is_causal=is_causal, query_offset=query_offset)
     allowed &= _visible_keys(keys, logits.device)  # [B..., 1, Lq, Lk]
     if mask is not None and mask.dtype == torch.bool:

@@ -123,9 +123,9 @@ export function attentionHead(
   // Step 3: mask. A disallowed cell becomes -Infinity, so exp() makes its weight exactly 0.
   for (let i = 0; i < logits.length; i++) {
     for (let j = 0; j < logits[i].length; j++) {
-      // With isCausal, query i sits at position i + queryOffset and
-      // may look at keys j <= i + queryOffset only (offset 0 is torch's top-left rule; a
-      // decode step after P cached keys has offset P). key-range.ts decides which keys each row sees.
+      // key-range.ts decides which keys each row sees. With isCausal, query i sits at position
+      // i + queryOffset and may look at keys j <= i + queryOffset only (offset 0 is torch's
+      // top-left rule; a decode step after P cached keys has offset P).
       const visible = seesKey(keys, i, j);
       const cell = mask === null ? true : mask[i][j];
       if (cell === false || !visible) {
