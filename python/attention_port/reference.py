@@ -36,6 +36,7 @@ from attention_port.inputs import (
     to_array,
     to_mask_array,
 )
+from attention_port.key_range import key_range, visible_keys
 
 __all__ = [
     "AttentionInputError",
@@ -126,10 +127,11 @@ def attention_steps(
 
     # Step 3: mask. A disallowed cell becomes -inf, so exp() makes its weight exactly 0.
     allowed = np.ones(logits.shape, dtype=bool)  # [B..., Hq, Lq, Lk]
-    if is_causal:
-        # Query i sits at position i + query_offset and may look at keys j <= i + query_offset only
-        # (offset 0 is torch's top-left rule; a decode step after P cached keys has offset P).
-        allowed &= np.tri(shapes.query_length, shapes.key_length, k=query_offset, dtype=bool)  # [Lq, Lk]
+    # key_range.py decides which keys each row sees. With is_causal, query i sits at position
+    # i + query_offset and may look at keys j <= i + query_offset only (offset 0 is torch's
+    # top-left rule; a decode step after P cached keys has offset P).
+    keys = key_range(shapes, is_causal=is_causal, query_offset=query_offset)
+    allowed &= visible_keys(keys)  # [B..., 1, Lq, Lk]
     if mask is not None and mask.dtype == bool:
         allowed &= mask  # True = may attend; broadcasts numpy-style
     elif mask is not None:

@@ -23,8 +23,8 @@
  *     query number (the same address for every thread, a broadcast) 64 keys. flash.ts's register
  *     blocking, 2 rows x 4 keys, becomes 16 rows x 1 key per thread x 64 threads.
  *  2. scale, then softcap. 3. the mask: boolean (bytes, four to a 32-bit word: WGSL has no 8-bit
- *     type), float (added) or causal, read in place through the mask's strides, as flash.ts does;
- *     a masked cell is -inf. The tile of logits [16, 64] goes to workgroup memory.
+ *     type), float (added), read in place through the mask's strides, as flash.ts does, and the
+ *     keys a row may not see (key-range.ts; with isCausal, past its position); a masked cell is -inf. The tile of logits [16, 64] goes to workgroup memory.
  *  4. softmax, online, as flash.ts's softmaxTile: the owner of row r (thread r) finds the tile's
  *     largest logit, the new running max m and alpha = exp(m_old - m_new); then every thread turns
  *     its column's logits into p = exp(logit - m), in place; then the owner adds the tile's p to
@@ -36,11 +36,12 @@
  *
  * So no [Lq, Lk] matrix exists anywhere (workgroup memory holds 13.6 KiB, under the 16 KiB every
  * WebGPU device offers), each key and value number is read from GPU memory once per block of 16
- * rows, and every barrier guards one hand-over between threads. With isCausal the key tiles past a
- * block's last row are skipped, as in flash.ts. Ev > 64 takes more workgroups along the dispatch's
+ * rows, and every barrier guards one hand-over between threads. The key tiles past the keys a
+ * block's rows may see (key-range.ts; with isCausal, past its last row) are skipped, as in flash.ts. Ev > 64 takes more workgroups along the dispatch's
  * z dimension, each recomputing the scores of its rows for its 64 columns: a thread then still
  * holds only 16 sums, for any Ev. Grouped-query heads and the mask's broadcast are a per-slice
- * table of (key/value slice, first mask cell) that batching.ts computes.
+ * table of (key/value slice, first mask cell) that batching.ts computes; the same table carries
+ * each slice's RowKeys from key-range.ts, which keys its rows see.
  *
  * Why WebGPU's constraints shape it so:
  *  - Float32 only: WebGPU has no float64 in shaders (and shader-f16 is optional), so the port is
@@ -57,15 +58,16 @@
  *    reads as 0 and sets a flag on its query row, key row or value cell. IEEE's answer is then
  *    decided from flags and counts: a score whose query or key row holds a special value is
  *    classified product by product (NaN for a NaN or inf · 0, or for +inf and -inf together, else
- *    ±inf); a logit carries a kind beside its finite value (finite, masked, +inf, NaN), so causality
- *    and a boolean mask are a kind, and a float mask's ±inf and NaN follow IEEE's sum by kind; a row
- *    is NaN (a NaN or +inf logit), fully masked (no finite logit, or Lk = 0: +0.0) or seen; value's
- *    NaN and infinities reach a column as per-row bits (NaN, or an infinity weighed 0: NaN; an
- *    infinity weighed > 0: ±inf; both signs: NaN). The output is written as bits, so NaN and ±inf
- *    are patterns, not results. A key a causal block skips is never read, so the host marks, per
- *    key/value slice and column, the last key whose value is NaN or ±inf (lastNonFiniteRows) and
- *    the kernel makes such a column NaN, as flash.ts does. The host holds scale and softcap within
- *    float32's range. scripts/gpu-check runs the special-value fixtures on a real GPU.
+ *    ±inf); a logit carries a kind beside its finite value (finite, masked, +inf, NaN), so a key
+ *    the row may not see and a boolean mask are a kind, and a float mask's ±inf and NaN follow
+ *    IEEE's sum by kind; a row is NaN (a NaN or +inf logit), fully masked (no finite logit, or
+ *    Lk = 0: +0.0) or seen; value's NaN and infinities reach a column as per-row bits (NaN, or an
+ *    infinity weighed 0: NaN; an infinity weighed > 0: ±inf; both signs: NaN). The output is
+ *    written as bits, so NaN and ±inf are patterns, not results. A key a block skips is never
+ *    read, so the host marks, per key/value slice and column, the last key whose value is NaN or
+ *    ±inf (lastNonFiniteRows) and the kernel makes such a column NaN, as flash.ts does. The host
+ *    holds scale and softcap within float32's range. scripts/gpu-check runs the special-value
+ *    fixtures on a real GPU.
  *  - Limits. One storage binding holds at most maxStorageBufferBindingSize bytes and one dispatch
  *    at most maxComputeWorkgroupsPerDimension workgroups along each dimension; planDispatches groups
  *    the slices into dispatches that fit, and cuts a slice too large for one into blocks of query
@@ -107,7 +109,8 @@ import {
   product,
   type TensorInput,
 } from "./inputs.ts";
-import { ATTENTION_WGSL, PARAMS_BYTES, QUERY_BLOCK, VALUE_COLUMNS } from "./webgpu-kernel.ts";
+import { keyRange, seesEveryKey, sliceKeys } from "./key-range.ts";
+import { ATTENTION_WGSL, PARAMS_BYTES, QUERY_BLOCK, SLICE_BYTES, VALUE_COLUMNS } from "./webgpu-kernel.ts";
 
 export * from "./port-exports.ts";
 
@@ -473,7 +476,7 @@ export function planDispatches(
       4 * rows * Math.max(E, Ev) <= bytes &&
       4 * kvSlices * Lk * Math.max(E, Ev) <= bytes &&
       (m1 - m0) * maskBytesPerCell <= bytes &&
-      8 * (s1 - s0) <= bytes &&
+      SLICE_BYTES * (s1 - s0) <= bytes &&
       s1 - s0 <= groups &&
       Math.ceil((row1 - row0) / QUERY_BLOCK) <= groups
     );
@@ -549,7 +552,7 @@ function checkMemory(problem: Problem, plan: readonly Dispatch[], maskBytesPerCe
       4 * rows * (E + 2 * Ev) + // query, output and its read-back copy
       4 * (d.kv1 - d.kv0) * Lk * (E + 2 * Ev) + // key, value, lastNonFinite
       (d.mask1 - d.mask0) * maskBytesPerCell +
-      8 * (d.slice1 - d.slice0);
+      SLICE_BYTES * (d.slice1 - d.slice0);
     largest = Math.max(largest, device);
   }
   const needed = 4 * product(shapes.outputShape) + largest;
@@ -612,21 +615,33 @@ async function runDispatch(
     maskWords = float32(mask.float, d.mask0, d.mask1);
     maskKind = 2;
   }
-  const table = new Uint32Array(2 * sliceCount); // per slice: kv slice, first mask cell
+  // Per slice (the shader's struct Slice): kv slice, first mask cell, and which keys its rows see
+  // (key-range.ts's RowKeys, whose formula the shader evaluates).
+  const table = new Int32Array((SLICE_BYTES / 4) * sliceCount);
+  const range = keyRange(problem, shapes);
   for (let n = 0; n < sliceCount; n++) {
     const at = parts[d.slice0 + n];
-    table[2 * n] = (Lk * E === 0 ? 0 : at.key / (Lk * E)) - d.kv0;
-    table[2 * n + 1] = mask === null || Lk === 0 ? 0 : at.mask + d.row0 * at.maskI - d.mask0;
+    const keys = sliceKeys(range, at.index);
+    table.set(
+      [
+        (Lk * E === 0 ? 0 : at.key / (Lk * E)) - d.kv0,
+        mask === null || Lk === 0 ? 0 : at.mask + d.row0 * at.maskI - d.mask0,
+        keys.startShift,
+        keys.endShift,
+        keys.limit,
+        keys.sinkEnd,
+      ],
+      (SLICE_BYTES / 4) * n,
+    );
   }
   const params = new DataView(new ArrayBuffer(PARAMS_BYTES));
-  const fields = [rows, d.row0, Lk, E, Ev, problem.isCausal ? 1 : 0, maskKind];
-  fields.push(parts[d.slice0].maskI, parts[d.slice0].maskJ);
+  const fields = [rows, d.row0, Lk, E, Ev, maskKind, parts[d.slice0].maskI, parts[d.slice0].maskJ];
   fields.forEach((x, n) => params.setUint32(4 * n, x, true));
-  params.setFloat32(36, finiteFloat32(problem.scale), true);
-  params.setFloat32(40, shaderSoftcap(problem.softcap), true);
-  params.setUint32(44, accMayOverflow(value, Lk) ? 1 : 0, true);
-  // queryOffset: an offset of Lk or more lets every row see every key, so Lk is the same (a u32).
-  params.setUint32(52, Math.min(problem.queryOffset, Lk), true);
+  params.setFloat32(32, finiteFloat32(problem.scale), true);
+  params.setFloat32(36, shaderSoftcap(problem.softcap), true);
+  params.setUint32(40, accMayOverflow(value, Lk) ? 1 : 0, true);
+  // Where a block may skip keys, the shader needs each value column's last non-finite key.
+  const skips = !seesEveryKey(range, Lq);
 
   device.pushErrorScope("out-of-memory");
   device.pushErrorScope("validation");
@@ -653,7 +668,7 @@ async function runDispatch(
     upload(value, storage),
     upload(maskWords, storage),
     upload(table, storage),
-    upload(problem.isCausal ? lastNonFiniteRows(value, d.kv1 - d.kv0, Lk, Ev) : new Int32Array(1), storage),
+    upload(skips ? lastNonFiniteRows(value, d.kv1 - d.kv0, Lk, Ev) : new Int32Array(1), storage),
   ];
   const out = device.createBuffer({
     size: Math.max(4, 4 * outputLength),
@@ -730,8 +745,8 @@ function accMayOverflow(value: Float32Array, Lk: number): boolean {
 }
 
 /** Per key/value slice and value column, the last key row whose value is NaN or ±inf (-1 for
- * none): a causal block skips the keys past its last row, and such a value must still make the
- * row NaN (0 · NaN is NaN in the readable port, even for a key the row cannot see). */
+ * none): a block skips the keys none of its rows sees, and such a value must still make the row
+ * NaN (0 · NaN is NaN in the readable port, even for a key the row cannot see). */
 function lastNonFiniteRows(value: Float32Array, kvSlices: number, Lk: number, Ev: number): Int32Array {
   const last = new Int32Array(Math.max(1, kvSlices * Ev)).fill(-1); // [kv slices, Ev]
   for (let kv = 0; kv < kvSlices; kv++) {
