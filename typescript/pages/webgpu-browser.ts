@@ -3,7 +3,7 @@
  * in headless Chromium, through playwright, to verify and to time the port.
  *
  *     attentionPort.runFixtureCases()  every fixture case written into the page, in one device:
- *                                      the results document of cli.ts (results.ts), as a string
+ *                                      every answer in a results document (results.ts), as a string
  *     attentionPort.bench(plan)        time one port call per cell on the given inputs
  *     attentionPort.adapter()          the adapter the port runs on, described
  *     attentionPort.attend(call)       one call on nested arrays, for the tests
@@ -107,7 +107,7 @@ async function answer(port: WebGpuAttention, c: PageCase | PageLayerCase): Promi
   }
 }
 
-/** Every case in the page, one after the other on one device: cli.ts's results document. */
+/** Every case in the page, one after the other on one device: the results document. */
 async function runFixtureCases(): Promise<string> {
   const port = await device();
   const cases = globalThis.WEBGPU_CASES ?? [];

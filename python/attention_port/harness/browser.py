@@ -3,8 +3,9 @@
 Node builds one page (typescript/pages/webgpu-page.ts: the port bundled by esbuild, with the fixture
 cases written in), Chromium opens it from disk (a file:// page is a secure context, where
 `navigator.gpu` exists), and the page's script (typescript/pages/webgpu-browser.ts) runs every case
-on one device and gives back the results document that cli.ts writes for the other TypeScript
-ports. The bench calls the same page to time the port (bench/browser.py).
+on one device and gives back every answer (typescript/runners/results.ts writes them, as it writes
+those cli.ts sends back for compare.py). The bench calls the same page to time the port
+(bench/browser.py).
 
 Playwright never downloads a browser here: it drives the Chromium found on the machine (Debian's
 `chromium`, or $CHROMIUM). The adapter is SwiftShader, Chromium's own WebGPU on the CPU, unless
@@ -171,8 +172,8 @@ def open_page(fixtures_dir: Path | None, case_ids: list[str], timeout: float) ->
 
 
 def run_webgpu(fixtures_dir: Path | str, case_ids: list[str], timeout: float) -> dict:
-    """The WebGPU port on these fixture cases, in one page load: cli.ts's results document
-    ({"port", "adapter", "elapsed_ms", "cases": {id: answer}})."""
+    """The WebGPU port on these fixture cases, in one page load: its results document
+    ({"port", "adapter", "elapsed_ms", "cases": {id: answer}}, each answer as results.ts writes it)."""
     with open_page(Path(fixtures_dir), case_ids, timeout) as page:
         text = page.call("runFixtureCases")
     try:

@@ -130,8 +130,12 @@ class NodeSession:
         except queue.Empty:
             self._stop()
             raise NodeError(f"{who} timed out after {self.timeout:g} s") from None
-        if line is None:
-            code = process.wait()
+        if line is None:  # its stdout closed: it has ended, or is ending
+            try:
+                code = process.wait(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                self._stop()
+                raise NodeError(f"{who} closed its output without answering") from None
             self._stderr.seek(0)
             text = self._stderr.read().decode("utf-8", "replace").strip()
             self._stop()
