@@ -254,6 +254,20 @@ def test_missing_result_for_a_case_is_reported(tmp_path, monkeypatch, capsys):
     assert status != 0 and "no result for case" in text
 
 
+def test_a_malformed_verdict_is_reported(tmp_path, monkeypatch, capsys):
+    # Node keeps back a verdict only where the case passed cleanly; a "fail" there is malformed.
+    body = (
+        """echo '{"port": "typescript", "verdicts": {"rank2_square": {"verdict": "fail"}}, "answers": {}}'"""
+    )
+    node = _fake_node(tmp_path, body)
+    status, text = _verify_with_node(monkeypatch, capsys, node, "--case", "rank2_square")
+    fails = [line for line in text.splitlines() if line.startswith("FAIL")]
+    assert status == 1 and fails == [
+        "FAIL  typescript: the TypeScript port (typescript) wrote a malformed verdict for 'rank2_square':"
+        " a verdict is not a pass or a case outside the contract"
+    ], text
+
+
 def test_a_port_that_breaks_its_process_leaves_the_others_their_run(tmp_path, monkeypatch, capsys):
     """A flash.ts that ends the process as it loads: that port alone is broken, and the port after
     it is served by a fresh process."""
