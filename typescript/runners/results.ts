@@ -1,9 +1,9 @@
 /**
- * What a TypeScript port's run sends the Python harness. cli.ts under Node judges its ports itself
- * and writes one reply line per port (replyJson): the kit's verdicts, and the answers that cross
- * (cli.ts's header says which). The WebGPU page (webgpu-browser.ts), which judges nothing, writes
- * every answer in the same form. Also the float32 form of a fixture case's inputs. Nothing here
- * touches Node's modules, so a browser bundle can hold it.
+ * What a TypeScript port's run sends the Python harness: one reply per port (replyJson). cli.ts
+ * under Node judges its ports itself: the kit's verdicts, and the answers that cross (cli.ts's
+ * header says which). The WebGPU page (webgpu-browser.ts), which judges nothing, sends every
+ * answer. Also the float32 form of a fixture case's inputs. Nothing here touches Node's modules,
+ * so a browser bundle can hold it.
  *
  * An answer is {"scores", "logits", "weights", "output"} (each {"shape", "data"}, data flat
  * row-major; a port that gives the output only writes "output" alone), {"error": {"kind",
@@ -101,20 +101,25 @@ function exchangeJson(value: unknown): string {
 
 /** One port's reply to the harness, on one line: the verdict on each case that passed cleanly or
  * is outside the contract (what of the kit's Verdict the report reads: verdict, problem and the
- * steps' checks), and the answers (JSON texts) that cross, by case id. */
+ * steps' checks), the answers (JSON texts) that cross, by case id, and what else it says of the run
+ * (`about`: the WebGPU page's adapter). */
 export function replyJson(
   port: string,
   elapsedMs: number,
   verdicts: Readonly<Record<string, Verdict>>,
   answers: Readonly<Record<string, string>>,
+  about: Readonly<Record<string, string>> = {},
 ): string {
   const judged = Object.entries(verdicts).map(
     ([id, { verdict, problem, steps }]) =>
       `${JSON.stringify(id)}: ${exchangeJson({ verdict, problem, steps })}`,
   );
   const given = Object.entries(answers).map(([id, answer]) => `${JSON.stringify(id)}: ${answer}`);
+  const said = Object.entries(about).map(
+    ([name, text]) => `, ${JSON.stringify(name)}: ${JSON.stringify(text)}`,
+  );
   return (
-    `{"port": ${JSON.stringify(port)}, "elapsed_ms": ${elapsedMs.toFixed(3)},` +
+    `{"port": ${JSON.stringify(port)}${said.join("")}, "elapsed_ms": ${elapsedMs.toFixed(3)},` +
     ` "verdicts": {${judged.join(", ")}}, "answers": {${given.join(", ")}}}`
   );
 }

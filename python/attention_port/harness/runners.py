@@ -207,17 +207,6 @@ def decode_typescript_answer(entry: object) -> PortAnswer:
         return PortAnswer(crash=f"malformed result: {error}")
 
 
-def decode_results(document: dict, cases: list[FixtureCase], who: str) -> dict[str, PortAnswer]:
-    """Every case's answer from a TypeScript results document (the WebGPU page's)."""
-    results = document["cases"]
-    answers = {}
-    for case in cases:
-        if case.id not in results:
-            raise NodeError(f"{who} wrote no result for case {case.id!r}")
-        answers[case.id] = decode_typescript_answer(results[case.id])
-    return answers
-
-
 def _number(x: object) -> float | None:
     return None if x is None else float(x)  # "NaN", "Infinity" and "-Infinity" too
 
@@ -261,6 +250,25 @@ def decode_verdict(case_id: str, port: str, dtype: str, entry: object) -> CaseVe
     )
 
 
+def decode_reply(reply: dict, cases: list[FixtureCase], port: Port, who: str, clock: str) -> PortRun:
+    """A TypeScript port's reply (cli.ts's, or the WebGPU page's): its verdicts, its answers, and
+    the time it spent on them, as the note `clock` (node_ms, browser_ms)."""
+    answers = {i: decode_typescript_answer(a) for i, a in reply["answers"].items()}
+    verdicts = {}
+    for case in cases:
+        if case.id in reply["verdicts"]:
+            try:
+                verdicts[case.id] = decode_verdict(case.id, port.name, port.dtype, reply["verdicts"][case.id])
+            except (ValueError, TypeError, KeyError, IndexError) as error:
+                raise NodeError(f"{who} wrote a malformed verdict for {case.id!r}: {error}") from None
+        elif case.id not in answers:
+            raise NodeError(f"{who} wrote no result for case {case.id!r}")
+    elapsed = reply.get("elapsed_ms")
+    notes = {clock: float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
+    about = {"adapter": str(reply["adapter"])} if "adapter" in reply else {}
+    return PortRun(answers, verdicts, notes, about)
+
+
 def judged(port: Port, run: PortRun, by_id: dict[str, FixtureCase]) -> list[CaseVerdict]:
     """Every case of a run judged: the verdict the port's own language gave where there is one,
     else compare.py's on its answer."""
@@ -281,25 +289,13 @@ def typescript_port(
     every attention case's answer comes back too, for a cross-check."""
     row = BY_NAME[name]
     session = session or NodeSession(fixtures_dir, [row.name], timeout)
-    who, dtype = f"the TypeScript port ({row.name})", row.dtypes[0]
 
     def run(cases: list[FixtureCase]) -> PortRun:
         reply = session.request(row.name, [case.id for case in cases], every_answer)
-        elapsed = reply.get("elapsed_ms")
-        notes = {"node_ms": float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
-        answers = {i: decode_typescript_answer(a) for i, a in reply["answers"].items()}
-        verdicts = {}
-        for case in cases:
-            if case.id in reply["verdicts"]:
-                try:
-                    verdicts[case.id] = decode_verdict(case.id, row.name, dtype, reply["verdicts"][case.id])
-                except (ValueError, TypeError, KeyError, IndexError) as error:
-                    raise NodeError(f"{who} wrote a malformed verdict for {case.id!r}: {error}") from None
-            elif case.id not in answers:
-                raise NodeError(f"{who} wrote no result for case {case.id!r}")
-        return PortRun(answers, verdicts, notes)
+        return decode_reply(reply, cases, port, f"the TypeScript port ({row.name})", "node_ms")
 
-    return Port(row.name, row.name, dtype, run)
+    port = Port(row.name, row.name, row.dtypes[0], run)
+    return port
 
 
 def webgpu_port(fixtures_dir, timeout: float = DEFAULT_TIMEOUT) -> Port:
@@ -307,13 +303,11 @@ def webgpu_port(fixtures_dir, timeout: float = DEFAULT_TIMEOUT) -> Port:
     from attention_port.harness import browser
 
     def run(cases: list[FixtureCase]) -> PortRun:
-        document = browser.run_webgpu(fixtures_dir, [case.id for case in cases], timeout)
-        elapsed = document.get("elapsed_ms")
-        notes = {"browser_ms": float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
-        about = {"adapter": str(document.get("adapter", "unknown"))}
-        return PortRun(decode_results(document, cases, "the WebGPU port"), notes=notes, about=about)
+        reply = browser.run_webgpu(fixtures_dir, [case.id for case in cases], timeout)
+        return decode_reply(reply, cases, port, "the WebGPU port", "browser_ms")
 
-    return Port("webgpu", "webgpu", "float32", run)
+    port = Port("webgpu", "webgpu", "float32", run)
+    return port
 
 
 # ---------------------------------------------------------------------------------------------
