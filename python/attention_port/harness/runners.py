@@ -14,6 +14,7 @@ of fixtures.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -322,6 +323,8 @@ class PortOptions:
     device: str | None = None  # torch device; default: cuda, then mps, then cpu
     dtypes: list[str] | None = None  # torch dtypes; default: what the device supports
     node_timeout: float = DEFAULT_TIMEOUT
+    node_session: NodeSession | None = None  # the one Node process of the run's TypeScript ports
+    every_answer: bool = False  # the TypeScript ports send every answer too, for the cross-check
 
 
 def _torch_runs(options: PortOptions) -> list[tuple[str, str]]:
@@ -347,7 +350,15 @@ PYTHON_RUNNERS: dict[str, Callable[[PortOptions], list[Port]]] = {
 
 def _builder(row: PortRow) -> Callable[[PortOptions], list[Port]]:
     if row.runs_in == "node":
-        return lambda options: [typescript_port(options.fixtures_dir, row.name, options.node_timeout)]
+        return lambda options: [
+            typescript_port(
+                options.fixtures_dir,
+                row.name,
+                options.node_timeout,
+                options.node_session,
+                options.every_answer,
+            )
+        ]
     if row.runs_in == "browser":
         return lambda options: [webgpu_port(options.fixtures_dir, options.node_timeout)]
     return PYTHON_RUNNERS[row.name]
@@ -360,13 +371,9 @@ def build_ports(names: list[str], options: PortOptions) -> list[Port]:
     """The ports `names` give, in order. The TypeScript ones share one Node process, and send back
     every attention case's answer where verify cross-checks them against torch in float64."""
     in_node = [name for name in names if BY_NAME[name].runs_in == "node"]
-    session = NodeSession(options.fixtures_dir, in_node, options.node_timeout)
-    cross_check = CROSS_REFERENCE in names and any(d == "float64" for _, d in _torch_runs(options))
-    built: list[Port] = []
-    for name in names:
-        if name in in_node:
-            timeout = options.node_timeout
-            built.append(typescript_port(options.fixtures_dir, name, timeout, session, cross_check))
-        else:
-            built += PORTS[name](options)
-    return built
+    options = dataclasses.replace(
+        options,
+        node_session=NodeSession(options.fixtures_dir, in_node, options.node_timeout),
+        every_answer=CROSS_REFERENCE in names and any(d == "float64" for _, d in _torch_runs(options)),
+    )
+    return [port for name in names for port in PORTS[name](options)]
