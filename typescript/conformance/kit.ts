@@ -122,7 +122,9 @@ function portForm(tensor: RawTensor): unknown {
     : nest(tensor.data, tensor.shape);
 }
 
-function testCase(raw: RawCase): TestCase {
+/** One stored case as the kit gives it (loadCases gives the package's; a reader of another
+ * fixture folder makes its own). */
+export function testCase(raw: RawCase): TestCase {
   const about = { id: raw.id, level: levelOf(raw.tags), tags: raw.tags, description: raw.description };
   if (raw.expected === null) {
     const error = raw.expectedError as NonNullable<RawCase["expectedError"]>;
