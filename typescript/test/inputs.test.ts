@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 
 import {
@@ -413,6 +414,17 @@ describe("the shaped form { shape, data }", () => {
   });
 });
 
+interface DeclaredOption {
+  readonly python: string;
+  readonly javascript: string;
+  readonly error: { readonly kind: string; readonly message: string };
+}
+const DECLARED = JSON.parse(
+  readFileSync(new URL("../../contract/options.json", import.meta.url), "utf8"),
+) as { readonly core: readonly DeclaredOption[]; readonly checkOrder: { readonly core: readonly string[] } };
+/** The core's scalar options in the contract's order of checks. */
+const CHECK_ORDER = DECLARED.checkOrder.core.map((name) => DECLARED.core.find((o) => o.python === name)!);
+
 describe("the options object and the size limit, as in the Python ports", () => {
   const Q = [
     [1, 0],
@@ -432,6 +444,17 @@ describe("the options object and the size limit, as in the Python ports", () => 
 
   for (const [name, port] of ports) {
     const run = port as (q: unknown, k: unknown, v: unknown, o?: unknown) => unknown;
+    test(`${name}: the first wrong option in the contract's order of checks is the one refused`, () => {
+      // contract/options.json read here, not the generated table the checks walk: a string is no
+      // value of any scalar option, so with the options from the i-th on all wrong, the i-th is named.
+      CHECK_ORDER.forEach((first, i) => {
+        const wrong = Object.fromEntries(CHECK_ORDER.slice(i).map((option) => [option.javascript, "yes"]));
+        const message = first.error.message
+          .replace("{name}", first.javascript)
+          .replace("{value}", "a string");
+        expectError(() => run(Q, K, V, wrong), first.error.kind as ErrorKind, message);
+      });
+    });
     test(`${name}: options must be an object`, () => {
       expectError(() => run(Q, K, V, null), "value", "options must be an object, got null");
       expectError(() => run(Q, K, V, "fast"), "value", "options must be an object, got a string");

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attention_port.files import write_atomic
-from attention_port.pages import vocabulary
+from attention_port.pages import options, vocabulary
 from attention_port.paths import REPO_ROOT
 
 # path (relative to the checkout) -> the text it must hold. Add a line here for a new generated file.
 GENERATED: dict[str, Callable[[], str]] = {
     "typescript/src/generated/vocabulary.ts": vocabulary.render_typescript,
+    options.TYPESCRIPT: options.render_typescript,
+    options.DESIGN: options.render_design,
 }
 
 
