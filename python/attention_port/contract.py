@@ -28,10 +28,11 @@ class Option:
 
     python: str  # snake_case: the keyword argument
     javascript: str  # camelCase: the options object's property
-    type: str  # "boolean", "number", "integer", "mask", ...
+    type: str  # "boolean", "number", "integer", "mask", "tensor" or "object"
     default: object  # None, False, 0.0, ...: the JSON value as Python reads it
     doc: str  # one line: the TypeScript doc comment
     fixture: str  # "every", "set", "inputs" or "none": where a case holds it
+    required: bool = False  # no default: the caller must give it (the layer's num_heads)
     nullable: bool = False  # None is a value of its own (the default's)
     finite: bool = False
     minimum: float | None = None  # inclusive
@@ -47,14 +48,17 @@ class Option:
 
 
 def _option(record: dict) -> Option:
+    if record.get("core"):  # the core's option, which the layer passes on: declared there
+        return CORE_OPTIONS[record["python"]]
     error = record.get("error", {})
     return Option(
         python=record["python"],
         javascript=record["javascript"],
         type=record["type"],
-        default=record["default"],
+        default=record.get("default"),
         doc=record["doc"],
         fixture=record["fixture"],
+        required=record.get("required", False),
         nullable=record.get("nullable", False),
         finite=record.get("finite", False),
         minimum=record.get("minimum"),
@@ -73,3 +77,8 @@ CORE_OPTIONS: dict[str, Option] = {o.python: o for o in map(_option, load("optio
 CORE_CHECK_ORDER: tuple[Option, ...] = tuple(
     CORE_OPTIONS[name] for name in load("options")["checkOrder"]["core"]
 )
+# The layer's options (multi_head_attention), the core's among them as the core declares them, and
+# RoPE's (apply_rotary, and the layer's `rope` object). Their checks run among the layer's shape
+# checks (rotary_dim's range is the heads' feature size), in layer_inputs.py's order.
+LAYER_OPTIONS: dict[str, Option] = {o.python: o for o in map(_option, load("options")["layer"])}
+ROPE_OPTIONS: dict[str, Option] = {o.python: o for o in map(_option, load("options")["rope"])}

@@ -358,6 +358,8 @@ def _accepts(option: Option, x: object) -> bool:
         return True
     if option.type == "boolean":
         return _is_boolean(x)
+    if option.type == "object":
+        return isinstance(x, dict)
     if option.type not in ("number", "integer") or not is_number(x):
         return False
     number = float(x)  # type: ignore[arg-type]
@@ -378,14 +380,25 @@ def check_options(**given: object) -> dict[str, object]:
     unknown = sorted(set(given) - {option.python for option in CORE_CHECK_ORDER})
     if unknown:
         raise TypeError(f"check_options() got an unexpected option {unknown[0]!r}")
-    checked: dict[str, object] = {}
-    for option in CORE_CHECK_ORDER:
-        x = given.get(option.python, option.default)
-        if not _accepts(option, x):
-            message = option.error_message.format(name=option.python, value=describe_value(x))  # type: ignore[union-attr]
-            raise AttentionInputError(option.error_kind, message)  # type: ignore[arg-type]
-        checked[option.python] = int(x) if option.type == "integer" else x  # type: ignore[call-overload]
-    return checked
+    return {
+        option.python: check_option(option, given.get(option.python, option.default))
+        for option in CORE_CHECK_ORDER
+    }
+
+
+def option_error(option: Option, x: object, **words: object) -> AttentionInputError:
+    """The error `option` declares for the wrong value `x`: its kind, and its message with {name},
+    {value} (what `x` is, in words) and any other of its blanks (`words`) filled in."""
+    message = option.error_message.format(name=option.python, value=describe_value(x), **words)  # type: ignore[union-attr]
+    return AttentionInputError(option.error_kind, message)  # type: ignore[arg-type]
+
+
+def check_option(option: Option, x: object) -> object:
+    """`x` as a value of `option` (contract/options.json), or the option's error; an integer
+    comes back as a Python int."""
+    if not _accepts(option, x):
+        raise option_error(option, x)
+    return int(x) if option.type == "integer" and x is not None else x  # type: ignore[call-overload]
 
 
 # The largest query_offset: JavaScript's largest exact integer, so that both languages accept the

@@ -1,7 +1,7 @@
-"""The core's options as contract/options.json declares them: the ports take each one by its Python
-name with its default, and refuse wrong values in the declared order of checks, in the declared
-words. (The TypeScript twin is in typescript/test/inputs.test.ts; the invalid-input fixtures hold
-both languages to today's exact messages.)"""
+"""The options as contract/options.json declares them: the ports take each of the core's by its
+Python name with its default and refuse wrong values in the declared order of checks, in the
+declared words; the layer's and RoPE's checks keep their words. (The TypeScript twin is in
+typescript/test/inputs.test.ts; the invalid-input fixtures hold both languages to the messages.)"""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from attention_port import reference, torch_port
 from attention_port.contract import CORE_CHECK_ORDER, CORE_OPTIONS
 from attention_port.inputs import AttentionInputError
+from attention_port.layer_inputs import RopeOptions, check_heads, check_return_cache, check_rope
 
 Q = [[1.0, 0.0], [0.5, 2.0]]
 K = [[1.0, -1.0], [0.25, 0.5], [2.0, 0.0]]
@@ -60,3 +61,29 @@ def test_query_offset_is_returned_as_an_int_and_two_point_zero_is_an_integer():
     assert (out == reference.scaled_dot_product_attention(Q, K, V, is_causal=True, query_offset=1)).all()
     with pytest.raises(AttentionInputError, match="query_offset must be an integer"):
         reference.scaled_dot_product_attention(Q, K, V, query_offset=1.5)
+
+
+@pytest.mark.parametrize(
+    ("check", "message"),
+    [
+        (lambda: check_heads(0, None), "num_heads must be a positive integer, got 0"),
+        (lambda: check_heads(2, True), "num_kv_heads must be a positive integer, got a boolean"),
+        (lambda: check_rope(3, 4), "rope must be an object of theta, rotary_dim and interleaved, got 3"),
+        (lambda: check_rope({"theta": 0}, 4), "theta must be a finite number > 0, got 0"),
+        (lambda: check_rope({"theta": None}, 4), "theta must be a finite number > 0, got null"),
+        (lambda: check_rope({"theta": 1, "interleaved": 1}, 4), "interleaved must be a boolean, got 1"),
+        (lambda: check_rope({"rotary_dim": 3}, 4),
+         "rotary_dim must be an even integer from 2 to the feature size 4, got 3"),
+        (lambda: check_return_cache("yes"), "return_cache must be a boolean, got a string"),
+    ],
+)  # fmt: skip
+def test_the_layer_and_rope_refuse_wrong_options_in_their_declared_words(check, message):
+    with pytest.raises(AttentionInputError) as caught:
+        check()
+    assert (caught.value.kind, str(caught.value)) == ("value", message)
+
+
+def test_rope_takes_exactly_the_declared_rope_options_with_their_defaults():
+    assert check_rope({}, 4) == RopeOptions(theta=10000.0, rotary_dim=4, interleaved=False)
+    with pytest.raises(AttentionInputError, match="rope has an unknown option 'base'"):
+        check_rope({"base": 10.0}, 4)

@@ -528,6 +528,9 @@ function accepts(option: OptionCheck, x: unknown): boolean {
   if (option.type === "boolean") {
     return isBoolean(x);
   }
+  if (option.type === "object") {
+    return typeof x === "object" && x !== null && !isArray(x);
+  }
   if (!isNumber(x)) {
     return false;
   }
@@ -544,11 +547,28 @@ function accepts(option: OptionCheck, x: unknown): boolean {
  * in contract/options.json, in the contract's order of checks, and the first failure is thrown. */
 function checkOptions(given: Readonly<Record<string, unknown>>): void {
   for (const option of CORE_CHECKS) {
-    const x = given[option.name];
-    if (!accepts(option, x)) {
-      const message = option.message.replace("{name}", option.name).replace("{value}", describeValue(x));
-      throw new AttentionInputError(option.kind, message);
-    }
+    checkOption(option, given[option.name]);
+  }
+}
+
+/** The error `option` declares for the wrong value `x`: its kind, and its message with {name},
+ * {value} (what `x` is, in words) and any other of its blanks (`words`) filled in. */
+export function optionError(
+  option: OptionCheck,
+  x: unknown,
+  words: Readonly<Record<string, string>> = {},
+): AttentionInputError {
+  let message = option.message.replace("{name}", option.name).replace("{value}", describeValue(x));
+  for (const [blank, word] of Object.entries(words)) {
+    message = message.replace(`{${blank}}`, word);
+  }
+  return new AttentionInputError(option.kind, message);
+}
+
+/** `x` as a value of `option` (contract/options.json), or the option's error. */
+export function checkOption(option: OptionCheck, x: unknown): void {
+  if (!accepts(option, x)) {
+    throw optionError(option, x);
   }
 }
 

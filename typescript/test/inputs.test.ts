@@ -23,6 +23,7 @@ import {
   formatShape,
   inferShape,
 } from "../src/inputs.ts";
+import { checkHeads, checkReturnCache, checkRope } from "../src/layer-inputs.ts";
 import {
   scaledDotProductAttentionFlat as simdFlat,
   scaledDotProductAttention as simdSdpa,
@@ -575,5 +576,27 @@ describe("a tensor too large or too deep is refused from its lengths, before its
         "query.shape has 2147483648 dimensions; at most 64 dimensions are supported",
       );
     }
+  });
+});
+
+describe("the layer's and RoPE's options, in the words Python writes (TypeScript spelling)", () => {
+  const cases: [() => unknown, string][] = [
+    [() => checkHeads(0, null), "numHeads must be a positive integer, got 0"],
+    [() => checkHeads(2, true), "numKvHeads must be a positive integer, got a boolean"],
+    [() => checkRope(3, 4), "rope must be an object of theta, rotaryDim and interleaved, got 3"],
+    [() => checkRope({ theta: 0 }, 4), "theta must be a finite number > 0, got 0"],
+    [() => checkRope({ theta: 1, interleaved: 1 }, 4), "interleaved must be a boolean, got 1"],
+    [
+      () => checkRope({ rotaryDim: 3 }, 4),
+      "rotaryDim must be an even integer from 2 to the feature size 4, got 3",
+    ],
+    [() => checkReturnCache("yes"), "returnCache must be a boolean, got a string"],
+  ];
+  for (const [check, message] of cases) {
+    test(message, () => expectError(check, "value", message));
+  }
+  test("rope takes exactly RoPE's declared options, with their defaults", () => {
+    assert.deepEqual(checkRope({}, 4), { theta: 10000, rotaryDim: 4, interleaved: false });
+    expectError(() => checkRope({ base: 10 }, 4), "value", "rope has an unknown option 'base'");
   });
 });

@@ -37,8 +37,8 @@ contract/options.json's.
 4. A layer or RoPE case (the levels after the attention core's, run when the file has the layer or
    RoPE) comes as {"id", "kind": "layer" or "rope", "valid", "output_shape", "inputs", "options"}:
    inputs by their Python names (x_q, x_kv, w_q ... b_o, attn_mask; or x and positions), null where
-   the case gives none; options those the case sets (num_heads always; num_kv_heads, is_causal,
-   scale, softcap, rope, need_weights, return_cache; or theta, rotary_dim, interleaved). The hello
+   the case gives none; options those the case sets (num_heads always; any other of the layer's
+   or RoPE's options of contract/options.json only where not at its default). The hello
    says what the file has: "layer" and "rotary" name its layer and RoPE functions, or are null;
    "function" is null when it has no attention function of its own; "layerPast" is true when its
    layer takes a KV cache (Python: past_key and past_value among its parameters; JavaScript, whose
@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attention_port.contract import CORE_OPTIONS
+from attention_port.contract import CORE_OPTIONS, LAYER_OPTIONS, ROPE_OPTIONS
 from attention_port.fixtures.reader import decode_numbers, encode_numbers
 from attention_port.paths import LEARNER_PROTOCOL
 
@@ -69,8 +69,13 @@ OPTION_NAMES: tuple[str, ...] = tuple(o.python for o in CORE_OPTIONS.values() if
 HELLO_FIELDS: tuple[str, ...] = tuple(PROTOCOL["hello"])
 REQUEST_FIELDS: tuple[str, ...] = tuple(PROTOCOL["request"])
 THREW_FIELDS: tuple[str, ...] = tuple(PROTOCOL["threw"])  # a "threw" answer's, in this order
-# The layer's and RoPE's options (by their Python names) at their defaults: a request leaves these out.
-LAYER_DEFAULTS: dict[str, object] = PROTOCOL["layerDefaults"]
+# The layer's and RoPE's options (by their Python names) at their declared defaults
+# (contract/options.json): a request leaves these out.
+LAYER_DEFAULTS: dict[str, object] = {
+    name: option.default
+    for name, option in {**LAYER_OPTIONS, **ROPE_OPTIONS}.items()
+    if option.in_params and not option.required
+}
 LAYER_REQUEST_FIELDS: tuple[str, ...] = tuple(PROTOCOL["layerRequest"])
 LAYER_STEPS: tuple[str, ...] = tuple(PROTOCOL["layerSteps"])  # what a layer's answer may hold
 

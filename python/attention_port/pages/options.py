@@ -10,7 +10,7 @@ import json
 import re
 import textwrap
 
-from attention_port.contract import CORE_CHECK_ORDER, CORE_OPTIONS, Option
+from attention_port.contract import CORE_CHECK_ORDER, CORE_OPTIONS, LAYER_OPTIONS, ROPE_OPTIONS, Option
 from attention_port.paths import REPO_ROOT
 
 TYPESCRIPT = "typescript/src/generated/options.ts"
@@ -23,8 +23,16 @@ _HEADER = """\
 // declaration, then run `attention-port contract` (scripts/generate-contract) to write this again.
 """
 
-# What each type of option takes in TypeScript (`Mask`: the mask's form, nested or flat).
-_TS_TYPES = {"boolean": "boolean", "number": "number", "integer": "number", "mask": "Mask"}
+# What each type of option takes in TypeScript: `Mask`, `Tensor` and `Rope` are the generic
+# interfaces' parameters, the forms inputs.ts and layer-inputs.ts name.
+_TS_TYPES = {
+    "boolean": "boolean",
+    "number": "number",
+    "integer": "number",
+    "mask": "Mask",
+    "tensor": "Tensor",
+    "object": "Rope",
+}
 
 
 def _js_value(x: object) -> str:
@@ -52,10 +60,10 @@ def _doc_comment(text: str, indent: str) -> list[str]:
     )
 
 
-def _property(option: Option, type_text: str, *, optional: bool = True) -> list[str]:
+def _property(option: Option) -> list[str]:
     return [
         *_doc_comment(option.doc, "  "),
-        f"  readonly {option.javascript}{'?' if optional else ''}: {type_text};",
+        f"  readonly {option.javascript}{'' if option.required else '?'}: {_ts_type(option)};",
     ]
 
 
@@ -63,7 +71,7 @@ def _ts_type(option: Option) -> str:
     return _TS_TYPES[option.type] + (" | null" if option.nullable else "")
 
 
-def _check_record(option: Option) -> list[str]:
+def _check_record(option: Option, indent: str = "  ", key: bool = False) -> list[str]:
     fields = {
         "name": json.dumps(option.javascript),
         "type": json.dumps(option.type),
@@ -75,15 +83,24 @@ def _check_record(option: Option) -> list[str]:
         "kind": json.dumps(option.error_kind),
         "message": json.dumps(option.error_message),
     }
-    return ["  {", *(f"    {name}: {value}," for name, value in fields.items()), "  },"]
+    opening = f"{indent}{option.javascript}: {{" if key else f"{indent}{{"
+    return [opening, *(f"{indent}  {name}: {value}," for name, value in fields.items()), f"{indent}}},"]
+
+
+def _checked(options: list[Option]) -> list[Option]:
+    """The options that have an error of their own (the core's, which the layer passes on, have
+    theirs in the core)."""
+    return [o for o in options if o.error_message is not None and o.python not in CORE_OPTIONS]
 
 
 def render_typescript() -> str:
     """typescript/src/generated/options.ts: what inputs.ts, the fixture readers and the kit take
     from the declaration."""
     options = list(CORE_OPTIONS.values())
-    scalar_types = sorted({o.type for o in CORE_CHECK_ORDER})
-    kinds = sorted({o.error_kind for o in CORE_CHECK_ORDER if o.error_kind is not None})
+    layer, rope = list(LAYER_OPTIONS.values()), list(ROPE_OPTIONS.values())
+    every_check = [*CORE_CHECK_ORDER, *_checked(layer), *_checked(rope)]
+    scalar_types = sorted({o.type for o in every_check})
+    kinds = sorted({o.error_kind for o in every_check})
     in_params = [o for o in options if o.in_params]
     in_cases = [o for o in options if o.fixture != "none"]
     lines = [
@@ -93,13 +110,25 @@ def render_typescript() -> str:
         " * shaped for the nested entries (AttentionOptions), flat for the flat ones (FlatAttentionOptions);",
         " * inputs.ts gives both their public names. */",
         "export interface CoreOptions<Mask> {",
-        *(line for o in options for line in _property(o, _ts_type(o))),
+        *(line for o in options for line in _property(o)),
         "}",
         "",
-        "/** A scalar option as inputs.ts checks it: its type and range, and the kind and words of the",
-        " * error a wrong value throws ({name}: the option, {value}: what was given, in words). */",
+        "/** The layer's options (multiHeadAttention), the core's among them; layer.ts gives it its public",
+        " * name, LayerOptions. */",
+        "export interface LayerOptionsOf<Mask, Tensor, Rope> {",
+        *(line for o in layer for line in _property(o)),
+        "}",
+        "",
+        "/** RoPE's options (applyRotary, and the layer's `rope`); layer-inputs.ts names it RopeOptions. */",
+        "export interface RotaryOptions {",
+        *(line for o in rope for line in _property(o)),
+        "}",
+        "",
+        "/** An option as inputs.ts checks it: its type and range, and the kind and words of the error a",
+        " * wrong value throws ({name}: the option, {value}: what was given, in words; other blanks are",
+        " * the checking code's). */",
         "export interface OptionCheck {",
-        "  readonly name: keyof CoreOptions<unknown>;",
+        "  readonly name: string;",
         f"  readonly type: {' | '.join(json.dumps(t) for t in scalar_types)};",
         "  readonly nullable: boolean; // null is a value of its own, the default's",
         "  readonly finite: boolean;",
@@ -115,6 +144,22 @@ def render_typescript() -> str:
         "export const CORE_CHECKS: readonly OptionCheck[] = [",
         *(line for o in CORE_CHECK_ORDER for line in _check_record(o)),
         "];",
+        "",
+        "/** The layer's options that have checks of their own (the core checks its own), by name; the",
+        " * layer checks them among its shapes, in layer-inputs.ts's order. */",
+        "export const LAYER_CHECKS = {",
+        *(line for o in _checked(layer) for line in _check_record(o, key=True)),
+        "} as const satisfies Readonly<Record<string, OptionCheck>>;",
+        "",
+        "/** RoPE's options' checks, by name: rotaryDim's range is the heads' feature size. */",
+        "export const ROPE_CHECKS = {",
+        *(line for o in _checked(rope) for line in _check_record(o, key=True)),
+        "} as const satisfies Readonly<Record<string, OptionCheck>>;",
+        "",
+        "/** RoPE's options' defaults (rotaryDim null: the feature size E). */",
+        "export const ROPE_DEFAULTS = {",
+        *(f"  {o.javascript}: {_js_value(o.default)}," for o in rope),
+        "} as const;",
         "",
         "/** Each option's default, taken where the caller gives none (or undefined). */",
         "export const CORE_DEFAULTS = {",

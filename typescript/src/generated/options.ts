@@ -22,11 +22,50 @@ export interface CoreOptions<Mask> {
   readonly memoryLimit?: number;
 }
 
-/** A scalar option as inputs.ts checks it: its type and range, and the kind and words of the
- * error a wrong value throws ({name}: the option, {value}: what was given, in words). */
+/** The layer's options (multiHeadAttention), the core's among them; layer.ts gives it its public
+ * name, LayerOptions. */
+export interface LayerOptionsOf<Mask, Tensor, Rope> {
+  /** The query heads Hq: w_q's rows are Hq times the head size E. */
+  readonly numHeads: number;
+  /** The key/value heads Hkv, a divisor of numHeads (numHeads by default); fewer is grouped-query
+   * attention. */
+  readonly numKvHeads?: number | null;
+  /** Boolean (true = may attend) or numeric (added to the scores); broadcasts to [B..., Hq, Lq, Lk]. */
+  readonly attnMask?: Mask | null;
+  /** Query i may attend to key j only when j <= i + queryOffset. Combines with attnMask: both must allow. */
+  readonly isCausal?: boolean;
+  /** Multiplies the scores; defaults to 1/sqrt(E). */
+  readonly scale?: number | null;
+  /** If > 0, logits become softcap * tanh(logits / softcap). */
+  readonly softcap?: number;
+  /** Rotary position embeddings of queries and keys: an object of the rope options, or null for none. */
+  readonly rope?: Rope | null;
+  /** Also return each head's attention weights [B..., Hq, Lq, Lk]. */
+  readonly needWeights?: boolean;
+  /** The KV cache's keys [B..., Hkv, P, E], after RoPE; comes with pastValue. */
+  readonly pastKey?: Tensor | null;
+  /** The KV cache's values [B..., Hkv, P, Ev]; comes with pastKey. */
+  readonly pastValue?: Tensor | null;
+  /** Also return the cache after this call: presentKey and presentValue, the past and the new rows. */
+  readonly returnCache?: boolean;
+}
+
+/** RoPE's options (applyRotary, and the layer's `rope`); layer-inputs.ts names it RopeOptions. */
+export interface RotaryOptions {
+  /** The base of the rotation frequencies: pair i turns by position * theta^(-2i / rotaryDim). */
+  readonly theta?: number;
+  /** The features that rotate, from the first (E by default, even); the rest pass through. */
+  readonly rotaryDim?: number | null;
+  /** Pairs (2i, 2i+1) as GPT-J and Meta's Llama; else (i, i + rotaryDim/2), HF Llama's rotate_half. */
+  readonly interleaved?: boolean;
+}
+
+/** An option as inputs.ts checks it: its type and range, and the kind and words of the error a
+ * wrong value throws ({name}: the option, {value}: what was given, in words; other blanks are
+ * the checking code's). */
 export interface OptionCheck {
-  readonly name: keyof CoreOptions<unknown>;
-  readonly type: "boolean" | "integer" | "number";
+  readonly name: string;
+  readonly type: "boolean" | "integer" | "number" | "object";
   readonly nullable: boolean; // null is a value of its own, the default's
   readonly finite: boolean;
   readonly minimum: number | null; // inclusive
@@ -106,6 +145,99 @@ export const CORE_CHECKS: readonly OptionCheck[] = [
     message: "{name} must be an integer from 0 to 2^53 - 1, got {value}",
   },
 ];
+
+/** The layer's options that have checks of their own (the core checks its own), by name; the
+ * layer checks them among its shapes, in layer-inputs.ts's order. */
+export const LAYER_CHECKS = {
+  numHeads: {
+    name: "numHeads",
+    type: "integer",
+    nullable: false,
+    finite: false,
+    minimum: 1,
+    exclusiveMinimum: null,
+    maximum: null,
+    kind: "value",
+    message: "{name} must be a positive integer, got {value}",
+  },
+  numKvHeads: {
+    name: "numKvHeads",
+    type: "integer",
+    nullable: true,
+    finite: false,
+    minimum: 1,
+    exclusiveMinimum: null,
+    maximum: null,
+    kind: "value",
+    message: "{name} must be a positive integer, got {value}",
+  },
+  rope: {
+    name: "rope",
+    type: "object",
+    nullable: true,
+    finite: false,
+    minimum: null,
+    exclusiveMinimum: null,
+    maximum: null,
+    kind: "value",
+    message: "{name} must be an object of {options}, got {value}",
+  },
+  returnCache: {
+    name: "returnCache",
+    type: "boolean",
+    nullable: false,
+    finite: false,
+    minimum: null,
+    exclusiveMinimum: null,
+    maximum: null,
+    kind: "value",
+    message: "{name} must be a boolean, got {value}",
+  },
+} as const satisfies Readonly<Record<string, OptionCheck>>;
+
+/** RoPE's options' checks, by name: rotaryDim's range is the heads' feature size. */
+export const ROPE_CHECKS = {
+  theta: {
+    name: "theta",
+    type: "number",
+    nullable: false,
+    finite: true,
+    minimum: null,
+    exclusiveMinimum: 0,
+    maximum: null,
+    kind: "value",
+    message: "{name} must be a finite number > 0, got {value}",
+  },
+  rotaryDim: {
+    name: "rotaryDim",
+    type: "integer",
+    nullable: true,
+    finite: false,
+    minimum: null,
+    exclusiveMinimum: null,
+    maximum: null,
+    kind: "value",
+    message: "{name} must be an even integer from 2 to the feature size {features}, got {value}",
+  },
+  interleaved: {
+    name: "interleaved",
+    type: "boolean",
+    nullable: false,
+    finite: false,
+    minimum: null,
+    exclusiveMinimum: null,
+    maximum: null,
+    kind: "value",
+    message: "{name} must be a boolean, got {value}",
+  },
+} as const satisfies Readonly<Record<string, OptionCheck>>;
+
+/** RoPE's options' defaults (rotaryDim null: the feature size E). */
+export const ROPE_DEFAULTS = {
+  theta: 10000,
+  rotaryDim: null,
+  interleaved: false,
+} as const;
 
 /** Each option's default, taken where the caller gives none (or undefined). */
 export const CORE_DEFAULTS = {
