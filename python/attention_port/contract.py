@@ -2,7 +2,8 @@
 
 What both languages must agree on is declared there once, as JSON: the options, the words of the
 two spellings, the check levels, the port table and the learner protocol. Python reads the files
-through `load`; what TypeScript and the docs need is generated from them by
+through `load`, and the options as records (`Option`: CORE_OPTIONS, CORE_CHECK_ORDER,
+LAYER_OPTIONS, ROPE_OPTIONS); what TypeScript and the docs need is generated from them by
 `attention-port contract` (attention_port/pages/generated.py) and held fresh by a test.
 """
 
