@@ -29,7 +29,6 @@ from attention_port.inputs import (
     DEFAULT_MEMORY_LIMIT,
     AttentionInputError,
     check_options,
-    check_query_offset,
     check_shapes,
     check_size,
     resolve_scale,
@@ -96,8 +95,14 @@ def attention_steps(
     query_offset: the position of query row 0 among the keys for is_causal (0: torch's top-left
     rule; Lk - Lq: its causal_lower_right, a decode step after Lk - Lq cached tokens), and
     memory_limit: the most bytes the steps may need (kind "size" above it; see inputs.py)."""
-    check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
-    query_offset = check_query_offset(query_offset)
+    query_offset = check_options(
+        is_causal=is_causal,
+        scale=scale,
+        enable_gqa=enable_gqa,
+        softcap=softcap,
+        query_offset=query_offset,
+        memory_limit=memory_limit,
+    )["query_offset"]  # an int
     query = to_array("query", query, memory_limit)  # [B..., Hq, Lq, E]
     key = to_array("key", key, memory_limit)  # [B..., Hkv, Lk, E]
     value = to_array("value", value, memory_limit)  # [B..., Hkv, Lk, Ev]

@@ -55,7 +55,6 @@ from attention_port.inputs import (
     AttentionInputError,
     AttentionShapes,
     check_options,
-    check_query_offset,
     check_shapes,
     check_size,
     check_tensor,
@@ -239,8 +238,10 @@ def _prepare(
     memory_limit=DEFAULT_MEMORY_LIMIT, *, query_offset=0,
 ):  # fmt: skip
     """Check every input exactly as reference.py does, then put them on one device in one dtype."""
-    check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
-    query_offset = check_query_offset(query_offset)
+    query_offset = check_options(
+        is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, softcap=softcap,
+        query_offset=query_offset, memory_limit=memory_limit,
+    )["query_offset"]  # fmt: skip
     _check_device_and_dtype(device, dtype)  # the torch port's own options
     query = _checked("query", query, memory_limit)  # [B..., Hq, Lq, E]
     key = _checked("key", key, memory_limit)  # [B..., Hkv, Lk, E]
