@@ -48,6 +48,23 @@ const USAGE =
   "usage: node typescript/explorer/build.ts build [--out DIR] [--all-cases] [--fixtures DIR]\n" +
   "       node typescript/explorer/build.ts serve [--port N] [--fixtures DIR]";
 
+/** The oracle's budgets, each tensor flat (the page's judge only compares against them). */
+function budgets(
+  all: NonNullable<FixtureCase["expected"]>["budgets"],
+): NonNullable<ExplorerCase["expected"]>["budgets"] {
+  const flat = ({ outside, output, fallback }: (typeof all)[keyof typeof all]) => ({
+    outside,
+    output: flatTensor(output),
+    fallback: fallback === null ? null : flatTensor(fallback),
+  });
+  return {
+    float64: flat(all.float64),
+    float32: flat(all.float32),
+    float16: flat(all.float16),
+    bfloat16: flat(all.bfloat16),
+  };
+}
+
 function flatTensor(tensor: FixtureTensor): FlatTensor {
   return { shape: tensor.shape, data: tensor.data as number[] };
 }
@@ -75,11 +92,7 @@ export function explorerCase(fixture: FixtureCase): ExplorerCase {
             weights: flatTensor(fixture.expected.weights),
             output: flatTensor(fixture.expected.output),
             logits: flatTensor(fixture.expected.logits),
-            spread: flatTensor(fixture.expected.spread),
-            magnitude: flatTensor(fixture.expected.magnitude),
-            errorFloor: flatTensor(fixture.expected.errorFloor),
-            scoreBound: fixture.expected.scoreBound,
-            value: flatTensor(inputs.value as FixtureTensor),
+            budgets: budgets(fixture.expected.budgets),
           },
     expectedError: fixture.expectedError,
   };

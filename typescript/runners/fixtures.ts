@@ -21,7 +21,8 @@ import type { ErrorKind } from "../src/inputs.ts";
 
 export const MANIFEST_FORMAT = "attention-port-fixtures";
 export const CASE_FORMAT = "attention-port-fixture";
-export const FORMAT_VERSION = 4; // 2: `expected.logits`; 3: spread, magnitude, errorFloor, scoreBound; 4: kind
+// 2: `expected.logits`; 3: spread, magnitude, errorFloor, scoreBound; 4: kind; 5: budgets (no magnitude, errorFloor)
+export const FORMAT_VERSION = 5;
 export const REGENERATE_HINT = "regenerate with `attention-port generate` (or scripts/generate)";
 
 /** The repository's fixtures/ folder (this file is typescript/runners/fixtures.ts). */
@@ -60,17 +61,26 @@ export interface FixtureNumbers extends FixtureTensor {
   readonly data: readonly number[];
 }
 
+/** The dtypes a valid case holds a budget for. */
+export const BUDGET_DTYPES = ["float64", "float32", "float16", "bfloat16"] as const;
+
+/** What a port computing in one dtype is held to on one valid case, as the oracle derived it. */
+export interface FixtureBudget {
+  readonly outside: string | null; // why the contract defines no answer in this dtype, or null
+  readonly output: FixtureNumbers; // [B..., Hq, Lq, Ev]  bound on |actual - expected| (Infinity: the fallback's)
+  readonly fallback: FixtureNumbers | null; // [B..., Hq, Lq, Ev]  bound on |actual| where output is Infinity
+}
+
 /** The oracle's values for a valid case, float64. */
 export interface ExpectedValues {
   readonly scores: FixtureNumbers; // [B..., Hq, Lq, Lk]
   readonly logits: FixtureNumbers; // [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
   readonly weights: FixtureNumbers; // [B..., Hq, Lq, Lk]
   readonly output: FixtureNumbers; // [B..., Hq, Lq, Ev]
-  readonly errorScale: FixtureNumbers; // [B..., Hq, Lq, Ev]  (1 + spread) * magnitude
+  readonly errorScale: FixtureNumbers; // [B..., Hq, Lq, Ev]  (1 + spread) * sum_j |w_ij| |v_jt|
   readonly spread: FixtureNumbers; // [B..., Hq, Lq]  S_i of the tolerance rule
-  readonly magnitude: FixtureNumbers; // [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
-  readonly errorFloor: FixtureNumbers; // [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
   readonly scoreBound: number; // the largest exact |score| or |logit| bound (Infinity: beyond float64)
+  readonly budgets: Readonly<Record<(typeof BUDGET_DTYPES)[number], FixtureBudget>>;
 }
 
 /** One case as read from disk, with argument names in TypeScript spelling.
@@ -135,15 +145,12 @@ interface TensorDocument {
   readonly shape: number[];
   readonly data: unknown;
 }
-type StepName =
-  | "scores"
-  | "logits"
-  | "weights"
-  | "output"
-  | "error_scale"
-  | "spread"
-  | "magnitude"
-  | "error_floor";
+type StepName = "scores" | "logits" | "weights" | "output" | "error_scale" | "spread";
+interface BudgetDocument {
+  readonly outside: string | null;
+  readonly output: TensorDocument;
+  readonly fallback: TensorDocument | null;
+}
 interface CaseDocument {
   readonly id: string;
   readonly description: string;
@@ -152,7 +159,10 @@ interface CaseDocument {
   readonly params: Readonly<Record<"is_causal" | "scale" | "enable_gqa" | "softcap", unknown>> & {
     readonly query_offset?: unknown;
   };
-  readonly expected?: Readonly<Record<StepName, TensorDocument>> & { readonly score_bound: number | string };
+  readonly expected?: Readonly<Record<StepName, TensorDocument>> & {
+    readonly score_bound: number | string;
+    readonly budgets: Readonly<Record<string, BudgetDocument | undefined>>;
+  };
   readonly expected_error?: { readonly kind: ErrorKind; readonly message: string };
 }
 interface ManifestDocument {
@@ -270,13 +280,40 @@ function readCase(path: string, data: Buffer, id: string): FixtureCase {
           output: step(expected, "output"),
           errorScale: step(expected, "error_scale"),
           spread: step(expected, "spread"),
-          magnitude: step(expected, "magnitude"),
-          errorFloor: step(expected, "error_floor"),
           scoreBound: decodeNumbers(expected.score_bound) as number,
+          budgets: readBudgets(expected.budgets, path, expected.output.shape),
         }
       : null,
     expectedError: expectedError ?? null,
   };
+}
+
+/** expected.budgets: a budget for every dtype, its tensors of the output's shape. */
+function readBudgets(
+  budgets: NonNullable<CaseDocument["expected"]>["budgets"],
+  path: string,
+  shape: readonly number[],
+): ExpectedValues["budgets"] {
+  const read = (dtype: (typeof BUDGET_DTYPES)[number]): FixtureBudget => {
+    const where = `expected.budgets.${dtype}`;
+    const entry = budgets[dtype];
+    if (entry === undefined) {
+      throw new FixtureError(path, `missing field '${where}'`);
+    }
+    const tensor = (name: "output" | "fallback", document: TensorDocument) => {
+      const read = readTensor(document, path, `${where}.${name}`) as FixtureNumbers;
+      if (read.shape.join() !== shape.join()) {
+        throw new FixtureError(path, `${where}.${name} and expected.output differ in shape`);
+      }
+      return read;
+    };
+    return {
+      outside: entry.outside,
+      output: tensor("output", entry.output),
+      fallback: entry.fallback === null ? null : tensor("fallback", entry.fallback),
+    };
+  };
+  return Object.fromEntries(BUDGET_DTYPES.map((dtype) => [dtype, read(dtype)])) as ExpectedValues["budgets"];
 }
 
 /** Every attention case of a fixture folder (or only `caseIds`), checked against the manifest.
