@@ -347,6 +347,23 @@ CORRUPTIONS = {
         ),
         "expected.budgets.float16.output is infinite where no fallback is given",
     ),
+    "scaled_budget_without_its_value": (  # float32's budget as float64's times 2^29, one place unsaid
+        lambda f: _rewrite_case(
+            f, "rank2_square", _set(["expected", "budgets", "float32", "output", "index"], [7])
+        ),
+        "expected.budgets.float32.output.index and expected.budgets.float32.output.data differ in length",
+    ),
+    "scaled_budget_past_the_end": (
+        lambda f: _rewrite_case(
+            f,
+            "rank2_square",
+            _set(
+                ["expected", "budgets", "float32", "output"],
+                {"float64_times": 2.0, "index": [48], "data": [1]},
+            ),
+        ),
+        "expected.budgets.float32.output.index holds a position outside the tensor",
+    ),
     "missing_budget": (
         lambda f: _rewrite_case(f, "rank2_square", _set(["expected", "budgets", "bfloat16"], KeyError)),
         "missing field 'expected.budgets.bfloat16'",

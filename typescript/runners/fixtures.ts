@@ -146,9 +146,16 @@ interface TensorDocument {
   readonly data: unknown;
 }
 type StepName = "scores" | "logits" | "weights" | "output" | "error_scale" | "spread";
+/** A budget tensor below float64 may be float64's times a power of two, with the elements where
+ * that is not the budget given by their flat index (fixtures/README.md). */
+interface ScaledDocument {
+  readonly float64_times: number;
+  readonly index: readonly number[];
+  readonly data: readonly (number | string)[];
+}
 interface BudgetDocument {
   readonly outside: string | null;
-  readonly output: TensorDocument;
+  readonly output: TensorDocument | ScaledDocument;
   readonly fallback: TensorDocument | null;
 }
 interface CaseDocument {
@@ -294,14 +301,17 @@ function readBudgets(
   path: string,
   shape: readonly number[],
 ): ExpectedValues["budgets"] {
-  const read = (dtype: (typeof BUDGET_DTYPES)[number]): FixtureBudget => {
+  const read = (dtype: (typeof BUDGET_DTYPES)[number], wider: FixtureBudget | null): FixtureBudget => {
     const where = `expected.budgets.${dtype}`;
     const entry = budgets[dtype];
     if (entry === undefined) {
       throw new FixtureError(path, `missing field '${where}'`);
     }
-    const tensor = (name: "output" | "fallback", document: TensorDocument) => {
-      const read = readTensor(document, path, `${where}.${name}`) as FixtureNumbers;
+    const tensor = (name: "output" | "fallback", document: TensorDocument | ScaledDocument) => {
+      const read =
+        "float64_times" in document
+          ? scaled(document, wider, `${where}.${name}`)
+          : (readTensor(document, path, `${where}.${name}`) as FixtureNumbers);
       if (read.shape.join() !== shape.join()) {
         throw new FixtureError(path, `${where}.${name} and expected.output differ in shape`);
       }
@@ -313,7 +323,23 @@ function readBudgets(
       fallback: entry.fallback === null ? null : tensor("fallback", entry.fallback),
     };
   };
-  return Object.fromEntries(BUDGET_DTYPES.map((dtype) => [dtype, read(dtype)])) as ExpectedValues["budgets"];
+  const scaled = (document: ScaledDocument, wider: FixtureBudget | null, where: string): FixtureNumbers => {
+    if (wider === null) {
+      throw new FixtureError(path, `${where} is float64's times a factor, but float64 has no budget`);
+    }
+    const data = wider.output.data.map((x) => x * document.float64_times);
+    const values = decodeNumbers(document.data) as number[];
+    if (document.index.length !== values.length || document.index.some((i) => !(i >= 0 && i < data.length))) {
+      throw new FixtureError(path, `${where}.index does not give a place in the tensor for each of its data`);
+    }
+    document.index.forEach((i, n) => {
+      data[i] = values[n];
+    });
+    return { dtype: "float64", shape: wider.output.shape, data };
+  };
+  const float64 = read("float64", null);
+  const all = { float64, ...Object.fromEntries(BUDGET_DTYPES.slice(1).map((d) => [d, read(d, float64)])) };
+  return all as ExpectedValues["budgets"];
 }
 
 /** Every attention case of a fixture folder (or only `caseIds`), checked against the manifest.

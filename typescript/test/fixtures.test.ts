@@ -81,7 +81,7 @@ describe("loadFixtures refuses a bad folder with one line naming the file", () =
     expectFixtureError(folder, "manifest.json", /format version 4 is not supported .*version 5.*generate/);
   });
 
-  test("a budget that is not of the output's shape, or a dtype without one", () => {
+  test("a budget that is not of the output's shape, one whose listed places are not in it, a dtype without one", () => {
     /** rank2_square's budgets edited, and the file resealed (its sha256 in the manifest). */
     const budgetsEdited = (edit: (budgets: Record<string, Record<string, unknown>>) => void) =>
       brokenCopy((f) => {
@@ -102,6 +102,8 @@ describe("loadFixtures refuses a bad folder with one line naming the file", () =
       file,
       /expected\.budgets\.float32\.output and expected\.output differ in shape/,
     );
+    const past = budgetsEdited((b) => (b.float32.output = { float64_times: 2, index: [48], data: [1] }));
+    expectFixtureError(past, file, /expected\.budgets\.float32\.output\.index does not give a place/);
     const none = budgetsEdited((b) => delete b.bfloat16);
     expectFixtureError(none, file, /missing field 'expected\.budgets\.bfloat16'/);
   });
