@@ -71,8 +71,20 @@ export interface RuleValues {
   readonly budgets: Readonly<Record<Dtype, Budget>>;
 }
 
-/** What the output's rule reads of the oracle's values. */
-export type OutputValues = Pick<RuleValues, "output" | "logits" | "budgets">;
+/** What the output's rule reads of the oracle's values: a case may carry the budgets of only the
+ * dtypes it is judged in (the explorer's page carries those of its backends). */
+export type OutputValues = Pick<RuleValues, "output" | "logits"> & {
+  readonly budgets: Readonly<Partial<Record<Dtype, Budget>>>;
+};
+
+/** The budget of `dtype`, which the case must carry. */
+function budgetOf(values: Pick<OutputValues, "budgets">, dtype: Dtype): Budget {
+  const budget = values.budgets[dtype];
+  if (budget === undefined) {
+    throw new RangeError(`dtype: this case carries no ${dtype} budget`);
+  }
+  return budget;
+}
 
 /** One step held to its yardstick (compare.py's StepCheck). */
 export interface StepCheck {
@@ -244,7 +256,7 @@ export interface OutputRule {
 export function checkOutput(actual: FlatTensor, rule: OutputRule, dtype: Dtype = "float64"): StepCheck {
   const masked = fullyMaskedRows(rule.expected);
   const ev = rule.expected.output.shape.at(-1) ?? 1;
-  const { output, fallback } = rule.expected.budgets[dtype];
+  const { output, fallback } = budgetOf(rule.expected, dtype);
   return checkStep("output", actual, rule.expected.output, (n) => output.data[n], {
     positiveZero: (n) => masked[Math.floor(n / ev)] === 1,
     limit: DTYPES[dtype].largest,
@@ -255,10 +267,10 @@ export function checkOutput(actual: FlatTensor, rule: OutputRule, dtype: Dtype =
 /** Why the contract defines no answer for this case in this dtype (its budget says), or null
  * (compare.py's outside_contract). */
 export function outsideContract(
-  values: Pick<RuleValues, "budgets">,
+  values: Pick<OutputValues, "budgets">,
   dtype: Dtype = "float64",
 ): string | null {
-  const why = values.budgets[dtype].outside;
+  const why = budgetOf(values, dtype).outside;
   return why === null ? null : `outside the contract: ${why}`;
 }
 

@@ -48,7 +48,11 @@ const USAGE =
   "usage: node typescript/explorer/build.ts build [--out DIR] [--all-cases] [--fixtures DIR]\n" +
   "       node typescript/explorer/build.ts serve [--port N] [--fixtures DIR]";
 
-/** The oracle's budgets, each tensor flat (the page's judge only compares against them). */
+/** The dtypes the page's backends compute in (backends.ts; explorer.test.ts holds the two equal):
+ * the page carries the oracle's budgets in these only. */
+export const PAGE_DTYPES = ["float64", "float32"] as const;
+
+/** The oracle's budgets in PAGE_DTYPES, each tensor flat (the page's judge only compares). */
 function budgets(
   all: NonNullable<FixtureCase["expected"]>["budgets"],
 ): NonNullable<ExplorerCase["expected"]>["budgets"] {
@@ -57,12 +61,7 @@ function budgets(
     output: flatTensor(output),
     fallback: fallback === null ? null : flatTensor(fallback),
   });
-  return {
-    float64: flat(all.float64),
-    float32: flat(all.float32),
-    float16: flat(all.float16),
-    bfloat16: flat(all.bfloat16),
-  };
+  return Object.fromEntries(PAGE_DTYPES.map((dtype) => [dtype, flat(all[dtype])]));
 }
 
 function flatTensor(tensor: FixtureTensor): FlatTensor {
