@@ -137,7 +137,7 @@ function rotate(x: Flat, positions: Flat, { theta, rotaryDim, interleaved }: Che
 /** nn.Linear: y = x · Wᵀ + b, W stored [out, in]. x [..., in] -> [..., out]. */
 function linear(x: Flat, weight: Flat, bias: Flat | null): Flat {
   const [outs, ins] = weight.shape;
-  const rows = product(x.shape) / ins;
+  const rows = product(x.shape.slice(0, -1)); // from the shape: ins may be 0
   const y = new Float64Array(rows * outs); // [..., out]
   for (let r = 0; r < rows; r++) {
     for (let o = 0; o < outs; o++) {
@@ -154,7 +154,7 @@ function linear(x: Flat, weight: Flat, bias: Flat | null): Flat {
 /** [B..., L, H·E] -> [B..., H, L, E]: feature h·E + e is head h's feature e (head-major). */
 function splitHeads(x: Flat, heads: number, features: number): Flat {
   const L = x.shape[x.shape.length - 2];
-  const batches = product(x.shape) / (L * heads * features);
+  const batches = product(x.shape.slice(0, -2)); // B...  (from the shape: L may be 0)
   const out = new Float64Array(x.data.length); // [B..., H, L, E]
   for (let b = 0; b < batches; b++) {
     for (let h = 0; h < heads; h++) {
@@ -173,7 +173,7 @@ function splitHeads(x: Flat, heads: number, features: number): Flat {
 function appendRows(past: Flat, x: Flat): Flat {
   const [P, width] = past.shape.slice(-2);
   const L = x.shape[x.shape.length - 2];
-  const blocks = product(x.shape) / (L * width); // B... · H
+  const blocks = product(x.shape.slice(0, -2)); // B... · H  (from the shape: P or L may be 0)
   const out = new Float64Array(blocks * (P + L) * width); // [B..., H, P+L, w]
   for (let b = 0; b < blocks; b++) {
     out.set(past.data.subarray(b * P * width, (b + 1) * P * width), b * (P + L) * width);
@@ -185,7 +185,7 @@ function appendRows(past: Flat, x: Flat): Flat {
 /** [B..., H, L, Ev] -> [B..., L, H·Ev]: the transpose back, head h's feature e is h·Ev + e again. */
 function mergeHeads(x: Flat): Flat {
   const [heads, L, features] = x.shape.slice(-3);
-  const batches = product(x.shape) / (L * heads * features);
+  const batches = product(x.shape.slice(0, -3)); // B...  (from the shape: L may be 0)
   const out = new Float64Array(x.data.length); // [B..., L, H·Ev]
   for (let b = 0; b < batches; b++) {
     for (let h = 0; h < heads; h++) {
