@@ -22,6 +22,7 @@ import {
   AttentionInputError,
   type AttentionOptions,
   type AttentionSteps,
+  DEFAULT_MEMORY_LIMIT,
   type MaskInput,
   type NestedArray,
   product,
@@ -31,7 +32,11 @@ import {
 import {
   type CheckedRope,
   checkHeads,
+  checkLayerArguments,
   checkLayerShapes,
+  checkLayerSize,
+  checkMemoryLimit,
+  checkNeedWeights,
   checkPast,
   checkPositions,
   checkReturnCache,
@@ -243,6 +248,7 @@ function layerOver(
   params: LayerParams,
   options: LayerOptions,
 ): NestedArray | LayerResult | Promise<NestedArray | LayerResult> {
+  checkLayerArguments(params, options);
   const {
     attnMask = null,
     isCausal = false,
@@ -253,21 +259,24 @@ function layerOver(
     pastKey = null,
     pastValue = null,
     returnCache = false,
+    memoryLimit = DEFAULT_MEMORY_LIMIT,
   } = options;
   const [numHeads, numKvHeads] = checkHeads(options.numHeads, options.numKvHeads);
+  checkMemoryLimit(memoryLimit); // before any tensor is read: each is read within it
   if (rope !== null && xKv !== null) {
     throw new AttentionInputError(
       "value",
       "rope rotates by the positions of one sequence: give it with self-attention only (no xKv)",
     );
   }
-  const x = toArray("xQ", xQ); // [B..., Lq, D]
-  const xk = xKv === null ? x : toArray("xKv", xKv); // [B..., Lk, Dkv]
-  const wQ = toArray("wQ", params.wQ);
-  const wK = toArray("wK", params.wK);
-  const wV = toArray("wV", params.wV);
-  const wO = toArray("wO", params.wO);
-  const bias = (name: string, b: TensorInput | null | undefined) => (b == null ? null : toArray(name, b));
+  const read = (name: string, tensor: TensorInput) => toArray(name, tensor, memoryLimit);
+  const x = read("xQ", xQ); // [B..., Lq, D]
+  const xk = xKv === null ? x : read("xKv", xKv); // [B..., Lk, Dkv]
+  const wQ = read("wQ", params.wQ);
+  const wK = read("wK", params.wK);
+  const wV = read("wV", params.wV);
+  const wO = read("wO", params.wO);
+  const bias = (name: string, b: TensorInput | null | undefined) => (b == null ? null : read(name, b));
   const bQ = bias("bQ", params.bQ);
   const bK = bias("bK", params.bK);
   const bV = bias("bV", params.bV);
@@ -282,10 +291,12 @@ function layerOver(
     numKvHeads,
   );
   const rotary = rope === null ? null : checkRope(rope, shapes.features);
+  checkNeedWeights(needWeights);
   checkReturnCache(returnCache);
-  const pastK = pastKey == null ? null : toArray("pastKey", pastKey);
-  const pastV = pastValue == null ? null : toArray("pastValue", pastValue);
+  const pastK = pastKey == null ? null : read("pastKey", pastKey);
+  const pastV = pastValue == null ? null : read("pastValue", pastValue);
   const cached = checkPast(shapeOf(pastK), shapeOf(pastV), x.shape, shapes); // P
+  checkLayerSize(x.shape, xk.shape, shapes, cached, memoryLimit); // before step 1
 
   // Step 1: project. Three learned linear maps read queries, keys and values out of the inputs.
   let q = linear(x, wQ, bQ); // [B..., Lq, Hq·E]
@@ -321,6 +332,7 @@ function layerOver(
     softcap,
     enableGqa: numKvHeads !== numHeads,
     queryOffset: cached,
+    memoryLimit,
   });
   // The rest waits for the core where it answers later (the WebGPU port's runs on the GPU).
   return attended instanceof Promise ? attended.then(finish) : finish(attended);
