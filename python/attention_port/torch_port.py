@@ -505,9 +505,10 @@ def sdpa_shares_semantics(
          contract's rule for such rows: yes where torch's kernel gives +0.0 in every one of them,
          no otherwise. Measured on the CPU with torch 2.13, both kernels give +0.0 as the port
          does, in float64, float32, float16 and bfloat16, but -0.0 with one key (Lk = 1) and a
-         negative value (0 * v with no sum to turn it into +0.0), and NaN with Lk == 0 and a query
-         near float64's largest number (|q| = 1e308); CUDA's flash, memory-efficient and cuDNN
-         kernels and older torch were not measured, and NaN is a known answer there.
+         negative value (0 * v with no sum to turn it into +0.0; rank-2 inputs, Lq >= 2), and
+         NaN with Lk == 0 and a query near float64's largest number (|q| = 1e308); CUDA's flash,
+         memory-efficient and cuDNN kernels and older torch were not measured, and NaN is a
+         known answer there.
       4. attn_mask with is_causal: yes; torch refuses the pair, torch_sdpa combines them itself.
       5. A score that overflows (|q| · |k| or its scaled value beyond the dtype's largest number):
          no. Outside the contract anyway, and torch gives NaN even where such a cell is masked.
