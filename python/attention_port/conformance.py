@@ -8,7 +8,8 @@
 load_cases gives the cases (all, or by level or tag), judge holds one answer to one case, and
 run_cases calls a function the way the ports are called, fn(query, key, value, attn_mask,
 is_causal=..., scale=..., enable_gqa=..., softcap=..., ...) with the options the case holds, on
-every case and judges each answer.
+every case and judges each answer (each call on fresh copies of the inputs, each bounded by
+timeout_seconds).
 parametrize_cases is a pytest decorator with one test id per case. The verdict is compare.py's:
 "pass", "fail", or "outside" where the contract defines no answer in that dtype (its scores
 overflow, or its inputs do not fit). The TypeScript twin is `attention-port/conformance` (loadCases,
@@ -192,6 +193,14 @@ def _steps(case: TestCase, actual: object) -> dict[str, np.ndarray] | str:
     return steps
 
 
+def _text(value: object) -> str:
+    """Any value as text, even one whose __str__ raises."""
+    try:
+        return str(value)
+    except Exception:  # a broken __str__ is the function's slip, not the kit's crash
+        return object.__repr__(value)
+
+
 def _dtype_name(dtype: object) -> str:
     """The dtype's name: a string, or a numpy or torch dtype (dtype=out.dtype) read as its name."""
     if isinstance(dtype, str):
@@ -219,7 +228,7 @@ def judge(case: TestCase, actual: object, *, dtype: str = "float64", match_kind:
     dtype = _dtype_name(dtype)
     if isinstance(actual, BaseException):
         kind = getattr(actual, "kind", None)
-        thrown = f"{type(actual).__name__}{'' if kind is None else f' ({kind})'}: {actual}"
+        thrown = f"{type(actual).__name__}{'' if kind is None else f' ({_text(kind)})'}: {_text(actual)}"
         if case.expected_error is None:
             return Verdict(case.id, "fail", dtype, problem=f"raised {thrown}")
         if match_kind and kind != case.expected_error:

@@ -150,6 +150,19 @@ def test_judge_reads_a_dtype_object_and_a_tensor_that_requires_grad():
         conformance.judge(case, float32, "float32")
 
 
+def test_an_exception_that_cannot_say_itself_is_still_a_verdict():
+    class Mute(Exception):
+        def __str__(self):
+            raise RuntimeError("no words")
+
+    invalid = conformance.load_cases(tags=["error"])[0]
+    odd = ValueError("no")
+    odd.kind = Mute()
+    verdict = conformance.judge(invalid, odd, match_kind=True)
+    assert verdict.verdict == "fail" and verdict.problem.startswith("raised ValueError (<")
+    assert conformance.judge(_tutorial(), Mute()).problem.startswith("raised Mute: <")
+
+
 def test_a_function_that_changes_the_inputs_in_place_changes_nothing_after_it():
     """Each call gets fresh inputs, and the judge reads the oracle's: a function that blows the
     query up to 1e39 in place (past float32's range) and returns zeros fails at float32 (it is not

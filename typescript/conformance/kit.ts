@@ -10,8 +10,8 @@
  * loadCases gives the cases (all, or by level or tag), judge holds one answer to one case, and
  * runCases calls a function the way the ports are called, fn(query, key, value, { attnMask,
  * isCausal, scale, enableGqa, softcap, ... }) with the options the case holds, on every case and
- * judges each answer. The verdict is
- * compare.py's: "pass", "fail", or "outside" where the contract defines no answer in that dtype.
+ * judges each answer (each call on fresh copies of the inputs, each bounded by timeoutSeconds).
+ * The verdict is compare.py's: "pass", "fail", or "outside" where the contract defines no answer in that dtype.
  * The Python twin is attention_port.conformance (load_cases, judge, run_cases).
  *
  * No `node:` import: the cases come from ./fixture-data.ts, which reads fixtures/ in the checkout
