@@ -24,7 +24,7 @@ from attention_port.learner.runner import LearnerProcess, Reply
 
 LEARNER_FILES = Path(__file__).parent / "learner_files"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TOTAL = len(cases.LEVELS)
+TOTAL = len(cases.CORE_LEVELS)  # the attention core's levels, the first ones
 
 
 def run_check(
@@ -58,7 +58,7 @@ def test_every_case_has_one_level_and_every_level_a_few_cases():
 
 
 def test_levels_follow_the_order_a_learner_builds_them():
-    names = [level.name for level in cases.LEVELS]
+    names = [level.name for level in cases.CORE_LEVELS]
     assert names[0] == "the tutorial example" and names[-1].startswith("edge cases")
     assert names.index("boolean masks") < names.index("causal") < names.index("batch and heads")
     assert cases.level_of(("tutorial", "rank2")) == 1
@@ -96,17 +96,17 @@ def test_the_projects_ports_as_they_are_pass_every_level(port):
 # ---- the layer's and RoPE's levels ----------------------------------------------------------------
 
 LAYER_LEVEL, ROPE_LEVEL, CACHE_LEVEL = (level.name for level in cases.LAYER_LEVELS)
-LAYERED_TOTAL = TOTAL + len(cases.LAYER_LEVELS)
+LAYERED_TOTAL = len(cases.LEVELS)
 LAYER_CASES = list(load_fixtures(FIXTURES_DIR, kinds=("layer", "rope")))
 CACHE_CASES = [c for c in LAYER_CASES if "cache" in c.tags]
 
 
 def test_every_layer_and_rope_case_is_on_one_of_the_three_levels_after_the_core():
-    levels = Counter(cases.layer_level_of(case.tags) for case in LAYER_CASES)
+    levels = Counter(cases.level_of(case.tags) for case in LAYER_CASES)
     assert set(levels) == {TOTAL + 1, TOTAL + 2, TOTAL + 3}, levels
-    assert all(cases.layer_level_of(c.tags) == TOTAL + 3 for c in CACHE_CASES)
+    assert all(cases.level_of(c.tags) == TOTAL + 3 for c in CACHE_CASES)
     rotating = [c for c in LAYER_CASES if "rope" in c.tags and c not in CACHE_CASES]
-    assert all(cases.layer_level_of(c.tags) == TOTAL + 2 for c in rotating)
+    assert all(cases.level_of(c.tags) == TOTAL + 2 for c in rotating)
     assert min(levels.values()) >= 5, levels
     # The cache's level holds decoding with a past, RoPE after a past, and refusals of a bad past.
     assert any(c.inputs.get("past_key") is not None and c.params["rope"] is not None for c in CACHE_CASES)
@@ -244,8 +244,7 @@ def test_a_layer_with_one_mistake_is_told_its_name_and_the_lesson_line_that_does
 
 
 def level_number_of(name: str) -> int:
-    levels = [*cases.LEVELS, *cases.LAYER_LEVELS]
-    return next(n for n, level in enumerate(levels, start=1) if level.name == name)
+    return next(level.number for level in cases.LEVELS if level.name == name)
 
 
 def _variant(mistake: layer_mistakes.LayerMistake, case):
@@ -979,7 +978,6 @@ def test_check_start_lists_what_each_level_teaches_before_the_run(capsys):
     assert cli.main(["check", "--start", str(LEARNER_FILES / "mistake-scale_forgotten.mjs")]) == 1
     out = capsys.readouterr().out
     assert "  1. the tutorial example: the four steps: scores = query · keyᵀ" in out, out
-    assert f"  {TOTAL}. {cases.LEVELS[-1].name}: " in out, out
-    assert len(check.LEVEL_GUIDE) == TOTAL
+    assert f"  {TOTAL}. {cases.CORE_LEVELS[-1].name}: " in out, out
     scores = _line_of("../../../typescript/src/attention.ts", "const scores = matMul(query, transpose(key))")
     assert f"Read typescript/src/attention.ts lines {scores} (scores), " in out, out
