@@ -257,7 +257,7 @@ def test_the_typescript_judge_is_compare_pys_on_every_fixture_port_and_dtype(tmp
     assert run.returncode == 0, run.stderr
     reply = json.loads(run.stdout)
     judged = reply["judged"]
-    assert reply["levels"] == {case.id: case.level for case in cases}  # levels.ts is cases.LEVELS
+    assert reply["levels"] == {case.id: case.level for case in cases}  # levelOf is cases.level_of
     mismatches, counts = [], {"pass": 0, "fail": 0, "outside": 0}
     boundary = {"inside": 0, "outside": 0}
     for case in cases:

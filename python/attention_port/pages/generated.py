@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attention_port.files import write_atomic
+from attention_port.pages import levels
 from attention_port.paths import REPO_ROOT
 
 # path (relative to the checkout) -> the text it must hold. Add a line here for a new generated file.
-GENERATED: dict[str, Callable[[], str]] = {}
+GENERATED: dict[str, Callable[[], str]] = {
+    "typescript/conformance/generated/levels.ts": levels.typescript,
+}
 
 
 def stale() -> list[str]:
