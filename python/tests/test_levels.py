@@ -4,10 +4,13 @@ naming something that exists."""
 
 from collections import Counter
 
+import pytest
+
 from attention_port import contract
 from attention_port.fixtures import cases
 from attention_port.learner import check, lesson
 from attention_port.learner.runner import Hello
+from attention_port.pages import levels as pages
 
 # Every case's level as cases.py computed it before the levels were records (the core's by the tags
 # LEVELS named, the layer's and RoPE's by `len(LEVELS) + 3 if "cache" ... else 1`): a case added
@@ -156,3 +159,24 @@ def test_a_level_that_teaches_its_name_points_at_its_step_of_the_layers_lesson()
             assert guide.startswith(f"Level {level.number} teaches {level.name}. Read {shown} line "), guide
         core = check.level_guide(4, language)
         assert " (mask), " in core and core.endswith(" (bool mask)."), core
+
+
+def test_the_docs_sections_are_replaced_and_nothing_around_them():
+    other = "<!-- generated from contract/options.json by attention-port contract: do not edit -->"
+    start, end = pages.START, pages.END
+    page = f"intro\n{start}\nold\n{end}\nmiddle\n{other}\nx\n{end}\n{start}{end}\nend\n"
+    assert pages.with_sections(page, ["one", "two"]) == (
+        f"intro\n{start}\n\none\n\n{end}\nmiddle\n{other}\nx\n{end}\n{start}\n\ntwo\n\n{end}\nend\n"
+    )
+    with pytest.raises(pages.SectionsMissing, match="expected 3 sections"):
+        pages.with_sections(page, ["one", "two", "three"])
+    with pytest.raises(pages.SectionsMissing):
+        pages.with_sections(f"{start}\nno end", ["one"])
+
+
+def test_the_docs_tables_have_a_row_for_every_level():
+    rows = [line for line in pages.learn_page().splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [int(row.split(" | ")[0].removeprefix("| ")) for row in rows] == [
+        level.number for level in cases.LEVELS
+    ]
+    assert all(row.count(" | ") == 3 for row in rows), rows  # four cells, none empty or split

@@ -16,6 +16,8 @@ from attention_port.paths import REPO_ROOT
 # path (relative to the checkout) -> the text it must hold. Add a line here for a new generated file.
 GENERATED: dict[str, Callable[[], str]] = {
     "typescript/conformance/generated/levels.ts": levels.typescript,
+    "docs/learn.md": levels.learn_page,
+    "docs/conformance-kit.md": levels.kit_page,
 }
 
 

@@ -9,6 +9,7 @@ rest of the page as it is.
 from __future__ import annotations
 
 import json
+import textwrap
 
 from attention_port.fixtures.cases import CORE_LEVELS, LAYER_LEVELS, PLAIN_LEVEL, Level
 from attention_port.paths import REPO_ROOT
@@ -17,6 +18,7 @@ SOURCE = "contract/levels.json"
 START = f"<!-- generated from {SOURCE} by attention-port contract: do not edit -->"
 END = "<!-- end generated -->"
 TYPESCRIPT_WIDTH = 110  # Biome's lineWidth (biome.json): a longer record goes on lines of its own
+PAGE_WIDTH = 100  # the docs' prose lines (a table's rows are as long as they are)
 
 
 class SectionsMissing(Exception):
@@ -73,29 +75,34 @@ def _table(levels: tuple[Level, ...]) -> str:
 
 def _kit_levels() -> str:
     listed = ", ".join(f"{level.number} {level.name}" for level in CORE_LEVELS)
-    return (
-        f"A case's `level` is one of `attention-port check`'s levels of the attention core, {listed}"
+    text = (
+        f"A case's `level` is one of `attention-port check`'s levels for the attention core: {listed}"
         " ([learn.md](learn.md#the-levels) says what each adds)."
     )
+    return textwrap.fill(text, PAGE_WIDTH, break_long_words=False, break_on_hyphens=False)
 
 
-def _with_sections(path: str, bodies: list[str]) -> str:
-    """The page at `path` with its generated sections, in order, holding `bodies`."""
-    text = (REPO_ROOT / path).read_text(encoding="utf-8")
+def with_sections(text: str, bodies: list[str], where: str = "the page") -> str:
+    """`text` with its sections generated from contract/levels.json, in order, holding `bodies`;
+    everything outside them (other generated sections too) as it was."""
     parts = text.split(START)
     if len(parts) != len(bodies) + 1 or not all(END in part for part in parts[1:]):
-        raise SectionsMissing(f"{path}: expected {len(bodies)} sections between {START} and {END}")
+        raise SectionsMissing(f"{where}: expected {len(bodies)} sections between {START} and {END}")
     out = [parts[0]]
     for body, part in zip(bodies, parts[1:], strict=True):
-        out.append(f"{START}\n{body}\n{END}{part.split(END, 1)[1]}")
+        out.append(f"{START}\n\n{body}\n\n{END}{part.split(END, 1)[1]}")
     return "".join(out)
+
+
+def _page(path: str, bodies: list[str]) -> str:
+    return with_sections((REPO_ROOT / path).read_text(encoding="utf-8"), bodies, path)
 
 
 def learn_page() -> str:
     """docs/learn.md: the core's level table, then the layer's."""
-    return _with_sections("docs/learn.md", [_table(CORE_LEVELS), _table(LAYER_LEVELS)])
+    return _page("docs/learn.md", [_table(CORE_LEVELS), _table(LAYER_LEVELS)])
 
 
 def kit_page() -> str:
     """docs/conformance-kit.md: the levels a kit case can have."""
-    return _with_sections("docs/conformance-kit.md", [_kit_levels()])
+    return _page("docs/conformance-kit.md", [_kit_levels()])
