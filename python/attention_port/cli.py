@@ -398,7 +398,7 @@ def command_contract(args: argparse.Namespace) -> int:
     if args.check:
         stale = generated.stale()
         if not stale:
-            print(f"the {len(generated.GENERATED)} files generated from contract/ are up to date")
+            print("every file generated from contract/ is up to date")
             return 0
         print(f"not up to date with contract/: {', '.join(stale)}; run `attention-port contract`")
         return 1

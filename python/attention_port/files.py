@@ -17,6 +17,13 @@ from pathlib import Path
 def output_problem(path: Path, folder: bool) -> str | None:
     """Why `path` cannot take an output (a folder if `folder`, else a file), worded to follow
     "--out PATH: "; None when it can. Missing folders are not a problem: writers create them."""
+    try:
+        return _output_problem(path, folder)
+    except OSError as error:  # a name longer than the file system allows, a loop of links, ...
+        return f"cannot be used as a path ({error.strerror or error})"
+
+
+def _output_problem(path: Path, folder: bool) -> str | None:
     if blocking := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
         return f"{blocking} is a file, not a folder"
     if folder and path.exists() and not path.is_dir():

@@ -1,10 +1,12 @@
 """The port table (contract/ports.json, shipped in the wheel): every port declared
-once, read by verify's runners, by typescript/runners/cli.ts and by `attention-port ports`.
+once, read by verify's runners, by typescript/runners/cli.ts, by the bench and by
+`attention-port ports`; the npm exports, the explorer's backends and the docs' port tables are
+generated from it (pages/port_outputs.py).
 
 Adding a port is its module, its tests and one row there. What each runner needs to know of a port
 is a property of its row, never its name: where it runs (python, node or browser), the dtypes it
-computes in, and whether its scores, logits and weights are its own (records_steps) or only its
-output is judged.
+computes in, whether its scores, logits and weights are its own (records_steps) or only its
+output is judged, and the rows the bench times it in.
 """
 
 from __future__ import annotations
@@ -23,19 +25,30 @@ class PortRow:
     name: str  # as verify --ports names it and the report prints it
     language: str  # python or typescript
     module: str  # the file that computes, repository-relative
+    node_entry: str | None  # the module Node imports for it, where not `module` (simd-node.ts)
     dtypes: tuple[str, ...]  # what it computes in (torch: those of them its device supports)
     entries: tuple[str, ...]  # the functions it exports
     records_steps: bool  # its scores, logits and weights are its own; else only its output is judged
     runs_in: str  # python, node or browser
+    device: bool  # runs on verify's --device and --dtypes (torch's)
     npm: str | None  # its subpath of the npm package
-    explorer: str | None  # its backend's name in the explorer
+    explorer: dict | None  # its backend in the explorer: {"name", "label"}
+    bench: tuple[dict, ...]  # the rows `attention-port bench` times it in (bench/run.py's BenchPort)
+    docs: dict | None  # its line in README's port table and design.md's ladder (pages/port_outputs.py)
 
 
 def _row(entry: dict) -> PortRow:
     names = {field.name for field in fields(PortRow)}
     if set(entry) != names:
         raise ValueError(f"{PORT_TABLE}: a row has fields {sorted(entry)}, not {sorted(names)}")
-    row = PortRow(**{**entry, "dtypes": tuple(entry["dtypes"]), "entries": tuple(entry["entries"])})
+    row = PortRow(
+        **{
+            **entry,
+            "dtypes": tuple(entry["dtypes"]),
+            "entries": tuple(entry["entries"]),
+            "bench": tuple(entry["bench"]),
+        }
+    )
     if row.language not in LANGUAGES or row.runs_in not in RUNS_IN:
         raise ValueError(
             f"{PORT_TABLE}: port {row.name!r} has language {row.language!r}, runs_in {row.runs_in!r}"
@@ -52,6 +65,11 @@ def load_table() -> tuple[PortRow, ...]:
 
 ROWS = load_table()
 BY_NAME = {row.name: row for row in ROWS}
+
+
+def npm_extras() -> tuple[dict, ...]:
+    """The npm subpaths that are no port (the layer, the conformance kit, package.json), in order."""
+    return tuple(json.loads(PORT_TABLE.read_text(encoding="utf-8"))["npm_extras"])
 
 
 def render() -> str:

@@ -68,7 +68,7 @@ def test_bench_writes_the_tables_the_json_and_the_plot(tmp_path):
     assert "| numpy | float64 | no | 16 | 64 |" in markdown
     assert "| typescript | float64 | yes | 32 | 64 |" in markdown
     assert "| 24x12 |" in markdown  # the odd shape has its own column at a glance
-    assert "Ports: numpy (reference.py); torch-sdpa (" in markdown
+    assert "Ports: numpy (reference.py); torch-math (torch_port.py); torch-sdpa (" in markdown
     assert "## Peak memory" in markdown and "## Targets" in markdown and "Load average" in markdown
     if importlib.util.find_spec("matplotlib") is not None:
         assert (tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")

@@ -414,6 +414,26 @@ CORRUPTIONS |= {
         "cannot be resolved (a symlink loop?)",
     ),
     "empty_case_list": (_edit_manifest(lambda m: m.update(cases=[])), "lists no case"),
+    # Valid JSON that no reader could use: each would surface as an OverflowError or a
+    # RecursionError traceback if the reader did not refuse it as it parses.
+    "integer_beyond_float64": (
+        lambda f: _rewrite_case(f, "rank2_square", _set(["expected", "score_bound"], 10**400)),
+        "holds an integer of 401 digits, beyond the float64 range",
+    ),
+    "number_beyond_float64": (
+        lambda f: _rewrite_case(
+            f, "rank2_square", lambda t: t.replace('"seed": ', '"seed": 1e400, "x": ', 1)
+        ),
+        "holds the number 1e400, beyond the float64 range",
+    ),
+    "nested_100000_deep": (
+        lambda f: _rewrite_case(
+            f,
+            "rank2_square",
+            lambda t: t.replace('"seed": ', f'"x": {"[" * 100_000}{"]" * 100_000}, "seed": ', 1),
+        ),
+        "nests arrays or objects more than 100 deep",
+    ),
     "manifest_tags_contradict": (
         _edit_manifest(lambda m: _entry(m, "rank2_square").update(tags=["rank2", "causal"])),
         "tags ['rank2'] differ from the manifest's ['rank2', 'causal']",
@@ -440,6 +460,20 @@ def test_corrupt_fixtures_give_one_clear_line(tmp_path, capsys, corruption):
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], captured.err
     assert "Traceback" not in captured.err + captured.out
     assert _tree(target) == before, "verify never writes to the fixture folder"
+
+
+@pytest.mark.parametrize("corruption", ["integer_beyond_float64", "nested_100000_deep"])
+def test_check_refuses_absurd_fixtures_in_one_line(tmp_path, capsys, corruption):
+    """check reads the fixtures through the same reader as verify, before any learner runs."""
+    damage, expected = CORRUPTIONS[corruption]
+    target = _copy(tmp_path)
+    damage(target)
+    learner = Path(__file__).parent / "learner_files" / "no_mistake.py"
+    status = cli.main(["check", "--fixtures", str(target), str(learner)])
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and expected in lines[0], captured.err
+    assert "Traceback" not in captured.err + captured.out
 
 
 def test_generate_check_reports_stale_fixtures(tmp_path, capsys):
@@ -573,4 +607,15 @@ def test_generate_past_the_file_size_limit_is_one_line_and_exit_2(tmp_path):
 def test_generate_with_a_path_too_long_is_one_line_and_exit_2(tmp_path, capsys):
     out = tmp_path / "/".join(["d" * 200] * 20)  # about 4,000 bytes, past PATH_MAX
     _one_line_exit_2(capsys, ["generate", "--out", str(out)], os.strerror(errno.ENAMETOOLONG))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["generate", "--out"], ["verify", "--ports", "numpy", "--json"]])
+def test_a_4000_byte_file_name_is_one_line_and_exit_2(tmp_path, capsys, command):
+    """One name longer than the file system allows (not a long path of short names): refused when
+    the path is checked, before any work starts."""
+    out = tmp_path / ("d" * 4000)
+    _one_line_exit_2(
+        capsys, [*command, str(out)], "cannot be used as a path", os.strerror(errno.ENAMETOOLONG)
+    )
     assert list(tmp_path.iterdir()) == []

@@ -4,8 +4,6 @@ naming something that exists."""
 
 from collections import Counter
 
-import pytest
-
 from attention_port import contract
 from attention_port.fixtures import cases
 from attention_port.learner import check, lesson
@@ -161,21 +159,8 @@ def test_a_level_that_teaches_its_name_points_at_its_step_of_the_layers_lesson()
         assert " (mask), " in core and core.endswith(" (bool mask)."), core
 
 
-def test_the_docs_sections_are_replaced_and_nothing_around_them():
-    other = "<!-- generated from contract/options.json by attention-port contract: do not edit -->"
-    start, end = pages.START, pages.END
-    page = f"intro\n{start}\nold\n{end}\nmiddle\n{other}\nx\n{end}\n{start}{end}\nend\n"
-    assert pages.with_sections(page, ["one", "two"]) == (
-        f"intro\n{start}\n\none\n\n{end}\nmiddle\n{other}\nx\n{end}\n{start}\n\ntwo\n\n{end}\nend\n"
-    )
-    with pytest.raises(pages.SectionsMissing, match="expected 3 sections"):
-        pages.with_sections(page, ["one", "two", "three"])
-    with pytest.raises(pages.SectionsMissing):
-        pages.with_sections(f"{start}\nno end", ["one"])
-
-
-def test_the_docs_tables_have_a_row_for_every_level():
-    rows = [line for line in pages.learn_page().splitlines() if line.startswith("| ") and line[2].isdigit()]
+def test_the_docs_table_has_a_row_for_every_level():
+    rows = [line for line in pages.learn_table() if line.startswith("| ") and line[2].isdigit()]
     assert [int(row.split(" | ")[0].removeprefix("| ")) for row in rows] == [
         level.number for level in cases.LEVELS
     ]

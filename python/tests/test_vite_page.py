@@ -11,13 +11,11 @@ through each of them, in the same dtypes. Skips with a reason without Chromium, 
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 from packing import NPM, VITE, vite_app, vite_server
 
-from attention_port import paths
+from attention_port import paths, vocabulary
 from attention_port.cli import DEFAULT_FIXTURES
 from attention_port.fixtures.reader import load_fixtures
 from attention_port.harness import browser, compare
@@ -37,10 +35,6 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 # Cases whose inputs are small enough to hand to the page in one call, and inside the contract.
 MAX_NUMBERS = 4096
 PORTS = {"readable": "float64", "flash": "float64", "simd": "float64", "simdFloat32": "float32"}
-
-
-def _camel(name: str) -> str:
-    return re.sub(r"_(\w)", lambda m: m.group(1).upper(), name)
 
 
 def _cases():
@@ -64,7 +58,7 @@ def _tensor(array: np.ndarray) -> dict:
 
 
 def _page_case(case) -> dict:
-    options = {_camel(k): v for k, v in case.params.items() if v is not None}
+    options = {vocabulary.javascript_name(k): v for k, v in case.params.items() if v is not None}
     if case.inputs["attn_mask"] is not None:
         options["attnMask"] = _tensor(case.inputs["attn_mask"])
     tensors = {name: _tensor(case.inputs[name]) for name in ("query", "key", "value")}

@@ -11,7 +11,10 @@
  * kernel keeps them on the device) gets them from the readable port, and only its output is its own:
  * `diagnostics` says which.
  *
- * Adding a backend is one entry in BACKENDS: `stepsWithOutputOf` turns a port's
+ * The backends are the port table's rows with an explorer backend (contract/ports.json: its name and
+ * label; the row's module, Node entry, dtype and records_steps give the rest), generated into
+ * generated/backends.ts. Adding one is its row there, its module in MODULES below and, if it cannot
+ * always run, its check in UNAVAILABLE: `stepsWithOutputOf` turns a port's
  * scaledDotProductAttention, synchronous or not, into a backend.
  */
 
@@ -21,6 +24,7 @@ import * as readable from "../src/attention.ts";
 import * as flash from "../src/flash.ts";
 import * as simd from "../src/simd.ts";
 import * as webgpu from "../src/webgpu.ts";
+import { BACKEND_ROWS, type BackendName } from "./generated/backends.ts";
 
 export interface Backend {
   readonly name: string; // the picker's value, and the ?backend= of the page's address
@@ -47,6 +51,12 @@ type Attend = (
   value: TensorInput,
   options: AttentionOptions,
 ) => NestedArray | Promise<NestedArray>;
+type AttendSteps = (
+  query: TensorInput,
+  key: TensorInput,
+  value: TensorInput,
+  options: AttentionOptions,
+) => AttentionSteps | Promise<AttentionSteps>;
 
 /** A backend whose output is `attend`'s and whose scores, logits and weights are the readable
  * port's. The readable port runs first, so bad input meets the same checks and messages as on
@@ -68,16 +78,14 @@ const always = async () => null;
 /** The SIMD kernel's builds as build.ts writes them into the page (base64; null where a build was
  * missing or stale when the page was built). */
 declare global {
-  interface Window {
-    EXPLORER_SIMD_KERNEL?: Record<simd.BuildName, string | null>;
-  }
+  var EXPLORER_SIMD_KERNEL: Record<simd.BuildName, string | null> | undefined;
 }
 
 /** Whether the SIMD kernel can run here, loaded the package's own way (initSimd, from the builds
  * carried in the page: nothing is fetched). It needs a shared WebAssembly memory, which the page
  * has on one thread. */
 async function simdUnavailable(): Promise<string | null> {
-  const carried = window.EXPLORER_SIMD_KERNEL;
+  const carried = globalThis.EXPLORER_SIMD_KERNEL; // the page's window
   if (!carried?.baseline) {
     return "the SIMD kernel was not built when this page was built: run scripts/setup";
   }
@@ -108,47 +116,38 @@ async function webgpuUnavailable(): Promise<string | null> {
   }
 }
 
-export const BACKENDS: Backend[] = [
-  {
-    name: "readable",
-    label: "readable loops (attention.ts)",
-    source: "typescript/src/attention.ts",
-    diagnostics: "own",
-    dtype: "float64",
-    unavailable: always,
-    steps: async (query, key, value, options) => readable.attentionSteps(query, key, value, options),
-  },
-  {
-    name: "flash",
-    label: "tiled online softmax (flash.ts)",
-    source: "typescript/src/flash.ts",
-    diagnostics: "own",
-    dtype: "float64",
-    unavailable: always,
-    steps: async (query, key, value, options) => flash.attentionSteps(query, key, value, options),
-  },
-  stepsWithOutputOf(
-    {
-      name: "simd",
-      label: "WebAssembly SIMD (simd.ts)",
-      source: "typescript/src/simd.ts",
-      nodeSource: "typescript/src/simd-node.ts", // simd.ts with its kernel read from disk
-      dtype: "float64",
-      unavailable: simdUnavailable,
-    },
-    simd.scaledDotProductAttention,
-  ),
-  stepsWithOutputOf(
-    {
-      name: "webgpu",
-      label: "WebGPU compute shader, float32 (webgpu.ts)",
-      source: "typescript/src/webgpu.ts",
-      dtype: "float32",
-      unavailable: webgpuUnavailable,
-    },
-    webgpu.scaledDotProductAttention,
-  ),
-];
+/** What each backend computes with: the module of its row's port. A port that records its own steps
+ * gives them all (attentionSteps); one that does not gives its output (scaledDotProductAttention)
+ * over the readable port's steps. Keyed by the generated names, so that tsc asks for every row. */
+const MODULES: Record<BackendName, { attentionSteps: AttendSteps; scaledDotProductAttention: Attend }> = {
+  readable,
+  flash,
+  simd,
+  webgpu,
+};
+
+/** Why a backend cannot run in this page; a backend missing here always can. */
+const UNAVAILABLE: Partial<Record<BackendName, () => Promise<string | null>>> = {
+  simd: simdUnavailable,
+  webgpu: webgpuUnavailable,
+};
+
+function backendOf(row: (typeof BACKEND_ROWS)[number]): Backend {
+  const module = MODULES[row.name];
+  const { diagnostics, ...about } = row;
+  const backend = { ...about, unavailable: UNAVAILABLE[row.name] ?? always };
+  if (diagnostics === "readable") {
+    return stepsWithOutputOf(backend, module.scaledDotProductAttention);
+  }
+  return {
+    ...backend,
+    diagnostics,
+    steps: async (query, key, value, options) => module.attentionSteps(query, key, value, options),
+  };
+}
+
+/** The table's rows with an explorer backend (typescript/explorer/generated/backends.ts), in order. */
+export const BACKENDS: Backend[] = BACKEND_ROWS.map(backendOf);
 
 export const DEFAULT_BACKEND = "readable";
 

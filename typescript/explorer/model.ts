@@ -13,6 +13,7 @@
 import type { OutputValues } from "../conformance/judge.ts";
 import type { FixtureCase } from "../runners/fixtures.ts"; // a type only: nothing of fixtures.ts is bundled
 import { attentionSteps, type NestedArray } from "../src/attention.ts";
+import { spelled } from "../src/vocabulary.ts";
 
 // ---- Reading and writing tensors as text ----------------------------------------------------------
 
@@ -116,17 +117,9 @@ export function errorTarget(message: string): ErrorPlace {
 }
 
 /** A fixture's expected error message in the page's spelling: the fixtures write the argument
- * names as Python does (attn_mask), the TypeScript ports as TypeScript does (attnMask); the
- * inverse of compare.py's normalize_message. */
+ * names as Python does (attn_mask), the TypeScript ports as TypeScript does (attnMask). */
 export function camelCaseMessage(message: string): string {
-  const names: [string, string][] = [
-    ["attn_mask", "attnMask"],
-    ["enable_gqa", "enableGqa"],
-    ["is_causal", "isCausal"],
-    ["memory_limit", "memoryLimit"],
-    ["query_offset", "queryOffset"],
-  ];
-  return names.reduce((text, [snake, camel]) => text.replaceAll(snake, camel), message);
+  return spelled(message, "javascript");
 }
 
 /** An invalid fixture case's verdict: the error the page got against the one the case expects. */

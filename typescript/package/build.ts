@@ -11,10 +11,11 @@
  * own URL holds in both.
  *
  * The entry points are read from `exports` (an entry "./x": "./dist/src/x.js", or one file per
- * condition such as "node" and "default", is compiled from typescript/src/x.ts): a new port is one
- * line there. Modules that no import names but a URL does (the browser's SIMD worker) are listed
- * in URL_MODULES. The kernel's builds come from scripts/setup, and a build older than kernel.ts is
- * refused here rather than packed.
+ * condition such as "node" and "default", is compiled from typescript/src/x.ts), which
+ * `attention-port contract` writes from contract/ports.json: a new port is its row there. Modules
+ * that no import names but a URL does (the browser's SIMD worker) are listed in URL_MODULES. The
+ * kernel's builds come from scripts/setup, and a build older than kernel.ts is refused here rather
+ * than packed.
  *
  * The build owns dist/src/, dist/wasm/ and dist/conformance/ only (package.json's `files`, OWNED):
  * anything else in dist/, such as a wheel that `pip wheel -w dist` wrote, is left alone and is not

@@ -37,9 +37,9 @@ import {
   path,
   product,
 } from "../src/inputs.ts";
+import { javascriptName } from "../src/vocabulary.ts";
 import { type FixtureTensor, portTensor } from "./fixtures.ts";
 import {
-  LAYER_NAMES,
   LAYER_STEPS,
   OPTION_NAMES,
   type Request,
@@ -454,9 +454,9 @@ function layerArguments(request: LayerRequest): unknown[] {
   for (const [name, value] of Object.entries(request.options)) {
     let option = readInput(value, false);
     if (name === "rope" && option !== null && typeof option === "object") {
-      option = Object.fromEntries(Object.entries(option).map(([k, v]) => [LAYER_NAMES[k] ?? k, v]));
+      option = Object.fromEntries(Object.entries(option).map(([k, v]) => [javascriptName(k), v]));
     }
-    options[LAYER_NAMES[name] ?? name] = option;
+    options[javascriptName(name)] = option;
   }
   if (request.kind === "rope") {
     return [input("x"), input("positions"), options];
@@ -464,13 +464,13 @@ function layerArguments(request: LayerRequest): unknown[] {
   const params: Record<string, unknown> = {};
   for (const name of ["w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"]) {
     if (request.inputs[name] !== null && request.inputs[name] !== undefined) {
-      params[LAYER_NAMES[name]!] = input(name);
+      params[javascriptName(name)] = input(name);
     }
   }
   // The mask and the KV cache are options, as the project's layer takes them.
   for (const name of ["attn_mask", "past_key", "past_value"]) {
     if (request.inputs[name] !== null && request.inputs[name] !== undefined) {
-      options[LAYER_NAMES[name]!] = input(name);
+      options[javascriptName(name)] = input(name);
     }
   }
   return [input("x_q"), input("x_kv"), params, options];
@@ -491,14 +491,13 @@ function layerSteps(request: LayerRequest, returned: unknown): Record<string, un
     return { output: returned };
   }
   const all = returned as Record<string, unknown> | null;
-  const spelled = (name: string) => LAYER_NAMES[name] ?? name;
-  if (typeof all !== "object" || all === null || !wanted.every((name) => spelled(name) in all)) {
+  if (typeof all !== "object" || all === null || !wanted.every((name) => javascriptName(name) in all)) {
     const said = [asked.weights ? "needWeights: true" : "", asked.present_key ? "returnCache: true" : ""]
       .filter((option) => option !== "")
       .join(" and ");
-    return `multiHeadAttention with ${said} returned ${what(returned)}, expected { ${wanted.map(spelled).join(", ")} }`;
+    return `multiHeadAttention with ${said} returned ${what(returned)}, expected { ${wanted.map(javascriptName).join(", ")} }`;
   }
-  return Object.fromEntries(wanted.map((name) => [name, all[spelled(name)]]));
+  return Object.fromEntries(wanted.map((name) => [name, all[javascriptName(name)]]));
 }
 
 /** Whether a learner's layer takes a KV cache. Its options object has no names to read, so the

@@ -44,6 +44,9 @@ export { flat, numberJson, tensorJson } from "./results.ts";
 interface PortRow {
   name: string;
   module: string; // repository-relative, e.g. typescript/src/simd.ts
+  // The module Node runs for it, where not `module`: simd.ts imports no node: module (a browser
+  // bundles it) and its Node entry, simd-node.ts, reads the kernel from disk.
+  node_entry: string | null;
   dtypes: string[]; // float32 first: the flat entry on Float32Array inputs
   records_steps: boolean; // else only the output is written (the other steps are not the port's)
   runs_in: "python" | "node" | "browser";
@@ -67,14 +70,8 @@ class UsageError extends Error {}
 export const EXIT_CANNOT_RUN = 2;
 const HELP_HINT = "run with --help for usage";
 
-/** The module Node runs for a port's file, where it is not the file itself: simd.ts imports no
- * node: module (a browser bundles it) and its Node entry, simd-node.ts, reads the kernel from disk. */
-const NODE_ENTRIES: Readonly<Record<string, string>> = {
-  "typescript/src/simd.ts": "typescript/src/simd-node.ts",
-};
-
 async function loadPort(row: PortRow): Promise<CaseRunner> {
-  const file = NODE_ENTRIES[row.module] ?? row.module;
+  const file = row.node_entry ?? row.module;
   let module: { attentionSteps?: unknown; scaledDotProductAttentionFlat?: unknown };
   try {
     module = (await import(new URL(`../../${file}`, import.meta.url).href)) as typeof module;
@@ -129,7 +126,7 @@ async function loadPort(row: PortRow): Promise<CaseRunner> {
 /** The layer and RoPE cases' runner of a port: the shared layer over the port's attentionSteps
  * (a float32 row has no float32 layer: its layer cases run its module's float64 attentionSteps). */
 async function loadLayerPort(row: PortRow): Promise<(c: LayerFixtureCase) => string> {
-  const file = NODE_ENTRIES[row.module] ?? row.module;
+  const file = row.node_entry ?? row.module;
   const module = (await import(new URL(`../../${file}`, import.meta.url).href)) as {
     attentionSteps: AttentionCore;
   };

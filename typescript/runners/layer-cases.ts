@@ -12,6 +12,7 @@
 import { nest } from "../src/batching.ts";
 import type { NestedArray, TensorInput } from "../src/inputs.ts";
 import { applyRotary, type LayerOptions, type LayerParams, type LayerResult } from "../src/layer.ts";
+import { javascriptName } from "../src/vocabulary.ts";
 import { tensorJson } from "./results.ts";
 
 /** A layer or RoPE case as the readers give it (fixtures.ts's LayerFixtureCase). */
@@ -65,50 +66,34 @@ function answerJson(result: NestedArray | LayerResult): string {
   return `{${parts.join(", ")}}`;
 }
 
+/** The layer's weights and biases, which it takes as its params object. */
+const PARAMS = ["w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"];
+/** The inputs the layer takes among its options: the mask and the KV cache. */
+const OPTION_INPUTS = ["attn_mask", "past_key", "past_value"];
+
+/** An object by the JavaScript names of `names` (Python's), each with its value. */
+function named(names: readonly string[], value: (name: string) => unknown): Record<string, unknown> {
+  return Object.fromEntries(names.map((name) => [javascriptName(name), value(name)]));
+}
+
 /** The case through `layer` (or applyRotary), as a results-document answer; throws what the port
  * throws (the caller writes it as an error or a crash). */
 export function runLayerCase(layer: AnyLayer, c: LayerCase): string | Promise<string> {
-  const p = c.params;
+  // The case's options by their JavaScript names, and rope's own (its rotary_dim is rotaryDim).
+  const options = named(Object.keys(c.params), (name) => {
+    const option = c.params[name];
+    return name === "rope" && typeof option === "object" && option !== null
+      ? named(Object.keys(option), (k) => (option as Record<string, unknown>)[k])
+      : option;
+  });
   if (c.kind === "rope") {
-    const output = applyRotary(argument(c, "x"), argument(c, "positions"), {
-      theta: p.theta as number,
-      rotaryDim: p.rotary_dim as number | null,
-      interleaved: p.interleaved as boolean,
-    });
-    return answerJson(output);
+    return answerJson(applyRotary(argument(c, "x"), argument(c, "positions"), options));
   }
-  const rope = p.rope as Record<string, unknown> | null;
   const result = layer(
     argument(c, "x_q"),
     argument(c, "x_kv"),
-    {
-      wQ: argument(c, "w_q"),
-      wK: argument(c, "w_k"),
-      wV: argument(c, "w_v"),
-      wO: argument(c, "w_o"),
-      bQ: argument(c, "b_q"),
-      bK: argument(c, "b_k"),
-      bV: argument(c, "b_v"),
-      bO: argument(c, "b_o"),
-    },
-    {
-      numHeads: p.num_heads as number,
-      numKvHeads: p.num_kv_heads as number | null,
-      attnMask: argument(c, "attn_mask"),
-      isCausal: p.is_causal as boolean,
-      scale: p.scale as number | null,
-      softcap: p.softcap as number,
-      rope:
-        rope === null
-          ? null
-          : Object.fromEntries(
-              Object.entries(rope).map(([k, v]) => [k === "rotary_dim" ? "rotaryDim" : k, v]),
-            ),
-      needWeights: p.need_weights as boolean,
-      pastKey: argument(c, "past_key"),
-      pastValue: argument(c, "past_value"),
-      ...("return_cache" in p ? { returnCache: p.return_cache as boolean } : {}),
-    },
+    named(PARAMS, (name) => argument(c, name)) as never,
+    { ...options, ...named(OPTION_INPUTS, (name) => argument(c, name)) } as never,
   );
   return result instanceof Promise ? result.then(answerJson) : answerJson(result);
 }

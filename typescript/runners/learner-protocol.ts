@@ -1,8 +1,8 @@
 /**
  * The protocol between `attention-port check` and the Node process that runs a learner's code
  * (check.ts). python/attention_port/learner/protocol.py tells it in full; the names both sides must
- * agree on (the steps, the options with their JavaScript spellings, each message's fields) are in
- * learner-protocol.json, which this module and protocol.py both load.
+ * agree on (the steps, the options, each message's fields) are in learner-protocol.json, which this
+ * module and protocol.py both load, by their Python names: the vocabulary gives their JavaScript ones.
  *
  * In short: the process is given the learner's module path and the number of its answer file
  * descriptor, on which it writes {"hello"} or {"fatal"} and then one answer line per request; the
@@ -14,13 +14,13 @@
 
 import { readFileSync } from "node:fs";
 
+import { javascriptName } from "../src/vocabulary.ts";
 import { decodeNumbers, type FixtureTensor } from "./fixtures.ts";
 
 interface Protocol {
   readonly steps: readonly string[];
-  readonly options: Readonly<Record<string, string>>;
+  readonly options: readonly string[];
   readonly threw: readonly (keyof Threw)[];
-  readonly layerNames: Readonly<Record<string, string>>;
   readonly layerSteps: readonly string[];
 }
 
@@ -31,10 +31,9 @@ const PROTOCOL = JSON.parse(
 export const STEP_NAMES: readonly string[] = PROTOCOL.steps;
 /** The options a request may set, by their Python names (the fixtures'), and as a learner's
  * options object spells them. */
-export const OPTION_NAMES: Readonly<Record<string, string>> = PROTOCOL.options;
-/** The layer's and RoPE's inputs and options whose JavaScript names differ from their Python
- * names (the fixtures'): w_q is wQ, num_heads numHeads, rope's rotary_dim rotaryDim. */
-export const LAYER_NAMES: Readonly<Record<string, string>> = PROTOCOL.layerNames;
+export const OPTION_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
+  PROTOCOL.options.map((name) => [name, javascriptName(name)]),
+);
 /** What a layer's answer may hold, by the harness's names: output, weights, present_key and
  * present_value (the object's presentKey and presentValue). */
 export const LAYER_STEPS: readonly string[] = PROTOCOL.layerSteps;

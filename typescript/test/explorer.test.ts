@@ -4,7 +4,9 @@
 // (typescript/test/conformance.test.ts).
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
+import { BACKENDS } from "../explorer/backends.ts";
 import { buildPage, bundle, explorerCase } from "../explorer/build.ts";
 import { DECODE_HEAD, decodeSentence, decodeStep } from "../explorer/decode-model.ts";
 import {
@@ -453,5 +455,55 @@ describe("the decode view", () => {
       /newTokens must be a whole number from 1 to step \(3\), got 4/,
     );
     assert.throws(() => decodeStep(sentence, 3, 1.5), /newTokens must be a whole number/);
+  });
+});
+
+describe("the backends", () => {
+  interface Row {
+    module: string;
+    node_entry: string | null;
+    dtypes: string[];
+    records_steps: boolean;
+    explorer: { name: string; label: string } | null;
+  }
+  const table = new URL("../../contract/ports.json", import.meta.url);
+  const rows = (JSON.parse(readFileSync(table, "utf8")) as { ports: Row[] }).ports.filter(
+    (row) => row.explorer !== null,
+  );
+
+  test("are the port table's explorer rows, in its order, each computing with its row's module", async () => {
+    assert.deepEqual(
+      BACKENDS.map((b) => [b.name, b.label, b.source, b.nodeSource, b.dtype, b.diagnostics]),
+      rows.map((row) => [
+        row.explorer?.name,
+        row.explorer?.label,
+        row.module,
+        row.node_entry ?? undefined,
+        row.dtypes[0],
+        row.records_steps ? "own" : "readable",
+      ]),
+    );
+    const [query, key, value] = [
+      [
+        [1, 0],
+        [0, 1],
+        [1, 1],
+      ],
+      [
+        [1, 2],
+        [0, -1],
+      ],
+      [
+        [3, 4],
+        [5, 6],
+      ],
+    ];
+    for (const [backend, row] of BACKENDS.map((b, n) => [b, rows[n]] as const)) {
+      if (backend.diagnostics === "own") {
+        const module = (await import(`../../${row.module}`)) as { attentionSteps: typeof attentionSteps };
+        const steps = await backend.steps(query, key, value, { isCausal: true });
+        assert.deepEqual(steps, module.attentionSteps(query, key, value, { isCausal: true }), backend.name);
+      }
+    }
   });
 });

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { type FixtureCase, type FixtureTensor, portTensor } from "../runners/fixtures.ts";
 import type { AttentionOptions, NestedArray, TensorInput } from "../src/attention.ts";
 import { AttentionInputError, type ErrorKind } from "../src/inputs.ts";
+import { spelled } from "../src/vocabulary.ts";
 
 /** Every number of a nested array, row-major. */
 export function flatten(x: NestedArray | number): number[] {
@@ -69,14 +70,10 @@ export type PortFunction<T> = (
   options?: AttentionOptions,
 ) => T;
 
-/** The camelCase names back to Python's, so both languages' messages can be compared. */
+/** A TypeScript message in Python's spelling (attnMask is attn_mask), so that both languages'
+ * messages can be compared, as compare.py's normalize_message does. */
 export function normalizeMessage(message: string): string {
-  return message
-    .replaceAll("attnMask", "attn_mask")
-    .replaceAll("enableGqa", "enable_gqa")
-    .replaceAll("isCausal", "is_causal")
-    .replaceAll("memoryLimit", "memory_limit")
-    .replaceAll("queryOffset", "query_offset");
+  return spelled(message, "python");
 }
 
 /** One fixture case through `port`: a valid case's tensors as the port takes them (fixtures.ts's

@@ -16,6 +16,7 @@ import { attentionSteps as flashSteps } from "../src/flash.ts";
 import { AttentionInputError } from "../src/inputs.ts";
 import { applyRotary, layerWith, multiHeadAttention } from "../src/layer.ts";
 import { attentionSteps as simdSteps } from "../src/simd-node.ts";
+import { normalizeMessage } from "./helpers.ts";
 
 const CASES = loadLayerFixtures();
 const LAYERS = {
@@ -23,26 +24,6 @@ const LAYERS = {
   flash: layerWith(flashSteps),
   simd: layerWith(simdSteps),
 };
-
-/** The Python spelling of a TypeScript message, as compare.py's normalize_message makes it. */
-function pythonSpelling(message: string): string {
-  const names: [string, string][] = [
-    ["numKvHeads", "num_kv_heads"],
-    ["numHeads", "num_heads"],
-    ["rotaryDim", "rotary_dim"],
-    ["xKv", "x_kv"],
-    ["xQ", "x_q"],
-    ["attnMask", "attn_mask"],
-    ["pastKey", "past_key"],
-    ["pastValue", "past_value"],
-  ];
-  for (const p of "wb") {
-    for (const c of "QKVO") {
-      names.push([`${p}${c}`, `${p}_${c.toLowerCase()}`]);
-    }
-  }
-  return names.reduce((m, [camel, snake]) => m.replaceAll(camel, snake), message);
-}
 
 function expectedError(c: LayerFixtureCase): { kind: string; message: string } {
   // The reader hands over inputs only; the expected error is in the case file beside them.
@@ -61,7 +42,7 @@ describe("invalid layer and RoPE inputs: the kind and message of the fixture", (
           (error: unknown) =>
             error instanceof AttentionInputError &&
             error.kind === want.kind &&
-            pythonSpelling(error.message) === want.message,
+            normalizeMessage(error.message) === want.message,
         );
       });
     }

@@ -59,6 +59,7 @@ from attention_port.files import output_problem
 from attention_port.harness.node import NodeError, checked_node
 from attention_port.paths import BENCH_TS, REPO_ROOT
 from attention_port.port_table import BY_NAME as PORT_ROWS
+from attention_port.port_table import ROWS as PORT_TABLE
 
 DEFAULT_OUT = REPO_ROOT / "bench-results"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder that holds attention_port/
@@ -69,7 +70,9 @@ CAUSAL = {"off": [False], "on": [True], "both": [False, True]}  # --causal
 @dataclass(frozen=True)
 class BenchPort:
     """One way of timing a port of the port table (port_table.py): `port` names its row, None for a
-    bench-only peer. typescript/runners/bench.ts has the Node side of each "node" worker."""
+    bench-only peer. The ports' own are their rows' bench lists (contract/ports.json);
+    typescript/runners/bench.ts has the Node side of each "node" worker, worker.py the Python side
+    of each "python" one."""
 
     name: str
     port: str | None  # the row of the port table it times
@@ -77,11 +80,20 @@ class BenchPort:
     dtypes: tuple[str, ...]
     what: str  # the file or package, for the tables
     linear_memory: bool = False  # memory O(n): one more memory pass at --linear-memory-n
-    slow: bool = False  # timed up to --typescript-max-n only
+    # timed up to --typescript-max-n only (webgpu: on SwiftShader, a CPU emulation, one call at
+    # n = 4096 takes minutes)
+    slow: bool = False
     peer: bool = False  # a bench-only package: skipped with a note where it is not installed
     decode: bool = False  # takes the decode rows
     decode_only: bool = False  # takes the decode rows alone: no prefill cells, no memory pass
     engine: bool = False  # runs in a JavaScript engine: its decode share is of WebAssembly's bandwidth
+
+    @classmethod
+    def of(cls, port: str, entry: dict) -> BenchPort:
+        """A row of a port's bench list; its worker is where the port runs (Node's, else Python's,
+        which drives the browser too)."""
+        worker = "node" if PORT_ROWS[port].runs_in == "node" else "python"
+        return cls(**{**entry, "dtypes": tuple(entry["dtypes"])}, port=port, worker=worker)
 
     @property
     def browser(self) -> bool:
@@ -89,74 +101,8 @@ class BenchPort:
         return self.port is not None and PORT_ROWS[self.port].runs_in == "browser"
 
 
-PORTS = (
-    BenchPort("numpy", "numpy", "python", ("float64",), "reference.py", decode=True),
-    BenchPort(
-        "torch-sdpa",
-        "torch-sdpa",
-        "python",
-        DTYPES,
-        "torch's own kernel, [1, 1, n, d]",
-        linear_memory=True,
-        decode=True,
-    ),  # fmt: skip
-    BenchPort("torch-math", "torch", "python", DTYPES, "torch_port.py", decode=True),
-    BenchPort("typescript", "typescript", "node", ("float64",), "attention.ts, number[][]", slow=True),
-    BenchPort(
-        "typescript-flash",
-        "typescript-flash",
-        "node",
-        DTYPES,
-        "flash.ts, flat typed arrays",
-        linear_memory=True,
-        decode=True,
-        engine=True,
-    ),
-    BenchPort(
-        "typescript-flash-nested", "typescript-flash", "node", ("float64",), "flash.ts, number[][] in and out"
-    ),
-    BenchPort(
-        "typescript-simd",
-        "typescript-simd",
-        "node",
-        DTYPES,
-        "simd.ts, WebAssembly SIMD, flat typed arrays; decode: one token appended to its resident"
-        " cache (SimdKeyValueCache) holding keys - 1, then attended",
-        linear_memory=True,
-        decode=True,
-        engine=True,
-    ),
-    BenchPort(
-        "typescript-simd-2w",
-        "typescript-simd",
-        "node",
-        DTYPES,
-        "simd.ts, flat, workers: 2; decode: on its resident cache",
-        decode=True,
-        engine=True,
-    ),  # fmt: skip
-    BenchPort(
-        "typescript-simd-copy",
-        "typescript-simd",
-        "node",
-        DTYPES,
-        "simd.ts's flat entry handed the whole cache each decode step, as onnxruntime is",
-        decode=True,
-        decode_only=True,
-        engine=True,
-    ),  # fmt: skip
-    BenchPort(
-        "typescript-simd-nested", "typescript-simd", "node", ("float64",), "simd.ts, number[][] in and out"
-    ),
-    BenchPort(
-        "webgpu",
-        "webgpu",
-        "python",
-        ("float32",),
-        "webgpu.ts in headless Chromium, whole calls; the kernel column names the adapter",
-        slow=True,  # on SwiftShader, a CPU emulation, one call at n = 4096 takes minutes
-        decode=True,
-    ),
+# The bench-only peers, after the port table's own rows (each row's bench list, in table order).
+PEERS = (
     BenchPort(
         "onnxruntime-node", None, "node", DTYPES, "CPU provider, peers.py's graph", peer=True, decode=True
     ),
@@ -171,6 +117,7 @@ PORTS = (
         engine=True,
     ),  # fmt: skip
 )
+PORTS = (*(BenchPort.of(row.name, entry) for row in PORT_TABLE for entry in row.bench), *PEERS)
 # The machine's limits: two workers that time no attention (worker.py's native-limits, bench.ts's
 # wasm-limits), each one cell streaming over a buffer of --bandwidth-mib.
 LIMIT_PORTS = (

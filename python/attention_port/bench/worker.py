@@ -50,7 +50,13 @@ import numpy as np
 from attention_port.bench.timing import cell_input_path, cell_shapes, sdpa_backend, time_cell
 from attention_port.files import write_atomic
 
-PYTHON_PORTS = ("numpy", "torch-sdpa", "torch-math", "webgpu", "native-limits")
+
+def python_ports() -> tuple[str, ...]:
+    """The bench rows this worker times: those of the port table's rows that do not run in Node
+    (contract/ports.json's bench lists), and the machine's native limits."""
+    from attention_port.port_table import ROWS
+
+    return (*(b["name"] for row in ROWS if row.runs_in != "node" for b in row.bench), "native-limits")
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,7 @@ def load_port(name: str, threads: int) -> Port:
             to_float64=lambda out: out.detach().to(torch.float64).numpy(),
             versions={"numpy": np.__version__, "torch": torch.__version__},
         )
-    raise ValueError(f"unknown Python port {name!r}; choose from {', '.join(PYTHON_PORTS)}")
+    raise ValueError(f"unknown Python port {name!r}; choose from {', '.join(python_ports())}")
 
 
 def read_input(folder: Path, cell: dict, which: str) -> np.ndarray:

@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from attention_port import vocabulary
 from attention_port.fixtures.expected import ExpectedValues
 from attention_port.fixtures.reader import FixtureCase, encode_numbers
 from attention_port.inputs import check_shapes, format_number, resolve_scale
@@ -130,25 +131,9 @@ class CaseVerdict:
 
 
 def normalize_message(message: str) -> str:
-    """TypeScript spells some argument names its own way; the rest of a message is shared."""
-    for camel, snake in (
-        ("attnMask", "attn_mask"),
-        ("enableGqa", "enable_gqa"),
-        ("isCausal", "is_causal"),
-        ("memoryLimit", "memory_limit"),
-        ("numKvHeads", "num_kv_heads"),
-        ("numHeads", "num_heads"),
-        ("pastKey", "past_key"),
-        ("pastValue", "past_value"),
-        ("queryOffset", "query_offset"),
-        ("returnCache", "return_cache"),
-        ("rotaryDim", "rotary_dim"),
-        ("xKv", "x_kv"),
-        ("xQ", "x_q"),
-        *((f"{p}{c}", f"{p.lower()}_{c.lower()}") for p in "wb" for c in "QKVO"),
-    ):
-        message = message.replace(camel, snake)
-    return message
+    """A TypeScript port's message in Python's spelling: TypeScript spells some argument names its
+    own way (attnMask, xQ); the rest of a message is shared."""
+    return vocabulary.spelled(message, "python")
 
 
 def cell(step: str, index: tuple[int, ...]) -> str:

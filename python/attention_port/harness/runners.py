@@ -262,8 +262,8 @@ def _torch_runs(options: PortOptions) -> list[tuple[str, str]]:
 
 # The port the TypeScript ports are also checked against directly, in float64 (typescript~torch-...).
 CROSS_REFERENCE = "torch"
-# The ports that run on verify's --device.
-DEVICE_PORTS = ("torch", "torch-sdpa")
+# The ports that run on verify's --device (their rows' device).
+DEVICE_PORTS = tuple(row.name for row in ROWS if row.device)
 # The Python ports, each by its own runner (they differ in what they are called with).
 PYTHON_RUNNERS: dict[str, Callable[[PortOptions], list[Port]]] = {
     "numpy": lambda options: [numpy_port()],

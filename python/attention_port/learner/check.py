@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_port import vocabulary
 from attention_port.fixtures import cases
 from attention_port.fixtures.reader import KINDS, FixtureCase, load_fixtures
 from attention_port.harness import compare
@@ -71,49 +72,12 @@ class CaseResult:
 
 # ---- the learner's language ---------------------------------------------------------------------
 
-# The words that differ between the two languages, each way. The harness's own texts (case
-# descriptions, the project's messages, the named mistakes) mix them; a learner reads them in theirs.
-_JAVASCRIPT_WORDS = {
-    "attn_mask": "attnMask",
-    "is_causal": "isCausal",
-    "enable_gqa": "enableGqa",
-    "memory_limit": "memoryLimit",
-    "scaled_dot_product_attention": "scaledDotProductAttention",
-    "attention_steps": "attentionSteps",
-    "multi_head_attention": "multiHeadAttention",
-    "apply_rotary": "applyRotary",
-    "x_q": "xQ",
-    "x_kv": "xKv",
-    "w_q": "wQ",
-    "w_k": "wK",
-    "w_v": "wV",
-    "w_o": "wO",
-    "b_o": "bO",
-    "num_heads": "numHeads",
-    "num_kv_heads": "numKvHeads",
-    "need_weights": "needWeights",
-    "query_offset": "queryOffset",
-    "rotary_dim": "rotaryDim",
-    "past_key": "pastKey",
-    "past_value": "pastValue",
-    "return_cache": "returnCache",
-    "present_key": "presentKey",
-    "present_value": "presentValue",
-    "True": "true",
-    "False": "false",
-    "None": "null",
-    "nan": "NaN",
-    "inf": "Infinity",
-}
-_PYTHON_WORDS = {js: py for py, js in _JAVASCRIPT_WORDS.items()}
-
 
 def spoken(text: str, language: str) -> str:
-    """The harness's text in the learner's language: isCausal, true, NaN, Infinity for JavaScript;
+    """The harness's text in the learner's language (its case descriptions, the project's messages,
+    the named mistakes mix the two spellings): isCausal, true, NaN, Infinity for JavaScript;
     is_causal, True, nan, inf for Python. Only whole words change ("-inf" is "-Infinity")."""
-    words = _JAVASCRIPT_WORDS if language == "JavaScript" else _PYTHON_WORDS
-    pattern = r"(?<![\w$])(" + "|".join(map(re.escape, words)) + r")(?![\w$])"
-    return re.sub(pattern, lambda m: words[m.group(1)], text)
+    return vocabulary.spelled(text, "javascript" if language == "JavaScript" else "python", literals=True)
 
 
 def number(x: float | None, language: str = "JavaScript") -> str:

@@ -1,9 +1,8 @@
 """What TypeScript and the docs need of the check levels, rendered from contract/levels.json.
 
 `attention-port contract` writes each (pages/generated.py): the conformance kit's levels as
-TypeScript (typescript/conformance/generated/levels.ts), and the level tables of docs/learn.md and
-the kit's level list in docs/conformance-kit.md, each between the generated-section markers, the
-rest of the page as it is.
+TypeScript (typescript/conformance/generated/levels.ts), docs/learn.md's table of the levels and
+docs/conformance-kit.md's list of the kit's levels, each a section of its page.
 """
 
 from __future__ import annotations
@@ -11,18 +10,11 @@ from __future__ import annotations
 import json
 import textwrap
 
-from attention_port.fixtures.cases import CORE_LEVELS, LAYER_LEVELS, PLAIN_LEVEL, Level
-from attention_port.paths import REPO_ROOT
+from attention_port.fixtures.cases import CORE_LEVELS, LEVELS, PLAIN_LEVEL
 
 SOURCE = "contract/levels.json"
-START = f"<!-- generated from {SOURCE} by attention-port contract: do not edit -->"
-END = "<!-- end generated -->"
 TYPESCRIPT_WIDTH = 110  # Biome's lineWidth (biome.json): a longer record goes on lines of its own
 PAGE_WIDTH = 100  # the docs' prose lines (a table's rows are as long as they are)
-
-
-class SectionsMissing(Exception):
-    """A page no longer has the generated sections it is rendered into."""
 
 
 def typescript() -> str:
@@ -61,48 +53,24 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _table(levels: tuple[Level, ...]) -> str:
-    lines = [
+def learn_table() -> list[str]:
+    """docs/learn.md's table of every level: what each adds, and the mistake it usually catches."""
+    table = [
         "| # | level | what it adds to your implementation | the mistake it usually catches |",
         "| ---: | --- | --- | --- |",
     ]
-    lines += [
+    table += [
         f"| {level.number} | {_cell(level.name)} | {_cell(level.adds)} | {_cell(level.catches)} |"
-        for level in levels
+        for level in LEVELS
     ]
-    return "\n".join(lines)
+    return table
 
 
-def _kit_levels() -> str:
+def kit_levels() -> list[str]:
+    """docs/conformance-kit.md's list of the levels a kit case can have: the attention core's."""
     listed = ", ".join(f"{level.number} {level.name}" for level in CORE_LEVELS)
     text = (
         f"A case's `level` is one of `attention-port check`'s levels for the attention core: {listed}"
         " ([learn.md](learn.md#the-levels) says what each adds)."
     )
-    return textwrap.fill(text, PAGE_WIDTH, break_long_words=False, break_on_hyphens=False)
-
-
-def with_sections(text: str, bodies: list[str], where: str = "the page") -> str:
-    """`text` with its sections generated from contract/levels.json, in order, holding `bodies`;
-    everything outside them (other generated sections too) as it was."""
-    parts = text.split(START)
-    if len(parts) != len(bodies) + 1 or not all(END in part for part in parts[1:]):
-        raise SectionsMissing(f"{where}: expected {len(bodies)} sections between {START} and {END}")
-    out = [parts[0]]
-    for body, part in zip(bodies, parts[1:], strict=True):
-        out.append(f"{START}\n\n{body}\n\n{END}{part.split(END, 1)[1]}")
-    return "".join(out)
-
-
-def _page(path: str, bodies: list[str]) -> str:
-    return with_sections((REPO_ROOT / path).read_text(encoding="utf-8"), bodies, path)
-
-
-def learn_page() -> str:
-    """docs/learn.md: the core's level table, then the layer's."""
-    return _page("docs/learn.md", [_table(CORE_LEVELS), _table(LAYER_LEVELS)])
-
-
-def kit_page() -> str:
-    """docs/conformance-kit.md: the levels a kit case can have."""
-    return _page("docs/conformance-kit.md", [_kit_levels()])
+    return textwrap.wrap(text, PAGE_WIDTH, break_long_words=False, break_on_hyphens=False)
