@@ -172,7 +172,7 @@ def test_a_wrong_present_is_named_by_which_of_the_two_it_is():
 def test_a_file_with_only_the_layer_runs_only_the_layer_levels():
     code, text = run_check("layer-no-mistake.mjs")
     assert code == 0, text
-    assert "it has no scaledDotProductAttention, so levels 1-14 are not run" in text, text
+    assert f"it has no scaledDotProductAttention, so levels 1-{TOTAL} are not run" in text, text
     assert "level 1 of" not in text and "looks like" not in text, text
     assert text.endswith(f"Every case of levels {TOTAL + 1}-{LAYERED_TOTAL} passes."), text
 
@@ -463,7 +463,7 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
     assert code == 1, text
     for n in (1, 2, 3):
         assert f"level {n} of {TOTAL}: {cases.LEVELS[n - 1].name} — " in text
-    assert "level 4 of 14: boolean masks — not attempted: your function takes no options" in text
+    assert f"level 4 of {TOTAL}: boolean masks — not attempted: your function takes no options" in text
     assert f"Stopped at level {level_number('batch and heads')} of {TOTAL}: batch and heads" in text
     assert text.count("cases pass") == 3, text
     # The TypeScript starter returns a wrongly shaped output at rank 3; the Python one's K.T reverses
@@ -588,7 +588,7 @@ def test_the_command_exit_codes(capsys):
     assert cli.main(["check", str(LEARNER_FILES / "no-such-file.mjs")]) == 2
     assert cli.main(["check", str(LEARNER_FILES / "mistake-scale_forgotten.mjs")]) == 1
     out = capsys.readouterr().out
-    assert "level 1 of 14: the tutorial example — 3 of 3 cases fail" in out
+    assert f"level 1 of {TOTAL}: the tutorial example — 3 of 3 cases fail" in out
     assert "Levels 2-14 were not run" in out
 
 
@@ -818,7 +818,7 @@ def test_a_file_that_cannot_be_loaded_again_after_a_hang_fails_its_cases_in_one_
         f"  fail tutorial_seq4_dk8: your code could not be started again: {path} threw while loading:"
         " RuntimeError: edited in the middle of the run\n" in text
     ), text
-    assert "Stopped at level 1 of 14: the tutorial example — 3 of 3 cases fail." in text, text
+    assert f"Stopped at level 1 of {TOTAL}: the tutorial example — 3 of 3 cases fail." in text, text
 
 
 @pytest.mark.parametrize(
@@ -877,7 +877,7 @@ def test_a_function_that_changes_the_callers_query_is_told_so(file):
     # copy check takes before each call can see it.
     code, text = run_check(file)
     assert code == 1, text
-    assert "level 1 of 14: the tutorial example — 3 of 3 cases fail" in text, text
+    assert f"level 1 of {TOTAL}: the tutorial example — 3 of 3 cases fail" in text, text
     assert "  fail tutorial_seq3_dk4: your function changed the caller's query\n" in text, text
     copy = "query.map((row) => [...row])" if file.endswith(".mjs") else "np.array(query)"
     assert (
@@ -893,7 +893,7 @@ def test_a_function_right_with_separate_arrays_but_wrong_with_one_as_query_and_k
     # every case passes; given one array as both, as the starter's demo calls it, the query doubles too.
     code, text = run_check(file)
     assert code == 1, text
-    assert "level 1 of 14: the tutorial example — 1 of 4 cases fail" in text, text
+    assert f"level 1 of {TOTAL}: the tutorial example — 1 of 4 cases fail" in text, text
     call = (
         "scaledDotProductAttention(Q, Q, V)"
         if file.endswith(".mjs")
@@ -909,7 +909,7 @@ def test_a_function_right_with_separate_arrays_but_wrong_with_one_as_query_and_k
 
 def test_the_projects_ports_and_a_correct_learner_pass_the_run_with_one_array_as_query_and_key():
     code, text = run_check("no-mistake.mjs")
-    assert "level 1 of 14: the tutorial example — 3 of 3 cases pass" in text, text
+    assert f"level 1 of {TOTAL}: the tutorial example — 3 of 3 cases pass" in text, text
     assert "one array as both" not in text
 
 

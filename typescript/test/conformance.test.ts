@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { checkOutput, DTYPES, K } from "../conformance/judge.ts";
-import { distinctDigits, judge, loadCases, runCases, type Verdict } from "../conformance/kit.ts";
+import { distinctDigits, judge, LEVELS, loadCases, runCases, type Verdict } from "../conformance/kit.ts";
 import { attentionModel, rank4 } from "../conformance/peers.ts";
 import { loadFixtures } from "../runners/fixtures.ts";
 import { AttentionInputError, scaledDotProductAttention } from "../src/attention.ts";
@@ -32,7 +32,7 @@ describe("loadCases", () => {
     );
     assert.deepEqual(
       [...new Set(every.map((c) => c.level))].sort((a, b) => a - b),
-      Array.from({ length: 14 }, (_, n) => n + 1),
+      Array.from({ length: LEVELS.length }, (_, n) => n + 1),
     );
     const causal = loadCases({ tags: ["causal"] });
     assert.ok(causal.length > 3 && causal.every((c) => c.tags.includes("causal")));
@@ -41,7 +41,8 @@ describe("loadCases", () => {
       first.map((c) => c.id),
       every.filter((c) => c.level <= 2).map((c) => c.id),
     );
-    assert.throws(() => loadCases({ levels: [0] }), /levels: 0 is not a level \(1 to 14\)/);
+    const said = `levels: 0 is not a level (1 to ${LEVELS.length})`; // the attention core's levels
+    assert.throws(() => loadCases({ levels: [0] }), { name: "RangeError", message: said });
     const invalid = loadCases({ tags: ["error"] });
     assert.ok(invalid.every((c) => c.expected.error !== null && c.rule === null));
   });
