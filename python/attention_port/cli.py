@@ -251,7 +251,7 @@ def command_verify(args: argparse.Namespace) -> int:
             broken.append(f"FAIL  {port.name}: {error}")
             continue
         runs[port.name] = (port, run, time.perf_counter() - started)
-        verdicts += [compare.judge(by_id[i], port.name, port.dtype, a) for i, a in run.answers.items()]
+        verdicts += ports.judged(port, run, by_id)
     verdicts += _cross_checks([(port, run) for port, run, _ in runs.values()], by_id)
 
     order = {case.id: n for n, case in enumerate(cases)}

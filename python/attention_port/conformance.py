@@ -7,7 +7,8 @@
 
 load_cases gives the cases (all, or by level or tag), judge holds one answer to one case, and
 run_cases calls a function the way the ports are called, fn(query, key, value, attn_mask,
-is_causal=..., scale=..., enable_gqa=..., softcap=...), on every case and judges each answer.
+is_causal=..., scale=..., enable_gqa=..., softcap=..., ...) with the options the case holds, on
+every case and judges each answer.
 parametrize_cases is a pytest decorator with one test id per case. The verdict is compare.py's:
 "pass", "fail", or "outside" where the contract defines no answer in that dtype (its scores
 overflow, or its inputs do not fit). The TypeScript twin is `attention-port/conformance` (loadCases,
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from attention_port.contract import CORE_OPTIONS
 from attention_port.fixtures.cases import CORE_LEVELS, level_of
 from attention_port.fixtures.reader import FixtureCase, load_fixtures
 from attention_port.harness import compare
@@ -34,8 +36,9 @@ from attention_port.harness.compare import UNIT_ROUNDOFF, PortAnswer, StepCheck
 from attention_port.paths import FIXTURES
 
 DTYPES = tuple(UNIT_ROUNDOFF)  # float64, float32, float16, bfloat16
-# query_offset only where a decode case sets it: its fixture names it only then
-OPTION_NAMES = ("is_causal", "scale", "enable_gqa", "softcap", "query_offset")
+# The options a case's fixture holds among its params (contract/options.json): some in every case,
+# query_offset only where a decode case sets it. attn_mask is one of the inputs.
+OPTION_NAMES = tuple(option.python for option in CORE_OPTIONS.values() if option.in_params)
 
 
 @dataclass(frozen=True)

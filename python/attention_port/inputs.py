@@ -6,8 +6,8 @@ Both Python ports (numpy and torch) call these functions, and the TypeScript twi
 kind and message; both test suites check them.
 
 Checks run in this order, and the first failure is raised:
-  1. options: is_causal, enable_gqa (booleans), scale (finite or None), softcap (finite, >= 0),
-     memory_limit (a number > 0), query_offset (an integer >= 0)        kind: value
+  1. options: each scalar option of the core as contract/options.json declares it, in its
+     order of checks (checkOrder)                                       kind: value
   2. query, key, value: each a rectangular array of numbers, copied once: its shape from the first
      elements (at most 64 dimensions), the memory its float64 copy needs (within memory_limit,
      decided from the lengths alone), then every element             kinds: rank, size, ragged, type
@@ -38,13 +38,15 @@ from decimal import Decimal
 
 import numpy as np
 
+from attention_port.contract import CORE_CHECK_ORDER, CORE_OPTIONS, Option
+
 # Every `kind` an AttentionInputError can carry, shared with the TypeScript port.
 ERROR_KINDS = ("ragged", "type", "rank", "shape", "heads", "mask", "value", "size")
 
 # The most memory, in bytes, a port may need for one call before it refuses the input (kind
 # "size") instead of allocating it; a caller raises it with `memory_limit`. 2 GiB: the readable
 # ports hold three float64 tensors of the scores' shape, so about 9,400 x 9,400 scores per call.
-DEFAULT_MEMORY_LIMIT = 2.0**31
+DEFAULT_MEMORY_LIMIT: float = CORE_OPTIONS["memory_limit"].default  # type: ignore[assignment]
 
 
 class AttentionInputError(ValueError):
@@ -350,50 +352,58 @@ def to_mask_array(data: object, memory_limit: float = DEFAULT_MEMORY_LIMIT) -> n
     return np.array(values, dtype=bool if bools else np.float64).reshape(shape)
 
 
-def check_options(
-    is_causal: object,
-    scale: object,
-    enable_gqa: object,
-    softcap: object,
-    memory_limit: object,
-) -> None:
-    """The scalar options, checked before any tensor is touched."""
-    if not _is_boolean(is_causal):
-        raise AttentionInputError("value", f"is_causal must be a boolean, got {describe_value(is_causal)}")
-    if not _is_boolean(enable_gqa):
-        raise AttentionInputError("value", f"enable_gqa must be a boolean, got {describe_value(enable_gqa)}")
-    if scale is not None and not (is_number(scale) and math.isfinite(scale)):  # type: ignore[arg-type]
-        raise AttentionInputError("value", f"scale must be a finite number, got {describe_value(scale)}")
-    if not (is_number(softcap) and math.isfinite(softcap) and softcap >= 0):  # type: ignore[arg-type,operator]
-        raise AttentionInputError(
-            "value", f"softcap must be a finite number >= 0, got {describe_value(softcap)}"
-        )
-    if not (is_number(memory_limit) and memory_limit > 0):  # type: ignore[operator]
-        raise AttentionInputError(
-            "value", f"memory_limit must be a number of bytes > 0, got {describe_value(memory_limit)}"
-        )
+def _accepts(option: Option, x: object) -> bool:
+    """Whether `x` is a value of `option`: its type, then its range (contract/options.json)."""
+    if option.nullable and x is None:
+        return True
+    if option.type == "boolean":
+        return _is_boolean(x)
+    if option.type == "object":
+        return isinstance(x, dict)
+    if option.type not in ("number", "integer") or not is_number(x):
+        return False
+    number = float(x)  # type: ignore[arg-type]
+    return (
+        (not (option.finite or option.type == "integer") or math.isfinite(number))
+        and (option.type != "integer" or number.is_integer())
+        and (option.minimum is None or x >= option.minimum)  # type: ignore[operator]
+        and (option.exclusive_minimum is None or x > option.exclusive_minimum)  # type: ignore[operator]
+        and (option.maximum is None or x <= option.maximum)  # type: ignore[operator]
+    )
+
+
+def check_options(**given: object) -> dict[str, object]:
+    """The core's scalar options, by their Python names, checked before any tensor is touched: each
+    against its declaration in contract/options.json, in the contract's order of checks, and the
+    first failure is raised. An option left out has its default. Returns the checked values, an
+    integer option (query_offset: 2.0 is one, 2.5, NaN and True are not) as a Python int."""
+    unknown = sorted(set(given) - {option.python for option in CORE_CHECK_ORDER})
+    if unknown:
+        raise TypeError(f"check_options() got an unexpected option {unknown[0]!r}")
+    return {
+        option.python: check_option(option, given.get(option.python, option.default))
+        for option in CORE_CHECK_ORDER
+    }
+
+
+def option_error(option: Option, x: object, **words: object) -> AttentionInputError:
+    """The error `option` declares for the wrong value `x`: its kind, and its message with {name},
+    {value} (what `x` is, in words) and any other of its blanks (`words`) filled in."""
+    message = option.error_message.format(name=option.python, value=describe_value(x), **words)  # type: ignore[union-attr]
+    return AttentionInputError(option.error_kind, message)  # type: ignore[arg-type]
+
+
+def check_option(option: Option, x: object) -> object:
+    """`x` as a value of `option` (contract/options.json), or the option's error; an integer
+    comes back as a Python int."""
+    if not _accepts(option, x):
+        raise option_error(option, x)
+    return int(x) if option.type == "integer" and x is not None else x  # type: ignore[call-overload]
 
 
 # The largest query_offset: JavaScript's largest exact integer, so that both languages accept the
 # same offsets (and numpy's int64 index arithmetic never overflows with it).
-MAX_QUERY_OFFSET = 2**53 - 1
-
-
-def check_query_offset(query_offset: object) -> int:
-    """query_offset, the position of query row 0 among the keys for the causal rule (see
-    docs/design.md): an integer from 0 to 2^53 - 1 (2.0 is one; 2.5, NaN and True are not).
-    Checked with the other options, before any tensor is touched; returned as a Python int."""
-    if not (
-        is_number(query_offset)
-        and math.isfinite(query_offset)  # type: ignore[arg-type]
-        and float(query_offset).is_integer()  # type: ignore[arg-type]
-        and 0 <= query_offset <= MAX_QUERY_OFFSET  # type: ignore[operator]
-    ):
-        raise AttentionInputError(
-            "value",
-            f"query_offset must be an integer from 0 to 2^53 - 1, got {describe_value(query_offset)}",
-        )
-    return int(query_offset)  # type: ignore[call-overload]
+MAX_QUERY_OFFSET = int(CORE_OPTIONS["query_offset"].maximum)  # type: ignore[arg-type]
 
 
 def check_size(shapes: AttentionShapes, memory_limit: float) -> None:

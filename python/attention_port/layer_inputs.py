@@ -11,7 +11,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from attention_port.inputs import AttentionInputError, describe_value, format_shape, is_number
+from attention_port.contract import LAYER_OPTIONS, ROPE_OPTIONS
+from attention_port.inputs import (
+    AttentionInputError,
+    check_option,
+    describe_value,
+    format_shape,
+    option_error,
+)
 
 
 @dataclass(frozen=True)
@@ -30,17 +37,14 @@ def _positive_int(x: object) -> bool:
 
 
 def check_heads(num_heads: object, num_kv_heads: object) -> tuple[int, int]:
-    """num_heads a positive integer; num_kv_heads (default num_heads) one that divides it."""
+    """num_heads a positive integer; num_kv_heads (default num_heads) one that divides it. (A
+    Python int: 2.0 is refused here, where query_offset takes it.)"""
     if not _positive_int(num_heads):
-        raise AttentionInputError(
-            "value", f"num_heads must be a positive integer, got {describe_value(num_heads)}"
-        )
+        raise option_error(LAYER_OPTIONS["num_heads"], num_heads)
     if num_kv_heads is None:
         return num_heads, num_heads  # type: ignore[return-value]
     if not _positive_int(num_kv_heads):
-        raise AttentionInputError(
-            "value", f"num_kv_heads must be a positive integer, got {describe_value(num_kv_heads)}"
-        )
+        raise option_error(LAYER_OPTIONS["num_kv_heads"], num_kv_heads)
     if num_heads % num_kv_heads:  # type: ignore[operator]
         raise AttentionInputError(
             "heads", f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})"
@@ -129,38 +133,34 @@ class RopeOptions:
     interleaved: bool
 
 
-def check_rope(rope: object, features: int, name: str = "rope") -> RopeOptions:
-    """rope = {"theta", "rotary_dim", "interleaved"} (each optional), checked against E."""
+def _listed(names: list[str]) -> str:
+    """ "theta, rotary_dim and interleaved"."""
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def check_rope(rope: object, features: int) -> RopeOptions:
+    """rope = {"theta", "rotary_dim", "interleaved"} (each optional: RoPE's options of
+    contract/options.json), checked against E."""
     if not isinstance(rope, dict):
-        raise AttentionInputError(
-            "value",
-            f"{name} must be an object of theta, rotary_dim and interleaved, got {describe_value(rope)}",
-        )
-    unknown = sorted(set(rope) - {"theta", "rotary_dim", "interleaved"})
+        raise option_error(LAYER_OPTIONS["rope"], rope, options=_listed(list(ROPE_OPTIONS)))
+    unknown = sorted(set(rope) - set(ROPE_OPTIONS))
     if unknown:
-        raise AttentionInputError("value", f"{name} has an unknown option {unknown[0]!r}")
-    return check_rotary_options(
-        rope.get("theta", 10000.0), rope.get("rotary_dim"), rope.get("interleaved", False), features
-    )
+        raise AttentionInputError("value", f"rope has an unknown option {unknown[0]!r}")
+    given = {name: rope.get(name, option.default) for name, option in ROPE_OPTIONS.items()}
+    return check_rotary_options(**given, features=features)
 
 
 def check_rotary_options(
     theta: object, rotary_dim: object, interleaved: object, features: int
 ) -> RopeOptions:
-    if not (is_number(theta) and math.isfinite(theta) and theta > 0):  # type: ignore[arg-type,operator]
-        raise AttentionInputError("value", f"theta must be a finite number > 0, got {describe_value(theta)}")
-    if not isinstance(interleaved, bool):
-        raise AttentionInputError(
-            "value", f"interleaved must be a boolean, got {describe_value(interleaved)}"
-        )
+    """RoPE's options against their declarations: theta, interleaved, then rotary_dim, whose range
+    is the heads' feature size E (an even Python int from 2 to E; None: E)."""
+    check_option(ROPE_OPTIONS["theta"], theta)
+    check_option(ROPE_OPTIONS["interleaved"], interleaved)
     dim = features if rotary_dim is None else rotary_dim
     if not (isinstance(dim, int) and not isinstance(dim, bool) and 0 < dim <= features and dim % 2 == 0):
-        raise AttentionInputError(
-            "value",
-            f"rotary_dim must be an even integer from 2 to the feature size {features},"
-            f" got {describe_value(dim)}",
-        )
-    return RopeOptions(float(theta), dim, interleaved)
+        raise option_error(ROPE_OPTIONS["rotary_dim"], dim, features=features)
+    return RopeOptions(float(theta), dim, interleaved)  # type: ignore[arg-type]
 
 
 def check_positions(x: tuple[int, ...], positions: tuple[int, ...], values: list[float]) -> None:
@@ -185,10 +185,7 @@ def check_positions(x: tuple[int, ...], positions: tuple[int, ...], values: list
 
 def check_return_cache(return_cache: object) -> None:
     """return_cache is True or False: whether the layer also returns the grown cache."""
-    if not isinstance(return_cache, bool):
-        raise AttentionInputError(
-            "value", f"return_cache must be a boolean, got {describe_value(return_cache)}"
-        )
+    check_option(LAYER_OPTIONS["return_cache"], return_cache)
 
 
 def check_past(

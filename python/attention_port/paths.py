@@ -27,7 +27,7 @@ PORT_TABLE = CONTRACT / "ports.json"  # every port, declared once (port_table.py
 SCHEMA_DIR = FIXTURES / "schema"
 TYPESCRIPT_SRC = DATA_ROOT / "typescript" / "src"
 TYPESCRIPT_RUNNERS = DATA_ROOT / "typescript" / "runners"
-TYPESCRIPT_CLI = TYPESCRIPT_RUNNERS / "cli.ts"  # runs a TypeScript port on the fixtures (node.py)
+TYPESCRIPT_CLI = TYPESCRIPT_RUNNERS / "cli.ts"  # runs and judges the TypeScript ports (node.py)
 CHECK_TS = TYPESCRIPT_RUNNERS / "check.ts"  # runs a learner's JavaScript or TypeScript (learner/runner.py)
 # What check and a learner's process say to each other, read by both (learner/protocol.py).
 LEARNER_PROTOCOL = CONTRACT / "learner-protocol.json"

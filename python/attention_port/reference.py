@@ -29,13 +29,13 @@ from attention_port.inputs import (
     DEFAULT_MEMORY_LIMIT,
     AttentionInputError,
     check_options,
-    check_query_offset,
     check_shapes,
     check_size,
     resolve_scale,
     to_array,
     to_mask_array,
 )
+from attention_port.key_range import key_range, visible_keys
 
 __all__ = [
     "AttentionInputError",
@@ -95,8 +95,14 @@ def attention_steps(
     query_offset: the position of query row 0 among the keys for is_causal (0: torch's top-left
     rule; Lk - Lq: its causal_lower_right, a decode step after Lk - Lq cached tokens), and
     memory_limit: the most bytes the steps may need (kind "size" above it; see inputs.py)."""
-    check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
-    query_offset = check_query_offset(query_offset)
+    query_offset = check_options(
+        is_causal=is_causal,
+        scale=scale,
+        enable_gqa=enable_gqa,
+        softcap=softcap,
+        query_offset=query_offset,
+        memory_limit=memory_limit,
+    )["query_offset"]  # an int
     query = to_array("query", query, memory_limit)  # [B..., Hq, Lq, E]
     key = to_array("key", key, memory_limit)  # [B..., Hkv, Lk, E]
     value = to_array("value", value, memory_limit)  # [B..., Hkv, Lk, Ev]
@@ -126,10 +132,11 @@ def attention_steps(
 
     # Step 3: mask. A disallowed cell becomes -inf, so exp() makes its weight exactly 0.
     allowed = np.ones(logits.shape, dtype=bool)  # [B..., Hq, Lq, Lk]
-    if is_causal:
-        # Query i sits at position i + query_offset and may look at keys j <= i + query_offset only
-        # (offset 0 is torch's top-left rule; a decode step after P cached keys has offset P).
-        allowed &= np.tri(shapes.query_length, shapes.key_length, k=query_offset, dtype=bool)  # [Lq, Lk]
+    # key_range.py decides which keys each row sees. With is_causal, query i sits at position
+    # i + query_offset and may look at keys j <= i + query_offset only (offset 0 is torch's
+    # top-left rule; a decode step after P cached keys has offset P).
+    keys = key_range(shapes, is_causal=is_causal, query_offset=query_offset)
+    allowed &= visible_keys(keys)  # [B..., 1, Lq, Lk]
     if mask is not None and mask.dtype == bool:
         allowed &= mask  # True = may attend; broadcasts numpy-style
     elif mask is not None:

@@ -55,7 +55,6 @@ from attention_port.inputs import (
     AttentionInputError,
     AttentionShapes,
     check_options,
-    check_query_offset,
     check_shapes,
     check_size,
     check_tensor,
@@ -63,6 +62,7 @@ from attention_port.inputs import (
     to_array,
     to_mask_array,
 )
+from attention_port.key_range import KeyRange, key_range, visible_keys
 
 try:
     import torch
@@ -238,8 +238,10 @@ def _prepare(
     memory_limit=DEFAULT_MEMORY_LIMIT, *, query_offset=0,
 ):  # fmt: skip
     """Check every input exactly as reference.py does, then put them on one device in one dtype."""
-    check_options(is_causal, scale, enable_gqa, softcap, memory_limit)
-    query_offset = check_query_offset(query_offset)
+    query_offset = check_options(
+        is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, softcap=softcap,
+        query_offset=query_offset, memory_limit=memory_limit,
+    )["query_offset"]  # fmt: skip
     _check_device_and_dtype(device, dtype)  # the torch port's own options
     query = _checked("query", query, memory_limit)  # [B..., Hq, Lq, E]
     key = _checked("key", key, memory_limit)  # [B..., Hkv, Lk, E]
@@ -340,12 +342,11 @@ def attention_steps(
 
     # Step 3: mask. A disallowed cell becomes -inf, so exp() makes its weight exactly 0.
     allowed = torch.ones(logits.shape, dtype=torch.bool, device=logits.device)  # [B..., Hq, Lq, Lk]
-    if is_causal:
-        # Query i sits at position i + query_offset and may look at keys j <= i + query_offset only
-        # (offset 0 is torch's top-left rule; a decode step after P cached keys has offset P).
-        allowed &= _causal_allowed(
-            shapes.query_length, shapes.key_length, query_offset, logits.device
-        )  # [Lq, Lk]
+    # key_range.py decides which keys each row sees. With is_causal, query i sits at position
+    # i + query_offset and may look at keys j <= i + query_offset only (offset 0 is torch's
+    # top-left rule; a decode step after P cached keys has offset P).
+    keys = key_range(shapes, is_causal=is_causal, query_offset=query_offset)
+    allowed &= _visible_keys(keys, logits.device)  # [B..., 1, Lq, Lk]
     if mask is not None and mask.dtype == torch.bool:
         allowed &= mask  # True = may attend; broadcasts numpy-style
     elif mask is not None:
@@ -365,13 +366,10 @@ def attention_steps(
     return AttentionSteps(scores=scores, logits=logits, weights=weights, output=output)
 
 
-def _causal_allowed(
-    query_length: int, key_length: int, query_offset: int, device: torch.device
-) -> torch.Tensor:
-    """[Lq, Lk] booleans, True where key j <= query i + query_offset: numpy's np.tri(Lq, Lk, k)."""
-    i = torch.arange(query_length, device=device).unsqueeze(-1)  # [Lq, 1]
-    j = torch.arange(key_length, device=device).unsqueeze(0)  # [1, Lk]
-    return j <= i + query_offset  # [Lq, Lk]
+def _visible_keys(keys: KeyRange, device: torch.device) -> torch.Tensor:
+    """key_range.py's visible_keys on the device: [B..., 1, Lq, Lk] booleans, True where query row i
+    sees key j."""
+    return torch.from_numpy(visible_keys(keys)).to(device)  # [B..., 1, Lq, Lk]
 
 
 def scaled_dot_product_attention(
@@ -458,9 +456,8 @@ def torch_sdpa(
     shapes = inputs.shapes
     if is_causal and (mask is not None or inputs.query_offset != 0):
         # Fold the causal rule into the mask: a cell is allowed only if both allow it.
-        causal = _causal_allowed(
-            shapes.query_length, shapes.key_length, inputs.query_offset, query.device
-        )  # [Lq, Lk]
+        keys = key_range(shapes, is_causal=True, query_offset=inputs.query_offset)
+        causal = _visible_keys(keys, query.device)  # [B..., 1, Lq, Lk]
         if mask is None:
             mask = causal
         else:

@@ -87,7 +87,5 @@ def test_the_typescript_ports_pass_or_the_case_is_outside_the_contract(tmp_path_
     cases = load_fixtures(folder)
     for name in TYPESCRIPT_PORTS:
         port = ports.typescript_port(folder, name)  # float64, or float32 for simd.ts's float32 port
-        answers = port.run(cases).answers
-        for case in cases:
-            verdict = compare.judge(case, name, port.dtype, answers[case.id])
+        for verdict in ports.judged(port, port.run(cases), {case.id: case for case in cases}):
             assert verdict.passed or verdict.outside, compare.format_verdict(verdict)

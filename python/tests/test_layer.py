@@ -4,6 +4,8 @@ nn.MultiheadAttention through them (agreeing where it is defined, NaN where it i
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -35,6 +37,51 @@ def test_python_ports_pass_every_layer_and_rope_case(port):
         if not v.passed
     ]
     assert not failed, compare.format_verdict(failed[0])
+
+
+def test_the_torch_layer_takes_the_numpy_layers_arguments_then_a_device_and_a_dtype():
+    for numpy_function, torch_function in (
+        (layer.multi_head_attention, torch_layer.multi_head_attention),
+        (layer.apply_rotary, torch_layer.apply_rotary),
+    ):
+        numpy_parameters = inspect.signature(numpy_function).parameters
+        torch_parameters = dict(inspect.signature(torch_function).parameters)
+        assert list(torch_parameters) == [*numpy_parameters, "device", "dtype"]
+        for name, parameter in numpy_parameters.items():
+            assert (parameter.kind, parameter.default) == (
+                torch_parameters[name].kind,
+                torch_parameters[name].default,
+            )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"attn_mask": [[True, False, True, True]] * 4, "softcap": 2.0, "scale": 0.7, "need_weights": True},
+        {"is_causal": True, "rope": {"interleaved": True}, "need_weights": True, "return_cache": True},
+        {
+            "is_causal": True,
+            "past_key": np.ones((2, 3, 2)),
+            "past_value": np.ones((2, 3, 3)),
+            "return_cache": True,
+        },
+    ],
+    ids=["mask", "rope", "cache"],
+)
+def test_the_torch_layer_hands_every_argument_to_the_six_steps_as_numpys_does(options):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 6))
+    weights = {"w_q": rng.standard_normal((8, 6)), "w_k": rng.standard_normal((4, 6)),
+               "w_v": rng.standard_normal((6, 6)), "w_o": rng.standard_normal((5, 12)),
+               "b_q": rng.standard_normal(8), "b_k": rng.standard_normal(4),
+               "b_v": rng.standard_normal(6), "b_o": rng.standard_normal(5)}  # fmt: skip
+    arguments = {**weights, "num_heads": 4, "num_kv_heads": 2, **options}
+    ours = vars(layer.multi_head_attention(x, **arguments))
+    theirs = vars(torch_layer.multi_head_attention(x, **arguments))
+    assert [n for n, a in ours.items() if a is not None] == [n for n, a in theirs.items() if a is not None]
+    for name, part in ours.items():
+        if part is not None:
+            assert theirs[name].dtype == torch.float64 and np.allclose(theirs[name].numpy(), part, rtol=1e-12)
 
 
 @pytest.mark.parametrize("case", VALID, ids=lambda c: c.id)

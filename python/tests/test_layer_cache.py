@@ -107,17 +107,19 @@ BY_ID = {c.id: c for c in CACHE_CASES}
 TRAPS = [c for c in CACHE_CASES if "cache_trap" in c.tags]
 
 
+class _NumpyOver(layer.NumpyCore):
+    """numpy's arrays with another attention core."""
+
+    def __init__(self, attention_steps):
+        self.attention_steps = attention_steps
+
+
 def _answer(case, core) -> PortAnswer:
     """The numpy layer on the case with its attention core replaced by `core`."""
     arguments = {n: v for n, v in case.inputs.items() if n not in ("x_q", "x_kv")}
-    saved = layer.attention_steps
-    layer.attention_steps = core
-    try:
-        result = layer.multi_head_attention(
-            case.inputs["x_q"], case.inputs["x_kv"], **arguments, **case.params
-        )
-    finally:
-        layer.attention_steps = saved
+    result = layer.layer_with(_NumpyOver(core))(
+        case.inputs["x_q"], case.inputs["x_kv"], **arguments, **case.params
+    )
     parts = {"output": result} if isinstance(result, np.ndarray) else vars(result)
     return PortAnswer(steps={n: x for n, x in parts.items() if x is not None})
 

@@ -11,7 +11,13 @@ let cases: readonly RawCase[] | null = null;
 
 /** Every fixture case, read once. */
 export function rawCases(): readonly RawCase[] {
-  cases ??= loadFixtures(DEFAULT_FIXTURES).map(
+  cases ??= rawCasesIn(DEFAULT_FIXTURES);
+  return cases;
+}
+
+/** The attention cases of a fixture folder (or only `caseIds`), checked against its manifest. */
+export function rawCasesIn(folder: string, caseIds?: Iterable<string>): RawCase[] {
+  return loadFixtures(folder, caseIds).map(
     ({ id, description, tags, inputs, params, expected, expectedError }): RawCase => ({
       id,
       description,
@@ -34,5 +40,4 @@ export function rawCases(): readonly RawCase[] {
       expectedError,
     }),
   );
-  return cases;
 }

@@ -9,7 +9,8 @@
  *
  * loadCases gives the cases (all, or by level or tag), judge holds one answer to one case, and
  * runCases calls a function the way the ports are called, fn(query, key, value, { attnMask,
- * isCausal, scale, enableGqa, softcap }), on every case and judges each answer. The verdict is
+ * isCausal, scale, enableGqa, softcap, ... }) with the options the case holds, on every case and
+ * judges each answer. The verdict is
  * compare.py's: "pass", "fail", or "outside" where the contract defines no answer in that dtype.
  * The Python twin is attention_port.conformance (load_cases, judge, run_cases).
  *
@@ -18,7 +19,8 @@
  */
 
 import { nest } from "../src/batching.ts";
-import type { ErrorKind } from "../src/inputs.ts";
+import type { FixtureOptions } from "../src/generated/options.ts";
+import type { AttentionOptions, ErrorKind } from "../src/inputs.ts";
 import { rawCases } from "./fixture-data.ts";
 import {
   cellName,
@@ -61,14 +63,9 @@ export interface TestCase {
     readonly value: unknown;
     readonly attnMask: unknown;
   };
-  /** The options as the ports take them. */
-  readonly options: {
-    readonly isCausal: unknown;
-    readonly scale: unknown;
-    readonly enableGqa: unknown;
-    readonly softcap: unknown;
-    readonly queryOffset?: unknown; // a decode case's (its fixture names it only then)
-  };
+  /** The options as the ports take them: those the case's fixture holds (queryOffset only where a
+   * decode case sets it), as contract/options.json declares them. */
+  readonly options: FixtureOptions;
   readonly expected: Expected;
   /** What the judge reads of a valid case (the inputs flat); null for an invalid one. */
   readonly rule: RuleCase | null;
@@ -122,7 +119,9 @@ function portForm(tensor: RawTensor): unknown {
     : nest(tensor.data, tensor.shape);
 }
 
-function testCase(raw: RawCase): TestCase {
+/** One stored case as the kit gives it (loadCases gives the package's; a reader of another
+ * fixture folder makes its own). */
+export function testCase(raw: RawCase): TestCase {
   const about = { id: raw.id, level: levelOf(raw.tags), tags: raw.tags, description: raw.description };
   if (raw.expected === null) {
     const error = raw.expectedError as NonNullable<RawCase["expectedError"]>;
@@ -366,7 +365,8 @@ export function judge(test: TestCase, actual: unknown, options: JudgeOptions = {
 }
 
 /** A function under test, called as the ports are: fn(query, key, value, { attnMask, isCausal,
- * scale, enableGqa, softcap }); it returns the output (or its steps), maybe as a promise, or throws. */
+ * scale, enableGqa, softcap, ... }), any option of AttentionOptions; it returns the output (or its
+ * steps), maybe as a promise, or throws. */
 // As a method's type, whose parameters TypeScript checks both ways: a port typed for nested
 // number[][] (the cases' usual form) is accepted, though a case may hand it anything.
 export type AttentionFunction = {
@@ -374,13 +374,7 @@ export type AttentionFunction = {
     query: unknown,
     key: unknown,
     value: unknown,
-    options?: {
-      readonly attnMask?: unknown;
-      readonly isCausal?: unknown;
-      readonly scale?: unknown;
-      readonly enableGqa?: unknown;
-      readonly softcap?: unknown;
-    },
+    options?: { readonly [Name in keyof AttentionOptions]?: unknown },
   ): unknown;
 }["call"];
 

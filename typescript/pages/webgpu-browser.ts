@@ -3,7 +3,7 @@
  * in headless Chromium, through playwright, to verify and to time the port.
  *
  *     attentionPort.runFixtureCases()  every fixture case written into the page, in one device:
- *                                      the results document of cli.ts (results.ts), as a string
+ *                                      every answer, in a reply as cli.ts's (results.ts), as a string
  *     attentionPort.bench(plan)        time one port call per cell on the given inputs
  *     attentionPort.adapter()          the adapter the port runs on, described
  *     attentionPort.attend(call)       one call on nested arrays, for the tests
@@ -18,7 +18,7 @@
 
 import type { FixtureTensor } from "../runners/fixtures.ts";
 import { type LayerCase, runLayerCase } from "../runners/layer-cases.ts";
-import { flatMask, float32Tensor, stepsJson, thrownJson } from "../runners/results.ts";
+import { flatMask, float32Tensor, replyJson, stepsJson, thrownJson } from "../runners/results.ts";
 import { type LayerOptions, type LayerParams, type LayerResult, layerWithAsync } from "../src/layer.ts";
 import {
   type AdapterDescription,
@@ -107,20 +107,17 @@ async function answer(port: WebGpuAttention, c: PageCase | PageLayerCase): Promi
   }
 }
 
-/** Every case in the page, one after the other on one device: cli.ts's results document. */
+/** Every case in the page, one after the other on one device: a reply as cli.ts's, every case's
+ * answer in it (the page judges none), and the adapter it ran on. */
 async function runFixtureCases(): Promise<string> {
   const port = await device();
   const cases = globalThis.WEBGPU_CASES ?? [];
   const start = performance.now();
-  const answers: string[] = [];
+  const answers: Record<string, string> = {};
   for (const c of cases) {
-    answers.push(`    ${JSON.stringify(c.id)}: ${await answer(port, c)}`);
+    answers[c.id] = await answer(port, c);
   }
-  const elapsed = performance.now() - start;
-  return (
-    `{\n  "port": "webgpu",\n  "adapter": ${JSON.stringify(port.adapter.summary)},\n` +
-    `  "elapsed_ms": ${elapsed.toFixed(3)},\n  "cases": {\n${answers.join(",\n")}\n  }\n}\n`
-  );
+  return replyJson("webgpu", performance.now() - start, {}, answers, { adapter: port.adapter.summary });
 }
 
 /** One cell of the bench: warm up, then time whole calls (upload, dispatch, read back) as

@@ -1,43 +1,60 @@
 /**
- * Run a TypeScript port on the fixtures and write its answers for the Python harness to judge.
+ * Run and judge the TypeScript ports on the fixtures, in one Node process that serves the Python
+ * harness (python/attention_port/harness/node.py) one port at a time:
  *
- *     node typescript/runners/cli.ts run --fixtures fixtures --out results.json [--port typescript] [--case ID]...
+ *     node typescript/runners/cli.ts serve [--fixtures DIR]
  *
- * The results document (read by python/attention_port/harness/node.py and runners.py):
- *     {"port": "typescript", "elapsed_ms": 12.3, "cases": {id: answer}}
- * where an answer is {"scores", "logits", "weights", "output"} (each {"shape", "data"}, data flat row-major),
- * {"error": {"kind", "message"}} for an AttentionInputError, or {"crash": "..."} for anything else.
- * Numbers are written as in the fixtures ("NaN", "Infinity", "-Infinity"), and -0.0 keeps its sign.
- * --port names a row of the port table (ports.json) that runs in Node. A port that records its own
- * steps (attention.ts, flash.ts) runs through its attentionSteps, and every step is written. One
- * that does not (simd.ts: its kernel keeps no scores, logits or weights, and its attentionSteps
- * returns the readable port's) has its output alone written, so verify judges only what it
- * computed and names no first diverging step for it. A port whose row computes in float32 runs its
- * flat entry on Float32Array inputs (float32 arithmetic) and writes the output only.
- * The CLI judges nothing (compare.py does). Exit codes: 0 the results are written (a case that
- * threw is recorded in them); 2 it cannot run: bad command-line usage or a fixture folder that
- * cannot be used, said in one line on stderr.
+ * Each line on stdin asks for one port: {"port": "typescript", "cases": [id, ...] or null (every
+ * case), "every_answer": false}. Each line on stdout answers one (results.ts writes it):
+ *     {"port", "elapsed_ms", "verdicts": {id: verdict}, "answers": {id: answer}}
+ * The fixture folder is read and checked against its manifest once per process, each case the
+ * first time a request names it, and shared by every port after. An attention case is called
+ * through the conformance kit's `call` and judged by its `judge` (typescript/conformance/, held to
+ * compare.py by a test) in the dtype of the port's row: a clean pass or a case outside the contract
+ * crosses as its verdict alone. The answer itself crosses where Python has more to say of it: a
+ * failure (verify's report words it, step by step), an error (compare.py checks the message's
+ * words as well as its kind), a layer or RoPE case (the kit has no layer rule), and with
+ * every_answer every attention case (verify's typescript~torch cross-check holds the answers to
+ * torch's). A request that cannot be served (an unknown port or case, a fixture file that fails
+ * its check) is answered {"port", "problem": "..."}; the process stays up for the next.
+ *
+ * --port's table is contract/ports.json: what this runner needs to know of a port is a property of
+ * its row, never its name. A port that records its own steps (attention.ts, flash.ts) is called
+ * through its attentionSteps, and every step is judged. One that does not (simd.ts: its kernel
+ * keeps no scores, logits or weights, and its attentionSteps returns the readable port's) gives its
+ * output alone, so only what it computed is judged and no first diverging step is named for it. A
+ * port whose row computes in float32 runs its flat entry on Float32Array inputs (float32
+ * arithmetic) and gives the output only; an invalid case goes through its nested entry, whose
+ * checks are the same. Exit codes: 0 stdin closed; 2 bad command-line usage, said in one line on
+ * stderr.
  */
 
 import { readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { type FlatTensor, oneLine } from "../src/inputs.ts";
+import { rawCasesIn } from "../conformance/fixture-data.ts";
+import {
+  type AttentionFunction,
+  call,
+  judge,
+  type TestCase,
+  testCase,
+  type Verdict,
+} from "../conformance/kit.ts";
+import type { FlatMask, FlatTensor } from "../src/inputs.ts";
+import { oneLine } from "../src/inputs.ts";
 import { type AttentionCore, layerWith } from "../src/layer.ts";
-import { writeAtomic } from "./files.ts";
 import {
   DEFAULT_FIXTURES,
-  type FixtureCase,
   FixtureError,
   type FixtureTensor,
   type LayerFixtureCase,
-  loadFixtures,
   loadLayerFixtures,
-  portTensor,
 } from "./fixtures.ts";
-import { runLayerCase } from "./layer-cases.ts";
-import { flatMask, float32Tensor, type StepsLike, stepsJson, thrownJson } from "./results.ts";
+import { type LayerCase, runLayerCase } from "./layer-cases.ts";
+import { answerJson, flat, flatMask, float32Tensor, replyJson, thrownJson } from "./results.ts";
 
-export { flat, numberJson, tensorJson } from "./results.ts";
+export { numberJson } from "./results.ts";
 
 /** A row of the port table (contract/ports.json, read by the Python harness
  * too): what this runner needs to know of a port is a property of its row, never its name. */
@@ -48,29 +65,69 @@ interface PortRow {
   // bundles it) and its Node entry, simd-node.ts, reads the kernel from disk.
   node_entry: string | null;
   dtypes: string[]; // float32 first: the flat entry on Float32Array inputs
-  records_steps: boolean; // else only the output is written (the other steps are not the port's)
+  records_steps: boolean; // else only the output is judged (the other steps are not the port's)
   runs_in: "python" | "node" | "browser";
 }
 
 const TABLE_URL = new URL("../../contract/ports.json", import.meta.url);
-/** The ports --port can run: the table's rows that run in Node. */
+/** The ports a request can name: the table's rows that run in Node. */
 const PORTS: PortRow[] = (JSON.parse(readFileSync(TABLE_URL, "utf8")) as { ports: PortRow[] }).ports.filter(
   (row) => row.runs_in === "node",
 );
 
-type AttentionStepsFunction = (query: unknown, key: unknown, value: unknown, options: unknown) => StepsLike;
-/** One fixture case -> the port's steps (or it throws). */
-type CaseRunner = (c: FixtureCase) => StepsLike;
-
-const USAGE = `usage: node typescript/runners/cli.ts run [--fixtures DIR] --out FILE [--port ${PORTS.map((row) => row.name).join("|")}] [--case ID]...`;
+const USAGE = "usage: node typescript/runners/cli.ts serve [--fixtures DIR]  (one request per line on stdin)";
 
 class UsageError extends Error {}
 
-/** Bad usage or an unusable fixture folder: one line on stderr, and this exit code. */
+/** Bad usage: one line on stderr, and this exit code. */
 export const EXIT_CANNOT_RUN = 2;
 const HELP_HINT = "run with --help for usage";
 
-async function loadPort(row: PortRow): Promise<CaseRunner> {
+/** A port as the kit calls it: the function for one case (a float32 row's flat entry for a valid
+ * case, its nested entry for an invalid one), and its layer. */
+interface LoadedPort {
+  readonly row: PortRow;
+  readonly attention: (test: TestCase) => AttentionFunction;
+  readonly layer: (c: LayerCase) => string | Promise<string>;
+}
+
+type AttentionSteps = (
+  query: unknown,
+  key: unknown,
+  value: unknown,
+  options: unknown,
+) => {
+  readonly output: unknown;
+  readonly outputShape: readonly number[];
+};
+type FlatEntry = (query: FlatTensor, key: FlatTensor, value: FlatTensor, options: unknown) => FlatTensor;
+
+/** A tensor as the kit hands it over (nested arrays, or { shape, data } where a dim is zero), flat. */
+function flatForm(x: unknown): { shape: number[]; data: unknown[] } {
+  if (x !== null && typeof x === "object" && !Array.isArray(x)) {
+    const { shape, data } = x as { shape: readonly number[]; data: ArrayLike<unknown> };
+    return { shape: [...shape], data: Array.from(data) };
+  }
+  const shape: number[] = [];
+  for (let node = x; Array.isArray(node); node = node[0]) {
+    shape.push(node.length);
+  }
+  return { shape, data: flat(x) };
+}
+
+const float32 = (x: unknown): FlatTensor =>
+  float32Tensor(flatForm(x) as Pick<FixtureTensor, "shape" | "data">);
+
+/** A mask as the kit hands it over, in flat form (booleans as bytes, numbers as float64). */
+function maskOf(mask: unknown): FlatMask | null {
+  if (mask === null || mask === undefined) {
+    return null;
+  }
+  const { shape, data } = flatForm(mask);
+  return flatMask({ dtype: typeof data[0] === "boolean" ? "bool" : "float64", shape, data } as FixtureTensor);
+}
+
+async function loadPort(row: PortRow): Promise<LoadedPort> {
   const file = row.node_entry ?? row.module;
   let module: { attentionSteps?: unknown; scaledDotProductAttentionFlat?: unknown };
   try {
@@ -81,121 +138,137 @@ async function loadPort(row: PortRow): Promise<CaseRunner> {
   if (typeof module.attentionSteps !== "function") {
     throw new UsageError(`port '${row.name}' does not export attentionSteps`);
   }
-  const steps = module.attentionSteps as AttentionStepsFunction;
-  const nested: CaseRunner = (c) => {
-    const tensor = (x: unknown) => (c.expected === null || x === null ? x : portTensor(x as FixtureTensor));
-    return steps(tensor(c.inputs.query), tensor(c.inputs.key), tensor(c.inputs.value), {
-      attnMask: tensor(c.inputs.attnMask),
-      ...c.params,
-    });
-  };
+  const steps = module.attentionSteps as AttentionSteps;
+  const layer = layerWith(module.attentionSteps as AttentionCore);
+  const runLayer = (c: LayerCase) => runLayerCase(layer, c);
+  // The same checks and errors as attentionSteps; of its steps, only the kernel's output is kept
+  // (a port that keeps no scores, logits or weights returns the readable port's).
+  const nested: AttentionFunction = row.records_steps
+    ? steps
+    : (query, key, value, options) => {
+        const { output, outputShape } = steps(query, key, value, options);
+        return { output, scoresShape: [], outputShape };
+      };
   if (row.dtypes[0] !== "float32") {
-    if (row.records_steps) {
-      return nested;
+    return { row, attention: () => nested, layer: runLayer };
+  }
+  // A port in float32: its flat entry with Float32Array tensors, which computes in float32. (A
+  // float32 row has no float32 layer: its layer cases run its module's float64 attentionSteps.)
+  const entry = module.scaledDotProductAttentionFlat as FlatEntry;
+  const flatEntry: AttentionFunction = (query, key, value, options = {}) =>
+    entry(float32(query), float32(key), float32(value), { ...options, attnMask: maskOf(options.attnMask) });
+  return { row, attention: (test) => (test.rule === null ? nested : flatEntry), layer: runLayer };
+}
+
+/** A request from the harness. */
+interface Request {
+  readonly port: string;
+  readonly cases: readonly string[] | null;
+  readonly every_answer: boolean;
+}
+
+/** The fixture cases of one folder, each read and checked once, the first time it is asked for. */
+class FixtureFolder {
+  private readonly folder: string;
+  private readonly attention = new Map<string, TestCase>();
+  private readonly layer = new Map<string, LayerFixtureCase>();
+  private everything = false;
+
+  constructor(folder: string) {
+    this.folder = folder;
+  }
+
+  cases(ids: readonly string[] | null): { attention: TestCase[]; layer: LayerFixtureCase[] } {
+    const missing = ids?.filter((id) => !this.attention.has(id) && !this.layer.has(id));
+    if (ids === null ? !this.everything : (missing as string[]).length > 0) {
+      for (const raw of rawCasesIn(this.folder, missing)) {
+        this.attention.set(raw.id, testCase(raw));
+      }
+      for (const c of loadLayerFixtures(this.folder, missing)) {
+        this.layer.set(c.id, c);
+      }
+      this.everything ||= ids === null;
     }
-    // The same checks and errors as attentionSteps; of its steps, only the kernel's output is kept
-    // (a port that keeps no scores, logits or weights returns the readable port's).
-    return (c) => {
-      const { output, outputShape } = nested(c);
-      return { output, scoresShape: [], outputShape };
-    };
-  }
-  // A port in float32: its flat entry with Float32Array tensors, which computes in float32.
-  // It gives the output only (compare.py judges the output; the other steps are diagnostics).
-  // Invalid-input cases go through the nested entry, whose checks are the same.
-  const flat = module.scaledDotProductAttentionFlat as (
-    q: FlatTensor,
-    k: FlatTensor,
-    v: FlatTensor,
-    options: unknown,
-  ) => FlatTensor;
-  return (c) => {
-    if (c.expected === null) {
-      return nested(c);
-    }
-    const out = flat(
-      float32Tensor(c.inputs.query as FixtureTensor),
-      float32Tensor(c.inputs.key as FixtureTensor),
-      float32Tensor(c.inputs.value as FixtureTensor),
-      { attnMask: flatMask(c.inputs.attnMask as FixtureTensor | null), ...c.params },
-    );
-    return { output: Array.from(out.data), scoresShape: [], outputShape: out.shape };
-  };
-}
-
-/** The layer and RoPE cases' runner of a port: the shared layer over the port's attentionSteps
- * (a float32 row has no float32 layer: its layer cases run its module's float64 attentionSteps). */
-async function loadLayerPort(row: PortRow): Promise<(c: LayerFixtureCase) => string> {
-  const file = row.node_entry ?? row.module;
-  const module = (await import(new URL(`../../${file}`, import.meta.url).href)) as {
-    attentionSteps: AttentionCore;
-  };
-  const layer = layerWith(module.attentionSteps);
-  return (c) => runLayerCase(layer, c) as string;
-}
-
-function layerAnswer(run: (c: LayerFixtureCase) => string, c: LayerFixtureCase): string {
-  try {
-    return run(c);
-  } catch (error) {
-    return thrownJson(error);
+    const pick = <T>(table: Map<string, T>) =>
+      ids === null ? [...table.values()] : ids.flatMap((id) => table.get(id) ?? []);
+    return { attention: pick(this.attention), layer: pick(this.layer) };
   }
 }
 
-/** One case's answer, as a JSON text. */
-function answer(run: CaseRunner, c: FixtureCase): string {
-  try {
-    return stepsJson(run(c));
-  } catch (error) {
-    return thrownJson(error);
-  }
-}
-
-async function runCommand(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      fixtures: { type: "string", default: DEFAULT_FIXTURES },
-      out: { type: "string" },
-      port: { type: "string", default: "typescript" },
-      case: { type: "string", multiple: true },
-    },
-    strict: true,
-  });
-  if (values.out === undefined) {
-    throw new UsageError(`--out is required; ${HELP_HINT}`);
-  }
-  const row = PORTS.find((candidate) => candidate.name === values.port);
+/** One request's reply line: every case run and judged (see the header for what crosses). */
+async function serveRequest(
+  request: Request,
+  folder: FixtureFolder,
+  loaded: Map<string, Promise<LoadedPort>>,
+): Promise<string> {
+  const row = PORTS.find((candidate) => candidate.name === request.port);
   if (row === undefined) {
     const known = PORTS.map((candidate) => candidate.name).join(", ");
-    throw new UsageError(`unknown port '${values.port}' (known: ${known})`);
+    throw new UsageError(`unknown port '${String(request.port)}' (known: ${known})`);
   }
-  const port = row.name;
-  const run = await loadPort(row);
-  const cases = loadFixtures(values.fixtures, values.case);
+  if (!loaded.has(row.name)) {
+    loaded.set(row.name, loadPort(row));
+  }
+  const port = await (loaded.get(row.name) as Promise<LoadedPort>);
+  const { attention, layer } = folder.cases(request.cases);
+  const dtype = row.dtypes[0] as "float64" | "float32";
   const start = performance.now();
-  const layerCases = loadLayerFixtures(values.fixtures, values.case);
-  const runLayer = await loadLayerPort(row);
-  const answers = [
-    ...cases.map((c) => `    ${JSON.stringify(c.id)}: ${answer(run, c)}`),
-    ...layerCases.map((c) => `    ${JSON.stringify(c.id)}: ${layerAnswer(runLayer, c)}`),
-  ];
-  const elapsed = performance.now() - start;
-  const document =
-    `{\n  "port": ${JSON.stringify(port)},\n  "elapsed_ms": ${elapsed.toFixed(3)},\n` +
-    `  "cases": {\n${answers.join(",\n")}\n  }\n}\n`;
-  try {
-    writeAtomic(values.out, document); // never half a results file
-  } catch (error) {
-    throw new UsageError(`cannot write --out ${values.out} (${(error as Error).message})`);
+  const verdicts: Record<string, Verdict> = {};
+  const answers: Record<string, string> = {};
+  for (const test of attention) {
+    const got = await call(port.attention(test), test);
+    const verdict = judge(test, got, { dtype, matchKind: true });
+    const clean =
+      !(got instanceof Error) && verdict.verdict !== "fail" && verdict.steps.every((s) => s.passed);
+    if (clean) {
+      verdicts[test.id] = verdict;
+    }
+    if (!clean || request.every_answer) {
+      answers[test.id] = answerJson(got);
+    }
+  }
+  for (const c of layer) {
+    try {
+      answers[c.id] = await port.layer(c);
+    } catch (error) {
+      answers[c.id] = thrownJson(error);
+    }
+  }
+  return replyJson(row.name, performance.now() - start, verdicts, answers);
+}
+
+async function serveCommand(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { fixtures: { type: "string", default: DEFAULT_FIXTURES } },
+    strict: true,
+  });
+  const folder = new FixtureFolder(values.fixtures);
+  const loaded = new Map<string, Promise<LoadedPort>>();
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (line.trim() === "") {
+      continue;
+    }
+    let request: Request | null = null;
+    let reply: string;
+    try {
+      request = JSON.parse(line) as Request;
+      reply = await serveRequest(request, folder, loaded);
+    } catch (error) {
+      if (!(error instanceof UsageError || error instanceof FixtureError || error instanceof SyntaxError)) {
+        throw error;
+      }
+      reply = JSON.stringify({ port: request?.port ?? null, problem: oneLine(error.message) });
+    }
+    process.stdout.write(`${reply}\n`);
   }
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
-    if (command === "run") {
-      await runCommand(rest);
+    if (command === "serve") {
+      await serveCommand(rest);
       return 0;
     }
     if (command === "--help" || command === "-h") {
@@ -207,7 +280,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw new UsageError(`unknown command '${command}'; ${HELP_HINT}`);
   } catch (error) {
-    if (error instanceof UsageError || error instanceof FixtureError) {
+    if (error instanceof UsageError) {
       console.error(`attention-port (typescript): ${oneLine(error.message)}`);
       return EXIT_CANNOT_RUN;
     }

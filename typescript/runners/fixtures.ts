@@ -17,6 +17,7 @@ import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { nest } from "../src/batching.ts";
+import { FIXTURE_OPTIONS, type FixtureOptions } from "../src/generated/options.ts";
 import type { ErrorKind } from "../src/inputs.ts";
 
 export const MANIFEST_FORMAT = "attention-port-fixtures";
@@ -89,14 +90,7 @@ export interface FixtureCase {
     readonly value: unknown;
     readonly attnMask: unknown;
   };
-  readonly params: {
-    readonly isCausal: unknown;
-    readonly scale: unknown;
-    readonly enableGqa: unknown;
-    readonly softcap: unknown;
-    /** Only where the case sets it (its fixture then holds query_offset). */
-    readonly queryOffset?: unknown;
-  };
+  readonly params: FixtureOptions; // the options the file holds (contract/options.json)
   readonly expected: ExpectedValues | null;
   readonly expectedError: { readonly kind: ErrorKind; readonly message: string } | null;
 }
@@ -149,9 +143,7 @@ interface CaseDocument {
   readonly description: string;
   readonly tags: string[];
   readonly inputs: Readonly<Record<"query" | "key" | "value" | "attn_mask", TensorDocument | null>>;
-  readonly params: Readonly<Record<"is_causal" | "scale" | "enable_gqa" | "softcap", unknown>> & {
-    readonly query_offset?: unknown;
-  };
+  readonly params: Readonly<Record<string, unknown>>; // by the options' Python names
   readonly expected?: Readonly<Record<StepName, TensorDocument>> & { readonly score_bound: number | string };
   readonly expected_error?: { readonly kind: ErrorKind; readonly message: string };
 }
@@ -255,13 +247,12 @@ function readCase(path: string, data: Buffer, id: string): FixtureCase {
     tags: document.tags,
     path,
     inputs: { query: input("query"), key: input("key"), value: input("value"), attnMask: input("attn_mask") },
-    params: {
-      isCausal: decodeNumbers(params.is_causal),
-      scale: decodeNumbers(params.scale),
-      enableGqa: decodeNumbers(params.enable_gqa),
-      softcap: decodeNumbers(params.softcap),
-      ...("query_offset" in params ? { queryOffset: decodeNumbers(params.query_offset) } : {}),
-    },
+    params: Object.fromEntries(
+      FIXTURE_OPTIONS.filter(({ python }) => python in params).map(({ python, javascript }) => [
+        javascript,
+        decodeNumbers(params[python]),
+      ]),
+    ) as unknown as FixtureOptions,
     expected: expected
       ? {
           scores: step(expected, "scores"),

@@ -1,8 +1,9 @@
 /**
  * The protocol between `attention-port check` and the Node process that runs a learner's code
  * (check.ts). python/attention_port/learner/protocol.py tells it in full; the names both sides must
- * agree on (the steps, the options, each message's fields) are in learner-protocol.json, which this
- * module and protocol.py both load, by their Python names: the vocabulary gives their JavaScript ones.
+ * agree on (the steps, each message's fields) are in learner-protocol.json, which this module and
+ * protocol.py both load, by their Python names: the vocabulary gives their JavaScript ones. The
+ * options a request may set, with both their names, are options.json's.
  *
  * In short: the process is given the learner's module path and the number of its answer file
  * descriptor, on which it writes {"hello"} or {"fatal"} and then one answer line per request; the
@@ -14,12 +15,11 @@
 
 import { readFileSync } from "node:fs";
 
-import { javascriptName } from "../src/vocabulary.ts";
+import { FIXTURE_OPTIONS } from "../src/generated/options.ts";
 import { decodeNumbers, type FixtureTensor } from "./fixtures.ts";
 
 interface Protocol {
   readonly steps: readonly string[];
-  readonly options: readonly string[];
   readonly threw: readonly (keyof Threw)[];
   readonly layerSteps: readonly string[];
 }
@@ -30,9 +30,9 @@ const PROTOCOL = JSON.parse(
 
 export const STEP_NAMES: readonly string[] = PROTOCOL.steps;
 /** The options a request may set, by their Python names (the fixtures'), and as a learner's
- * options object spells them. */
+ * options object spells them: those a fixture case holds (contract/options.json). */
 export const OPTION_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
-  PROTOCOL.options.map((name) => [name, javascriptName(name)]),
+  FIXTURE_OPTIONS.map(({ python, javascript }) => [python, javascript]),
 );
 /** What a layer's answer may hold, by the harness's names: output, weights, present_key and
  * present_value (the object's presentKey and presentValue). */

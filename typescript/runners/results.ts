@@ -1,7 +1,9 @@
 /**
- * The results document a TypeScript port's run writes for the Python harness (cli.ts under Node,
- * webgpu-browser.ts in a browser), and the float32 form of a fixture case's inputs. Nothing here
- * touches Node's modules, so a browser bundle can hold it.
+ * What a TypeScript port's run sends the Python harness: one reply per port (replyJson). cli.ts
+ * under Node judges its ports itself: the kit's verdicts, and the answers that cross (cli.ts's
+ * header says which). The WebGPU page (webgpu-browser.ts), which judges nothing, sends every
+ * answer. Also the float32 form of a fixture case's inputs. Nothing here touches Node's modules,
+ * so a browser bundle can hold it.
  *
  * An answer is {"scores", "logits", "weights", "output"} (each {"shape", "data"}, data flat
  * row-major; a port that gives the output only writes "output" alone), {"error": {"kind",
@@ -9,6 +11,7 @@
  * written as in the fixtures ("NaN", "Infinity", "-Infinity"), and -0.0 keeps its sign.
  */
 
+import type { Verdict } from "../conformance/kit.ts";
 import { AttentionInputError, type FlatMask, type FlatTensor } from "../src/inputs.ts";
 import type { FixtureTensor } from "./fixtures.ts";
 
@@ -68,8 +71,61 @@ export function thrownJson(error: unknown): string {
   return JSON.stringify({ crash: text });
 }
 
+/** One answer as what a port gave: its steps, a flat tensor (a flat entry's output), or the Error
+ * it threw (as the kit's `call` gives it). */
+export function answerJson(got: unknown): string {
+  if (got instanceof Error) {
+    return thrownJson(got);
+  }
+  if (got !== null && typeof got === "object" && "shape" in got && "data" in got) {
+    const { shape, data } = got as FlatTensor;
+    return `{"output": ${tensorJson(shape, data)}}`;
+  }
+  return stepsJson(got as StepsLike);
+}
+
+/** A value of the verdict exchange as JSON, its numbers written as numberJson writes them. */
+function exchangeJson(value: unknown): string {
+  if (typeof value === "number") {
+    return numberJson(value);
+  }
+  if (Array.isArray(value)) {
+    return `[${value.map(exchangeJson).join(", ")}]`;
+  }
+  if (value !== null && typeof value === "object") {
+    const fields = Object.entries(value).map(([name, x]) => `${JSON.stringify(name)}: ${exchangeJson(x)}`);
+    return `{${fields.join(", ")}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** One port's reply to the harness, on one line: the verdict on each case that passed cleanly or
+ * is outside the contract (what of the kit's Verdict the report reads: verdict, problem and the
+ * steps' checks), the answers (JSON texts) that cross, by case id, and what else it says of the run
+ * (`about`: the WebGPU page's adapter). */
+export function replyJson(
+  port: string,
+  elapsedMs: number,
+  verdicts: Readonly<Record<string, Verdict>>,
+  answers: Readonly<Record<string, string>>,
+  about: Readonly<Record<string, string>> = {},
+): string {
+  const judged = Object.entries(verdicts).map(
+    ([id, { verdict, problem, steps }]) =>
+      `${JSON.stringify(id)}: ${exchangeJson({ verdict, problem, steps })}`,
+  );
+  const given = Object.entries(answers).map(([id, answer]) => `${JSON.stringify(id)}: ${answer}`);
+  const said = Object.entries(about).map(
+    ([name, text]) => `, ${JSON.stringify(name)}: ${JSON.stringify(text)}`,
+  );
+  return (
+    `{"port": ${JSON.stringify(port)}${said.join("")}, "elapsed_ms": ${elapsedMs.toFixed(3)},` +
+    ` "verdicts": {${judged.join(", ")}}, "answers": {${given.join(", ")}}}`
+  );
+}
+
 /** A valid case's tensor as a float32 port takes it: flat, its values rounded to float32. */
-export function float32Tensor(tensor: FixtureTensor): FlatTensor {
+export function float32Tensor(tensor: Pick<FixtureTensor, "shape" | "data">): FlatTensor {
   return { shape: tensor.shape, data: Float32Array.from(tensor.data as number[]) };
 }
 

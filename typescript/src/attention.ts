@@ -11,7 +11,7 @@
  * Part 2, below it, extends it to the whole contract of
  * torch.nn.functional.scaled_dot_product_attention: input checks, batch dims, heads and
  * grouped-query heads (see docs/design.md). Its imports stand at its start, not above the lesson,
- * which needs none.
+ * though the lesson reads one of them: key-range.ts, which decides which keys each row may see.
  *
  * Dimension letters:
  *     Lq    query length (rows)     Lk   key/value length (the axis softmax runs over)
@@ -81,6 +81,8 @@ export interface HeadOptions {
   readonly isCausal?: boolean;
   /** The position of query row 0 among the keys, for isCausal (0: top-left). */
   readonly queryOffset?: number;
+  /** Which keys each query row may see (key-range.ts); given, it stands for isCausal and queryOffset. */
+  readonly keys?: RowKeys;
   /** Multiplies the scores; defaults to 1/sqrt(E). */
   readonly scale?: number;
   /** If > 0, logits become softcap * tanh(logits / softcap). */
@@ -104,6 +106,7 @@ export function attentionHead(
 ): HeadSteps {
   const E = query[0]?.length ?? 0;
   const { mask = null, isCausal = false, queryOffset = 0, scale = 1 / Math.sqrt(E), softcap = 0 } = options;
+  const keys = options.keys ?? rowKeys({ isCausal, queryOffset }, query.length, key.length);
 
   // Step 1: scores. How well each query matches each key: a dot product per (query, key) pair.
   const scores = matMul(query, transpose(key)); // [Lq, E] · [E, Lk] -> [Lq, Lk]
@@ -120,11 +123,12 @@ export function attentionHead(
   // Step 3: mask. A disallowed cell becomes -Infinity, so exp() makes its weight exactly 0.
   for (let i = 0; i < logits.length; i++) {
     for (let j = 0; j < logits[i].length; j++) {
-      // Query i sits at position i + queryOffset and may look at keys j <= i + queryOffset only
-      // (offset 0 is torch's top-left rule; a decode step after P cached keys has offset P).
-      const causalAllows = !isCausal || j <= i + queryOffset;
+      // key-range.ts decides which keys each row sees. With isCausal, query i sits at position
+      // i + queryOffset and may look at keys j <= i + queryOffset only (offset 0 is torch's
+      // top-left rule; a decode step after P cached keys has offset P).
+      const visible = seesKey(keys, i, j);
       const cell = mask === null ? true : mask[i][j];
-      if (cell === false || !causalAllows) {
+      if (cell === false || !visible) {
         logits[i][j] = -Infinity; // never a sentinel like -1e9: that is just a number
       } else if (typeof cell === "number") {
         logits[i][j] += cell; // a numeric mask is added: -Infinity in it masks, a finite value is a bias
@@ -168,6 +172,7 @@ import {
   toArray,
   toMaskArray,
 } from "./inputs.ts";
+import { keyRange, type RowKeys, rowKeys, seesKey, sliceKeys } from "./key-range.ts";
 
 export type { AttentionOptions, AttentionSteps, ErrorKind, MaskInput, NestedArray, TensorInput };
 export { AttentionInputError, ERROR_KINDS };
@@ -200,7 +205,8 @@ export function attentionSteps(
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
   checkSize(shapes, memoryLimit); // before the [B..., Hq, Lq, Lk] steps are allocated
   const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = shapes;
-  const headOptions = { isCausal, queryOffset, softcap, scale: resolveScale(scale, E) };
+  const headOptions = { softcap, scale: resolveScale(scale, E) };
+  const range = keyRange({ isCausal, queryOffset }, shapes); // which keys each row sees
 
   const steps: HeadSteps[] = []; // one per (batch, head), in row-major order
   for (const at of slices(shapes, mask === null ? null : mask.shape)) {
@@ -208,7 +214,11 @@ export function attentionSteps(
       rowsOf(q.data, at.query, Lq, E), // [Lq, E]
       rowsOf(k.data, at.key, Lk, E), // [Lk, E]
       rowsOf(v.data, at.value, Lk, Ev), // [Lk, Ev]
-      { ...headOptions, mask: mask === null ? null : maskOf(mask, at, Lq, Lk) }, // mask [Lq, Lk]
+      {
+        ...headOptions,
+        keys: sliceKeys(range, at.index), // the keys each row of this slice sees
+        mask: mask === null ? null : maskOf(mask, at, Lq, Lk), // [Lq, Lk]
+      },
     );
     // With no key (Lk = 0), value has no row to tell Ev: every row is fully masked, so zeros.
     const output = Lk === 0 ? head.output.map(() => new Array<number>(Ev).fill(0)) : head.output;

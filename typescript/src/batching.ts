@@ -14,6 +14,7 @@
 
 import type { AttentionShapes, AttentionSteps, CheckedInputs, NestedArray } from "./inputs.ts";
 import { product } from "./inputs.ts";
+import { keyRange, seesEveryKey } from "./key-range.ts";
 
 /** Where one (batch, head) slice starts in each flat row-major tensor. */
 export interface Slice {
@@ -128,17 +129,24 @@ export function nestSteps(
  * best case: the group's query heads, consecutive in memory ([B..., Hkv, group, E] is the same
  * memory as [B..., Hq, 1, E]), become the rows of one key/value slice, so each key and value is
  * read once per key/value head instead of once per query head, and a block holds `group` rows
- * instead of one. Only where no row can tell the difference: no mask, and no key hidden by
- * causality (with isCausal, queryOffset >= Lk - 1 lets the one row see every key). The output
+ * instead of one. Only where no row can tell the difference: no mask, and no key hidden from the
+ * one row (key-range.ts; with isCausal, queryOffset >= Lk - 1 lets it see every key). The output
  * [B..., Hkv, group, Ev] is the same memory as [B..., Hq, 1, Ev], and each row's arithmetic is the
- * same as unfolded (flash.ts and simd.ts order a row's work the same whatever rows share its block). */
+ * same as unfolded (flash.ts and simd.ts order a row's work the same whatever rows share its block).
+ * Folded, the rows are heads, not positions: every one sees every key, which keyRange then says too
+ * (isCausal false). */
 export function foldDecodeHeads<Problem extends CheckedInputs<Float64Array | Float32Array>>(
   problem: Problem,
 ): Problem {
   const { shapes, mask } = problem;
-  const { queryLength: Lq, keyLength: Lk, groupSize, keyValueHeads: Hkv, batch } = shapes;
-  const allSeen = !problem.isCausal || problem.queryOffset >= Lk - 1;
-  if (Lq !== 1 || groupSize === 1 || !shapes.hasHeads || mask !== null || !allSeen) {
+  const { queryLength: Lq, groupSize, keyValueHeads: Hkv, batch } = shapes;
+  if (
+    Lq !== 1 ||
+    groupSize === 1 ||
+    !shapes.hasHeads ||
+    mask !== null ||
+    !seesEveryKey(keyRange(problem, shapes), 1) // the one row of each slice sees every key
+  ) {
     return problem;
   }
   const rows = [...batch, Hkv, groupSize];
@@ -150,7 +158,7 @@ export function foldDecodeHeads<Problem extends CheckedInputs<Float64Array | Flo
       queryHeads: Hkv,
       queryLength: groupSize,
       groupSize: 1,
-      scoresShape: [...rows, Lk],
+      scoresShape: [...rows, shapes.keyLength],
       outputShape: [...rows, shapes.valueFeatures],
     },
   };

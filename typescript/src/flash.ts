@@ -21,9 +21,9 @@
  *  5. Register blocking: the inner loops take 2 query rows x 4 keys at a time with 8 separate
  *     accumulators. Each loaded number is used 2 or 4 times (fewer loads per multiply-add), and the
  *     8 sums do not wait on each other, so the CPU overlaps them.
- *  6. Causal tile skipping: with isCausal, keys past the last query row of a block (its position
- *     i + queryOffset) are masked for every row of it; those tiles are never computed (about half
- *     the work for self-attention).
+ *  6. Tile skipping: the keys a block's rows may see end at key-range.ts's blockEnd (with isCausal,
+ *     past the last row's position i + queryOffset); the tiles from there on are masked for every
+ *     row of the block and never computed (about half the work for causal self-attention).
  *  7. The mask is read in place through strides (a broadcast dim has stride 0): no [B..., Hq, Lq,
  *     Lk] copy is made. Grouped-query heads are index arithmetic too: no repeated key/value.
  *  8. Normalisation once per row: acc / l at the end, instead of dividing every weight by the sum.
@@ -36,8 +36,8 @@
  * Row independence: the order of each row's arithmetic does not depend on which other rows share
  * its call or its block. Tiles start at the same keys for every row (multiples of Bc), the
  * weighted sum adds keys in groups of 4 from the tile's start whatever the tile's length (a short
- * last group is summed as a whole one whose missing keys weigh 0), and the keys a block reads past
- * a row's own causal limit are masked for that row: they add exactly 0 to its running sums. So the rows of one causal pass and the same rows computed a few at a time with
+ * last group is summed as a whole one whose missing keys weigh 0), and the keys a block reads that
+ * a row may not see (key-range.ts) are masked for that row: they add exactly 0 to its running sums. So the rows of one causal pass and the same rows computed a few at a time with
  * queryOffset set to their first row's position (a prefill, then decode steps) are bit for bit equal.
  *
  * Numerics: the scores and the scaled/masked logits are bitwise those of the readable port (the
@@ -63,7 +63,8 @@
  */
 
 import { TUTORIAL_EXAMPLE } from "./attention.ts";
-import { foldDecodeHeads, nest, nestSteps, type Slice, slices } from "./batching.ts";
+import { foldDecodeHeads, nestSteps, type Slice, slices } from "./batching.ts";
+import { entriesOf } from "./entries.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -74,27 +75,15 @@ import {
   checkInputs,
   checkSize,
   type FlatAttentionOptions,
-  type FlatMask,
   type FlatTensor,
   formatShape,
   type KernelMask,
-  type MaskInput,
-  type NestedArray,
   product,
   type TensorInput,
 } from "./inputs.ts";
+import { blockEnd, type KeyRange, keyEnd, keyRange, keyStart, type RowKeys, sliceKeys } from "./key-range.ts";
 
-export type {
-  AttentionOptions,
-  AttentionSteps,
-  FlatAttentionOptions,
-  FlatMask,
-  FlatTensor,
-  MaskInput,
-  NestedArray,
-  TensorInput,
-};
-export { AttentionInputError };
+export * from "./port-exports.ts";
 
 /** Bc: keys per tile. A key tile and its value tile (Bc x E and Bc x Ev doubles) stay in cache
  * while every row of a query block reads them. A multiple of 4 (the register blocking). */
@@ -103,37 +92,37 @@ export const KEY_TILE = 64;
  * only scratch memory. A multiple of 2 (the register blocking). */
 export const QUERY_BLOCK = 32;
 
-// ---- Public entry points. ----
+// ---- Public entry points: entries.ts's three, over this kernel. ----
+
+const entries = entriesOf({ attend: tiledOutput, attentionSteps: tiledSteps, attendFlat: tiledFlatOutput });
 
 /** softmax(query · keyᵀ · scale [+ mask]) · value in float64, as attention.ts (nested arrays or
  * shaped tensors in, nested arrays out), computed with tiles and an online softmax. */
-export function scaledDotProductAttention(
-  query: readonly (readonly number[])[],
-  key: readonly (readonly number[])[],
-  value: readonly (readonly number[])[],
-  options?: AttentionOptions,
-): number[][];
-export function scaledDotProductAttention(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options?: AttentionOptions,
-): NestedArray;
-export function scaledDotProductAttention(
+export const scaledDotProductAttention = entries.scaledDotProductAttention;
+
+/** Every step, as attention.ts returns them. Diagnostic only: scores, logits and weights are
+ * [B..., Hq, Lq, Lk], the O(Lq x Lk) memory that scaledDotProductAttention never needs. */
+export const attentionSteps = entries.attentionSteps;
+
+/** The fast path on flat row-major typed arrays with explicit shapes. The output has the storage
+ * type of query.data (Float32Array in, Float32Array out); arithmetic is always in doubles. */
+export const scaledDotProductAttentionFlat = entries.scaledDotProductAttentionFlat;
+
+/** scaledDotProductAttention's work: the output, flat. */
+function tiledOutput(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
   options: AttentionOptions = {},
-): NestedArray {
+): FlatTensor {
   const problem = checkInputs(query, key, value, options);
   checkOutputSize(problem.shapes, problem.memoryLimit);
   const output = attend(problem, null); // [B..., Hq, Lq, Ev]
-  return nest(output, problem.shapes.outputShape) as NestedArray;
+  return { shape: problem.shapes.outputShape, data: output };
 }
 
-/** Every step, as attention.ts returns them. Diagnostic only: scores, logits and weights are
- * [B..., Hq, Lq, Lk], the O(Lq x Lk) memory that scaledDotProductAttention never needs. */
-export function attentionSteps(
+/** attentionSteps's work. */
+function tiledSteps(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
@@ -168,9 +157,8 @@ export function attentionSteps(
   return nestSteps({ ...recording, weights, output }, problem.shapes);
 }
 
-/** The fast path on flat row-major typed arrays with explicit shapes. The output has the storage
- * type of query.data (Float32Array in, Float32Array out); arithmetic is always in doubles. */
-export function scaledDotProductAttentionFlat(
+/** scaledDotProductAttentionFlat's work. */
+function tiledFlatOutput(
   query: FlatTensor,
   key: FlatTensor,
   value: FlatTensor,
@@ -243,30 +231,33 @@ function attend(given: Problem, recording: Recording | null): Float64Array {
     acc: new Float64Array(QUERY_BLOCK * Ev), // [Br, Ev]
     lastNonFinite: new Int32Array(Ev), // [Ev]
   };
+  const range: KeyRange = keyRange(problem, shapes); // which keys each row sees
   // One (batch, head) slice at a time; batching.ts says where each starts, grouped-query heads
   // and the mask's broadcast strides included.
   for (const at of slices(shapes, mask === null ? null : mask.shape)) {
-    attendSlice(problem, scratch, recording, at, output);
+    attendSlice(problem, scratch, recording, at, sliceKeys(range, at.index), output);
   }
   return output;
 }
 
 /** One (batch, head): query [Lq, E] against key [Lk, E] and value [Lk, Ev] -> output [Lq, Ev],
- * a block of Br query rows at a time, walking the keys a tile of Bc at a time. */
+ * a block of Br query rows at a time, walking the keys a tile of Bc at a time. `keys` says which
+ * keys each of its rows sees. */
 function attendSlice(
   problem: Problem,
   scratch: Scratch,
   recording: Recording | null,
   at: Slice,
+  keys: RowKeys,
   output: Float64Array,
 ): void {
-  const { query, key, value, isCausal, queryOffset, scale, softcap, mask } = problem;
+  const { query, key, value, scale, softcap, mask } = problem;
   const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = problem.shapes;
   const { tile, rowMax, rowSum, acc, lastNonFinite } = scratch;
-  if (isCausal) {
-    // Keys a causal block skips are masked, so they carry weight 0 in the readable port, where
-    // 0 * NaN still makes NaN: remember, per value column t, the last key row j holding NaN or
-    // ±Infinity (-1 for none).
+  if (blockEnd(keys, Math.min(QUERY_BLOCK, Lq) - 1) < Lk) {
+    // Some block skips keys (the first ends earliest): they are masked, so they carry weight 0 in
+    // the readable port, where 0 * NaN still makes NaN: remember, per value column t, the last key
+    // row j holding NaN or ±Infinity (-1 for none).
     lastNonFinite.fill(-1);
     for (let j = 0; j < Lk; j++) {
       for (let t = 0; t < Ev; t++) {
@@ -283,10 +274,10 @@ function attendSlice(
     rowMax.fill(-Infinity, 0, rows); // m = -Infinity: no logit seen yet
     rowSum.fill(0, 0, rows); // l = 0
     acc.fill(0, 0, rows * Ev); // acc = 0
-    // Causal tile skipping: key j is allowed for query i only when j <= i + queryOffset, so keys
-    // from i0 + rows + queryOffset on are masked for every row of the block. They are never
+    // Tile skipping: no row of the block sees a key from keyEnd on (with isCausal, past
+    // i0 + rows - 1 + queryOffset), so those keys are masked for every row of it. They are never
     // computed.
-    const keyEnd = isCausal ? Math.min(Lk, i0 + rows + queryOffset) : Lk;
+    const keyEnd = blockEnd(keys, i0 + rows - 1);
 
     for (let j0 = 0; j0 < keyEnd; j0 += KEY_TILE) {
       const cols = Math.min(KEY_TILE, keyEnd - j0); // this tile: keys j0 .. j0 + cols - 1
@@ -296,7 +287,7 @@ function attendSlice(
         copyTile(tile, rows, cols, recording.scores, at.scores + i0 * Lk + j0, Lk);
       }
       // Steps 2-3: scale, softcap, mask: the tile becomes softmax's input (logits).
-      logitTile(tile, rows, cols, i0, j0, scale, softcap, isCausal, queryOffset, mask, at);
+      logitTile(tile, rows, cols, i0, j0, scale, softcap, keys, mask, at);
       if (recording !== null) {
         copyTile(tile, rows, cols, recording.logits, at.scores + i0 * Lk + j0, Lk);
       }
@@ -332,10 +323,10 @@ function attendSlice(
         finite &&= Number.isFinite(output[out + t]);
       }
       if (!finite && Number.isFinite(rowMax[r])) {
-        normalisedRow(problem, tile, at, i, keyEnd, rowMax[r], l, output, out);
+        normalisedRow(problem, tile, at, keys, i, keyEnd, rowMax[r], l, output, out);
       }
       for (let t = 0; t < Ev; t++) {
-        if (isCausal && lastNonFinite[t] >= keyEnd) {
+        if (keyEnd < Lk && lastNonFinite[t] >= keyEnd) {
           output[out + t] = NaN; // a skipped key's value is NaN or infinite: 0 * it is NaN
         }
       }
@@ -358,6 +349,7 @@ function normalisedRow(
   problem: Problem,
   tile: Float64Array, // scratch [Br, Bc]; this uses its first row
   at: Slice,
+  keys: RowKeys,
   i: number,
   keyEnd: number,
   m: number,
@@ -365,13 +357,13 @@ function normalisedRow(
   output: Float64Array,
   out: number,
 ): void {
-  const { query, key, value, isCausal, queryOffset, scale, softcap, mask } = problem;
+  const { query, key, value, scale, softcap, mask } = problem;
   const { features: E, valueFeatures: Ev } = problem.shapes;
   output.fill(0, out, out + Ev);
   for (let j0 = 0; j0 < keyEnd; j0 += KEY_TILE) {
     const cols = Math.min(KEY_TILE, keyEnd - j0);
     scoreTile(query, at.query + i * E, 1, key, at.key + j0 * E, cols, E, tile);
-    logitTile(tile, 1, cols, i, j0, scale, softcap, isCausal, queryOffset, mask, at);
+    logitTile(tile, 1, cols, i, j0, scale, softcap, keys, mask, at);
     for (let c = 0; c < cols; c++) {
       const weight = Math.exp(tile[c] - m) / l; // the row's weight on key j0 + c
       const v = at.value + (j0 + c) * Ev;
@@ -505,8 +497,7 @@ function logitTile(
   j0: number,
   scale: number,
   softcap: number,
-  isCausal: boolean,
-  queryOffset: number,
+  keys: RowKeys,
   mask: KernelMask | null,
   at: Slice,
 ): void {
@@ -535,12 +526,15 @@ function logitTile(
         tile[row + c] += mask.float[cell + c * at.maskJ]; // -Infinity masks; a finite value is a bias
       }
     }
-    if (isCausal) {
-      // Query i may look at keys j <= i + queryOffset only: cells from j = i + queryOffset + 1 on
-      // are masked whatever the mask said, and a mask can only mask more: both must allow a cell.
-      for (let c = Math.max(i + queryOffset + 1 - j0, 0); c < cols; c++) {
-        tile[row + c] = -Infinity;
-      }
+    // Row i sees the keys [keyStart, keyEnd) and the sinks [0, sinkEnd) only (key-range.ts; with
+    // isCausal, j <= i + queryOffset): the other cells are masked whatever the mask said, and a
+    // mask can only mask more: both must allow a cell.
+    const sinks = keys.sinkEnd - j0; // cells before it are sinks
+    for (let c = Math.max(sinks, 0); c < Math.min(keyStart(keys, i) - j0, cols); c++) {
+      tile[row + c] = -Infinity; // before the row's start
+    }
+    for (let c = Math.max(keyEnd(keys, i) - j0, sinks, 0); c < cols; c++) {
+      tile[row + c] = -Infinity; // from the row's end on
     }
   }
 }
@@ -712,8 +706,8 @@ function copyTile(
   }
 }
 
-/** The cells the fast path skips (keys keyEnd .. Lk - 1 of a causal block): their scores, plainly,
- * and their logits, -Infinity (masked by causality whatever the score or the mask). */
+/** The cells the fast path skips (keys keyEnd .. Lk - 1 of a block): their scores, plainly, and
+ * their logits, -Infinity (no row of the block sees them, whatever the score or the mask). */
 function skippedTile(
   problem: Problem,
   recording: Recording,

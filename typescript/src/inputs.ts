@@ -6,8 +6,8 @@
  * kind and message; both test suites check them.
  *
  * Checks run in this order, and the first failure is thrown:
- *   1. options: isCausal, enableGqa (booleans), scale (finite or null), softcap (finite, >= 0),
- *      memoryLimit (a number > 0), queryOffset (an integer >= 0)         kind: value
+ *   1. options: each scalar option of the core as contract/options.json declares it, in its
+ *      order of checks (generated/options.ts)                          kind: value
  *   2. query, key, value: each a rectangular array of numbers, copied once: its shape from the first
  *      elements (at most 64 dimensions), the memory its float64 copy needs (within memoryLimit,
  *      decided from the lengths alone), then every element             kinds: rank, size, ragged, type
@@ -33,6 +33,8 @@
  * nested arrays cannot say the shape of an empty tensor: `[]` could be [0, 4] or [0, 7].
  */
 
+import { CORE_CHECKS, CORE_DEFAULTS, type CoreOptions, type OptionCheck } from "./generated/options.ts";
+
 // Every `kind` an AttentionInputError can carry, shared with the Python ports.
 export const ERROR_KINDS = ["ragged", "type", "rank", "shape", "heads", "mask", "value", "size"] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
@@ -40,7 +42,7 @@ export type ErrorKind = (typeof ERROR_KINDS)[number];
 // The most memory, in bytes, a port may need for one call before it refuses the input (kind
 // "size") instead of allocating it; a caller raises it with `memoryLimit`. 2 GiB: the readable
 // port holds three float64 tensors of the scores' shape, so about 9,400 x 9,400 scores per call.
-export const DEFAULT_MEMORY_LIMIT = 2 ** 31;
+export const DEFAULT_MEMORY_LIMIT: number = CORE_DEFAULTS.memoryLimit;
 
 /** Bad input to an attention port. `kind` is one of ERROR_KINDS; the message names the argument
  * and the shapes involved. */
@@ -80,23 +82,9 @@ export type MaskInput = readonly NestedMask[] | ShapedMask;
 /** Nested arrays of numbers, rank >= 1: what the port returns (number[][] for rank-2 inputs). */
 export type NestedArray = number[] | NestedArray[];
 
-export interface AttentionOptions {
-  /** Boolean (true = may attend) or numeric (added to the scores); broadcasts to [B..., Hq, Lq, Lk]. */
-  readonly attnMask?: MaskInput | null;
-  /** Query i may attend to key j only when j <= i + queryOffset. Combines with attnMask: both must allow. */
-  readonly isCausal?: boolean;
-  /** Multiplies the scores; defaults to 1/sqrt(E). */
-  readonly scale?: number | null;
-  /** Grouped-query attention: Hq may be a multiple of Hkv. */
-  readonly enableGqa?: boolean;
-  /** If > 0, logits become softcap * tanh(logits / softcap). */
-  readonly softcap?: number;
-  /** The position of query row 0 among the keys, for isCausal: 0 (the default) is torch's top-left
-   * rule, Lk - Lq its causal_lower_right (a decode step after Lk - Lq cached keys). An integer >= 0. */
-  readonly queryOffset?: number;
-  /** The most bytes one call may need; larger inputs are refused (kind "size"). 2 GiB by default. */
-  readonly memoryLimit?: number;
-}
+/** The options of scaledDotProductAttention and attentionSteps, declared in contract/options.json
+ * (generated/options.ts holds each one's doc). */
+export interface AttentionOptions extends CoreOptions<MaskInput> {}
 
 /** Every intermediate tensor, for teaching and for finding the step where two ports part.
  * `Tensor` is number[][] for rank-2 inputs (an overload of attentionSteps says so). */
@@ -128,9 +116,7 @@ export type FlatMask =
     };
 
 /** The flat entry's options: AttentionOptions, with the mask in flat form. */
-export interface FlatAttentionOptions extends Omit<AttentionOptions, "attnMask"> {
-  readonly attnMask?: FlatMask | null;
-}
+export interface FlatAttentionOptions extends CoreOptions<FlatMask> {}
 
 /** A checked mask as the fast kernels read it: exactly one of bool and float is set. */
 export interface KernelMask {
@@ -534,59 +520,61 @@ function checkFlatMask(mask: unknown): KernelMask {
   return { shape, bool, float };
 }
 
-/** The scalar options, checked before any tensor is touched. */
-function checkOptions(
-  isCausal: unknown,
-  scale: unknown,
-  enableGqa: unknown,
-  softcap: unknown,
-  memoryLimit: unknown,
-): void {
-  if (!isBoolean(isCausal)) {
-    throw new AttentionInputError("value", `isCausal must be a boolean, got ${describeValue(isCausal)}`);
+/** Whether `x` is a value of `option`: its type, then its range (contract/options.json). */
+function accepts(option: OptionCheck, x: unknown): boolean {
+  if (option.nullable && x === null) {
+    return true;
   }
-  if (!isBoolean(enableGqa)) {
-    throw new AttentionInputError("value", `enableGqa must be a boolean, got ${describeValue(enableGqa)}`);
+  if (option.type === "boolean") {
+    return isBoolean(x);
   }
-  if (scale != null && !(isNumber(scale) && Number.isFinite(scale))) {
-    throw new AttentionInputError("value", `scale must be a finite number, got ${describeValue(scale)}`);
+  if (option.type === "object") {
+    return typeof x === "object" && x !== null && !isArray(x);
   }
-  if (!(isNumber(softcap) && Number.isFinite(softcap) && softcap >= 0)) {
-    throw new AttentionInputError(
-      "value",
-      `softcap must be a finite number >= 0, got ${describeValue(softcap)}`,
-    );
+  if (!isNumber(x)) {
+    return false;
   }
-  if (!(isNumber(memoryLimit) && memoryLimit > 0)) {
-    throw new AttentionInputError(
-      "value",
-      `memoryLimit must be a number of bytes > 0, got ${describeValue(memoryLimit)}`,
-    );
+  return (
+    (!(option.finite || option.type === "integer") || Number.isFinite(x)) &&
+    (option.type !== "integer" || Number.isInteger(x)) &&
+    (option.minimum === null || x >= option.minimum) &&
+    (option.exclusiveMinimum === null || x > option.exclusiveMinimum) &&
+    (option.maximum === null || x <= option.maximum)
+  );
+}
+
+/** The core's scalar options, checked before any tensor is touched: each against its declaration
+ * in contract/options.json, in the contract's order of checks, and the first failure is thrown. */
+function checkOptions(given: Readonly<Record<string, unknown>>): void {
+  for (const option of CORE_CHECKS) {
+    checkOption(option, given[option.name]);
+  }
+}
+
+/** The error `option` declares for the wrong value `x`: its kind, and its message with {name},
+ * {value} (what `x` is, in words) and any other of its blanks (`words`) filled in. */
+export function optionError(
+  option: OptionCheck,
+  x: unknown,
+  words: Readonly<Record<string, string>> = {},
+): AttentionInputError {
+  let message = option.message.replace("{name}", option.name).replace("{value}", describeValue(x));
+  for (const [blank, word] of Object.entries(words)) {
+    message = message.replace(`{${blank}}`, word);
+  }
+  return new AttentionInputError(option.kind, message);
+}
+
+/** `x` as a value of `option` (contract/options.json), or the option's error. */
+export function checkOption(option: OptionCheck, x: unknown): void {
+  if (!accepts(option, x)) {
+    throw optionError(option, x);
   }
 }
 
 // The largest queryOffset: JavaScript's largest exact integer (Number.MAX_SAFE_INTEGER), so that
 // both languages accept the same offsets.
-export const MAX_QUERY_OFFSET = 2 ** 53 - 1;
-
-/** queryOffset, the position of query row 0 among the keys for the causal rule (see
- * docs/design.md): an integer from 0 to 2^53 - 1. Checked with the other options, before any
- * tensor is touched. */
-function checkQueryOffset(queryOffset: unknown): void {
-  if (
-    !(
-      isNumber(queryOffset) &&
-      Number.isInteger(queryOffset) &&
-      queryOffset >= 0 &&
-      queryOffset <= MAX_QUERY_OFFSET
-    )
-  ) {
-    throw new AttentionInputError(
-      "value",
-      `queryOffset must be an integer from 0 to 2^53 - 1, got ${describeValue(queryOffset)}`,
-    );
-  }
-}
+export const MAX_QUERY_OFFSET = CORE_CHECKS.find((option) => option.name === "queryOffset")!.maximum!;
 
 /** Refuse, before anything is allocated, a call whose steps need more than memoryLimit bytes: the
  * readable port holds scores, logits and weights, three float64 tensors of the scores' shape. */
@@ -749,34 +737,36 @@ export function resolveScale(scale: number | null | undefined, features: number)
 /** Every input of a fast port, checked in the readable port's order and in the form its kernels
  * read: flat row-major tensors, the mask as a KernelMask (read in place through strides), the
  * scale resolved. `Data` is Float64Array for the nested entry, either float type for the flat one. */
-export interface CheckedInputs<Data extends Float64Array | Float32Array = Float64Array> {
+export interface CheckedInputs<Data extends Float64Array | Float32Array = Float64Array>
+  extends Omit<CheckedOptions, "attnMask" | "enableGqa" | "scale"> {
   readonly query: Data; // [B..., Hq, Lq, E]
   readonly key: Data; // [B..., Hkv, Lk, E]
   readonly value: Data; // [B..., Hkv, Lk, Ev]
   readonly mask: KernelMask | null; // broadcasts to [B..., Hq, Lq, Lk]
-  readonly shapes: AttentionShapes;
-  readonly isCausal: boolean;
-  readonly scale: number;
-  readonly softcap: number;
-  readonly queryOffset: number; // an integer from 0 to 2^53 - 1
-  readonly memoryLimit: number; // bytes; each port says what it needs against it
+  readonly shapes: AttentionShapes; // what enableGqa allowed is in the heads
+  readonly scale: number; // resolved: 1/sqrt(E) where none was given
+  // Every other option, checked: isCausal, softcap, queryOffset (an integer from 0 to 2^53 - 1),
+  // memoryLimit (bytes; each port says what it needs against it).
 }
+
+/** Every option once read and checked: given, or its default. */
+export type CheckedOptions<Mask = unknown> = Required<CoreOptions<Mask>>;
 
 /** The options argument read with its defaults and checked: the scalar options are checked before
  * any tensor is touched. That the argument is an object (or left out) is TypeScript's own check,
  * as Python has keyword arguments instead. */
-export function readOptions<Mask>(
-  options: unknown,
-): Required<Omit<AttentionOptions, "attnMask">> & { readonly attnMask: Mask | null } {
+export function readOptions<Mask>(options: unknown): CheckedOptions<Mask> {
   if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
     throw new AttentionInputError("value", `options must be an object, got ${describeValue(options)}`);
   }
-  const given = (options ?? {}) as AttentionOptions & { readonly attnMask?: Mask | null };
-  const { attnMask = null, isCausal = false, scale = null, enableGqa = false, softcap = 0 } = given;
-  const { queryOffset = 0, memoryLimit = DEFAULT_MEMORY_LIMIT } = given;
-  checkOptions(isCausal, scale, enableGqa, softcap, memoryLimit);
-  checkQueryOffset(queryOffset);
-  return { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit };
+  const given = (options ?? {}) as Readonly<Record<string, unknown>>;
+  const read: Record<string, unknown> = {};
+  for (const [name, fallback] of Object.entries(CORE_DEFAULTS)) {
+    const value = given[name];
+    read[name] = value === undefined ? fallback : value;
+  }
+  checkOptions(read);
+  return read as unknown as CheckedOptions<Mask>;
 }
 
 /** The checked inputs as plain arguments again, for a port that hands its inputs on to another
@@ -791,24 +781,26 @@ export function plainArguments(problem: CheckedInputs<Float64Array | Float32Arra
   const { batch, queryHeads, keyValueHeads, queryLength, keyLength, features, valueFeatures, hasHeads } =
     problem.shapes;
   const heads = (count: number) => (hasHeads ? [count] : []);
-  const { mask } = problem;
+  const { query, key, value, mask } = problem;
+  // Every option the problem holds, checked (the scale resolved), by the contract's names.
+  const options = Object.fromEntries(
+    Object.keys(CORE_DEFAULTS)
+      .filter((name) => name in problem)
+      .map((name) => [name, problem[name as keyof typeof problem]]),
+  );
   return {
-    query: { shape: [...batch, ...heads(queryHeads), queryLength, features], data: problem.query },
-    key: { shape: [...batch, ...heads(keyValueHeads), keyLength, features], data: problem.key },
-    value: { shape: [...batch, ...heads(keyValueHeads), keyLength, valueFeatures], data: problem.value },
+    query: { shape: [...batch, ...heads(queryHeads), queryLength, features], data: query },
+    key: { shape: [...batch, ...heads(keyValueHeads), keyLength, features], data: key },
+    value: { shape: [...batch, ...heads(keyValueHeads), keyLength, valueFeatures], data: value },
     options: {
+      ...options,
       attnMask:
         mask === null
           ? null
           : mask.bool !== null
             ? { shape: mask.shape, data: Array.from(mask.bool, Boolean) } // nonzero = may attend
             : { shape: mask.shape, data: mask.float! },
-      isCausal: problem.isCausal,
-      scale: problem.scale,
       enableGqa: queryHeads !== keyValueHeads, // what the check allowed: equal heads need no GQA
-      softcap: problem.softcap,
-      queryOffset: problem.queryOffset,
-      memoryLimit: problem.memoryLimit,
     },
   };
 }
@@ -826,8 +818,8 @@ function checkEntry<Data extends Float64Array | Float32Array, Mask>(
   ) => { readonly shape: readonly number[]; readonly data: Data },
   readMask: (mask: Mask, memoryLimit: number) => KernelMask,
 ): CheckedInputs<Data> {
-  const { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit } =
-    readOptions<Mask>(options);
+  const { attnMask, enableGqa, scale, ...checked } = readOptions<Mask>(options);
+  const { memoryLimit } = checked;
   const q = readTensor("query", query, memoryLimit); // [B..., Hq, Lq, E]
   const k = readTensor("key", key, memoryLimit); // [B..., Hkv, Lk, E]
   const v = readTensor("value", value, memoryLimit); // [B..., Hkv, Lk, Ev]
@@ -839,11 +831,8 @@ function checkEntry<Data extends Float64Array | Float32Array, Mask>(
     value: v.data,
     mask,
     shapes,
-    isCausal,
-    softcap,
+    ...checked, // isCausal, softcap, queryOffset, memoryLimit, ...
     scale: resolveScale(scale, shapes.features),
-    queryOffset,
-    memoryLimit,
   };
 }
 

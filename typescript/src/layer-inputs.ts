@@ -4,7 +4,8 @@
  * same kinds and messages, with argument names in camelCase (numHeads, wQ, xKv, rotaryDim).
  */
 
-import { AttentionInputError, describeValue, formatShape } from "./inputs.ts";
+import { LAYER_CHECKS, ROPE_CHECKS, ROPE_DEFAULTS, type RotaryOptions } from "./generated/options.ts";
+import { AttentionInputError, checkOption, describeValue, formatShape, optionError } from "./inputs.ts";
 
 export interface LayerShapes {
   readonly numHeads: number; // Hq
@@ -14,11 +15,8 @@ export interface LayerShapes {
   readonly outFeatures: number; // Dout
 }
 
-export interface RopeOptions {
-  readonly theta?: number;
-  readonly rotaryDim?: number | null;
-  readonly interleaved?: boolean;
-}
+/** RoPE's options, as contract/options.json declares them (generated/options.ts holds their docs). */
+export interface RopeOptions extends RotaryOptions {}
 
 export interface CheckedRope {
   readonly theta: number;
@@ -30,19 +28,13 @@ const positiveInt = (x: unknown): x is number => typeof x === "number" && Number
 
 export function checkHeads(numHeads: unknown, numKvHeads: unknown): [number, number] {
   if (!positiveInt(numHeads)) {
-    throw new AttentionInputError(
-      "value",
-      `numHeads must be a positive integer, got ${describeValue(numHeads)}`,
-    );
+    throw optionError(LAYER_CHECKS.numHeads, numHeads);
   }
   if (numKvHeads === undefined || numKvHeads === null) {
     return [numHeads, numHeads];
   }
   if (!positiveInt(numKvHeads)) {
-    throw new AttentionInputError(
-      "value",
-      `numKvHeads must be a positive integer, got ${describeValue(numKvHeads)}`,
-    );
+    throw optionError(LAYER_CHECKS.numKvHeads, numKvHeads);
   }
   if (numHeads % numKvHeads !== 0) {
     throw new AttentionInputError(
@@ -143,21 +135,28 @@ export function checkLayerShapes(
   return { numHeads, numKvHeads, features, valueFeatures, outFeatures: wO[0] };
 }
 
+/** "theta, rotaryDim and interleaved". */
+const listed = (names: readonly string[]) => `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`;
+
+/** rope = { theta, rotaryDim, interleaved } (each optional: RoPE's options of contract/options.json),
+ * checked against E. */
 export function checkRope(rope: unknown, features: number): CheckedRope {
   if (typeof rope !== "object" || rope === null || Array.isArray(rope)) {
-    throw new AttentionInputError(
-      "value",
-      `rope must be an object of theta, rotaryDim and interleaved, got ${describeValue(rope)}`,
-    );
+    throw optionError(LAYER_CHECKS.rope, rope, { options: listed(Object.keys(ROPE_DEFAULTS)) });
   }
   const unknown = Object.keys(rope)
-    .filter((k) => !["theta", "rotaryDim", "interleaved"].includes(k))
+    .filter((k) => !Object.hasOwn(ROPE_DEFAULTS, k))
     .sort();
   if (unknown.length > 0) {
     throw new AttentionInputError("value", `rope has an unknown option '${unknown[0]}'`);
   }
   const { theta, rotaryDim, interleaved } = rope as RopeOptions;
-  return checkRotaryOptions(theta ?? 10000, rotaryDim, interleaved ?? false, features);
+  return checkRotaryOptions(
+    theta ?? ROPE_DEFAULTS.theta,
+    rotaryDim,
+    interleaved ?? ROPE_DEFAULTS.interleaved,
+    features,
+  );
 }
 
 export function checkRotaryOptions(
@@ -166,23 +165,14 @@ export function checkRotaryOptions(
   interleaved: unknown,
   features: number,
 ): CheckedRope {
-  if (!(typeof theta === "number" && Number.isFinite(theta) && theta > 0)) {
-    throw new AttentionInputError("value", `theta must be a finite number > 0, got ${describeValue(theta)}`);
-  }
-  if (typeof interleaved !== "boolean") {
-    throw new AttentionInputError(
-      "value",
-      `interleaved must be a boolean, got ${describeValue(interleaved)}`,
-    );
-  }
+  // theta, interleaved, then rotaryDim, whose range is the heads' feature size E (null: E).
+  checkOption(ROPE_CHECKS.theta, theta);
+  checkOption(ROPE_CHECKS.interleaved, interleaved);
   const dim = rotaryDim === undefined || rotaryDim === null ? features : rotaryDim;
   if (!(typeof dim === "number" && Number.isInteger(dim) && dim > 0 && dim <= features && dim % 2 === 0)) {
-    throw new AttentionInputError(
-      "value",
-      `rotaryDim must be an even integer from 2 to the feature size ${String(features)}, got ${describeValue(dim)}`,
-    );
+    throw optionError(ROPE_CHECKS.rotaryDim, dim, { features: String(features) });
   }
-  return { theta, rotaryDim: dim, interleaved };
+  return { theta: theta as number, rotaryDim: dim, interleaved: interleaved as boolean };
 }
 
 /** positions [L] or [B..., L] for x [B..., H, L, E]: whole numbers >= 0. */
@@ -209,12 +199,7 @@ export function checkPositions(x: Shape, positions: Shape, values: ArrayLike<num
 
 /** returnCache is true or false: whether the layer also returns the grown cache. */
 export function checkReturnCache(returnCache: unknown): void {
-  if (typeof returnCache !== "boolean") {
-    throw new AttentionInputError(
-      "value",
-      `returnCache must be a boolean, got ${describeValue(returnCache)}`,
-    );
-  }
+  checkOption(LAYER_CHECKS.returnCache, returnCache);
 }
 
 /** pastKey [B..., Hkv, P, E] and pastValue [B..., Hkv, P, Ev], both or neither: the cache of

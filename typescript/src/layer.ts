@@ -17,6 +17,7 @@
 
 import { attentionSteps } from "./attention.ts";
 import { nest } from "./batching.ts";
+import type { LayerOptionsOf } from "./generated/options.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -56,20 +57,8 @@ export interface LayerParams {
   readonly bO?: TensorInput | null;
 }
 
-export interface LayerOptions {
-  readonly numHeads: number;
-  readonly numKvHeads?: number | null;
-  readonly attnMask?: MaskInput | null;
-  readonly isCausal?: boolean;
-  readonly scale?: number | null;
-  readonly softcap?: number;
-  readonly rope?: RopeOptions | null;
-  readonly needWeights?: boolean;
-  /** The keys (after RoPE) and values of P earlier positions: [B..., Hkv, P, E] and [B..., Hkv, P, Ev]. */
-  readonly pastKey?: TensorInput | null;
-  readonly pastValue?: TensorInput | null;
-  readonly returnCache?: boolean;
-}
+/** The layer's options, declared in contract/options.json (generated/options.ts holds each one's doc). */
+export interface LayerOptions extends LayerOptionsOf<MaskInput, TensorInput, RopeOptions> {}
 
 /** What needWeights or returnCache asks for: the output, each head's weights (undefined unless
  * needWeights) and the cache after this call (undefined unless returnCache). */

@@ -49,11 +49,12 @@
  *     cross-origin-isolated page (elsewhere a browser cannot share the memory: one thread). Every
  *     item is computed by the same code on the same data whichever thread takes it, so the output
  *     is bit for bit the same for every N.
- *  7. The same causal tile skipping (queryOffset included), mask strides (a broadcast mask is never
- *     expanded) and grouped-query indexing as flash.ts, done in the kernel.
+ *  7. The same tile skipping (each row's keys from key-range.ts, passed to the kernel per slice),
+ *     mask strides (a broadcast mask is never expanded) and grouped-query indexing as flash.ts,
+ *     done in the kernel.
  *  8. Row independence: the order of each row's arithmetic does not depend on which other rows
  *     share its call, its chunk or its block (tiles start at multiples of 64 keys for every row,
- *     and the keys a block reads past a row's causal limit add exactly 0 to that row's sums). So
+ *     and the keys a block reads that a row may not see add exactly 0 to that row's sums). So
  *     a causal pass and the same rows computed a few at a time, with queryOffset at their first
  *     row's position (a prefill, then decode steps), give the same bits.
  *  9. A cache resident in the kernel's memory, for decoding (SimdKeyValueCache). A decode step
@@ -62,7 +63,7 @@
  *     of arithmetic over it, so most of the step is moving the cache (at 4,096 keys, measured:
  *     two to four times as long as the kernel's pass). createSimdKeyValueCache keeps the cache
  *     there from step to step in the kernel's layout, written once per token as it is appended,
- *     with what the bound and the causal NaN rule need kept as it grows; `attend` runs the same
+ *     with what the bound and the skipped keys' NaN rule need kept as it grows; `attend` runs the same
  *     kernel on it and gives the flat entry's answer on every key so far, bit for bit.
  *
  * Numerics: float64 inputs are computed in float64 and float32 in float32, each within the
@@ -107,8 +108,8 @@
  * Dimension letters as in flash.ts: B... batch dims, Hq/Hkv heads, Lq/Lk lengths, E/Ev features.
  */
 
-import * as readable from "./attention.ts";
-import { foldDecodeHeads, nest, type Slice, slices } from "./batching.ts";
+import { foldDecodeHeads, type Slice, slices } from "./batching.ts";
+import { entriesOf, readableSteps } from "./entries.ts";
 import {
   type Allocate,
   AttentionInputError,
@@ -120,15 +121,12 @@ import {
   checkInputs,
   describeValue,
   type FlatAttentionOptions,
-  type FlatMask,
   type FlatTensor,
   formatShape,
-  type MaskInput,
-  type NestedArray,
-  plainArguments,
   product,
   type TensorInput,
 } from "./inputs.ts";
+import { keyRange, type RowKeys, seesEveryKey, seesKey, sliceKeys } from "./key-range.ts";
 import {
   CONTROL,
   CONTROL_BYTES,
@@ -138,8 +136,7 @@ import {
   type WorkerStart,
 } from "./simd-worker.ts";
 
-export type { AttentionOptions, AttentionSteps, FlatMask, FlatTensor, MaskInput, NestedArray, TensorInput };
-export { AttentionInputError };
+export * from "./port-exports.ts";
 
 /** The SIMD port's own option: how many threads share the work (1, the default, is this thread
  * alone; N uses this thread and N - 1 workers, where the engine can share the memory with them).
@@ -150,52 +147,53 @@ export interface SimdOptions {
 export type SimdAttentionOptions = AttentionOptions & SimdOptions;
 export type SimdFlatAttentionOptions = FlatAttentionOptions & SimdOptions;
 
-// ---- Public entry points. ----
+// ---- Public entry points: entries.ts's three, over this kernel. ----
+
+const entries = entriesOf({
+  attend: kernelOutput,
+  attentionSteps: kernelSteps,
+  attendFlat: kernelFlatOutput,
+});
 
 /** softmax(query · keyᵀ · scale [+ mask]) · value in float64 (nested arrays or shaped tensors in,
  * nested arrays out), computed by the WebAssembly kernel. */
-export function scaledDotProductAttention(
-  query: readonly (readonly number[])[],
-  key: readonly (readonly number[])[],
-  value: readonly (readonly number[])[],
-  options?: SimdAttentionOptions,
-): number[][];
-export function scaledDotProductAttention(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options?: SimdAttentionOptions,
-): NestedArray;
-export function scaledDotProductAttention(
+export const scaledDotProductAttention = entries.scaledDotProductAttention;
+
+/** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
+ * weights [B..., Hq, Lq, Lk] are the readable port's (see the header). */
+export const attentionSteps = entries.attentionSteps;
+
+/** The fast path on flat row-major typed arrays with explicit shapes. Computes in float32 when
+ * query.data is a Float32Array (key, value and a float mask are rounded to float32 on the way in),
+ * else in float64; the output has query.data's type. */
+export const scaledDotProductAttentionFlat = entries.scaledDotProductAttentionFlat;
+
+/** scaledDotProductAttention's work: the output, flat. */
+function kernelOutput(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
   options: SimdAttentionOptions = {},
-): NestedArray {
+): FlatTensor {
   const problem = checkedProblem(query, key, value, options, kept);
   checkOutputSize(problem.shapes, 8, problem.memoryLimit);
   const output = attend(problem, kept("output", product(problem.shapes.outputShape)));
-  return nest(output, problem.shapes.outputShape) as NestedArray; // [B..., Hq, Lq, Ev]
+  return { shape: problem.shapes.outputShape, data: output }; // [B..., Hq, Lq, Ev]
 }
 
-/** Every step, as attention.ts returns them. The output is the kernel's; scores, logits and
- * weights [B..., Hq, Lq, Lk] are the readable port's (see the header). */
-export function attentionSteps(
+/** attentionSteps's work. */
+function kernelSteps(
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
   options: SimdAttentionOptions = {},
 ): AttentionSteps {
   const problem = checkedProblem(query, key, value, options);
-  const plain = plainArguments(problem); // the values checked, not the caller's objects read again
-  const steps = readable.attentionSteps(plain.query, plain.key, plain.value, plain.options); // holds its own memoryLimit
-  return { ...steps, output: nest(attend(problem), problem.shapes.outputShape) as NestedArray };
+  return readableSteps(problem, () => attend(problem));
 }
 
-/** The fast path on flat row-major typed arrays with explicit shapes. Computes in float32 when
- * query.data is a Float32Array (key, value and a float mask are rounded to float32 on the way in),
- * else in float64; the output has query.data's type. */
-export function scaledDotProductAttentionFlat(
+/** scaledDotProductAttentionFlat's work. */
+function kernelFlatOutput(
   query: FlatTensor,
   key: FlatTensor,
   value: FlatTensor,
@@ -856,7 +854,8 @@ interface Kernel {
 
 const PAGE = 65536;
 const MAX_BYTES = 65536 * PAGE; // a 32-bit memory: 4 GiB
-const JOB_BYTES = 108; // the job descriptor: i32 fields, scale and softcap as f64, row0, offset, layout (kernel.ts)
+const JOB_BYTES = 108; // the job descriptor: i32 fields, scale and softcap as f64, row0, layout (kernel.ts)
+const SLICE_FIELDS = 6; // i32 per slice in the kernel's slice table: kv slice, mask offset, RowKeys (kernel.ts)
 const CHUNK_BYTES = 1 << 18; // a chunk of query, output or key rows in the kernel's memory, at most
 const kernels = new Map<BuildName, Kernel>();
 const loadedBytes = new Map<BuildName, Uint8Array<ArrayBuffer>>(); // given to initSimd
@@ -1048,7 +1047,7 @@ interface KeyValueLayout {
 function attend(given: Problem, into?: Float64Array): Float64Array | Float32Array {
   const problem = foldDecodeHeads(given); // a decode step's query heads as rows of their kv head
   const { shapes, float32 } = problem;
-  const { queryHeads: Hq, keyValueHeads: Hkv, keyLength: Lk } = shapes;
+  const { queryHeads: Hq, keyValueHeads: Hkv, queryLength: Lq, keyLength: Lk } = shapes;
   const { features: E, valueFeatures: Ev } = shapes;
   const outputSize = product(shapes.outputShape);
   const output = into ?? (float32 ? new Float32Array(outputSize) : new Float64Array(outputSize)); // [B..., Hq, Lq, Ev]
@@ -1099,9 +1098,9 @@ function attend(given: Problem, into?: Float64Array): Float64Array | Float32Arra
   }
   floats(float32, buffer, value, problem.value.length).set(problem.value); // rounded to float32 if so
   new Int32Array(buffer, lastNonFinite, kvSlices * Ev).fill(-1);
-  if (problem.isCausal) {
-    // Keys a causal block skips carry weight 0 in the readable port, where 0 · NaN is still NaN:
-    // the kernel needs, per value column, the last key row holding NaN or ±inf.
+  if (!seesEveryKey(keyRange(problem, shapes), Lq)) {
+    // Keys a block skips carry weight 0 in the readable port, where 0 · NaN is still NaN: the
+    // kernel needs, per value column, the last key row holding NaN or ±inf.
     const scan = float32 ? kernel.exports.scanValueF32 : kernel.exports.scanValueF64;
     for (let kv = 0; kv < kvSlices; kv++) {
       scan(value + kv * Lk * Ev * bytes, Lk, Ev, lastNonFinite + kv * Ev * 4);
@@ -1143,7 +1142,7 @@ function jobPlan(kernel: Kernel, problem: Problem, sliceCount: number): JobPlan 
   const maskBytes = mask === null ? 0 : mask.bool !== null ? mask.bool.length : mask.float!.length * bytes;
   const stride = kernel.exports.scratchBytes(E, Ev);
   const sizes = [
-    sliceCount * 8, // per slice: kv slice, mask offset (i32, i32)
+    sliceCount * SLICE_FIELDS * 4, // per slice: kv slice, mask offset, its RowKeys (i32 each)
     maskBytes, // the mask as given, broadcast by strides
     stride * threads, // one scratch slot per thread
     sliceCount * chunkRows * E * bytes, // one chunk of query rows [B..., Hq, chunkRows, E]
@@ -1179,12 +1178,24 @@ function runJob(
     maskKind = 2;
   }
 
-  // Per (batch, head) slice: the key/value slice it reads (grouped-query heads share one) and
-  // where its mask starts; the mask's strides along Lq and Lk are the same for every slice.
-  const table = new Int32Array(buffer, sliceTable, parts.length * 2);
+  // Per (batch, head) slice: the key/value slice it reads (grouped-query heads share one), where
+  // its mask starts, and which keys its rows see (key-range.ts's four numbers, which the kernel
+  // evaluates); the mask's strides along Lq and Lk are the same for every slice.
+  const table = new Int32Array(buffer, sliceTable, parts.length * SLICE_FIELDS);
+  const range = keyRange(problem, shapes);
   parts.forEach((part, n) => {
-    table[2 * n] = Lk * E === 0 ? 0 : part.key / (Lk * E); // no keys: no slice to read
-    table[2 * n + 1] = part.mask;
+    const keys = sliceKeys(range, part.index);
+    table.set(
+      [
+        Lk * E === 0 ? 0 : part.key / (Lk * E), // no keys: no slice to read
+        part.mask,
+        keys.startShift,
+        keys.endShift,
+        keys.limit,
+        keys.sinkEnd,
+      ],
+      n * SLICE_FIELDS,
+    );
   });
   const [maskI, maskJ] = [parts[0].maskI, parts[0].maskJ];
 
@@ -1203,12 +1214,10 @@ function runJob(
     outputChunk,
     sliceTable,
   ];
-  fields.push(maskKind, maskAt, maskI, maskJ, problem.isCausal ? 1 : 0, layout.lastNonFinite);
+  fields.push(maskKind, maskAt, maskI, maskJ, layout.lastNonFinite);
   fields.forEach((x, n) => job.setUint32(4 * n, x, true));
   job.setFloat64(64, problem.scale, true);
   job.setFloat64(72, problem.softcap, true);
-  // J_QUERY_OFFSET: an offset of Lk or more lets every row see every key, so Lk is the same.
-  job.setUint32(84, Math.min(problem.queryOffset, Lk), true);
   const { keyKv, keyTile, valueKv, valueTile, valueRow } = layout;
   [keyKv, keyTile, valueKv, valueTile, valueRow].forEach((x, n) => job.setUint32(88 + 4 * n, x, true));
   const queryRows = floats(float32, buffer, queryChunk, parts.length * chunkRows * E);
@@ -1347,10 +1356,10 @@ async function startWorkers(kernel: Kernel, count: number): Promise<void> {
 
 // ---- Plain float64 rows, the readable port's algorithm, where the kernel cannot carry them. ----
 
-/** Query row i of one slice: its logits [Lk] into `logits`, in float64 as the readable port
- * computes them. Returns the row's largest logit (NaN if any is). */
-function rowLogits(problem: Problem, slice: Slice, i: number, logits: Float64Array): number {
-  const { shapes, mask, query, key, scale, softcap, isCausal, queryOffset } = problem;
+/** Query row i of one slice, whose rows see `keys`: its logits [Lk] into `logits`, in float64 as
+ * the readable port computes them. Returns the row's largest logit (NaN if any is). */
+function rowLogits(problem: Problem, slice: Slice, keys: RowKeys, i: number, logits: Float64Array): number {
+  const { shapes, mask, query, key, scale, softcap } = problem;
   const { keyLength: Lk, features: E } = shapes;
   let max = -Infinity;
   for (let j = 0; j < Lk; j++) {
@@ -1368,8 +1377,8 @@ function rowLogits(problem: Problem, slice: Slice, i: number, logits: Float64Arr
     } else if (mask?.float) {
       x += mask.float[cell];
     }
-    if (isCausal && j > i + queryOffset) {
-      x = -Infinity;
+    if (!seesKey(keys, i, j)) {
+      x = -Infinity; // a key the row may not see (key-range.ts), whatever the mask said
     }
     logits[j] = x;
     max = Math.max(max, x);
@@ -1427,7 +1436,9 @@ function computeRowsPlainly(
   const { queryLength: Lq, keyLength: Lk, valueFeatures: Ev } = shapes;
   const logits = new Float64Array(Lk); // [Lk]  one row at a time
   const row = new Float64Array(Ev); // [Ev]
+  const range = keyRange(problem, shapes);
   for (const at of parts) {
+    const keys = sliceKeys(range, at.index);
     for (let i = 0; i < Lq; i++) {
       const out = at.output + i * Ev;
       let finite = true;
@@ -1437,7 +1448,7 @@ function computeRowsPlainly(
       if (onlyNonFinite && finite) {
         continue;
       }
-      const max = rowLogits(problem, at, i, logits);
+      const max = rowLogits(problem, at, keys, i, logits);
       if (max === -Infinity) {
         output.fill(0, out, out + Ev); // fully masked: +0.0, whatever value holds
         continue;

@@ -22,11 +22,14 @@ export const FEATURE_CHUNK = 16;
 export const VALUE_ROWS = 16;
 /** Bytes of the uniform block Params below (a multiple of 16). */
 export const PARAMS_BYTES = 64;
+/** Bytes of one slice's entry (the struct Slice below) in binding 5. */
+export const SLICE_BYTES = 24;
 
 /** The shader. Bindings: 0 the uniform Params; 1 query, 2 key, 3 value (float32, read as their
  * 32-bit patterns); 4 the mask (raw 32-bit words: bool bytes four to a word, or float32 bits); 5 one
- * (kv slice, mask offset) pair per slice; 6 per kv slice and value column, the last key row whose
- * value is NaN or ±inf (-1 for none; read only with isCausal); 7 the output (float32 bit patterns).
+ * Slice per slice (its kv slice, mask offset and which keys its rows see); 6 per kv slice and value
+ * column, the last key row whose value is NaN or ±inf (-1 for none; read only where a block skips
+ * keys); 7 the output (float32 bit patterns).
  *
  * No IEEE special value is ever a number inside this shader. WGSL lets an implementation assume
  * that NaN and the infinities do not occur (its isNan was removed for that reason, and a shader
@@ -64,11 +67,10 @@ const NOT_A_NUMBER: u32 = 3u;                 // makes its row NaN
 
 struct Params {
   rows: u32,           // query rows of each slice in this dispatch
-  rowStart: u32,       // index in Lq of the dispatch's first row (causality counts from 0)
+  rowStart: u32,       // index in Lq of the dispatch's first row (a row's keys count from row 0)
   keyLength: u32,      // Lk
   features: u32,       // E
   valueFeatures: u32,  // Ev
-  isCausal: u32,
   maskKind: u32,       // MASK_NONE, MASK_BOOL or MASK_FLOAT
   maskI: u32,          // the mask's stride along Lq (0: it broadcasts)
   maskJ: u32,          // the mask's stride along Lk
@@ -76,9 +78,22 @@ struct Params {
   softcap: f32,        // 0: none; finite
   accMayOverflow: u32, // 1: sum p · value could overflow float32: normalise every cell (see below)
   pad0: u32,
-  queryOffset: u32,    // causal: query row i (of Lq) may see keys j <= i + queryOffset (at most Lk)
   pad1: u32,
   pad2: u32,
+  pad3: u32,
+  pad4: u32,
+}
+
+// One (batch, head) slice of the dispatch: what it reads, and which keys its rows see: key-range.ts's
+// RowKeys, which the host copies in; row i (of Lq) sees [keyStart(i), keyEnd(i)) and the sinks
+// [0, sinkEnd). This shader evaluates key-range.ts's formula and knows nothing of causality.
+struct Slice {
+  kv: u32,             // the key/value slice it reads (grouped-query heads share one)
+  maskBase: u32,       // the mask cell (i = 0, j = 0) of this slice
+  startShift: i32,
+  endShift: i32,
+  limit: i32,
+  sinkEnd: i32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -86,7 +101,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> key: array<u32>;          // [kv slices, Lk, E] float32 bits
 @group(0) @binding(3) var<storage, read> value: array<u32>;        // [kv slices, Lk, Ev] float32 bits
 @group(0) @binding(4) var<storage, read> mask: array<u32>;         // as given, read through strides
-@group(0) @binding(5) var<storage, read> slices: array<vec2<u32>>; // per slice: kv slice, mask offset
+@group(0) @binding(5) var<storage, read> slices: array<Slice>;
 @group(0) @binding(6) var<storage, read> lastNonFinite: array<i32>; // [kv slices, Ev]
 @group(0) @binding(7) var<storage, read_write> output: array<u32>; // [slices, rows, Ev] float32 bits
 
@@ -204,21 +219,33 @@ fn weightOf(x: f32, m: f32) -> f32 {
   return exp2Weight(max(half, -100.0) * 2.0 * LOG2_E);
 }
 
+// key-range.ts's keyEnd and keyStart for row i (of Lq) of a slice: it sees no key from keyEnd on
+// and none before keyStart, sinks aside.
+fn keyEnd(part: Slice, i: u32) -> u32 {
+  return u32(min(part.limit, max(0, i32(i) + part.endShift)));
+}
+fn keyStart(part: Slice, i: u32) -> u32 {
+  return u32(min(i32(keyEnd(part, i)), max(0, i32(i) + part.startShift)));
+}
+fn seesKey(part: Slice, i: u32, j: u32) -> bool {
+  return j < u32(part.sinkEnd) || (keyStart(part, i) <= j && j < keyEnd(part, i));
+}
+
 // The boolean mask's cell at offset n (bytes, four to a word): whether it allows the cell.
 fn maskAllows(n: u32) -> bool {
   let word = mask[n / 4u];
   return ((word >> ((n % 4u) * 8u)) & 0xffu) != 0u;
 }
 
-// Steps 2-3 for one cell, (row, j) of the slice whose mask starts at maskBase (row counts from the
-// dispatch's first row): the score (finite, or a special kind from specialScore) scaled, softcapped
-// and masked. Causality and a false boolean cell mask it whatever the score (even NaN); a float
-// mask is added by the rules of IEEE's sum, decided on kinds.
-fn logit(score: f32, scoreKind: u32, maskBase: u32, row: u32, j: u32) -> Logit {
-  if (params.isCausal != 0u && j > params.rowStart + row + params.queryOffset) {
+// Steps 2-3 for one cell, (row, j) of slice part (row counts from the dispatch's first row): the
+// score (finite, or a special kind from specialScore) scaled, softcapped and masked. A key the row
+// may not see (with isCausal, j > i + queryOffset) and a false boolean cell mask it whatever the
+// score (even NaN); a float mask is added by the rules of IEEE's sum, decided on kinds.
+fn logit(score: f32, scoreKind: u32, part: Slice, row: u32, j: u32) -> Logit {
+  if (!seesKey(part, params.rowStart + row, j)) {
     return Logit(0.0, MASKED);
   }
-  let cell = maskBase + row * params.maskI + j * params.maskJ;
+  let cell = part.maskBase + row * params.maskI + j * params.maskJ;
   if (params.maskKind == MASK_BOOL && !maskAllows(cell)) {
     return Logit(0.0, MASKED);
   }
@@ -243,12 +270,12 @@ fn logit(score: f32, scoreKind: u32, maskBase: u32, row: u32, j: u32) -> Logit {
   return x;
 }
 
-// Query row queryRow (of the dispatch) against key row j of slice kv: the cell's logit, computed
+// Query row queryRow (of the dispatch) against key row j of slice part: the cell's logit, computed
 // on its own (scores summed in the tiles' order); a NaN or ±inf in either row makes it specialScore's.
-fn cellLogit(queryRow: u32, kv: u32, maskBase: u32, row: u32, j: u32) -> Logit {
+fn cellLogit(queryRow: u32, part: Slice, row: u32, j: u32) -> Logit {
   let E = params.features;
   let queryAt = queryRow * E;
-  let keyAt = (kv * params.keyLength + j) * E;
+  let keyAt = (part.kv * params.keyLength + j) * E;
   var score = 0.0;
   var special = false;
   for (var e = 0u; e < E; e++) {
@@ -258,9 +285,9 @@ fn cellLogit(queryRow: u32, kv: u32, maskBase: u32, row: u32, j: u32) -> Logit {
     score = fma(finiteOr0(q), finiteOr0(k), score);
   }
   if (special) {
-    return logit(0.0, specialScore(queryAt, keyAt), maskBase, row, j);
+    return logit(0.0, specialScore(queryAt, keyAt), part, row, j);
   }
-  return logit(score, FINITE, maskBase, row, j);
+  return logit(score, FINITE, part, row, j);
 }
 
 // One output cell the readable port's way: each weight exp(logit - m) / l first, then their sum
@@ -268,16 +295,15 @@ fn cellLogit(queryRow: u32, kv: u32, maskBase: u32, row: u32, j: u32) -> Logit {
 // before dividing by l, so with |value| near float32's largest it can overflow where the exact
 // output is an ordinary number (flash.ts recomputes such rows too). Used for every cell of a call
 // whose values are that large (the host's accMayOverflow).
-fn normalisedCell(queryRow: u32, kv: u32, maskBase: u32, row: u32, column: u32, keyEnd: u32,
-                  m: f32, l: f32) -> f32 {
+fn normalisedCell(queryRow: u32, part: Slice, row: u32, column: u32, blockEnd: u32, m: f32, l: f32) -> f32 {
   var out = 0.0;
-  for (var j = 0u; j < keyEnd; j++) {
-    let x = cellLogit(queryRow, kv, maskBase, row, j);
+  for (var j = 0u; j < blockEnd; j++) {
+    let x = cellLogit(queryRow, part, row, j);
     var weight = 0.0;
     if (x.kind == FINITE) {
       weight = weightOf(x.value, m) / l;
     }
-    out = fma(weight, finiteOr0(value[(kv * params.keyLength + j) * params.valueFeatures + column]), out);
+    out = fma(weight, finiteOr0(value[(part.kv * params.keyLength + j) * params.valueFeatures + column]), out);
   }
   return out;
 }
@@ -291,8 +317,8 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
   let i0 = group.x * QUERY_BLOCK;           // first query row of the block, within the dispatch
   let c0 = group.z * KEY_TILE;              // first output column of the workgroup
   let rows = min(QUERY_BLOCK, params.rows - i0);
-  let kv = slices[slice].x;                 // the key/value slice it reads (grouped-query heads share one)
-  let maskBase = slices[slice].y;           // the mask cell (i = 0, j = 0) of this slice
+  let part = slices[slice];                 // what it reads, and which keys its rows see
+  let kv = part.kv;                         // the key/value slice it reads (grouped-query heads share one)
   let queryBase = (slice * params.rows + i0) * E;
   let column = c0 + t;                      // this thread's output column
 
@@ -318,16 +344,13 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
   var valuePlus = 0u;
   var valueMinus = 0u;
 
-  // Causal tile skipping: key j is allowed for query row i only when j <= i + queryOffset, so keys
-  // from the block's last row + queryOffset + 1 on are masked for every row of it: those tiles are
-  // never computed.
-  var keyEnd = Lk;
-  if (params.isCausal != 0u) {
-    keyEnd = min(Lk, params.rowStart + i0 + rows + params.queryOffset);
-  }
+  // Tile skipping: no row of the block sees a key from blockEnd on (the rows' bounds grow with the
+  // row, so the last row's end; with isCausal, past its position + queryOffset), so those keys are
+  // masked for every row of it: their tiles are never computed.
+  let blockEnd = max(u32(part.sinkEnd), keyEnd(part, params.rowStart + i0 + max(rows, 1u) - 1u));
 
-  for (var j0 = 0u; j0 < keyEnd; j0 += KEY_TILE) {
-    let cols = min(KEY_TILE, keyEnd - j0);
+  for (var j0 = 0u; j0 < blockEnd; j0 += KEY_TILE) {
+    let cols = min(KEY_TILE, blockEnd - j0);
 
     // Step 1: scores of key j0 + t against the block's rows, E a chunk at a time: the query
     // chunk [Br, FEATURE_CHUNK] and the key chunk, transposed to [FEATURE_CHUNK, Bc], are loaded
@@ -369,9 +392,9 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
       var x = Logit(0.0, MASKED);
       if (t < cols) {
         if (keyHasSpecial || atomicLoad(&rowSpecial[r]) != 0u) {
-          x = cellLogit(slice * params.rows + i0 + r, kv, maskBase, i0 + r, j0 + t);
+          x = cellLogit(slice * params.rows + i0 + r, part, i0 + r, j0 + t);
         } else {
-          x = logit(score[r], FINITE, maskBase, i0 + r, j0 + t);
+          x = logit(score[r], FINITE, part, i0 + r, j0 + t);
         }
       }
       tile[r * KEY_TILE + t] = x.value;
@@ -467,9 +490,9 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
   if (column >= Ev) {
     return;
   }
-  var skippedNonFinite = false;             // a key a causal block skipped holds NaN or ±inf here
-  if (params.isCausal != 0u) {
-    skippedNonFinite = lastNonFinite[kv * Ev + column] >= i32(keyEnd);
+  var skippedNonFinite = false;             // a key the block skipped holds NaN or ±inf here
+  if (blockEnd < Lk) {
+    skippedNonFinite = lastNonFinite[kv * Ev + column] >= i32(blockEnd);
   }
   for (var r = 0u; r < rows; r++) {
     let state = rowState[r];
@@ -483,7 +506,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     } else if (state == SEEN && (valueMinus & bit) != 0u) {
       out = NEGATIVE_INFINITY_BITS;
     } else if (state == SEEN && params.accMayOverflow != 0u) {
-      out = bitcast<u32>(normalisedCell(slice * params.rows + i0 + r, kv, maskBase, i0 + r, column, keyEnd,
+      out = bitcast<u32>(normalisedCell(slice * params.rows + i0 + r, part, i0 + r, column, blockEnd,
                                         rowMax[r], rowSum[r]));
     } else if (state == SEEN) {
       out = bitcast<u32>(acc[r] / rowSum[r]);

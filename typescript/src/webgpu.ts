@@ -23,8 +23,8 @@
  *     query number (the same address for every thread, a broadcast) 64 keys. flash.ts's register
  *     blocking, 2 rows x 4 keys, becomes 16 rows x 1 key per thread x 64 threads.
  *  2. scale, then softcap. 3. the mask: boolean (bytes, four to a 32-bit word: WGSL has no 8-bit
- *     type), float (added) or causal, read in place through the mask's strides, as flash.ts does;
- *     a masked cell is -inf. The tile of logits [16, 64] goes to workgroup memory.
+ *     type), float (added), read in place through the mask's strides, as flash.ts does, and the
+ *     keys a row may not see (key-range.ts; with isCausal, past its position); a masked cell is -inf. The tile of logits [16, 64] goes to workgroup memory.
  *  4. softmax, online, as flash.ts's softmaxTile: the owner of row r (thread r) finds the tile's
  *     largest logit, the new running max m and alpha = exp(m_old - m_new); then every thread turns
  *     its column's logits into p = exp(logit - m), in place; then the owner adds the tile's p to
@@ -36,11 +36,12 @@
  *
  * So no [Lq, Lk] matrix exists anywhere (workgroup memory holds 13.6 KiB, under the 16 KiB every
  * WebGPU device offers), each key and value number is read from GPU memory once per block of 16
- * rows, and every barrier guards one hand-over between threads. With isCausal the key tiles past a
- * block's last row are skipped, as in flash.ts. Ev > 64 takes more workgroups along the dispatch's
+ * rows, and every barrier guards one hand-over between threads. The key tiles past the keys a
+ * block's rows may see (key-range.ts; with isCausal, past its last row) are skipped, as in flash.ts. Ev > 64 takes more workgroups along the dispatch's
  * z dimension, each recomputing the scores of its rows for its 64 columns: a thread then still
  * holds only 16 sums, for any Ev. Grouped-query heads and the mask's broadcast are a per-slice
- * table of (key/value slice, first mask cell) that batching.ts computes.
+ * table of (key/value slice, first mask cell) that batching.ts computes; the same table carries
+ * each slice's RowKeys from key-range.ts, which keys its rows see.
  *
  * Why WebGPU's constraints shape it so:
  *  - Float32 only: WebGPU has no float64 in shaders (and shader-f16 is optional), so the port is
@@ -57,15 +58,16 @@
  *    reads as 0 and sets a flag on its query row, key row or value cell. IEEE's answer is then
  *    decided from flags and counts: a score whose query or key row holds a special value is
  *    classified product by product (NaN for a NaN or inf · 0, or for +inf and -inf together, else
- *    ±inf); a logit carries a kind beside its finite value (finite, masked, +inf, NaN), so causality
- *    and a boolean mask are a kind, and a float mask's ±inf and NaN follow IEEE's sum by kind; a row
- *    is NaN (a NaN or +inf logit), fully masked (no finite logit, or Lk = 0: +0.0) or seen; value's
- *    NaN and infinities reach a column as per-row bits (NaN, or an infinity weighed 0: NaN; an
- *    infinity weighed > 0: ±inf; both signs: NaN). The output is written as bits, so NaN and ±inf
- *    are patterns, not results. A key a causal block skips is never read, so the host marks, per
- *    key/value slice and column, the last key whose value is NaN or ±inf (lastNonFiniteRows) and
- *    the kernel makes such a column NaN, as flash.ts does. The host holds scale and softcap within
- *    float32's range. scripts/gpu-check runs the special-value fixtures on a real GPU.
+ *    ±inf); a logit carries a kind beside its finite value (finite, masked, +inf, NaN), so a key
+ *    the row may not see and a boolean mask are a kind, and a float mask's ±inf and NaN follow
+ *    IEEE's sum by kind; a row is NaN (a NaN or +inf logit), fully masked (no finite logit, or
+ *    Lk = 0: +0.0) or seen; value's NaN and infinities reach a column as per-row bits (NaN, or an
+ *    infinity weighed 0: NaN; an infinity weighed > 0: ±inf; both signs: NaN). The output is
+ *    written as bits, so NaN and ±inf are patterns, not results. A key a block skips is never
+ *    read, so the host marks, per key/value slice and column, the last key whose value is NaN or
+ *    ±inf (lastNonFiniteRows) and the kernel makes such a column NaN, as flash.ts does. The host
+ *    holds scale and softcap within float32's range. scripts/gpu-check runs the special-value
+ *    fixtures on a real GPU.
  *  - Limits. One storage binding holds at most maxStorageBufferBindingSize bytes and one dispatch
  *    at most maxComputeWorkgroupsPerDimension workgroups along each dimension; planDispatches groups
  *    the slices into dispatches that fit, and cuts a slice too large for one into blocks of query
@@ -91,7 +93,8 @@
  */
 
 import * as readable from "./attention.ts";
-import { nest, type Slice, slices } from "./batching.ts";
+import { type Slice, slices } from "./batching.ts";
+import { type Entries, entriesOfAsync, type PortKernel, readableSteps } from "./entries.ts";
 import {
   AttentionInputError,
   type AttentionOptions,
@@ -101,28 +104,15 @@ import {
   checkFlatInputs,
   checkInputs,
   type FlatAttentionOptions,
-  type FlatMask,
   type FlatTensor,
   formatShape,
-  type MaskInput,
-  type NestedArray,
-  plainArguments,
   product,
   type TensorInput,
 } from "./inputs.ts";
-import { ATTENTION_WGSL, PARAMS_BYTES, QUERY_BLOCK, VALUE_COLUMNS } from "./webgpu-kernel.ts";
+import { keyRange, seesEveryKey, sliceKeys } from "./key-range.ts";
+import { ATTENTION_WGSL, PARAMS_BYTES, QUERY_BLOCK, SLICE_BYTES, VALUE_COLUMNS } from "./webgpu-kernel.ts";
 
-export type {
-  AttentionOptions,
-  AttentionSteps,
-  FlatAttentionOptions,
-  FlatMask,
-  FlatTensor,
-  MaskInput,
-  NestedArray,
-  TensorInput,
-};
-export { AttentionInputError };
+export * from "./port-exports.ts";
 
 /** No WebGPU to run on: the runtime has none (Node without a binding, a browser without it, a page
  * that is not a secure context), no adapter answered, or the device could not be made or was
@@ -181,36 +171,10 @@ export interface WebGpuSetup {
   readonly limits?: Partial<DispatchLimits>;
 }
 
-/** One device and its pipeline, kept between calls. */
-export interface WebGpuAttention {
-  /** softmax(query · keyᵀ · scale [+ mask]) · value in float32, nested arrays (or shaped tensors)
-   * in, nested arrays out: matrices in, a matrix out. */
-  scaledDotProductAttention(
-    query: readonly (readonly number[])[],
-    key: readonly (readonly number[])[],
-    value: readonly (readonly number[])[],
-    options?: AttentionOptions,
-  ): Promise<number[][]>;
-  scaledDotProductAttention(
-    query: TensorInput,
-    key: TensorInput,
-    value: TensorInput,
-    options?: AttentionOptions,
-  ): Promise<NestedArray>;
-  /** The same on flat row-major tensors; the output has query.data's type (computed in float32). */
-  scaledDotProductAttentionFlat(
-    query: FlatTensor,
-    key: FlatTensor,
-    value: FlatTensor,
-    options?: FlatAttentionOptions,
-  ): Promise<FlatTensor>;
-  /** Every step: the output is the kernel's, scores, logits and weights the readable port's. */
-  attentionSteps(
-    query: TensorInput,
-    key: TensorInput,
-    value: TensorInput,
-    options?: AttentionOptions,
-  ): Promise<AttentionSteps>;
+/** One device and its pipeline, kept between calls: the three entries of the shared device
+ * (float32 on the GPU; nested arrays or shaped tensors in, nested arrays out, matrices in, a matrix
+ * out; or flat tensors in and out, the output in query.data's type), on this device. */
+export interface WebGpuAttention extends Entries<AttentionOptions, FlatAttentionOptions, true> {
   readonly adapter: AdapterDescription;
   readonly limits: DispatchLimits;
   /** Whether the device is gone (lost, or destroyed): calls then throw WebGpuUnavailableError. */
@@ -221,53 +185,22 @@ export interface WebGpuAttention {
 
 // ---- Public entry points: one shared device, made on first use. ----
 
+const entries = entriesOfAsync(kernelOn(sharedGpu));
+
 /** softmax(query · keyᵀ · scale [+ mask]) · value in float32 on the GPU; nested arrays (or
  * shaped tensors) in, nested arrays out (matrices in, a matrix out, as attention.ts). Inputs are
  * checked first (AttentionInputError); then a device is made on first use and kept
  * (WebGpuUnavailableError when there is none). */
-export function scaledDotProductAttention(
-  query: readonly (readonly number[])[],
-  key: readonly (readonly number[])[],
-  value: readonly (readonly number[])[],
-  options?: AttentionOptions,
-): Promise<number[][]>;
-export function scaledDotProductAttention(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options?: AttentionOptions,
-): Promise<NestedArray>;
-export function scaledDotProductAttention(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options: AttentionOptions = {},
-): Promise<NestedArray> {
-  return nestedEntry(sharedGpu, query, key, value, options);
-}
+export const scaledDotProductAttention = entries.scaledDotProductAttention;
 
 /** The same on flat row-major tensors ({ shape, data } with a Float32Array or Float64Array);
  * computed in float32, the output in query.data's type. */
-export function scaledDotProductAttentionFlat(
-  query: FlatTensor,
-  key: FlatTensor,
-  value: FlatTensor,
-  options: FlatAttentionOptions = {},
-): Promise<FlatTensor> {
-  return flatEntry(sharedGpu, query, key, value, options);
-}
+export const scaledDotProductAttentionFlat = entries.scaledDotProductAttentionFlat;
 
 /** Every step, as attention.ts returns them: the output is the kernel's; scores, logits and
  * weights [B..., Hq, Lq, Lk] are the readable port's, since the kernel holds them only a tile at a
  * time and never writes them out. */
-export function attentionSteps(
-  query: TensorInput,
-  key: TensorInput,
-  value: TensorInput,
-  options: AttentionOptions = {},
-): Promise<AttentionSteps> {
-  return stepsEntry(sharedGpu, query, key, value, options);
-}
+export const attentionSteps = entries.attentionSteps;
 
 /** The adapter the shared device runs on (made on first use). */
 export async function adapterDescription(): Promise<AdapterDescription> {
@@ -276,15 +209,24 @@ export async function adapterDescription(): Promise<AdapterDescription> {
 
 // ---- The entries' work, on a device asked for only once the inputs are checked. ----
 
-async function nestedEntry(
+/** The kernel's three computations, on the device that `gpu` gives. */
+function kernelOn(gpu: () => Promise<Gpu>): PortKernel<AttentionOptions, FlatAttentionOptions, true> {
+  return {
+    attend: (query, key, value, options = {}) => outputEntry(gpu, query, key, value, options),
+    attendFlat: (query, key, value, options = {}) => flatEntry(gpu, query, key, value, options),
+    attentionSteps: (query, key, value, options = {}) => stepsEntry(gpu, query, key, value, options),
+  };
+}
+
+async function outputEntry(
   gpu: () => Promise<Gpu>,
   query: TensorInput,
   key: TensorInput,
   value: TensorInput,
   options: AttentionOptions,
-): Promise<NestedArray> {
+): Promise<FlatTensor> {
   const problem = checkInputs(query, key, value, options);
-  return nestedOutput(await compute(await gpu(), problem), problem);
+  return { shape: problem.shapes.outputShape, data: await compute(await gpu(), problem) };
 }
 
 async function flatEntry(
@@ -308,9 +250,7 @@ async function stepsEntry(
 ): Promise<AttentionSteps> {
   const problem = checkInputs(query, key, value, options);
   const output = await compute(await gpu(), problem);
-  const plain = plainArguments(problem); // the values checked, not the caller's objects read again
-  const steps = readable.attentionSteps(plain.query, plain.key, plain.value, plain.options); // holds its own memoryLimit
-  return { ...steps, output: nestedOutput(output, problem) };
+  return readableSteps(problem, () => output);
 }
 
 /** A device as the port holds it, with the WebGpuAttention that calls it. */
@@ -405,12 +345,7 @@ async function makeDevice(setup: WebGpuSetup): Promise<Device> {
     get lost() {
       return state.lost;
     },
-    // One function for both overloads (the rank-2 one is the same call with a narrower type).
-    scaledDotProductAttention: ((query: TensorInput, key: TensorInput, value: TensorInput, options = {}) =>
-      nestedEntry(own, query, key, value, options)) as WebGpuAttention["scaledDotProductAttention"],
-    scaledDotProductAttentionFlat: (query, key, value, options = {}) =>
-      flatEntry(own, query, key, value, options),
-    attentionSteps: (query, key, value, options = {}) => stepsEntry(own, query, key, value, options),
+    ...entriesOfAsync(kernelOn(own)),
     destroy() {
       state.lost = true;
       device.destroy();
@@ -541,7 +476,7 @@ export function planDispatches(
       4 * rows * Math.max(E, Ev) <= bytes &&
       4 * kvSlices * Lk * Math.max(E, Ev) <= bytes &&
       (m1 - m0) * maskBytesPerCell <= bytes &&
-      8 * (s1 - s0) <= bytes &&
+      SLICE_BYTES * (s1 - s0) <= bytes &&
       s1 - s0 <= groups &&
       Math.ceil((row1 - row0) / QUERY_BLOCK) <= groups
     );
@@ -617,7 +552,7 @@ function checkMemory(problem: Problem, plan: readonly Dispatch[], maskBytesPerCe
       4 * rows * (E + 2 * Ev) + // query, output and its read-back copy
       4 * (d.kv1 - d.kv0) * Lk * (E + 2 * Ev) + // key, value, lastNonFinite
       (d.mask1 - d.mask0) * maskBytesPerCell +
-      8 * (d.slice1 - d.slice0);
+      SLICE_BYTES * (d.slice1 - d.slice0);
     largest = Math.max(largest, device);
   }
   const needed = 4 * product(shapes.outputShape) + largest;
@@ -680,21 +615,33 @@ async function runDispatch(
     maskWords = float32(mask.float, d.mask0, d.mask1);
     maskKind = 2;
   }
-  const table = new Uint32Array(2 * sliceCount); // per slice: kv slice, first mask cell
+  // Per slice (the shader's struct Slice): kv slice, first mask cell, and which keys its rows see
+  // (key-range.ts's RowKeys, whose formula the shader evaluates).
+  const table = new Int32Array((SLICE_BYTES / 4) * sliceCount);
+  const range = keyRange(problem, shapes);
   for (let n = 0; n < sliceCount; n++) {
     const at = parts[d.slice0 + n];
-    table[2 * n] = (Lk * E === 0 ? 0 : at.key / (Lk * E)) - d.kv0;
-    table[2 * n + 1] = mask === null || Lk === 0 ? 0 : at.mask + d.row0 * at.maskI - d.mask0;
+    const keys = sliceKeys(range, at.index);
+    table.set(
+      [
+        (Lk * E === 0 ? 0 : at.key / (Lk * E)) - d.kv0,
+        mask === null || Lk === 0 ? 0 : at.mask + d.row0 * at.maskI - d.mask0,
+        keys.startShift,
+        keys.endShift,
+        keys.limit,
+        keys.sinkEnd,
+      ],
+      (SLICE_BYTES / 4) * n,
+    );
   }
   const params = new DataView(new ArrayBuffer(PARAMS_BYTES));
-  const fields = [rows, d.row0, Lk, E, Ev, problem.isCausal ? 1 : 0, maskKind];
-  fields.push(parts[d.slice0].maskI, parts[d.slice0].maskJ);
+  const fields = [rows, d.row0, Lk, E, Ev, maskKind, parts[d.slice0].maskI, parts[d.slice0].maskJ];
   fields.forEach((x, n) => params.setUint32(4 * n, x, true));
-  params.setFloat32(36, finiteFloat32(problem.scale), true);
-  params.setFloat32(40, shaderSoftcap(problem.softcap), true);
-  params.setUint32(44, accMayOverflow(value, Lk) ? 1 : 0, true);
-  // queryOffset: an offset of Lk or more lets every row see every key, so Lk is the same (a u32).
-  params.setUint32(52, Math.min(problem.queryOffset, Lk), true);
+  params.setFloat32(32, finiteFloat32(problem.scale), true);
+  params.setFloat32(36, shaderSoftcap(problem.softcap), true);
+  params.setUint32(40, accMayOverflow(value, Lk) ? 1 : 0, true);
+  // Where a block may skip keys, the shader needs each value column's last non-finite key.
+  const skips = !seesEveryKey(range, Lq);
 
   device.pushErrorScope("out-of-memory");
   device.pushErrorScope("validation");
@@ -721,7 +668,7 @@ async function runDispatch(
     upload(value, storage),
     upload(maskWords, storage),
     upload(table, storage),
-    upload(problem.isCausal ? lastNonFiniteRows(value, d.kv1 - d.kv0, Lk, Ev) : new Int32Array(1), storage),
+    upload(skips ? lastNonFiniteRows(value, d.kv1 - d.kv0, Lk, Ev) : new Int32Array(1), storage),
   ];
   const out = device.createBuffer({
     size: Math.max(4, 4 * outputLength),
@@ -798,8 +745,8 @@ function accMayOverflow(value: Float32Array, Lk: number): boolean {
 }
 
 /** Per key/value slice and value column, the last key row whose value is NaN or ±inf (-1 for
- * none): a causal block skips the keys past its last row, and such a value must still make the
- * row NaN (0 · NaN is NaN in the readable port, even for a key the row cannot see). */
+ * none): a block skips the keys none of its rows sees, and such a value must still make the row
+ * NaN (0 · NaN is NaN in the readable port, even for a key the row cannot see). */
 function lastNonFiniteRows(value: Float32Array, kvSlices: number, Lk: number, Ev: number): Int32Array {
   const last = new Int32Array(Math.max(1, kvSlices * Ev)).fill(-1); // [kv slices, Ev]
   for (let kv = 0; kv < kvSlices; kv++) {
@@ -813,10 +760,6 @@ function lastNonFiniteRows(value: Float32Array, kvSlices: number, Lk: number, Ev
     }
   }
   return last;
-}
-
-function nestedOutput(output: Float32Array, problem: Problem): NestedArray {
-  return nest(output, problem.shapes.outputShape) as NestedArray;
 }
 
 /** The output in the type of query.data: Float32Array as computed, or widened to Float64Array. */

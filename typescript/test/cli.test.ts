@@ -1,4 +1,4 @@
-// The CLI the Python harness runs (python/attention_port/harness/node.py): its results document.
+// The runner the Python harness talks to (python/attention_port/harness/node.py): its replies.
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { EXIT_CANNOT_RUN, main, numberJson } from "../runners/cli.ts";
 import { DEFAULT_FIXTURES, decodeNumbers, REGENERATE_HINT } from "../runners/fixtures.ts";
 
-/** The port table's rows that run in Node: what --port may name. */
+/** The port table's rows that run in Node: what a request may name. */
 const NODE_PORTS = (
   JSON.parse(readFileSync(new URL("../../contract/ports.json", import.meta.url), "utf8")).ports as {
     name: string;
@@ -21,30 +21,64 @@ const NODE_PORTS = (
   .filter((row) => row.runs_in === "node")
   .map((row) => row.name);
 
+const CLI = fileURLToPath(new URL("../runners/cli.ts", import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), "attention-port-cli-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-test("run writes steps, errors and special numbers the way node.py reads them", async () => {
-  const out = join(scratch, "results.json");
-  const cases = ["tutorial_seq3_dk4", "nan_in_value", "empty_keys", "error_ragged_mask"];
-  const code = await main(["run", "--out", out, ...cases.flatMap((id) => ["--case", id])]);
-  assert.equal(code, 0);
-  const document = JSON.parse(readFileSync(out, "utf8"));
-  assert.equal(document.port, "typescript");
-  assert.equal(typeof document.elapsed_ms, "number");
-  assert.deepEqual(Object.keys(document.cases).sort(), [...cases].sort());
-  const tutorial = document.cases.tutorial_seq3_dk4;
-  assert.deepEqual(tutorial.output.shape, [3, 2]);
-  assert.equal(tutorial.output.data.length, 6);
-  assert.deepEqual(tutorial.scores.data, [2, 0, 1, 0, 2, 1, 1, 1, 2]);
-  assert.ok((decodeNumbers(document.cases.nan_in_value.output.data) as number[]).some(Number.isNaN));
-  assert.deepEqual(document.cases.empty_keys.weights, { shape: [2, 3, 0], data: [] });
-  assert.deepEqual(document.cases.empty_keys.output.data, new Array(24).fill(0));
-  assert.deepEqual(document.cases.error_ragged_mask.error, {
+type Tensor = { shape: number[]; data: unknown[] };
+type Step = { step: string; passed: boolean; budgetUsed: number | string; problem: string | null };
+interface Reply {
+  port: string;
+  elapsed_ms: number;
+  verdicts: Record<string, { verdict: string; problem: string | null; steps: Step[] }>;
+  answers: Record<string, Record<string, Tensor> & { error?: { kind: string; message: string } }>;
+  problem?: string;
+}
+
+/** One `serve` process given these requests, one per line: its replies, in order. */
+function serve(requests: object[], args: string[] = []): Reply[] {
+  const run = spawnSync(process.execPath, [CLI, "serve", ...args], {
+    input: requests.map((r) => `${JSON.stringify(r)}\n`).join(""),
+    encoding: "utf8",
+  });
+  assert.equal(run.status, 0, run.stderr);
+  return run.stdout
+    .trimEnd()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Reply);
+}
+
+const CASES = ["tutorial_seq3_dk4", "nan_in_value", "empty_keys", "error_ragged_mask", "layer_gqa"];
+
+test("serve judges each port: a clean pass crosses as its verdict, an error and a layer case as answers", () => {
+  const [reply, everything] = serve([
+    { port: "typescript", cases: CASES, every_answer: false },
+    { port: "typescript", cases: CASES, every_answer: true },
+  ]);
+  assert.equal(reply.port, "typescript");
+  assert.equal(typeof reply.elapsed_ms, "number");
+  assert.deepEqual(Object.keys(reply.verdicts).sort(), ["empty_keys", "nan_in_value", "tutorial_seq3_dk4"]);
+  assert.deepEqual(Object.keys(reply.answers).sort(), ["error_ragged_mask", "layer_gqa"]);
+  const tutorial = reply.verdicts.tutorial_seq3_dk4;
+  assert.equal(tutorial.verdict, "pass");
+  assert.deepEqual(
+    tutorial.steps.map((s) => s.step),
+    ["scores", "logits", "weights", "output"],
+  );
+  assert.ok(tutorial.steps.every((s) => s.passed && s.problem === null));
+  assert.deepEqual(reply.answers.error_ragged_mask.error, {
     kind: "ragged",
     message:
       "attnMask is ragged: attnMask[1] has length 2, expected 3 (shape from the first elements: [2, 3])",
   });
+  assert.ok(reply.answers.layer_gqa.output.shape.length === 2);
+  // every_answer: each attention case's answer too, special numbers written as in the fixtures.
+  assert.deepEqual(Object.keys(everything.answers).sort(), [...CASES].sort());
+  assert.deepEqual(everything.verdicts, reply.verdicts);
+  assert.deepEqual(everything.answers.tutorial_seq3_dk4.scores.data, [2, 0, 1, 0, 2, 1, 1, 1, 2]);
+  assert.ok((decodeNumbers(everything.answers.nan_in_value.output.data) as number[]).some(Number.isNaN));
+  assert.deepEqual(everything.answers.empty_keys.weights, { shape: [2, 3, 0], data: [] });
+  assert.deepEqual(everything.answers.empty_keys.output.data, new Array(24).fill(0));
 });
 
 test("numbers keep NaN, infinities and the sign of zero", () => {
@@ -58,34 +92,55 @@ test("numbers keep NaN, infinities and the sign of zero", () => {
   ]);
 });
 
-test("--port typescript-flash runs the fast port: the same steps, errors and special numbers", async () => {
-  const cases = ["tutorial_seq3_dk4", "nan_in_value", "empty_keys", "error_ragged_mask"];
-  const documents: Record<
-    string,
-    { port: string; cases: Record<string, Record<string, { shape: number[]; data: unknown[] }>> }
-  > = {};
-  for (const port of ["typescript", "typescript-flash"]) {
-    const out = join(scratch, `results-${port}.json`);
-    assert.equal(
-      await main(["run", "--out", out, "--port", port, ...cases.flatMap((id) => ["--case", id])]),
-      0,
-    );
-    documents[port] = JSON.parse(readFileSync(out, "utf8"));
-  }
-  const [readable, flash] = [documents.typescript, documents["typescript-flash"]];
-  assert.equal(flash.port, "typescript-flash");
-  assert.deepEqual(Object.keys(flash.cases).sort(), [...cases].sort());
-  assert.deepEqual(flash.cases.error_ragged_mask, readable.cases.error_ragged_mask);
-  assert.deepEqual(flash.cases.empty_keys, readable.cases.empty_keys);
-  assert.deepEqual(flash.cases.tutorial_seq3_dk4.scores, readable.cases.tutorial_seq3_dk4.scores);
-  const output = (port: typeof flash) => decodeNumbers(port.cases.tutorial_seq3_dk4.output.data) as number[];
+test("a case outside the contract crosses as a verdict that says so", () => {
+  const [reply] = serve([{ port: "typescript", cases: ["score_overflow"], every_answer: false }]);
+  assert.deepEqual(reply.verdicts.score_overflow, {
+    verdict: "outside",
+    problem: "outside the contract: score overflow",
+    steps: [],
+  });
+});
+
+test("one process serves every port, the fast one with the same steps, errors and special numbers", () => {
+  const replies = serve(
+    ["typescript", "typescript-flash"].map((port) => ({ port, cases: CASES, every_answer: true })),
+  );
+  const [readable, flash] = replies.map((reply) => reply.answers);
+  assert.equal(replies[1].port, "typescript-flash");
+  assert.deepEqual(Object.keys(replies[1].verdicts), Object.keys(replies[0].verdicts));
+  assert.deepEqual(flash.error_ragged_mask, readable.error_ragged_mask);
+  assert.deepEqual(flash.empty_keys, readable.empty_keys);
+  assert.deepEqual(flash.tutorial_seq3_dk4.scores, readable.tutorial_seq3_dk4.scores);
+  const output = (port: typeof flash) => decodeNumbers(port.tutorial_seq3_dk4.output.data) as number[];
   output(flash).forEach((x, n) =>
     assert.ok(Math.abs(x - output(readable)[n]) <= 1e-14 * Math.abs(x), `${x}`),
   );
   assert.deepEqual(
-    (decodeNumbers(flash.cases.nan_in_value.output.data) as number[]).map(Number.isNaN),
-    (decodeNumbers(readable.cases.nan_in_value.output.data) as number[]).map(Number.isNaN),
+    (decodeNumbers(flash.nan_in_value.output.data) as number[]).map(Number.isNaN),
+    (decodeNumbers(readable.nan_in_value.output.data) as number[]).map(Number.isNaN),
   );
+});
+
+test("a request that cannot be served is answered with its problem, and the next is served", () => {
+  const missing = join(scratch, "no-fixtures-here");
+  const damaged = join(scratch, "damaged");
+  cpSync(DEFAULT_FIXTURES, damaged, { recursive: true });
+  writeFileSync(join(damaged, "manifest.json"), "{ not json\n");
+  const [unknown, noCase, served] = serve([
+    { port: "nope", cases: null },
+    { port: "typescript", cases: ["no_such_case"] },
+    { port: "typescript", cases: ["tutorial_seq3_dk4"] },
+  ]);
+  assert.deepEqual(unknown, {
+    port: "nope",
+    problem: `unknown port 'nope' (known: ${NODE_PORTS.join(", ")})`,
+  });
+  assert.match(noCase.problem ?? "", /no case named 'no_such_case'/);
+  assert.equal(served.verdicts.tutorial_seq3_dk4.verdict, "pass");
+  const [notAFolder] = serve([{ port: "typescript", cases: null }], ["--fixtures", missing]);
+  assert.equal(notAFolder.problem, `${missing}: is not a fixture folder; ${REGENERATE_HINT}`);
+  const [bad] = serve([{ port: "typescript", cases: null }], ["--fixtures", damaged]);
+  assert.match(bad.problem ?? "", new RegExp(`${join(damaged, "manifest.json")}: is not valid JSON`));
 });
 
 /** main() with console.error captured: its exit code and the lines it printed. */
@@ -103,21 +158,10 @@ async function mainCapturing(t: TestContext, argv: string[]): Promise<{ code: nu
 }
 
 test("bad usage is one line on stderr and exit code 2", async (t) => {
-  const out = join(scratch, "x.json");
   const expectations: [string[], RegExp][] = [
-    [
-      ["run", "--out", out, "--port", "nope"],
-      new RegExp(`unknown port 'nope' \\(known: ${NODE_PORTS.join(", ")}\\)`),
-    ],
-    [["run", "--out", out, "--case", "no_such_case"], /no case named 'no_such_case'/],
     [["frobnicate"], /unknown command 'frobnicate'; run with --help for usage/],
     [[], /no command given/],
-    [["run"], /--out is required/],
-    [["run", "--out", out, "--frob"], /Unknown option '--frob'.*; run with --help for usage/],
-    [
-      ["run", "--out", join(scratch, "no", "such", "folder", "x.json")],
-      /cannot write --out .*no\/such\/folder/,
-    ],
+    [["serve", "--frob"], /Unknown option '--frob'.*; run with --help for usage/],
   ];
   for (const [argv, pattern] of expectations) {
     const { code, lines } = await mainCapturing(t, argv);
@@ -130,58 +174,31 @@ test("bad usage is one line on stderr and exit code 2", async (t) => {
   const printed: string[] = [];
   t.mock.method(console, "log", (line: string) => printed.push(line));
   assert.equal(await main(["--help"]), 0);
-  assert.match(printed.join("\n"), /^usage: node typescript\/runners\/cli\.ts run /);
-});
-
-test("a bad fixture folder is one line naming it, and exit code 2", async (t) => {
-  const out = join(scratch, "x.json");
-  const missing = join(scratch, "no-fixtures-here");
-  let result = await mainCapturing(t, ["run", "--fixtures", missing, "--out", out]);
-  assert.equal(result.code, 2);
-  assert.deepEqual(result.lines, [
-    `attention-port (typescript): ${missing}: is not a fixture folder; ${REGENERATE_HINT}`,
-  ]);
-  // A folder whose manifest is damaged.
-  const damaged = join(scratch, "damaged");
-  cpSync(DEFAULT_FIXTURES, damaged, { recursive: true });
-  writeFileSync(join(damaged, "manifest.json"), "{ not json\n");
-  result = await mainCapturing(t, ["run", "--fixtures", damaged, "--out", out]);
-  assert.equal(result.code, 2);
-  assert.equal(result.lines.length, 1);
-  assert.match(result.lines[0], new RegExp(`${join(damaged, "manifest.json")}: is not valid JSON`));
+  assert.match(printed.join("\n"), /^usage: node typescript\/runners\/cli\.ts serve /);
 });
 
 test("the process itself exits with code 2 and one line on stderr", () => {
-  const cli = fileURLToPath(new URL("../runners/cli.ts", import.meta.url));
-  const missing = join(scratch, "nowhere");
-  const run = spawnSync(
-    process.execPath,
-    [cli, "run", "--fixtures", missing, "--out", join(scratch, "y.json")],
-    { encoding: "utf8" },
-  );
-  assert.equal(run.status, 2, run.stderr);
-  assert.equal(run.stdout, "");
-  assert.equal(run.stderr.trimEnd().split("\n").length, 1, run.stderr);
-  assert.match(run.stderr, /nowhere: is not a fixture folder/);
-  const bare = spawnSync(process.execPath, [cli], { encoding: "utf8" });
+  const bare = spawnSync(process.execPath, [CLI], { encoding: "utf8" });
   assert.equal(bare.status, 2, bare.stderr);
+  assert.equal(bare.stdout, "");
+  assert.equal(bare.stderr.trimEnd().split("\n").length, 1, bare.stderr);
   assert.match(bare.stderr, /no command given/);
 });
 
-test("--port typescript-simd writes the kernel's output alone: the readable port's steps are not the kernel's", async () => {
+test("typescript-simd gives the kernel's output alone: the readable port's steps are not the kernel's", () => {
   const cases = ["tutorial_seq3_dk4", "error_ragged_mask"];
-  const read = async (port: string) => {
-    const out = join(scratch, `results-${port}-alone.json`);
-    assert.equal(
-      await main(["run", "--out", out, "--port", port, ...cases.flatMap((id) => ["--case", id])]),
-      0,
-    );
-    return JSON.parse(readFileSync(out, "utf8")).cases;
-  };
-  const [simd, readable] = [await read("typescript-simd"), await read("typescript")];
-  assert.deepEqual(Object.keys(simd.tutorial_seq3_dk4), ["output"]);
-  assert.deepEqual(simd.tutorial_seq3_dk4.output.shape, readable.tutorial_seq3_dk4.output.shape);
-  const output = (doc: typeof simd) => decodeNumbers(doc.tutorial_seq3_dk4.output.data) as number[];
-  output(simd).forEach((x, n) => assert.ok(Math.abs(x - output(readable)[n]) <= 1e-14 * Math.abs(x), `${x}`));
-  assert.deepEqual(simd.error_ragged_mask, readable.error_ragged_mask);
+  const [simd, readable] = serve(
+    ["typescript-simd", "typescript"].map((port) => ({ port, cases, every_answer: true })),
+  );
+  assert.deepEqual(
+    simd.verdicts.tutorial_seq3_dk4.steps.map((s) => s.step),
+    ["output"],
+  );
+  assert.deepEqual(Object.keys(simd.answers.tutorial_seq3_dk4), ["output"]);
+  const [kernel, textbook] = [simd, readable].map((r) => r.answers.tutorial_seq3_dk4.output);
+  assert.deepEqual(kernel.shape, textbook.shape);
+  (kernel.data as number[]).forEach((x, n) =>
+    assert.ok(Math.abs(x - (textbook.data[n] as number)) <= 1e-14 * Math.abs(x), `${x}`),
+  );
+  assert.deepEqual(simd.answers.error_ragged_mask, readable.answers.error_ragged_mask);
 });

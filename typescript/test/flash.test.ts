@@ -17,7 +17,13 @@ import {
   scaledDotProductAttention,
   scaledDotProductAttentionFlat,
 } from "../src/flash.ts";
-import { type ShapedMask, type ShapedTensor, toArray, toMaskArray } from "../src/inputs.ts";
+import {
+  type FlatAttentionOptions,
+  type ShapedMask,
+  type ShapedTensor,
+  toArray,
+  toMaskArray,
+} from "../src/inputs.ts";
 import { atTheEdges, attentionProblems, generator, type Problem } from "./generate.ts";
 import { assertFixtureError, broadcast, close, expectError, flatten, product, runCase } from "./helpers.ts";
 
@@ -65,11 +71,7 @@ describe("flash.ts's entry points on every fixture", () => {
           flatTensor(shaped(input.value!)),
           {
             attnMask: input.attnMask === null ? null : flatMaskOf(shaped(input.attnMask)),
-            isCausal: c.params.isCausal as boolean,
-            scale: c.params.scale as number | null,
-            enableGqa: c.params.enableGqa as boolean,
-            softcap: c.params.softcap as number,
-            queryOffset: c.params.queryOffset as number | undefined,
+            ...(c.params as FlatAttentionOptions),
           },
         );
         assert.deepEqual(flat.shape, c.expected!.output.shape);

@@ -81,14 +81,7 @@ export function normalizeMessage(message: string): string {
 export function runCase<T>(port: PortFunction<T>, c: FixtureCase): T {
   const tensor = (x: unknown) =>
     c.expected === null ? x : x === null ? null : portTensor(x as FixtureTensor);
-  const options = {
-    attnMask: tensor(c.inputs.attnMask),
-    isCausal: c.params.isCausal,
-    scale: c.params.scale,
-    enableGqa: c.params.enableGqa,
-    softcap: c.params.softcap,
-    ...("queryOffset" in c.params ? { queryOffset: c.params.queryOffset } : {}),
-  } as unknown as AttentionOptions;
+  const options = { attnMask: tensor(c.inputs.attnMask), ...c.params } as unknown as AttentionOptions;
   const input = (x: unknown) => tensor(x) as TensorInput;
   return port(input(c.inputs.query), input(c.inputs.key), input(c.inputs.value), options);
 }

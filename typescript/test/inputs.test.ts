@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 
 import {
@@ -22,6 +23,7 @@ import {
   formatShape,
   inferShape,
 } from "../src/inputs.ts";
+import { checkHeads, checkReturnCache, checkRope } from "../src/layer-inputs.ts";
 import {
   scaledDotProductAttentionFlat as simdFlat,
   scaledDotProductAttention as simdSdpa,
@@ -413,6 +415,17 @@ describe("the shaped form { shape, data }", () => {
   });
 });
 
+interface DeclaredOption {
+  readonly python: string;
+  readonly javascript: string;
+  readonly error: { readonly kind: string; readonly message: string };
+}
+const DECLARED = JSON.parse(
+  readFileSync(new URL("../../contract/options.json", import.meta.url), "utf8"),
+) as { readonly core: readonly DeclaredOption[]; readonly checkOrder: { readonly core: readonly string[] } };
+/** The core's scalar options in the contract's order of checks. */
+const CHECK_ORDER = DECLARED.checkOrder.core.map((name) => DECLARED.core.find((o) => o.python === name)!);
+
 describe("the options object and the size limit, as in the Python ports", () => {
   const Q = [
     [1, 0],
@@ -432,6 +445,17 @@ describe("the options object and the size limit, as in the Python ports", () => 
 
   for (const [name, port] of ports) {
     const run = port as (q: unknown, k: unknown, v: unknown, o?: unknown) => unknown;
+    test(`${name}: the first wrong option in the contract's order of checks is the one refused`, () => {
+      // contract/options.json read here, not the generated table the checks walk: a string is no
+      // value of any scalar option, so with the options from the i-th on all wrong, the i-th is named.
+      CHECK_ORDER.forEach((first, i) => {
+        const wrong = Object.fromEntries(CHECK_ORDER.slice(i).map((option) => [option.javascript, "yes"]));
+        const message = first.error.message
+          .replace("{name}", first.javascript)
+          .replace("{value}", "a string");
+        expectError(() => run(Q, K, V, wrong), first.error.kind as ErrorKind, message);
+      });
+    });
     test(`${name}: options must be an object`, () => {
       expectError(() => run(Q, K, V, null), "value", "options must be an object, got null");
       expectError(() => run(Q, K, V, "fast"), "value", "options must be an object, got a string");
@@ -552,5 +576,27 @@ describe("a tensor too large or too deep is refused from its lengths, before its
         "query.shape has 2147483648 dimensions; at most 64 dimensions are supported",
       );
     }
+  });
+});
+
+describe("the layer's and RoPE's options, in the words Python writes (TypeScript spelling)", () => {
+  const cases: [() => unknown, string][] = [
+    [() => checkHeads(0, null), "numHeads must be a positive integer, got 0"],
+    [() => checkHeads(2, true), "numKvHeads must be a positive integer, got a boolean"],
+    [() => checkRope(3, 4), "rope must be an object of theta, rotaryDim and interleaved, got 3"],
+    [() => checkRope({ theta: 0 }, 4), "theta must be a finite number > 0, got 0"],
+    [() => checkRope({ theta: 1, interleaved: 1 }, 4), "interleaved must be a boolean, got 1"],
+    [
+      () => checkRope({ rotaryDim: 3 }, 4),
+      "rotaryDim must be an even integer from 2 to the feature size 4, got 3",
+    ],
+    [() => checkReturnCache("yes"), "returnCache must be a boolean, got a string"],
+  ];
+  for (const [check, message] of cases) {
+    test(message, () => expectError(check, "value", message));
+  }
+  test("rope takes exactly RoPE's declared options, with their defaults", () => {
+    assert.deepEqual(checkRope({}, 4), { theta: 10000, rotaryDim: 4, interleaved: false });
+    expectError(() => checkRope({ base: 10 }, 4), "value", "rope has an unknown option 'base'");
   });
 });

@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { type FixtureTensor, loadFixtures } from "../runners/fixtures.ts";
 import * as readable from "../src/attention.ts";
 import * as flash from "../src/flash.ts";
-import type { FlatMask, FlatTensor, ShapedMask, ShapedTensor } from "../src/inputs.ts";
+import type { FlatAttentionOptions, FlatMask, FlatTensor, ShapedMask, ShapedTensor } from "../src/inputs.ts";
 import {
   AttentionInputError,
   attentionSteps,
@@ -114,11 +114,7 @@ for (const build of BUILD_NAMES) {
           const input = c.inputs as Record<string, FixtureTensor | null>;
           const options = {
             attnMask: input.attnMask === null ? null : flatMask(shaped(input.attnMask)),
-            isCausal: c.params.isCausal as boolean,
-            scale: c.params.scale as number | null,
-            enableGqa: c.params.enableGqa as boolean,
-            softcap: c.params.softcap as number,
-            queryOffset: c.params.queryOffset as number | undefined,
+            ...(c.params as FlatAttentionOptions),
           };
           const tensors = (float32: boolean) =>
             [input.query!, input.key!, input.value!].map((t) => flatTensor(shaped(t), float32));

@@ -32,17 +32,18 @@ const J_Q: i32 = 20; // the chunk's query rows [slices, rows, E]
 const J_K: i32 = 24; // key, transposed by tiles of [BC / 2L, E, 2L] (transposeKey), placed by J_K_KV, J_K_TILE
 const J_V: i32 = 28; // value rows [Ev], placed by J_V_KV, J_V_TILE and J_V_ROW
 const J_OUT: i32 = 32; // the chunk's output rows [slices, rows, Ev]
-const J_SLICES: i32 = 36; // per slice: i32 kv slice, i32 mask offset (elements)
+const J_SLICES: i32 = 36; // per slice, SLICE_BYTES: i32 kv slice, i32 mask offset (elements), then
+// the four i32 of key-range.ts's RowKeys for the slice: startShift, endShift, limit, sinkEnd
 const J_MASK_KIND: i32 = 40; // 0 none, 1 bool (u8, 0 = masked), 2 float (T, added)
 const J_MASK: i32 = 44;
 const J_MASK_I: i32 = 48; // mask stride along Lq (elements; 0 when broadcast)
 const J_MASK_J: i32 = 52; // mask stride along Lk
-const J_CAUSAL: i32 = 56;
-const J_LAST_NON_FINITE: i32 = 60; // i32 [kvSlices, Ev]: last key row with NaN/±inf value, or -1
+const J_LAST_NON_FINITE: i32 = 56; // i32 [kvSlices, Ev]: last key row with NaN/±inf value, or -1
+// (bytes 60 to 63 are free, before the f64s)
 const J_SCALE: i32 = 64; // f64
 const J_SOFTCAP: i32 = 72; // f64
-const J_ROW0: i32 = 80; // the chunk's first query row (for the causal limit and the mask's rows)
-const J_QUERY_OFFSET: i32 = 84; // query row i may see keys j <= i + offset (causal; at most Lk)
+const J_ROW0: i32 = 80; // the chunk's first query row (for the rows' keys and the mask's rows)
+// (bytes 84 to 87 are free)
 // Where a kv slice's key tile and value rows are, in bytes: a call's own copy is [kvSlices, tiles,
 // E, BC] and [kvSlices, Lk, Ev]; a resident cache (simd.ts's SimdKeyValueCache) keeps tile after
 // tile, each holding BC keys and their values for every kv slice, so that it grows at its end.
@@ -51,6 +52,19 @@ const J_K_TILE: i32 = 92; // from one key tile to the next of the same kv slice
 const J_V_KV: i32 = 96; // from one kv slice's value row 0 to the next's
 const J_V_TILE: i32 = 100; // from value row j to row j + BC of the same kv slice
 const J_V_ROW: i32 = 104; // from value row j to row j + 1 within a tile
+const SLICE_BYTES: usize = 24; // one slice's entry in the J_SLICES table
+
+// Which keys query row i of a slice sees: [rowStart(i), rowEnd(i)) and the sinks [0, sinkEnd).
+// The formula of key-range.ts's keyEnd and keyStart, from the four numbers simd.ts passes per
+// slice (key-range.ts decides them; this file knows nothing of causality).
+// @ts-ignore: decorator
+@inline function rowEnd(i: i32, endShift: i32, limit: i32): i32 {
+  return min(limit, max(0, i + endShift));
+}
+// @ts-ignore: decorator
+@inline function rowStart(i: i32, startShift: i32, end: i32): i32 {
+  return min(end, max(0, i + startShift));
+}
 
 /** Bytes of scratch one thread needs for features E and Ev (the same for f32 and f64). */
 export function scratchBytes(E: i32, Ev: i32): i32 {
@@ -250,8 +264,13 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   const i0 = load<i32>(job + J_ROW0) + local;
   const rows = min(BR, chunkRows - local);
   const rowsPad = (rows + 3) & ~3; // whole groups of 4 rows; the extra rows repeat row rows - 1
-  const kv = load<i32>(load<usize>(job + J_SLICES) + <usize>slice * 8);
-  const maskBase = load<i32>(load<usize>(job + J_SLICES) + <usize>slice * 8 + 4);
+  const sliceAt = load<usize>(job + J_SLICES) + <usize>slice * SLICE_BYTES;
+  const kv = load<i32>(sliceAt);
+  const maskBase = load<i32>(sliceAt, 4);
+  const startShift = load<i32>(sliceAt, 8); // the slice's RowKeys (key-range.ts)
+  const endShift = load<i32>(sliceAt, 12);
+  const limit = load<i32>(sliceAt, 16);
+  const sinkEnd = load<i32>(sliceAt, 20);
   const query = load<usize>(job + J_Q) + <usize>(slice * chunkRows + local) * <usize>E * S; // row i0
   const key = load<usize>(job + J_K) + <usize>kv * <usize>load<i32>(job + J_K_KV);
   const keyTileBytes = <usize>load<i32>(job + J_K_TILE);
@@ -262,8 +281,6 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   const mask = load<usize>(job + J_MASK);
   const maskI = load<i32>(job + J_MASK_I);
   const maskJ = load<i32>(job + J_MASK_J);
-  const causal = load<i32>(job + J_CAUSAL) != 0;
-  const offset = load<i32>(job + J_QUERY_OFFSET);
   const scale = load<f64>(job + J_SCALE);
   const softcap = load<f64>(job + J_SOFTCAP);
   const evPad = (Ev + L - 1) & ~(L - 1); // acc rows hold whole vectors
@@ -284,10 +301,11 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
       v128.store(acc + <usize>(r * evPad + t) * S, zero); // acc = 0
     }
   }
-  // Causal tile skipping: keys from i0 + rows + offset on are masked for every row of the block.
-  // The keys a block reads past one row's own limit are -inf for it and add exactly 0 to its sums,
-  // so a row's result does not depend on the other rows of its block.
-  const keyEnd = causal ? min(Lk, i0 + rows + offset) : Lk;
+  // Tile skipping: no row of the block sees a key from keyEnd on (the rows' bounds grow with the
+  // row, so the last row's end; with isCausal, i0 + rows + queryOffset), so those tiles are never
+  // computed. The keys a block reads that one row may not see are -inf for it and add exactly 0
+  // to its sums, so a row's result does not depend on the other rows of its block.
+  const keyEnd = max(sinkEnd, rowEnd(i0 + rows - 1, endShift, limit));
   // Without softcap and float mask the logit in log2 units is one multiply: score * scale·log2(e).
   const simpleLogits = softcap <= 0 && maskKind != 2;
   const scaleLog2 = v128.splat<T>(<T>(scale * LOG2E));
@@ -344,8 +362,14 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
     for (let r = 0; r < rowsPad; r++) {
       const i = i0 + min(r, rows - 1); // query row (extra rows repeat the last one)
       const row = tile + <usize>(r * BC) * S;
+      // The cells of the tile row i may not see: [hidden, visible) before its start (sinks aside)
+      // and [past, colsPad) from its end on (sinks aside), the padding included.
+      const end = rowEnd(i, endShift, limit);
+      const hidden = max(sinkEnd - j0, 0);
+      const visible = min(rowStart(i, startShift, end) - j0, cols);
+      const past = min(max(max(end - j0, sinkEnd - j0), 0), cols);
       // Steps 2-3: scale, softcap, mask, then log2 units (x · log2(e)) so that exp is exp2.
-      if (simpleLogits && maskKind == 0 && !causal) {
+      if (simpleLogits && maskKind == 0 && visible <= hidden && past == cols) {
         // Nothing masks: scale and take the tile's max in one pass (padding is masked below).
         let vmax = negInf;
         const full = cols & ~(L - 1); // whole vectors of real keys
@@ -390,9 +414,12 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
           }
         }
       }
-      // Causal: query i sees keys j <= i + offset only; past cols: padding. Both -inf (weight 0).
-      const end = causal ? max(0, min(cols, i + offset + 1 - j0)) : cols;
-      for (let c = end; c < colsPad; c++) {
+      // The keys row i may not see (with isCausal, j > i + queryOffset), and the padding past
+      // cols: -inf (weight 0).
+      for (let c = hidden; c < visible; c++) {
+        store<T>(row + <usize>c * S, <T>-Infinity);
+      }
+      for (let c = past; c < colsPad; c++) {
         store<T>(row + <usize>c * S, <T>-Infinity);
       }
 
@@ -484,7 +511,7 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
     for (let t = 0; t < Ev; t++) {
       // `+ 0` turns -0.0 (an underflowed negative acc) into +0.0, as a sum that starts at +0.0 gives.
       let y = load<T>(a + <usize>t * S) / l + <T>0;
-      if (causal && load<i32>(lastNonFinite + <usize>t * 4) >= keyEnd) {
+      if (keyEnd < Lk && load<i32>(lastNonFinite + <usize>t * 4) >= keyEnd) {
         y = <T>NaN; // a skipped key's value is NaN or infinite: its weight 0 times it is NaN
       }
       store<T>(out + <usize>t * S, y);

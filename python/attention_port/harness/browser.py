@@ -3,8 +3,8 @@
 Node builds one page (typescript/pages/webgpu-page.ts: the port bundled by esbuild, with the fixture
 cases written in), Chromium opens it from disk (a file:// page is a secure context, where
 `navigator.gpu` exists), and the page's script (typescript/pages/webgpu-browser.ts) runs every case
-on one device and gives back the results document that cli.ts writes for the other TypeScript
-ports. The bench calls the same page to time the port (bench/browser.py).
+on one device and gives back every answer, in a reply as cli.ts's (typescript/runners/results.ts
+writes both). The bench calls the same page to time the port (bench/browser.py).
 
 Playwright never downloads a browser here: it drives the Chromium found on the machine (Debian's
 `chromium`, or $CHROMIUM). The adapter is SwiftShader, Chromium's own WebGPU on the CPU, unless
@@ -171,14 +171,15 @@ def open_page(fixtures_dir: Path | None, case_ids: list[str], timeout: float) ->
 
 
 def run_webgpu(fixtures_dir: Path | str, case_ids: list[str], timeout: float) -> dict:
-    """The WebGPU port on these fixture cases, in one page load: cli.ts's results document
-    ({"port", "adapter", "elapsed_ms", "cases": {id: answer}})."""
+    """The WebGPU port on these fixture cases, in one page load: its reply, as cli.ts's ({"port",
+    "adapter", "elapsed_ms", "verdicts": {}, "answers": {id: answer}}: the page judges none)."""
     with open_page(Path(fixtures_dir), case_ids, timeout) as page:
         text = page.call("runFixtureCases")
     try:
         document = json.loads(text)
     except (TypeError, json.JSONDecodeError) as error:
         raise BrowserError(f"the WebGPU page gave malformed JSON: {error}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("cases"), dict):
-        raise BrowserError("the WebGPU page gave results without a 'cases' object")
+    parts = document if isinstance(document, dict) else {}
+    if not (isinstance(parts.get("verdicts"), dict) and isinstance(parts.get("answers"), dict)):
+        raise BrowserError("the WebGPU page gave results without 'verdicts' and 'answers' objects")
     return document

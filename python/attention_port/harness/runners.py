@@ -1,15 +1,20 @@
-"""Run each port on the fixture cases and collect its answers for compare.py to judge.
+"""Run each port on the fixture cases and collect its answers for compare.py to judge, or the
+verdicts a port's own language gave.
 
 PORTS builds, for each row of the port table (port_table.py) that `verify --ports` can name, one
 Port per dtype it runs in: a row that runs in Node through cli.ts, one that runs in a browser
 through browser.py, and a Python port through its entry in PYTHON_RUNNERS. A Port is a report
 name, the row it came from, the dtype it computes in and a function from cases to a PortRun (the
-answers, and notes such as the time spent inside Node). The ports themselves (reference.py,
-torch_port.py, the TypeScript files) know nothing of fixtures.
+answers, the verdicts, and notes such as the time spent inside Node). The TypeScript ports of a
+run share one Node process, which judges them with the conformance kit: a case it passed cleanly
+(or found outside the contract) comes back as its verdict, the rest as answers (cli.ts's header
+says which). The ports themselves (reference.py, torch_port.py, the TypeScript files) know nothing
+of fixtures.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from attention_port.fixtures.reader import FixtureCase, decode_numbers
-from attention_port.harness.compare import STEPS, PortAnswer
-from attention_port.harness.node import DEFAULT_TIMEOUT, NodeError, run_typescript
+from attention_port.harness import compare
+from attention_port.harness.compare import STEPS, CaseVerdict, PortAnswer, StepCheck
+from attention_port.harness.node import DEFAULT_TIMEOUT, NodeError, NodeSession
 from attention_port.inputs import AttentionInputError
 from attention_port.port_table import BY_NAME, ROWS, PortRow
 
@@ -28,9 +34,12 @@ ANSWERED = (*STEPS, "present_key", "present_value")
 
 @dataclass(frozen=True)
 class PortRun:
-    """One port's answers on a list of cases, by case id, and what else the run measured."""
+    """One port's answers on a list of cases, by case id, the verdicts its own language gave (a
+    case has one or the other; with both, the verdict is the report's and the answer is there for
+    a cross-check), and what else the run measured."""
 
     answers: dict[str, PortAnswer]
+    verdicts: dict[str, CaseVerdict] = field(default_factory=dict)
     notes: dict[str, float] = field(default_factory=dict)  # e.g. node_ms: the time inside Node
     about: dict[str, str] = field(default_factory=dict)  # e.g. adapter: the GPU the WebGPU port ran on
 
@@ -199,28 +208,95 @@ def decode_typescript_answer(entry: object) -> PortAnswer:
         return PortAnswer(crash=f"malformed result: {error}")
 
 
-def decode_results(document: dict, cases: list[FixtureCase], who: str) -> dict[str, PortAnswer]:
-    """Every case's answer from a TypeScript results document (cli.ts's, or the WebGPU page's)."""
-    results = document["cases"]
-    answers = {}
+def _number(x: object) -> float | None:
+    return None if x is None else float(x)  # "NaN", "Infinity" and "-Infinity" too
+
+
+def decode_step(entry: dict) -> StepCheck:
+    """One step's check as the kit's judge gave it (judge.ts's StepCheck)."""
+    index = entry["index"]
+    return StepCheck(
+        str(entry["step"]),
+        bool(entry["passed"]),
+        float(entry["budgetUsed"]),
+        float(entry["maxAbsError"]),
+        None if index is None else tuple(int(i) for i in index),
+        _number(entry["actual"]),
+        _number(entry["expected"]),
+        entry["problem"],
+    )
+
+
+def decode_verdict(case_id: str, port: str, dtype: str, entry: object) -> CaseVerdict:
+    """The kit's verdict on a case cli.ts passed cleanly or found outside the contract, as compare.py
+    words it: the output's figures, every step's check."""
+    if not isinstance(entry, dict) or entry.get("verdict") not in ("pass", "outside"):
+        raise ValueError("a verdict is not a pass or a case outside the contract")
+    if entry["verdict"] == "outside":
+        return CaseVerdict(case_id, port, dtype, False, problem=entry["problem"], outside=entry["problem"])
+    steps = [decode_step(step) for step in entry["steps"]]
+    output = steps[-1]
+    return CaseVerdict(
+        case_id,
+        port,
+        dtype,
+        True,
+        budget_used=output.budget_used,
+        max_abs_error=output.max_abs_error,
+        index=output.index,
+        actual=output.actual,
+        expected=output.expected,
+        problem=output.problem,
+        steps=steps,
+    )
+
+
+def decode_reply(reply: dict, cases: list[FixtureCase], port: Port, who: str, clock: str) -> PortRun:
+    """A TypeScript port's reply (cli.ts's, or the WebGPU page's): its verdicts, its answers, and
+    the time it spent on them, as the note `clock` (node_ms, browser_ms)."""
+    answers = {i: decode_typescript_answer(a) for i, a in reply["answers"].items()}
+    verdicts = {}
     for case in cases:
-        if case.id not in results:
+        if case.id in reply["verdicts"]:
+            try:
+                verdicts[case.id] = decode_verdict(case.id, port.name, port.dtype, reply["verdicts"][case.id])
+            except (ValueError, TypeError, KeyError, IndexError) as error:
+                raise NodeError(f"{who} wrote a malformed verdict for {case.id!r}: {error}") from None
+        elif case.id not in answers:
             raise NodeError(f"{who} wrote no result for case {case.id!r}")
-        answers[case.id] = decode_typescript_answer(results[case.id])
-    return answers
+    elapsed = reply.get("elapsed_ms")
+    notes = {clock: float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
+    about = {"adapter": str(reply["adapter"])} if "adapter" in reply else {}
+    return PortRun(answers, verdicts, notes, about)
 
 
-def typescript_port(fixtures_dir, name: str = "typescript", timeout: float = DEFAULT_TIMEOUT) -> Port:
-    """A port of the table that runs in Node, through cli.ts, in the first dtype of its row."""
+def judged(port: Port, run: PortRun, by_id: dict[str, FixtureCase]) -> list[CaseVerdict]:
+    """Every case of a run judged: the verdict the port's own language gave where there is one,
+    else compare.py's on its answer."""
+    verdicts = list(run.verdicts.values())
+    answered = [i for i in run.answers if i not in run.verdicts]
+    return verdicts + [compare.judge(by_id[i], port.name, port.dtype, run.answers[i]) for i in answered]
+
+
+def typescript_port(
+    fixtures_dir,
+    name: str = "typescript",
+    timeout: float = DEFAULT_TIMEOUT,
+    session: NodeSession | None = None,
+    every_answer: bool = False,
+) -> Port:
+    """A port of the table that runs in Node, through cli.ts, in the first dtype of its row: in
+    `session` (one Node process for several ports), else in a process of its own. every_answer:
+    every attention case's answer comes back too, for a cross-check."""
     row = BY_NAME[name]
+    session = session or NodeSession(fixtures_dir, [row.name], timeout)
 
     def run(cases: list[FixtureCase]) -> PortRun:
-        document = run_typescript(fixtures_dir, row.name, [case.id for case in cases], timeout)
-        elapsed = document.get("elapsed_ms")
-        notes = {"node_ms": float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
-        return PortRun(decode_results(document, cases, f"the TypeScript port ({row.name})"), notes)
+        reply = session.request(row.name, [case.id for case in cases], every_answer)
+        return decode_reply(reply, cases, port, f"the TypeScript port ({row.name})", "node_ms")
 
-    return Port(row.name, row.name, row.dtypes[0], run)
+    port = Port(row.name, row.name, row.dtypes[0], run)
+    return port
 
 
 def webgpu_port(fixtures_dir, timeout: float = DEFAULT_TIMEOUT) -> Port:
@@ -228,13 +304,11 @@ def webgpu_port(fixtures_dir, timeout: float = DEFAULT_TIMEOUT) -> Port:
     from attention_port.harness import browser
 
     def run(cases: list[FixtureCase]) -> PortRun:
-        document = browser.run_webgpu(fixtures_dir, [case.id for case in cases], timeout)
-        elapsed = document.get("elapsed_ms")
-        notes = {"browser_ms": float(elapsed)} if isinstance(elapsed, (int, float)) else {}  # all cases
-        about = {"adapter": str(document.get("adapter", "unknown"))}
-        return PortRun(decode_results(document, cases, "the WebGPU port"), notes, about)
+        reply = browser.run_webgpu(fixtures_dir, [case.id for case in cases], timeout)
+        return decode_reply(reply, cases, port, "the WebGPU port", "browser_ms")
 
-    return Port("webgpu", "webgpu", "float32", run)
+    port = Port("webgpu", "webgpu", "float32", run)
+    return port
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,6 +323,8 @@ class PortOptions:
     device: str | None = None  # torch device; default: cuda, then mps, then cpu
     dtypes: list[str] | None = None  # torch dtypes; default: what the device supports
     node_timeout: float = DEFAULT_TIMEOUT
+    node_session: NodeSession | None = None  # the one Node process of the run's TypeScript ports
+    every_answer: bool = False  # the TypeScript ports send every answer too, for the cross-check
 
 
 def _torch_runs(options: PortOptions) -> list[tuple[str, str]]:
@@ -274,7 +350,15 @@ PYTHON_RUNNERS: dict[str, Callable[[PortOptions], list[Port]]] = {
 
 def _builder(row: PortRow) -> Callable[[PortOptions], list[Port]]:
     if row.runs_in == "node":
-        return lambda options: [typescript_port(options.fixtures_dir, row.name, options.node_timeout)]
+        return lambda options: [
+            typescript_port(
+                options.fixtures_dir,
+                row.name,
+                options.node_timeout,
+                options.node_session,
+                options.every_answer,
+            )
+        ]
     if row.runs_in == "browser":
         return lambda options: [webgpu_port(options.fixtures_dir, options.node_timeout)]
     return PYTHON_RUNNERS[row.name]
@@ -284,4 +368,12 @@ PORTS: dict[str, Callable[[PortOptions], list[Port]]] = {row.name: _builder(row)
 
 
 def build_ports(names: list[str], options: PortOptions) -> list[Port]:
+    """The ports `names` give, in order. The TypeScript ones share one Node process, and send back
+    every attention case's answer where verify cross-checks them against torch in float64."""
+    in_node = [name for name in names if BY_NAME[name].runs_in == "node"]
+    options = dataclasses.replace(
+        options,
+        node_session=NodeSession(options.fixtures_dir, in_node, options.node_timeout),
+        every_answer=CROSS_REFERENCE in names and any(d == "float64" for _, d in _torch_runs(options)),
+    )
     return [port for name in names for port in PORTS[name](options)]

@@ -243,8 +243,8 @@ PAIRS = {"JavaScript": "interleaved ? 2 * i : i", "Python": "if options.interlea
 DENOMINATOR = {"JavaScript": "is the denominator", "Python": "is the denominator"}
 PROJECT = {"JavaScript": "weight.data[o * ins + c]", "Python": "y = x @ weight.T"}
 OFFSET = {"JavaScript": "queryOffset: cached", "Python": "query_offset=cached"}
-FROM_P = {"JavaScript": "(_, l) => cached + l", "Python": "np.arange(cached, cached +"}
-CONCATENATE = {"JavaScript": "k = appendRows(pastK, k)", "Python": 'np.concatenate([past["past_key"], k]'}
+FROM_P = {"JavaScript": "(_, l) => cached + l", "Python": "core.arange(cached, cached +"}
+CONCATENATE = {"JavaScript": "k = appendRows(pastK, k)", "Python": 'core.concatenate(past["past_key"], k)'}
 
 WEIGHTS_NOT_TRANSPOSED = LayerMistake(
     None,

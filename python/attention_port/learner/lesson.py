@@ -47,7 +47,7 @@ PLACES: dict[str, dict[str, str | tuple[Path, str]]] = {
         "JavaScript": (BATCHING_TS, "query head h reads key/value head"),
         "Python": "# Grouped-query attention",
     },
-    "options": {"JavaScript": "readOptions<MaskInput>(options)", "Python": "check_options(is_causal"},
+    "options": {"JavaScript": "readOptions<MaskInput>(options)", "Python": "= check_options("},
     "batch": {
         "JavaScript": "for (const at of slices(shapes",
         "Python": "scores = query @ np.swapaxes(key, -1, -2)",

@@ -5,9 +5,10 @@ variant differs from the truth there), check says "looks like <the mistake>". Ea
 right algorithm with exactly one thing done wrong, so that a match points at one fix. None of this
 is a port: the expected values always come from the fixtures, and reference.py stays correct.
 
-Each variant takes the case's inputs and options (query, key, value, attn_mask, is_causal, scale,
-enable_gqa, softcap, as numpy arrays and Python values) and returns the output it would give, or
-None where the mistake makes no difference (no mask to invert, no grouped heads to tile).
+Each variant takes the case's inputs and options (query, key, value, attn_mask, then the options
+the case holds by their Python names: is_causal, scale, enable_gqa, softcap, ...; numpy arrays and
+Python values) and returns the output it would give, or None where the mistake makes no difference
+(no mask to invert, no grouped heads to tile).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_port import reference
+from attention_port.contract import CORE_OPTIONS
 
 
 def _causal(query_length: int, key_length: int, query_offset: int) -> np.ndarray:
@@ -38,11 +40,6 @@ def _attention(
     value,
     attn_mask=None,
     *,
-    is_causal=False,
-    scale=None,
-    enable_gqa=False,
-    softcap=0.0,
-    query_offset=0,
     scale_of: Callable[[int, float | None], float] = lambda e, s: 1 / math.sqrt(e) if s is None else s,
     scores_of: Callable[[np.ndarray, np.ndarray], np.ndarray] = lambda q, k: q @ np.swapaxes(k, -1, -2),
     cap: Callable[[np.ndarray, float], np.ndarray] = lambda x, c: c * np.tanh(x / c),
@@ -54,8 +51,14 @@ def _attention(
     float_mask_as: Callable[[np.ndarray], tuple[np.ndarray | None, np.ndarray]] = lambda m: (None, m),
     weighted: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] = lambda w, k, v: w @ v,
     zero_empty_rows: bool = True,
+    **options: object,
 ) -> np.ndarray:
-    """Attention with each step swappable, so a variant changes exactly one."""
+    """Attention with each step swappable, so a variant changes exactly one. `options` are the
+    case's, by their Python names: one left out has its default (contract/options.json); one this
+    function does not read (an option newer than these variants) is passed over, not refused."""
+    options = {name: option.default for name, option in CORE_OPTIONS.items()} | options
+    is_causal, scale, enable_gqa = options["is_causal"], options["scale"], options["enable_gqa"]
+    softcap, query_offset = options["softcap"], options["query_offset"]
     query, key, value = (np.asarray(x, dtype=np.float64) for x in (query, key, value))
     if enable_gqa and query.ndim >= 3 and query.shape[-3] != key.shape[-3]:
         heads = kv_heads_of(query.shape[-3], key.shape[-3])  # [Hq]

@@ -2,8 +2,9 @@
 
 The harness side (runner.py, which asks) and the Python process (worker.py, which answers) read this
 module; the Node process (typescript/runners/check.ts) reads learner-protocol.ts. The names both
-sides must agree on (the steps, the options with their JavaScript spellings, each message's fields)
-are in one file that both modules load, contract/learner-protocol.json.
+sides must agree on (the steps, each message's fields) are in one file that both modules load,
+contract/learner-protocol.json; the options, with their JavaScript spellings, are
+contract/options.json's.
 
 1. The harness starts the process with the learner's module path and the number of the answer file
    descriptor on its command line, in an empty working folder of its own. The answers travel on
@@ -36,8 +37,8 @@ are in one file that both modules load, contract/learner-protocol.json.
 4. A layer or RoPE case (the levels after the attention core's, run when the file has the layer or
    RoPE) comes as {"id", "kind": "layer" or "rope", "valid", "output_shape", "inputs", "options"}:
    inputs by their Python names (x_q, x_kv, w_q ... b_o, attn_mask; or x and positions), null where
-   the case gives none; options those the case sets (num_heads always; num_kv_heads, is_causal,
-   scale, softcap, rope, need_weights, return_cache; or theta, rotary_dim, interleaved). The hello
+   the case gives none; options those the case sets (num_heads always; any other of the layer's
+   or RoPE's options of contract/options.json only where not at its default). The hello
    says what the file has: "layer" and "rotary" name its layer and RoPE functions, or are null;
    "function" is null when it has no attention function of its own; "layerPast" is true when its
    layer takes a KV cache (Python: past_key and past_value among its parameters; JavaScript, whose
@@ -54,6 +55,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attention_port.contract import CORE_OPTIONS, LAYER_OPTIONS, ROPE_OPTIONS
 from attention_port.fixtures.reader import decode_numbers, encode_numbers
 from attention_port.paths import LEARNER_PROTOCOL
 
@@ -62,12 +64,18 @@ if TYPE_CHECKING:
 
 PROTOCOL = json.loads(LEARNER_PROTOCOL.read_text(encoding="utf-8"))
 STEP_NAMES: tuple[str, ...] = tuple(PROTOCOL["steps"])
-OPTION_NAMES: tuple[str, ...] = tuple(PROTOCOL["options"])  # by their Python names
+# The options a request may set, by their Python names: those a fixture case holds.
+OPTION_NAMES: tuple[str, ...] = tuple(o.python for o in CORE_OPTIONS.values() if o.fixture != "none")
 HELLO_FIELDS: tuple[str, ...] = tuple(PROTOCOL["hello"])
 REQUEST_FIELDS: tuple[str, ...] = tuple(PROTOCOL["request"])
 THREW_FIELDS: tuple[str, ...] = tuple(PROTOCOL["threw"])  # a "threw" answer's, in this order
-# The layer's and RoPE's options (by their Python names) at their defaults: a request leaves these out.
-LAYER_DEFAULTS: dict[str, object] = PROTOCOL["layerDefaults"]
+# The layer's and RoPE's options (by their Python names) at their declared defaults
+# (contract/options.json): a request leaves these out.
+LAYER_DEFAULTS: dict[str, object] = {
+    name: option.default
+    for name, option in {**LAYER_OPTIONS, **ROPE_OPTIONS}.items()
+    if option.in_params and not option.required
+}
 LAYER_REQUEST_FIELDS: tuple[str, ...] = tuple(PROTOCOL["layerRequest"])
 LAYER_STEPS: tuple[str, ...] = tuple(PROTOCOL["layerSteps"])  # what a layer's answer may hold
 
@@ -94,24 +102,22 @@ def read_answer(line: str) -> dict | None:
     return message if isinstance(message, dict) else None
 
 
-def _is_zero(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == 0
+def _is_default(value: object, default: object) -> bool:
+    """`value` is an option's default (contract/options.json): None and the booleans by identity,
+    a number by its value (0 and 0.0 alike; True is not 1)."""
+    if default is None or isinstance(default, bool):
+        return value is default
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == default
 
 
 def options_set(case: FixtureCase) -> dict[str, object]:
     """The options a case sets (those not at their default), by their Python names. A learner is
     given only these, so its own defaults apply to the rest."""
-    chosen = {"attn_mask": case.inputs["attn_mask"], **case.params}
-    softcap = chosen["softcap"]
-    at_default = {
-        "attn_mask": chosen["attn_mask"] is None,
-        "is_causal": chosen["is_causal"] is False,
-        "scale": chosen["scale"] is None,
-        "enable_gqa": chosen["enable_gqa"] is False,
-        "softcap": isinstance(softcap, (int, float)) and not isinstance(softcap, bool) and softcap == 0,
-        "query_offset": _is_zero(chosen.get("query_offset", 0)),
+    held = {name: case.inputs[name] for name in OPTION_NAMES if CORE_OPTIONS[name].fixture == "inputs"}
+    chosen = {**held, **case.params}
+    return {
+        name: value for name, value in chosen.items() if not _is_default(value, CORE_OPTIONS[name].default)
     }
-    return {name: value for name, value in chosen.items() if not at_default[name]}
 
 
 def _tensor(x: np.ndarray) -> dict:

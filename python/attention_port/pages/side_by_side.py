@@ -193,7 +193,7 @@ def _layer_parts() -> list[str]:
         "TypeScript layer writes the same index arithmetic as loops over flat arrays.\n",
         "\n## The function\n\n",
         _pair(
-            signature_and_doc(python_text, "def multi_head_attention(", PYTHON_LAYER),
+            signature_and_doc(python_text, "def layer_with(", PYTHON_LAYER),
             signature_and_doc(typescript_text, "export function layerWith(", TYPESCRIPT_LAYER),
             **files,
         ),
