@@ -101,7 +101,7 @@ def test_the_oracle_fields_keep_the_budget_finite_where_error_scale_overflows():
     # value_near_largest: (1 + S_i) * magnitude overflows float64, its two factors do not.
     case = _case("value_near_largest")
     assert np.isinf(case.expected.error_scale).any()
-    budget = compare.output_budget(case.expected, "float64")
+    budget = case.expected.budgets["float64"].output
     assert np.isfinite(budget).all()
     expected = case.expected.output
     assert _judge(case, expected).passed

@@ -83,7 +83,7 @@ def test_load_cases_filters_by_level_and_tag():
 def test_judge_words_a_failure_with_the_digits_that_differ():
     case = next(c for c in conformance.load_cases() if c.id == "tutorial_seq3_dk4")
     actual = case.expected_output.copy()
-    budget = compare.output_budget(case.fixture.expected, "float64")
+    budget = case.fixture.expected.budgets["float64"].output
     actual[1, 0] += 3 * budget[1, 0]
     verdict = conformance.judge(case, actual)
     assert verdict.verdict == "fail" and verdict.worst.cell == (1, 0)
@@ -137,7 +137,7 @@ def _candidates(case: conformance.TestCase, dtype: str) -> list:
         pass
     if expected.size == 0:
         return found
-    budget = compare.output_budget(case.fixture.expected, dtype)
+    budget = case.fixture.expected.budgets[dtype].output
     np.seterr(over="ignore")  # a push past the largest double is an infinity, a candidate as good
     finite = np.isfinite(expected) & np.isfinite(budget) & (budget > 0)
     if finite.any():

@@ -202,7 +202,6 @@ def webgpu_browser(browser):
 def test_the_webgpu_backend_gives_the_oracles_numbers_within_float32s_budget(webgpu_browser, built_page):
     from attention_port.cli import DEFAULT_FIXTURES
     from attention_port.fixtures.reader import load_fixtures
-    from attention_port.harness import compare
 
     tab = Page(webgpu_browser, built_page.as_uri())
     try:
@@ -213,7 +212,7 @@ def test_the_webgpu_backend_gives_the_oracles_numbers_within_float32s_budget(web
         # The tutorial example: the oracle's output within float32's budget (compare.py's rule).
         (case,) = load_fixtures(DEFAULT_FIXTURES, ["tutorial_seq3_dk4"])
         output = np.array(tab.values("output"))
-        budget = compare.output_budget(case.expected, "float32")
+        budget = case.expected.budgets["float32"].output
         assert output.shape == case.expected.output.shape
         assert np.all(np.abs(output - case.expected.output) <= budget)
         assert not np.array_equal(output, case.expected.output)  # float32's numbers, not float64's

@@ -32,9 +32,8 @@ def _case(query, key, value, mask, options) -> FixtureCase:
         **{name: getattr(truth, name) for name in ("scores", "logits", "weights", "output")},
         error_scale=truth.error_scale,
         spread=truth.spread,
-        magnitude=truth.magnitude,
-        error_floor=truth.error_floor,
         score_bound=truth.score_bound,
+        budgets=truth.budgets,
     )
     inputs = {"query": query, "key": key, "value": value, "attn_mask": mask}
     return FixtureCase("drawn", "a drawn case", (), Path("drawn"), inputs, options, expected, None)

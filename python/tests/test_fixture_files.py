@@ -322,6 +322,52 @@ CORRUPTIONS = {
         ),
         "format version 1 is not supported",
     ),
+    "version_before_budgets": (  # a folder whose judges derived the budgets themselves
+        lambda f: (f / "manifest.json").write_text(
+            (f / "manifest.json")
+            .read_text()
+            .replace(f'"version": {fixtures.FORMAT_VERSION}', '"version": 4', 1)
+        ),
+        "format version 4 is not supported (this code reads version 5); regenerate",
+    ),
+    "budget_of_another_shape": (
+        lambda f: _rewrite_case(
+            f, "rank2_square", _set(["expected", "budgets", "float32", "output"], {"shape": [1], "data": [1]})
+        ),
+        "expected.budgets.float32.output and expected.output differ in shape",
+    ),
+    "infinite_budget_without_fallback": (
+        lambda f: _rewrite_case(
+            f,
+            "rank2_square",
+            _set(
+                ["expected", "budgets", "float16", "output"],
+                {"shape": [6, 8], "data": [["Infinity"] * 8] * 6},
+            ),
+        ),
+        "expected.budgets.float16.output is infinite where no fallback is given",
+    ),
+    "scaled_budget_without_its_value": (  # float32's budget as float64's times 2^29, one place unsaid
+        lambda f: _rewrite_case(
+            f, "rank2_square", _set(["expected", "budgets", "float32", "output", "index"], [7])
+        ),
+        "expected.budgets.float32.output.index and expected.budgets.float32.output.data differ in length",
+    ),
+    "scaled_budget_past_the_end": (
+        lambda f: _rewrite_case(
+            f,
+            "rank2_square",
+            _set(
+                ["expected", "budgets", "float32", "output"],
+                {"float64_times": 2.0, "index": [48], "data": [1]},
+            ),
+        ),
+        "expected.budgets.float32.output.index holds a position outside the tensor",
+    ),
+    "missing_budget": (
+        lambda f: _rewrite_case(f, "rank2_square", _set(["expected", "budgets", "bfloat16"], KeyError)),
+        "missing field 'expected.budgets.bfloat16'",
+    ),
     "missing_field": (
         lambda f: _rewrite_case(f, "rank2_square", _set(["expected", "weights"], KeyError)),
         "missing field 'expected.weights'",

@@ -197,9 +197,17 @@ def test_oracle_error_scale_grows_with_the_scores_and_is_zero_on_masked_rows():
     assert not np.signbit(result.output[1, 0])
     spread = 2 / np.sqrt(2)  # scale * max_j |q_0| · |k_j|
     assert result.spread[0] == pytest.approx(spread, rel=1e-15)
-    assert result.magnitude[0, 0] == pytest.approx(abs(result.weights[0]) @ abs(v[:, 0]), rel=1e-15)
-    assert result.error_scale[0, 0] == pytest.approx((1 + spread) * result.magnitude[0, 0], rel=1e-15)
-    assert result.error_floor[0, 0] == 2.0**-1074 * (2 + 2)  # sum over both keys of 1 + |v|
+    magnitude = abs(result.weights[0]) @ abs(v[:, 0])  # sum_j |w_0j| |v_j0|
+    assert result.error_scale[0, 0] == pytest.approx((1 + spread) * magnitude, rel=1e-15)
+    # The budget, per dtype: K u (1 + S) magnitude plus K (tiny / 2^-1074) error_floor, the floor
+    # one smallest subnormal per key (1 + |v| each); 0 on the fully-masked row.
+    floor = 2.0**-1074 * (2 + 2)
+    for dtype, u, tiny in (("float64", 2.0**-53, 2.0**-1074), ("float32", 2.0**-24, 2.0**-149)):
+        budget = result.budgets[dtype].output
+        relative = 16 * u * (1 + spread) * magnitude
+        assert budget[0, 0] == pytest.approx(relative + 16 * (tiny / 2.0**-1074) * floor, rel=1e-14)
+        assert budget[1, 0] == 0.0 and result.budgets[dtype].fallback is None
+    assert result.budgets["float64"].outside is None
 
 
 def test_spread_leaves_out_cells_a_boolean_mask_excludes():

@@ -81,7 +81,7 @@ def _nested(case_id: str) -> dict:
 
 def _within_budget(case_id: str, output) -> float:
     case = CASES[case_id]
-    budget = compare.output_budget(case.expected, "float32")
+    budget = case.expected.budgets["float32"].output
     error = np.abs(np.asarray(output, dtype=np.float64) - case.expected.output)
     return float(np.max(error / budget))
 
@@ -208,7 +208,7 @@ def test_a_prefill_and_decode_steps_give_the_rows_of_one_causal_pass(page):
     queryOffset at its first row, within float32's budget of the oracle's whole causal pass."""
     from test_decode import BLOCKS, KEY, QUERY, TRUTH, VALUE
 
-    budget = compare.output_budget(TRUTH, "float32")
+    budget = TRUTH.budgets["float32"].output
     for start, rows in BLOCKS:
         end = start + rows
         answer = page.call("attend", {

@@ -1,17 +1,18 @@
 /**
- * The tolerance rule in TypeScript: the twin of python/attention_port/harness/compare.py, the one
- * place that decides whether a port passed (its docstring says the rule and why). The conformance
- * kit's `judge` and the explorer's verdict are this module; a test holds it to compare.py on every
+ * The judge in TypeScript: the twin of python/attention_port/harness/compare.py. The rule is derived
+ * once, by the oracle (python/attention_port/fixtures/rule.py says it and why), which writes into
+ * every valid case, per dtype, each output element's budget, the fallback where it applies and
+ * whether the case is outside the contract; this module only compares. The conformance kit's
+ * `judge` and the explorer's verdict are this module; a test holds it to compare.py on every
  * fixture, every port's answers and every dtype, with answers just inside and just outside the budget.
  *
- *     |actual - expected| <= K u (1 + spread_i) magnitude_it + K tiny error_floor_it / 2^-1074
+ *     |actual - expected| <= expected.budgets[dtype].output
  *
  * NaN meets only NaN, an infinity only the same infinity (or a finite value whose budget reaches
  * past the dtype's largest number); a fully-masked row (or Lk = 0) must be exactly +0.0; where the
- * budget overflows or K u (1 + spread) reaches 1 (the weights are not determined), the output must
- * be no larger than the largest |value| its row averages. A case whose scores overflow the dtype,
- * or whose inputs a narrower dtype cannot hold, is outside the contract. The scores, logits and
- * weights, where a function gives them, are held to yardsticks of their own and only say which
+ * budget is infinite, the fallback bounds |actual| (no larger than the largest |value| its row
+ * averages). A case the budget marks outside the contract is reported as such. The scores, logits
+ * and weights, where a function gives them, are held to yardsticks of their own and only say which
  * step first went wrong; the output decides.
  *
  * Plain data in, plain data out, no `node:` import: it runs in Node and in a browser page.
@@ -42,7 +43,7 @@ export interface FlatTensor {
   readonly data: ArrayLike<number>;
 }
 
-/** What the rule reads of a valid case: its inputs (flat), options, and the oracle's values. */
+/** What the judge reads of a valid case: its inputs (flat), options, and the oracle's values. */
 export interface RuleCase {
   readonly query: FlatTensor; // [B..., Hq, Lq, E]
   readonly key: FlatTensor; // [B..., Hkv, Lk, E]
@@ -53,23 +54,37 @@ export interface RuleCase {
   readonly expected: RuleValues;
 }
 
+/** What a port computing in one dtype is held to on one valid case, as the oracle wrote it. */
+export interface Budget {
+  readonly outside: string | null; // why the contract defines no answer in this dtype, or null
+  readonly output: FlatTensor; // [B..., Hq, Lq, Ev]  bound on |actual - expected|; Infinity: the fallback decides
+  readonly fallback: FlatTensor | null; // [B..., Hq, Lq, Ev]  bound on |actual| where output is Infinity
+}
+
 /** The oracle's values of a valid case, flat and row-major (fixtures/README.md says each). */
 export interface RuleValues {
   readonly scores: FlatTensor; // [B..., Hq, Lq, Lk]
   readonly logits: FlatTensor; // [B..., Hq, Lq, Lk]  -Infinity where a key is masked
   readonly weights: FlatTensor; // [B..., Hq, Lq, Lk]
   readonly output: FlatTensor; // [B..., Hq, Lq, Ev]
-  readonly spread: FlatTensor; // [B..., Hq, Lq]  S_i
-  readonly magnitude: FlatTensor; // [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
-  readonly errorFloor: FlatTensor; // [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
-  readonly scoreBound: number; // beyond the dtype's largest number: outside the contract
+  readonly spread: FlatTensor; // [B..., Hq, Lq]  S_i, for the weights' diagnostic
+  readonly budgets: Readonly<Record<Dtype, Budget>>;
 }
 
-/** What the output's rule reads of the oracle's values. */
-export type OutputValues = Pick<
-  RuleValues,
-  "output" | "logits" | "spread" | "magnitude" | "errorFloor" | "scoreBound"
->;
+/** What the output's rule reads of the oracle's values: a case may carry the budgets of only the
+ * dtypes it is judged in (the explorer's page carries those of its backends). */
+export type OutputValues = Pick<RuleValues, "output" | "logits"> & {
+  readonly budgets: Readonly<Partial<Record<Dtype, Budget>>>;
+};
+
+/** The budget of `dtype`, which the case must carry. */
+function budgetOf(values: Pick<OutputValues, "budgets">, dtype: Dtype): Budget {
+  const budget = values.budgets[dtype];
+  if (budget === undefined) {
+    throw new RangeError(`dtype: this case carries no ${dtype} budget`);
+  }
+  return budget;
+}
 
 /** One step held to its yardstick (compare.py's StepCheck). */
 export interface StepCheck {
@@ -218,7 +233,8 @@ export function checkStep(
 /** Whether row r (of [B..., Hq, Lq]) has every logit -inf, or no key: its weights and output are +0.0. */
 function fullyMaskedRows(values: OutputValues): Uint8Array {
   const lk = values.logits.shape.at(-1) ?? 0;
-  const rows = lk === 0 ? values.spread.data.length : values.logits.data.length / lk;
+  const ev = values.output.shape.at(-1) ?? 1;
+  const rows = lk === 0 ? (ev === 0 ? 0 : values.output.data.length / ev) : values.logits.data.length / lk;
   const masked = new Uint8Array(rows);
   for (let r = 0; r < rows; r++) {
     let all = 1;
@@ -230,96 +246,32 @@ function fullyMaskedRows(values: OutputValues): Uint8Array {
   return masked;
 }
 
-/** The output budget of cell n (compare.py's output_budget): Infinity where it overflows or the
- * weights are not determined. */
-function outputBudget(values: OutputValues, dtype: Dtype): (n: number) => number {
-  const { u, tiny } = DTYPES[dtype];
-  const ev = values.output.shape.at(-1) ?? 1;
-  // tiny / 2^-1074 applied as two powers of two: for float16 it is 2^1050, beyond float64.
-  const floorScale = tiny / 2 ** -537;
-  return (n) => {
-    const factor = K * u * (1 + values.spread.data[Math.floor(n / ev)]);
-    if (factor >= 1) {
-      return Infinity;
-    }
-    const floor = K * ((values.errorFloor.data[n] / 2 ** -537) * floorScale);
-    return factor * values.magnitude.data[n] + floor;
-  };
-}
-
-/** The largest |value| output cell n averages, over the keys whose logit is not -inf; value head
- * h / (Hq / Hkv) for query head h (compare.py's value_reach), with room for the values rounded to
- * the dtype (output_reach). */
-function outputReach(rule: OutputRule, dtype: Dtype): (n: number) => number {
-  const { u, tiny } = DTYPES[dtype];
-  const { logits } = rule.expected;
-  const value = rule.value;
-  const [lq, lk, ev] = [logits.shape.at(-2) ?? 1, value.shape.at(-2) ?? 0, value.shape.at(-1) ?? 1];
-  const hq = logits.shape.length >= 3 ? (logits.shape.at(-3) ?? 1) : 1;
-  const hkv = value.shape.length >= 3 ? (value.shape.at(-3) ?? 1) : 1;
-  return (n) => {
-    const row = Math.floor(n / ev);
-    const t = n % ev;
-    const outer = Math.floor(row / lq); // (batch, query head), flattened
-    const kv = hkv === 0 ? 0 : Math.floor(outer / hq) * hkv + Math.floor((outer % hq) / (hq / hkv));
-    let reach = 0;
-    for (let j = 0; j < lk; j++) {
-      if (logits.data[row * lk + j] !== -Infinity) {
-        reach = Math.max(reach, Math.abs(value.data[(kv * lk + j) * ev + t]));
-      }
-    }
-    return reach * (1 + K * u) + K * tiny;
-  };
-}
-
-/** What the output's rule reads of a case: the value input (for the fallback) and the oracle's values. */
+/** What the output's rule reads of a case: the oracle's values and budgets. */
 export interface OutputRule {
-  readonly value: FlatTensor; // [B..., Hkv, Lk, Ev]
   readonly expected: OutputValues;
 }
 
-/** The rule itself (compare.py's check_output): a valid case's output, computed in `dtype`. */
+/** The rule itself (compare.py's check_output): a valid case's output, computed in `dtype`, against
+ * the oracle's and its budget. */
 export function checkOutput(actual: FlatTensor, rule: OutputRule, dtype: Dtype = "float64"): StepCheck {
   const masked = fullyMaskedRows(rule.expected);
   const ev = rule.expected.output.shape.at(-1) ?? 1;
-  return checkStep("output", actual, rule.expected.output, outputBudget(rule.expected, dtype), {
+  const { output, fallback } = budgetOf(rule.expected, dtype);
+  return checkStep("output", actual, rule.expected.output, (n) => output.data[n], {
     positiveZero: (n) => masked[Math.floor(n / ev)] === 1,
     limit: DTYPES[dtype].largest,
-    fallback: outputReach(rule, dtype),
+    fallback: fallback === null ? undefined : (n) => fallback.data[n],
   });
 }
 
-/** Every number a valid case gives a port that a narrower dtype must hold: query, key, value, a
- * float mask, scale and softcap. */
-export function ruleNumbers(rule: RuleCase): number[] {
-  const numbers: number[] = [];
-  for (const tensor of [rule.query, rule.key, rule.value]) {
-    numbers.push(...Array.from(tensor.data));
-  }
-  if (rule.attnMask !== null && rule.attnMask.dtype !== "bool") {
-    numbers.push(...Array.from(rule.attnMask.data));
-  }
-  numbers.push(rule.scale ?? 0, rule.softcap);
-  return numbers;
-}
-
-/** Why the contract defines no answer for this case in this dtype, or null (compare.py's
- * outside_contract): a score bound beyond the dtype's largest number, or, narrower than float64,
- * an input the dtype cannot hold (larger than its largest number, or rounding to 0). */
+/** Why the contract defines no answer for this case in this dtype (its budget says), or null
+ * (compare.py's outside_contract). */
 export function outsideContract(
-  values: Pick<RuleValues, "scoreBound">,
+  values: Pick<OutputValues, "budgets">,
   dtype: Dtype = "float64",
-  numbers: readonly number[] = [],
 ): string | null {
-  const { largest, tiny } = DTYPES[dtype];
-  if (values.scoreBound > largest) {
-    return `outside the contract: score overflow${dtype === "float64" ? "" : ` in ${dtype}`}`;
-  }
-  const beyond = (x: number) =>
-    Number.isFinite(x) && (Math.abs(x) > largest || (x !== 0 && Math.abs(x) < tiny / 2));
-  return dtype !== "float64" && numbers.some(beyond)
-    ? `outside the contract: inputs beyond the ${dtype} range`
-    : null;
+  const why = budgetOf(values, dtype).outside;
+  return why === null ? null : `outside the contract: ${why}`;
 }
 
 /** The yardsticks of the scores, logits and weights (compare.py's step_budgets): scores to

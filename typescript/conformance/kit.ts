@@ -31,7 +31,6 @@ import {
   outsideContract,
   type RuleCase,
   type RuleValues,
-  ruleNumbers,
   STEPS,
   type StepCheck,
   type StepName,
@@ -330,7 +329,7 @@ export function judge(test: TestCase, actual: unknown, options: JudgeOptions = {
     return verdict("fail", `threw ${thrown}`);
   }
   const rule = test.rule as RuleCase;
-  const outside = outsideContract(rule.expected, dtype, ruleNumbers(rule));
+  const outside = outsideContract(rule.expected, dtype);
   if (outside !== null) {
     return verdict("outside", outside);
   }

@@ -22,6 +22,6 @@ export interface RawCase {
   readonly tags: readonly string[];
   readonly inputs: FixtureCase["inputs"];
   readonly params: FixtureCase["params"];
-  readonly expected: (Omit<RuleValues, "scoreBound"> & { readonly scoreBound: number }) | null;
+  readonly expected: RuleValues | null;
   readonly expectedError: { readonly kind: ErrorKind; readonly message: string } | null;
 }

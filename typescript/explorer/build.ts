@@ -48,6 +48,22 @@ const USAGE =
   "usage: node typescript/explorer/build.ts build [--out DIR] [--all-cases] [--fixtures DIR]\n" +
   "       node typescript/explorer/build.ts serve [--port N] [--fixtures DIR]";
 
+/** The dtypes the page's backends compute in (backends.ts; explorer.test.ts holds the two equal):
+ * the page carries the oracle's budgets in these only. */
+export const PAGE_DTYPES = ["float64", "float32"] as const;
+
+/** The oracle's budgets in PAGE_DTYPES, each tensor flat (the page's judge only compares). */
+function budgets(
+  all: NonNullable<FixtureCase["expected"]>["budgets"],
+): NonNullable<ExplorerCase["expected"]>["budgets"] {
+  const flat = ({ outside, output, fallback }: (typeof all)[keyof typeof all]) => ({
+    outside,
+    output: flatTensor(output),
+    fallback: fallback === null ? null : flatTensor(fallback),
+  });
+  return Object.fromEntries(PAGE_DTYPES.map((dtype) => [dtype, flat(all[dtype])]));
+}
+
 function flatTensor(tensor: FixtureTensor): FlatTensor {
   return { shape: tensor.shape, data: tensor.data as number[] };
 }
@@ -75,11 +91,7 @@ export function explorerCase(fixture: FixtureCase): ExplorerCase {
             weights: flatTensor(fixture.expected.weights),
             output: flatTensor(fixture.expected.output),
             logits: flatTensor(fixture.expected.logits),
-            spread: flatTensor(fixture.expected.spread),
-            magnitude: flatTensor(fixture.expected.magnitude),
-            errorFloor: flatTensor(fixture.expected.errorFloor),
-            scoreBound: fixture.expected.scoreBound,
-            value: flatTensor(inputs.value as FixtureTensor),
+            budgets: budgets(fixture.expected.budgets),
           },
     expectedError: fixture.expectedError,
   };

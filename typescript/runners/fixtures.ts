@@ -22,7 +22,8 @@ import type { ErrorKind } from "../src/inputs.ts";
 
 export const MANIFEST_FORMAT = "attention-port-fixtures";
 export const CASE_FORMAT = "attention-port-fixture";
-export const FORMAT_VERSION = 4; // 2: `expected.logits`; 3: spread, magnitude, errorFloor, scoreBound; 4: kind
+// 2: `expected.logits`; 3: spread, magnitude, errorFloor, scoreBound; 4: kind; 5: budgets (no magnitude, errorFloor)
+export const FORMAT_VERSION = 5;
 export const REGENERATE_HINT = "regenerate with `attention-port generate` (or scripts/generate)";
 
 /** The repository's fixtures/ folder (this file is typescript/runners/fixtures.ts). */
@@ -61,17 +62,26 @@ export interface FixtureNumbers extends FixtureTensor {
   readonly data: readonly number[];
 }
 
+/** The dtypes a valid case holds a budget for. */
+export const BUDGET_DTYPES = ["float64", "float32", "float16", "bfloat16"] as const;
+
+/** What a port computing in one dtype is held to on one valid case, as the oracle derived it. */
+export interface FixtureBudget {
+  readonly outside: string | null; // why the contract defines no answer in this dtype, or null
+  readonly output: FixtureNumbers; // [B..., Hq, Lq, Ev]  bound on |actual - expected| (Infinity: the fallback's)
+  readonly fallback: FixtureNumbers | null; // [B..., Hq, Lq, Ev]  bound on |actual| where output is Infinity
+}
+
 /** The oracle's values for a valid case, float64. */
 export interface ExpectedValues {
   readonly scores: FixtureNumbers; // [B..., Hq, Lq, Lk]
   readonly logits: FixtureNumbers; // [B..., Hq, Lq, Lk]  scaled, softcapped and masked: softmax's input
   readonly weights: FixtureNumbers; // [B..., Hq, Lq, Lk]
   readonly output: FixtureNumbers; // [B..., Hq, Lq, Ev]
-  readonly errorScale: FixtureNumbers; // [B..., Hq, Lq, Ev]  (1 + spread) * magnitude
+  readonly errorScale: FixtureNumbers; // [B..., Hq, Lq, Ev]  (1 + spread) * sum_j |w_ij| |v_jt|
   readonly spread: FixtureNumbers; // [B..., Hq, Lq]  S_i of the tolerance rule
-  readonly magnitude: FixtureNumbers; // [B..., Hq, Lq, Ev]  sum_j |w_ij| |v_jt|
-  readonly errorFloor: FixtureNumbers; // [B..., Hq, Lq, Ev]  2^-1074 * sum_j (1 + |v_jt|)
   readonly scoreBound: number; // the largest exact |score| or |logit| bound (Infinity: beyond float64)
+  readonly budgets: Readonly<Record<(typeof BUDGET_DTYPES)[number], FixtureBudget>>;
 }
 
 /** One case as read from disk, with argument names in TypeScript spelling.
@@ -129,22 +139,29 @@ interface TensorDocument {
   readonly shape: number[];
   readonly data: unknown;
 }
-type StepName =
-  | "scores"
-  | "logits"
-  | "weights"
-  | "output"
-  | "error_scale"
-  | "spread"
-  | "magnitude"
-  | "error_floor";
+type StepName = "scores" | "logits" | "weights" | "output" | "error_scale" | "spread";
+/** A budget tensor below float64 may be float64's times a power of two, with the elements where
+ * that is not the budget given by their flat index (fixtures/README.md). */
+interface ScaledDocument {
+  readonly float64_times: number;
+  readonly index: readonly number[];
+  readonly data: readonly (number | string)[];
+}
+interface BudgetDocument {
+  readonly outside: string | null;
+  readonly output: TensorDocument | ScaledDocument;
+  readonly fallback: TensorDocument | null;
+}
 interface CaseDocument {
   readonly id: string;
   readonly description: string;
   readonly tags: string[];
   readonly inputs: Readonly<Record<"query" | "key" | "value" | "attn_mask", TensorDocument | null>>;
   readonly params: Readonly<Record<string, unknown>>; // by the options' Python names
-  readonly expected?: Readonly<Record<StepName, TensorDocument>> & { readonly score_bound: number | string };
+  readonly expected?: Readonly<Record<StepName, TensorDocument>> & {
+    readonly score_bound: number | string;
+    readonly budgets: Readonly<Record<string, BudgetDocument | undefined>>;
+  };
   readonly expected_error?: { readonly kind: ErrorKind; readonly message: string };
 }
 interface ManifestDocument {
@@ -261,13 +278,59 @@ function readCase(path: string, data: Buffer, id: string): FixtureCase {
           output: step(expected, "output"),
           errorScale: step(expected, "error_scale"),
           spread: step(expected, "spread"),
-          magnitude: step(expected, "magnitude"),
-          errorFloor: step(expected, "error_floor"),
           scoreBound: decodeNumbers(expected.score_bound) as number,
+          budgets: readBudgets(expected.budgets, path, expected.output.shape),
         }
       : null,
     expectedError: expectedError ?? null,
   };
+}
+
+/** expected.budgets: a budget for every dtype, its tensors of the output's shape. */
+function readBudgets(
+  budgets: NonNullable<CaseDocument["expected"]>["budgets"],
+  path: string,
+  shape: readonly number[],
+): ExpectedValues["budgets"] {
+  const read = (dtype: (typeof BUDGET_DTYPES)[number], wider: FixtureBudget | null): FixtureBudget => {
+    const where = `expected.budgets.${dtype}`;
+    const entry = budgets[dtype];
+    if (entry === undefined) {
+      throw new FixtureError(path, `missing field '${where}'`);
+    }
+    const tensor = (name: "output" | "fallback", document: TensorDocument | ScaledDocument) => {
+      const read =
+        "float64_times" in document
+          ? scaled(document, wider, `${where}.${name}`)
+          : (readTensor(document, path, `${where}.${name}`) as FixtureNumbers);
+      if (read.shape.join() !== shape.join()) {
+        throw new FixtureError(path, `${where}.${name} and expected.output differ in shape`);
+      }
+      return read;
+    };
+    return {
+      outside: entry.outside,
+      output: tensor("output", entry.output),
+      fallback: entry.fallback === null ? null : tensor("fallback", entry.fallback),
+    };
+  };
+  const scaled = (document: ScaledDocument, wider: FixtureBudget | null, where: string): FixtureNumbers => {
+    if (wider === null) {
+      throw new FixtureError(path, `${where} is float64's times a factor, but float64 has no budget`);
+    }
+    const data = wider.output.data.map((x) => x * document.float64_times);
+    const values = decodeNumbers(document.data) as number[];
+    if (document.index.length !== values.length || document.index.some((i) => !(i >= 0 && i < data.length))) {
+      throw new FixtureError(path, `${where}.index does not give a place in the tensor for each of its data`);
+    }
+    document.index.forEach((i, n) => {
+      data[i] = values[n];
+    });
+    return { dtype: "float64", shape: wider.output.shape, data };
+  };
+  const float64 = read("float64", null);
+  const all = { float64, ...Object.fromEntries(BUDGET_DTYPES.slice(1).map((d) => [d, read(d, float64)])) };
+  return all as ExpectedValues["budgets"];
 }
 
 /** Every attention case of a fixture folder (or only `caseIds`), checked against the manifest.

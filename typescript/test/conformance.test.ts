@@ -146,47 +146,50 @@ describe("distinctDigits", () => {
 
 describe("the rule, on one cell", () => {
   const unit = K * DTYPES.float64.u;
-  /** One row of one key and one value feature: output [1, 1] with the rule's values. */
-  const values = (output: number, magnitude: number, logit = 0) => ({
-    output: { shape: [1, 1], data: [output] },
-    logits: { shape: [1, 1], data: [logit] },
-    spread: { shape: [1], data: [1] },
-    magnitude: { shape: [1, 1], data: [magnitude] },
-    errorFloor: { shape: [1, 1], data: [0] },
-    scoreBound: 1,
-  });
-  const value = { shape: [1, 1], data: [2] };
-  const check = (output: number[], expected: ReturnType<typeof values>, v: typeof value) =>
-    checkOutput({ shape: [1, 1], data: output }, { value: v, expected });
+  /** One row of one key and one value feature: output [1, 1] with the oracle's budget (and the
+   * fallback where the budget is infinite), the same in every dtype. */
+  const values = (output: number, budget: number, logit = 0, fallback: number | null = null) => {
+    const one = {
+      outside: null,
+      output: { shape: [1, 1], data: [budget] },
+      fallback: fallback === null ? null : { shape: [1, 1], data: [fallback] },
+    };
+    return {
+      output: { shape: [1, 1], data: [output] },
+      logits: { shape: [1, 1], data: [logit] },
+      budgets: { float64: one, float32: one, float16: one, bfloat16: one },
+    };
+  };
+  const check = (output: number[], expected: ReturnType<typeof values>) =>
+    checkOutput({ shape: [1, 1], data: output }, { expected });
 
   test("an error inside the budget passes with its share; one outside fails", () => {
-    // spread 1, magnitude 1: the budget is K u (1 + 1) * 1.
-    const inside = check([1 + 0.5 * 2 * unit], values(1, 1), value);
+    const inside = check([1 + 0.5 * 2 * unit], values(1, 2 * unit));
     assert.equal(inside.passed, true);
     assert.ok(Math.abs(inside.budgetUsed - 0.5) < 1e-12);
-    assert.equal(check([1 + 1.5 * 2 * unit], values(1, 1), value).passed, false);
+    assert.equal(check([1 + 1.5 * 2 * unit], values(1, 2 * unit)).passed, false);
   });
 
   test("NaN must meet NaN, an infinity the same infinity, a fully-masked row +0.0", () => {
-    assert.equal(check([NaN], values(NaN, 0), value).passed, true);
-    assert.equal(check([NaN], values(1, 1), value).passed, false);
-    assert.equal(check([1], values(NaN, 1), value).passed, false);
-    assert.equal(check([Infinity], values(Infinity, 0), value).passed, true);
-    assert.equal(check([-Infinity], values(Infinity, 0), value).passed, false);
-    assert.equal(check([0], values(0, 0, -Infinity), value).passed, true);
-    const negative = check([-0], values(0, 0, -Infinity), value);
+    assert.equal(check([NaN], values(NaN, 0)).passed, true);
+    assert.equal(check([NaN], values(1, 2 * unit)).passed, false);
+    assert.equal(check([1], values(NaN, 2 * unit)).passed, false);
+    assert.equal(check([Infinity], values(Infinity, 0)).passed, true);
+    assert.equal(check([-Infinity], values(Infinity, 0)).passed, false);
+    assert.equal(check([0], values(0, 0, -Infinity)).passed, true);
+    const negative = check([-0], values(0, 0, -Infinity));
     assert.equal(negative.passed, false);
     assert.match(negative.problem ?? "", /-0\.0 where \+0\.0/);
-    assert.equal(check([-0], values(0, 0), value).passed, true); // not masked: -0.0 is 0
+    assert.equal(check([-0], values(0, 0)).passed, true); // not masked: -0.0 is 0
   });
 
-  test("where the budget overflows, the answer must stay within the values it averages", () => {
-    const huge = { ...values(1.5, 1e300), spread: { shape: [1], data: [1e300] } };
-    assert.equal(check([1.9], huge, value).passed, true);
-    const beyond = check([2.5], huge, value);
+  test("where the budget is infinite, the answer must stay within the fallback (the values it averages)", () => {
+    const huge = values(1.5, Infinity, 0, 2);
+    assert.equal(check([1.9], huge).passed, true);
+    const beyond = check([2.5], huge);
     assert.equal(beyond.passed, false);
     assert.match(beyond.problem ?? "", /beyond every value/);
-    assert.equal(check([Infinity], huge, value).passed, false);
+    assert.equal(check([Infinity], huge).passed, false);
   });
 });
 

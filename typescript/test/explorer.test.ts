@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { BACKENDS } from "../explorer/backends.ts";
-import { buildPage, bundle, explorerCase } from "../explorer/build.ts";
+import { buildPage, bundle, explorerCase, PAGE_DTYPES } from "../explorer/build.ts";
 import { DECODE_HEAD, decodeSentence, decodeStep } from "../explorer/decode-model.ts";
 import {
   LAYER_SIZES,
@@ -286,6 +286,15 @@ describe("the page build", () => {
     );
     assert.ok(!inputs.includes("typescript/src/simd-node.ts"), inputs.join(", "));
     assert.match(code, /function attentionSteps\(/);
+  });
+
+  test("the page carries the oracle's budgets in every dtype its backends compute in", async () => {
+    // backends.ts is a page module (it types against the DOM): imported at run time only.
+    const page = new URL("../explorer/backends.ts", import.meta.url).href;
+    const { BACKENDS } = (await import(page)) as { BACKENDS: readonly { dtype: string }[] };
+    assert.deepEqual([...new Set(BACKENDS.map((backend) => backend.dtype))].sort(), [...PAGE_DTYPES].sort());
+    const tutorial = explorerCase(loadFixtures(undefined, ["tutorial_seq3_dk4"])[0]);
+    assert.deepEqual(Object.keys(tutorial.expected?.budgets ?? {}), [...PAGE_DTYPES]);
   });
 
   test("the built page holds everything it needs and no address to fetch", async () => {

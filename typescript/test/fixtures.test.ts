@@ -1,6 +1,7 @@
 // The fixture reader: what it gives a port, and its refusals.
 
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -73,6 +74,38 @@ describe("loadFixtures refuses a bad folder with one line naming the file", () =
       "manifest.json",
       /format version 1 is not supported .*attention-port generate/,
     );
+  });
+
+  test("a folder from before the budgets (version 4): the judges would have nothing to compare", () => {
+    const folder = brokenCopy((f) => editJson(join(f, "manifest.json"), (m) => (m.version = 4)));
+    expectFixtureError(folder, "manifest.json", /format version 4 is not supported .*version 5.*generate/);
+  });
+
+  test("a budget that is not of the output's shape, one whose listed places are not in it, a dtype without one", () => {
+    /** rank2_square's budgets edited, and the file resealed (its sha256 in the manifest). */
+    const budgetsEdited = (edit: (budgets: Record<string, Record<string, unknown>>) => void) =>
+      brokenCopy((f) => {
+        const path = join(f, "cases", "rank2_square.json");
+        editJson(path, (c) =>
+          edit((c.expected as { budgets: Record<string, Record<string, unknown>> }).budgets),
+        );
+        const sha256 = createHash("sha256").update(readFileSync(path)).digest("hex");
+        editJson(join(f, "manifest.json"), (m) => {
+          const entries = m.cases as { id: string; sha256: string }[];
+          entries.find((e) => e.id === "rank2_square")!.sha256 = sha256;
+        });
+      });
+    const file = join("cases", "rank2_square.json");
+    const small = budgetsEdited((b) => (b.float32.output = { shape: [1], data: [1] }));
+    expectFixtureError(
+      small,
+      file,
+      /expected\.budgets\.float32\.output and expected\.output differ in shape/,
+    );
+    const past = budgetsEdited((b) => (b.float32.output = { float64_times: 2, index: [48], data: [1] }));
+    expectFixtureError(past, file, /expected\.budgets\.float32\.output\.index does not give a place/);
+    const none = budgetsEdited((b) => delete b.bfloat16);
+    expectFixtureError(none, file, /missing field 'expected\.budgets\.bfloat16'/);
   });
 
   test("a case file edited by hand (sha256)", () => {

@@ -1,45 +1,29 @@
-"""The tolerance rule and the report: the only code that decides whether a port passed.
+"""The judge and the report: the only code that decides whether a port passed.
 
-One rule for every port and dtype, element-wise on the output:
+The rule is derived once, by the oracle: python/attention_port/fixtures/rule.py says it and why, and
+writes into every valid case, per dtype, the budget of each output element (the bound on |actual -
+expected|, with the fallback where it applies) and whether the case is outside the contract. The
+judge only compares, element-wise on the output:
 
-    |actual - expected| <= K * u * (1 + spread_i) * magnitude_it  +  K * tiny * error_floor_it / 2^-1074
-
-K = 16; u is the unit roundoff and tiny the smallest subnormal of the dtype the port computes in;
-spread (S_i), magnitude (sum_j |w_ij| |v_jt|) and error_floor (2^-1074 * sum_j (1 + |v_jt|)) are
-written into each fixture by the oracle, which says why (its `error_scale` is (1 + spread) *
-magnitude). The first term is the error of a float computation carried through softmax and the
-weighted sum; the second lets every term of the sum lose one step of the smallest subnormal, which
-is all a result rounded below the normal range can promise. The product is formed in that order so
-that it overflows only when it is beyond any use; then the rule falls back to what any weighted
-average promises: a finite result no larger in size than the largest |value| the row averages. It
-falls back the same way where K * u * (1 + spread_i) reaches 1: the dtype then fixes the logits only
-to within 1 or more, so the weights are not determined (logits that round alike split a weight the
-exact ones give to one key), and no bound built from the exact weights holds.
+    |actual - expected| <= expected.budgets[dtype].output
 
 Exactly:
   - NaN meets NaN only; an infinity meets only the same infinity;
   - a finite expected value so close to the largest number that its budget reaches past it is also
     met by the infinity of its sign (the port rounded up, as it may);
+  - where the budget is infinite (it overflowed, or the weights are not determined), the fallback
+    bounds |actual| instead: a finite result no larger than the largest |value| the row averages;
   - the sign of zero is demanded only where the contract defines it: a fully-masked row (or Lk = 0)
     is +0.0. Elsewhere -0.0 and +0.0 are the same number;
-  - a case whose score_bound exceeds the largest number of the port's dtype, or (for a dtype
-    narrower than float64) whose inputs it cannot hold (larger than its largest number, or so
-    small that they round to 0), is outside the contract: it is reported as such, never as a pass
-    or a failure.
+  - a case the budget marks outside the contract in the port's dtype (its scores overflow the
+    dtype, or a narrower dtype cannot hold its inputs) is reported as such, never as a pass or a
+    failure.
 
-The layer and RoPE (a case of kind "layer" or "rope") are held to the same kind of rule, with the
-yardstick the oracle writes for them (`error_scale`, in units of u; docs/design.md derives it):
-
-    |actual - expected| <= K * u * error_scale + K * tiny * n
-
-with n the number of terms that make one element (Hq·Ev + 1 for the layer, 2 for RoPE). For the
-layer error_scale carries the projections' dot-product bounds through the core's spread and the
-out-projection; for RoPE it is (|x_a| + |x_b|)(1 + |angle|): the pair's products, and the phase,
-which a port rounds to about u·|angle|. Exactly: a RoPE feature whose angle is 0 (position 0) or
-past rotary_dim is x itself, bit for bit (as float64 holds it, or rounded once to the port's
-dtype); a fully-masked row of the layer is b_o so, exactly (0 without a bias, of either sign).
-With need_weights the per-head weights are held to K * u * weights_scale + K * tiny, and a
-fully-masked row's to +0.0.
+The layer and RoPE (a case of kind "layer" or "rope") are held the same way to their own budgets
+(rule.py derives them from the oracle's `error_scale`, in units of u). Exactly: where the budget is
+0 (a RoPE feature whose angle is 0 or past rotary_dim, a fully-masked layer row) the answer is the
+oracle's bit for bit, as float64 holds it or rounded once to the port's dtype. With need_weights
+the per-head weights are held to their budget, and a fully-masked row's to +0.0.
 
 "Budget used" is the largest |actual - expected| / budget, in percent: up to 100% passes.
 
@@ -61,24 +45,10 @@ import numpy as np
 from attention_port import vocabulary
 from attention_port.fixtures.expected import ExpectedValues
 from attention_port.fixtures.reader import FixtureCase, encode_numbers
+from attention_port.fixtures.rule import LARGEST, TINY, UNIT_ROUNDOFF, K, rounded
+from attention_port.fixtures.rule import float64_error_scale as float64_error_scale  # for the benches
 from attention_port.inputs import check_shapes, format_number, resolve_scale
 
-K = 16
-UNIT_ROUNDOFF = {
-    "float64": 2.0**-53,
-    "float32": 2.0**-24,
-    "float16": 2.0**-11,
-    "bfloat16": 2.0**-8,
-}
-# The smallest subnormal and the largest finite number of each dtype.
-TINY = {"float64": 2.0**-1074, "float32": 2.0**-149, "float16": 2.0**-24, "bfloat16": 2.0**-133}
-TINY_EXPONENT = {dtype: math.frexp(tiny)[1] - 1 for dtype, tiny in TINY.items()}  # tiny = 2^exponent
-LARGEST = {
-    "float64": float(np.finfo(np.float64).max),
-    "float32": float(np.finfo(np.float32).max),
-    "float16": 65504.0,
-    "bfloat16": 3.3895313892515355e38,
-}
 STEPS = ("scores", "logits", "weights", "output")
 
 
@@ -229,101 +199,25 @@ def fully_masked_rows(expected: ExpectedValues) -> np.ndarray:
     return np.all(expected.logits == -np.inf, axis=-1, keepdims=True)
 
 
-def output_budget(expected: ExpectedValues, dtype: str) -> np.ndarray:
-    """The rule's bound on |actual - expected| for every output element (inf where it overflows)."""
-    u = UNIT_ROUNDOFF[dtype]
-    with np.errstate(over="ignore", invalid="ignore"):
-        factor = K * u * (1 + expected.spread[..., None])  # [B..., Hq, Lq, 1]
-        relative = factor * expected.magnitude
-        # tiny / 2^-1074 as a power of two applied by ldexp: for float16 it is 2^1050, beyond
-        # float64 as a number, and the floor overflowing with it would drop the whole bound.
-        floor = K * np.ldexp(expected.error_floor, TINY_EXPONENT[dtype] + 1074)
-        # Where the factor reaches 1, a port's logits may be off by 1 or more, so its weights are
-        # not determined even roughly (two logits the dtype rounds alike split a weight the exact
-        # ones give to one key): no bound built from the exact weights holds, and the fallback
-        # (a weighted average of the values the row can see) decides, as where the bound overflows.
-        return np.where(factor >= 1, np.inf, relative + floor)
-
-
-def value_reach(case: FixtureCase) -> np.ndarray:
-    """[B..., Hq, Lq, Ev]: the largest |value| each output element averages (the keys whose logit
-    is not -inf). A weighted average can never be larger: the rule's fallback."""
-    value = case.inputs["value"]
-    logits = case.expected.logits
-    group = logits.shape[-3] // value.shape[-3] if logits.ndim >= 3 and value.shape[-3] else 1
-    if group != 1:
-        value = np.repeat(value, group, axis=-3)
-    kept = (logits != -np.inf)[..., None]  # [B..., Hq, Lq, Lk, 1]
-    with np.errstate(invalid="ignore"):
-        sizes = np.where(kept, np.abs(value)[..., None, :, :], 0.0)  # [B..., Hq, Lq, Lk, Ev]
-    return np.max(sizes, axis=-2, initial=0.0)
-
-
-def output_reach(case: FixtureCase, dtype: str) -> np.ndarray:
-    """The rule's fallback for a port computing in `dtype`: value_reach, with room for the values
-    themselves rounded to that dtype (a few units beyond float64's)."""
-    return value_reach(case) * (1 + K * UNIT_ROUNDOFF[dtype]) + K * TINY[dtype]
-
-
 def check_output(case: FixtureCase, actual: np.ndarray, dtype: str) -> StepCheck:
     """The rule itself: one port's output for a valid case, computed in `dtype`, against the
-    oracle's (the cases outside the contract are sorted out before, by outside_contract)."""
+    oracle's and its budget (the cases outside the contract are sorted out before)."""
+    budget = case.expected.budgets[dtype]
     return check_step(
         "output",
         actual,
         case.expected.output,
-        output_budget(case.expected, dtype),
+        budget.output,
         positive_zero=fully_masked_rows(case.expected),
         limit=LARGEST[dtype],
-        fallback=output_reach(case, dtype),
+        fallback=budget.fallback,
     )
 
 
-def float64_error_scale(
-    query: np.ndarray,
-    key: np.ndarray,
-    value: np.ndarray,
-    weights: np.ndarray,
-    scale: float,
-    allowed: np.ndarray | None = None,
-) -> np.ndarray:
-    """The oracle's error_scale, (1 + S_i) * (|weights| · |value|) with S_i = |scale| * max_j
-    sum_t |q_it k_jt| over the cells `allowed` (broadcast to [..., Lq, Lk]; every cell if None)
-    lets attend, computed in float64 for finite inputs without a float mask, where the oracle would
-    take hours (the benches): float64 weights stand in for the exact ones. numpy arrays, or torch
-    tensors so that a GPU keeps the work. query [..., Lq, E], key [..., Lk, E], value [..., Lk, Ev],
-    weights [..., Lq, Lk] -> [..., Lq, Ev]."""
-    magnitude = abs(query) @ abs(key).swapaxes(-1, -2)  # [..., Lq, Lk]
-    if allowed is not None:
-        magnitude = magnitude * allowed  # a cell a mask excludes cannot pass its rounding on
-    if isinstance(magnitude, np.ndarray):
-        row_max = magnitude.max(axis=-1, keepdims=True, initial=0.0)  # [..., Lq, 1]
-    else:
-        row_max = magnitude.amax(dim=-1, keepdim=True)  # [..., Lq, 1]
-    return (1 + abs(scale) * row_max) * (abs(weights) @ abs(value))  # [..., Lq, Ev]
-
-
 def outside_contract(case: FixtureCase, dtype: str) -> str | None:
-    """Why the contract defines no answer for this case in this dtype, or None."""
-    largest = LARGEST[dtype]
-    if float(case.expected.score_bound) > largest:
-        where = "" if dtype == "float64" else f" in {dtype}"
-        return f"outside the contract: score overflow{where}"
-    if dtype != "float64":
-        sizes = [
-            np.abs(np.asarray(case.inputs[name], dtype=np.float64)) for name in ("query", "key", "value")
-        ]
-        mask = case.inputs["attn_mask"]
-        if mask is not None and mask.dtype != bool:
-            sizes.append(np.abs(mask))
-        sizes.append(
-            np.abs(np.array([case.params["scale"] or 0.0, case.params["softcap"]], dtype=np.float64))
-        )
-        # Too large, or so small (below half the smallest subnormal) that the dtype rounds it to 0,
-        # after which inf * it is NaN where float64 gives inf: the dtype cannot hold the inputs.
-        if any(np.any(np.isfinite(s) & ((s > largest) | ((s > 0) & (s < TINY[dtype] / 2)))) for s in sizes):
-            return f"outside the contract: inputs beyond the {dtype} range"
-    return None
+    """Why the contract defines no answer for this case in this dtype (the budget says), or None."""
+    why = case.expected.budgets[dtype].outside
+    return None if why is None else f"outside the contract: {why}"
 
 
 def step_budgets(case: FixtureCase, dtype: str) -> dict[str, np.ndarray]:
@@ -346,7 +240,7 @@ def step_budgets(case: FixtureCase, dtype: str) -> dict[str, np.ndarray]:
             "scores": K * u * magnitude + K * tiny,
             "logits": K * u * (scale * magnitude + mask_magnitude + logit_magnitude) + K * tiny,
             "weights": (K * u * (1 + expected.spread[..., None])) * np.abs(expected.weights) + K * tiny,
-            "output": output_budget(expected, dtype),
+            "output": expected.budgets[dtype].output,
         }
 
 
@@ -384,7 +278,9 @@ def judge(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) -> CaseV
     if outside is not None:
         return verdict(False, problem=outside, outside=outside)
     truth = {step: getattr(case.expected, step) for step in STEPS}
-    return _hold_steps(case, port, dtype, answer.steps or {}, truth, step_budgets(case, dtype), dtype)
+    budget = case.expected.budgets[dtype]
+    budgets = step_budgets(case, dtype)
+    return _hold_steps(case, port, dtype, answer.steps or {}, truth, budgets, dtype, budget.fallback)
 
 
 def _hold_steps(
@@ -395,6 +291,7 @@ def _hold_steps(
     truth: dict[str, np.ndarray],
     budgets: dict[str, np.ndarray],
     dtype_for_limit: str,
+    fallback: np.ndarray | None,
 ) -> CaseVerdict:
     """Every step both sides have, each held to its budget; the output decides."""
     if "output" not in steps or "output" not in truth:
@@ -409,7 +306,7 @@ def _hold_steps(
             budgets[step],
             positive_zero=masked if step in ("weights", "output") else None,
             limit=limit,
-            fallback=output_reach(case, dtype_for_limit) if step == "output" else None,
+            fallback=fallback if step == "output" else None,
         )
         for step in STEPS
         if step in steps and step in truth
@@ -447,7 +344,10 @@ def judge_pair(
     mine, theirs = step_budgets(case, dtype), step_budgets(case, other_dtype)
     budgets = {step: mine[step] + theirs[step] for step in STEPS}
     narrower = dtype if LARGEST[dtype] < LARGEST[other_dtype] else other_dtype
-    return _hold_steps(case, port, dtype, answer.steps, truth, budgets, narrower)
+    # Where the summed budget is infinite, the narrower dtype's fallback holds (its budget is
+    # infinite wherever the wider one's is).
+    fallback = case.expected.budgets[narrower].fallback
+    return _hold_steps(case, port, dtype, answer.steps, truth, budgets, narrower, fallback)
 
 
 def distinct_digits(a: float, b: float) -> tuple[str, str]:
@@ -497,75 +397,16 @@ def failed(verdict: CaseVerdict) -> bool:
     return not verdict.passed and verdict.outside is None
 
 
-def _layer_budget(case: FixtureCase, dtype: str) -> np.ndarray:
-    """The layer's or RoPE's budget per output element (see the module docstring); 0 where the
-    answer is exact (_layer_target says what it is there)."""
-    u, tiny = UNIT_ROUNDOFF[dtype], TINY[dtype]
-    expected = case.expected
-    if case.kind == "rope":
-        exact = expected.error_scale == 0  # angle 0, or past rotary_dim
-        return np.where(exact, 0.0, K * u * expected.error_scale + K * tiny * 2)
-    terms = case.inputs["w_o"].shape[1] + 1
-    budget = K * u * expected.error_scale + K * tiny * terms
-    return np.where(_no_attention(case), 0.0, budget)  # a fully-masked row: b_o exactly
-
-
-def _layer_target(case: FixtureCase, dtype: str, actual: np.ndarray) -> np.ndarray:
+def _layer_target(expected, budget: np.ndarray, dtype: str, actual: np.ndarray) -> np.ndarray:
     """What a port computing in `dtype` must give: the oracle's output, and where the answer is
-    exact (RoPE's unturned features, a fully-masked layer row's b_o) that value bit for bit, as
-    float64 holds it or rounded once to the dtype (a port may compute those steps wider than
-    its dtype, as the TypeScript layer does around a float32 core)."""
-    expected = case.expected
-    if case.kind == "rope":
-        exact = expected.error_scale == 0
-    else:
-        exact = np.broadcast_to(_no_attention(case), expected.output.shape)
-    rounded = _rounded(expected.output, dtype)
+    exact (its budget is 0: RoPE's unturned features, a fully-masked layer row's b_o) that value
+    bit for bit, as float64 holds it or rounded once to the dtype (a port may compute those steps
+    wider than its dtype, as the TypeScript layer does around a float32 core)."""
     if np.shape(actual) != expected.output.shape:
         return expected.output  # check_step reports the shape
-    return np.where(exact & (np.asarray(actual, dtype=np.float64) == rounded), rounded, expected.output)
-
-
-def _cache_budget(case: FixtureCase, name: str, dtype: str) -> np.ndarray:
-    """present_key's or present_value's budget: the copied past exactly (as the port's dtype holds
-    it), the new keys and values as projections (RoPE's phase included in their yardstick)."""
-    expected = getattr(case.expected, name)
-    scale = getattr(case.expected, name + "_scale")
-    terms = case.inputs["w_k" if name == "present_key" else "w_v"].shape[1] + 1
-    held = np.abs(_rounded(expected, dtype) - expected)
-    budget = K * UNIT_ROUNDOFF[dtype] * scale + K * TINY[dtype] * terms
-    return np.where(scale == 0, held, budget)
-
-
-def _rounded(x: np.ndarray, dtype: str) -> np.ndarray:
-    """x rounded to nearest in a port's dtype, back in float64."""
-    x = np.asarray(x, dtype=np.float64)
-    if dtype == "bfloat16":  # no numpy dtype: round float64 to bfloat16's 8 significant bits
-        mantissa, exponent = np.frexp(x)
-        return np.ldexp(np.round(mantissa * 2**8) / 2**8, exponent)
-    return x.astype(_NUMPY_DTYPES[dtype]).astype(np.float64)
-
-
-_NUMPY_DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
-
-
-def _no_attention(case: FixtureCase) -> np.ndarray:
-    """[B..., Lq, 1]: the query rows with no key to attend to in any head (the mask and causality
-    exclude every one): their layer output is b_o."""
-    x_q = case.inputs["x_q"]
-    x_kv = x_q if case.inputs.get("x_kv") is None else case.inputs["x_kv"]
-    past = case.inputs.get("past_key")
-    cached = 0 if past is None else past.shape[-2]  # P: row i sits at position i + P
-    lq, lk = x_q.shape[-2], cached + x_kv.shape[-2]
-    heads = case.params["num_heads"]
-    allowed = np.ones((*x_q.shape[:-2], heads, lq, lk), dtype=bool)
-    if case.params["is_causal"]:
-        allowed &= np.tri(lq, lk, k=cached, dtype=bool)
-    mask = case.inputs.get("attn_mask")
-    if mask is not None:
-        allowed &= mask if mask.dtype == bool else np.broadcast_to(mask != -np.inf, allowed.shape)
-    none = ~allowed.any(axis=-1)  # [B..., Hq, Lq]
-    return none.all(axis=-2)[..., None]  # [B..., Lq, 1]
+    exact_value = rounded(expected.output, dtype)
+    same = np.asarray(actual, dtype=np.float64) == exact_value
+    return np.where((budget == 0) & same, exact_value, expected.output)
 
 
 def judge_layer(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) -> CaseVerdict:
@@ -578,24 +419,21 @@ def judge_layer(case: FixtureCase, port: str, dtype: str, answer: PortAnswer) ->
     steps = answer.steps or {}
     if "output" not in steps:
         return verdict(False, problem="no output")
-    expected = case.expected
-    target, budget = _layer_target(case, dtype, steps["output"]), _layer_budget(case, dtype)
-    checks = [check_step("output", steps["output"], target, budget, limit=LARGEST[dtype])]
+    expected, budget = case.expected, case.expected.budgets[dtype]
+    target = _layer_target(expected, budget.output, dtype, steps["output"])
+    checks = [check_step("output", steps["output"], target, budget.output, limit=LARGEST[dtype])]
     if expected.weights is not None:
         if "weights" not in steps:
             return verdict(False, problem="need_weights gave no weights")
-        budget = K * UNIT_ROUNDOFF[dtype] * expected.weights_scale + K * TINY[dtype]
         masked = np.all(expected.weights == 0, axis=-1, keepdims=True)
         checks.insert(
-            0, check_step("weights", steps["weights"], expected.weights, budget, positive_zero=masked)
+            0, check_step("weights", steps["weights"], expected.weights, budget.weights, positive_zero=masked)
         )
     if expected.present_key is not None:
         for name in ("present_key", "present_value"):
             if name not in steps:
                 return verdict(False, problem=f"return_cache gave no {name}")
-            checks.insert(
-                -1, check_step(name, steps[name], getattr(expected, name), _cache_budget(case, name, dtype))
-            )
+            checks.insert(-1, check_step(name, steps[name], getattr(expected, name), getattr(budget, name)))
     output = checks[-1]
     passed = all(c.passed for c in checks)
     shared = ("budget_used", "max_abs_error", "index", "actual", "expected")
