@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from attention_port.contract import CORE_OPTIONS
-from attention_port.fixtures.cases import LEVELS, level_of
+from attention_port.fixtures.cases import CORE_LEVELS, level_of
 from attention_port.fixtures.reader import FixtureCase, load_fixtures
 from attention_port.harness import compare
 from attention_port.harness.compare import UNIT_ROUNDOFF, PortAnswer, StepCheck
@@ -53,7 +53,7 @@ class TestCase:
     __test__ = False  # a dataclass named Test*, not a pytest test class
 
     id: str
-    level: int  # `attention-port check`'s level, 1 (the tutorial) to 14 (edge cases)
+    level: int  # `attention-port check`'s level (contract/levels.json), 1 the tutorial's
     tags: tuple[str, ...]
     description: str
     inputs: dict[str, Any]
@@ -109,13 +109,14 @@ def load_cases(
     *,
     folder: Path | str | None = None,
 ) -> list[TestCase]:
-    """Every case (or those of the `levels` asked for, 1-14, and that carry at least one of
-    `tags`), in the fixtures' order. `folder` reads another fixture folder (default: the package's)."""
+    """Every case (or those of the `levels` asked for, among the attention core's, and that carry at
+    least one of `tags`), in the fixtures' order. `folder` reads another fixture folder (default: the
+    package's)."""
     levels = None if levels is None else set(levels)
     tags = None if tags is None else set(tags)
     for level in levels or ():
-        if not isinstance(level, int) or not 1 <= level <= len(LEVELS):
-            raise ValueError(f"levels: {level!r} is not a level (1 to {len(LEVELS)})")
+        if not isinstance(level, int) or not 1 <= level <= len(CORE_LEVELS):
+            raise ValueError(f"levels: {level!r} is not a level (1 to {len(CORE_LEVELS)})")
     fixtures = load_fixtures(FIXTURES if folder is None else folder, schema=folder is not None)
     return [
         case

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from attention_port import conformance, reference
+from attention_port.fixtures.cases import CORE_LEVELS
 from attention_port.harness import compare
 from attention_port.harness.node import find_node
 from attention_port.inputs import AttentionInputError
@@ -73,9 +74,10 @@ def test_load_cases_filters_by_level_and_tag():
     assert {c.id for c in causal} == {c.id for c in every if "causal" in c.tags}
     first = conformance.load_cases(levels=[1])
     assert [c.id for c in first] == [c.id for c in every if c.level == 1] and first
-    assert {c.level for c in every} == set(range(1, 15))
-    with pytest.raises(ValueError, match=r"levels: 15 is not a level \(1 to 14\)"):
-        conformance.load_cases(levels=[15])
+    last = len(CORE_LEVELS)  # the kit's cases are the attention core's
+    assert {c.level for c in every} == set(range(1, last + 1))
+    with pytest.raises(ValueError, match=rf"levels: {last + 1} is not a level \(1 to {last}\)"):
+        conformance.load_cases(levels=[last + 1])
     errors = conformance.load_cases(tags=["error"])
     assert all(c.expected_error is not None and c.expected_output is None for c in errors)
 
@@ -378,7 +380,7 @@ def test_the_typescript_judge_is_compare_pys_on_every_fixture_port_and_dtype(tmp
     assert run.returncode == 0, run.stderr
     reply = json.loads(run.stdout)
     judged = reply["judged"]
-    assert reply["levels"] == {case.id: case.level for case in cases}  # levels.ts is cases.LEVELS
+    assert reply["levels"] == {case.id: case.level for case in cases}  # levelOf is cases.level_of
     mismatches, counts = [], {"pass": 0, "fail": 0, "outside": 0}
     boundary = {"inside": 0, "outside": 0}
     for case in cases:

@@ -50,7 +50,7 @@ export type Expected =
 /** One case of the kit. */
 export interface TestCase {
   readonly id: string;
-  readonly level: number; // `attention-port check`'s level, 1 (the tutorial) to 14 (edge cases)
+  readonly level: number; // `attention-port check`'s level (LEVELS), 1 the tutorial's
   readonly tags: readonly string[];
   readonly description: string;
   /** As the ports take them: nested arrays, or { shape, data } for a tensor with a zero dim (nested
@@ -111,7 +111,7 @@ export interface RunOptions {
 export const TIMEOUT_SECONDS = 60;
 
 export interface CaseFilter {
-  /** Only cases of these levels (1-14). */
+  /** Only cases of these levels (among LEVELS, the attention core's). */
   readonly levels?: readonly number[];
   /** Only cases that carry at least one of these tags. */
   readonly tags?: readonly string[];

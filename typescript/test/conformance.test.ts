@@ -10,6 +10,7 @@ import {
   distinctDigits,
   type JudgeOptions,
   judge,
+  LEVELS,
   loadCases,
   runCases,
   type TestCase,
@@ -42,7 +43,7 @@ describe("loadCases", () => {
     );
     assert.deepEqual(
       [...new Set(every.map((c) => c.level))].sort((a, b) => a - b),
-      Array.from({ length: 14 }, (_, n) => n + 1),
+      Array.from({ length: LEVELS.length }, (_, n) => n + 1),
     );
     const causal = loadCases({ tags: ["causal"] });
     assert.ok(causal.length > 3 && causal.every((c) => c.tags.includes("causal")));
@@ -51,7 +52,8 @@ describe("loadCases", () => {
       first.map((c) => c.id),
       every.filter((c) => c.level <= 2).map((c) => c.id),
     );
-    assert.throws(() => loadCases({ levels: [0] }), /levels: 0 is not a level \(1 to 14\)/);
+    const said = `levels: 0 is not a level (1 to ${LEVELS.length})`; // the attention core's levels
+    assert.throws(() => loadCases({ levels: [0] }), { name: "RangeError", message: said });
     const invalid = loadCases({ tags: ["error"] });
     assert.ok(invalid.every((c) => c.expected.error !== null && c.rule === null));
   });

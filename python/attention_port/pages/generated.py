@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attention_port.files import write_atomic
-from attention_port.pages import options, port_outputs, vocabulary
+from attention_port.pages import levels, options, port_outputs, vocabulary
 from attention_port.paths import REPO_ROOT
 
 # path (relative to the checkout) -> the text it must hold. Add a line here for a new generated file.
@@ -23,6 +23,7 @@ GENERATED: dict[str, Callable[[], str]] = {
     "typescript/src/generated/vocabulary.ts": vocabulary.render_typescript,
     "package.json": port_outputs.render_package_json,  # its exports map
     "typescript/explorer/generated/backends.ts": port_outputs.render_explorer_backends,
+    "typescript/conformance/generated/levels.ts": levels.typescript,
     options.TYPESCRIPT: options.render_typescript,
 }
 
@@ -30,6 +31,8 @@ GENERATED: dict[str, Callable[[], str]] = {
 SECTIONS: dict[tuple[str, str], Callable[[], list[str]]] = {
     ("README.md", "contract/ports.json"): port_outputs.readme_port_table,
     ("docs/design.md", "contract/ports.json"): port_outputs.design_ladder,
+    ("docs/learn.md", "contract/levels.json"): levels.learn_table,
+    ("docs/conformance-kit.md", "contract/levels.json"): levels.kit_levels,
     ("docs/design.md", "contract/options.json"): options.design_table,
 }
 
