@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from attention_port.contract import CORE_OPTIONS
-from attention_port.fixtures.cases import CORE_LEVELS, level_of
-from attention_port.fixtures.reader import FixtureCase, load_fixtures
+from attention_port.golden.cases import CORE_LEVELS, level_of
+from attention_port.golden.reader import FixtureCase, load_fixtures
 from attention_port.harness import compare
 from attention_port.harness.compare import UNIT_ROUNDOFF, PortAnswer, StepCheck
 from attention_port.paths import FIXTURES

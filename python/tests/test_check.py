@@ -16,8 +16,8 @@ import pytest
 from conftest import ALL_CASES, FIXTURES_DIR
 
 from attention_port import cli
-from attention_port.fixtures import cases
-from attention_port.fixtures.reader import load_fixtures
+from attention_port.golden import cases
+from attention_port.golden.reader import load_fixtures
 from attention_port.learner import check, layer_mistakes, lesson, mistakes
 from attention_port.learner.protocol import options_set
 from attention_port.learner.runner import LearnerProcess, Reply

@@ -21,7 +21,7 @@ import pytest
 from conftest import FIXTURES_DIR, interruptible
 
 from attention_port import cli
-from attention_port.fixtures import cases
+from attention_port.golden import cases
 from attention_port.learner import check
 from attention_port.learner.runner import PRINTED_LIMIT, RUNTIME_ADDRESS_SPACE
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from attention_port import conformance, reference
-from attention_port.fixtures.cases import CORE_LEVELS
+from attention_port.golden.cases import CORE_LEVELS
 from attention_port.harness import compare
 from attention_port.harness.node import find_node
 from attention_port.inputs import AttentionInputError

@@ -9,7 +9,7 @@ import json
 from conftest import FIXTURES_DIR
 
 from attention_port import cli
-from attention_port.fixtures.reader import load_fixtures
+from attention_port.golden.reader import load_fixtures
 from attention_port.pages import conformance
 
 CASES = load_fixtures(FIXTURES_DIR)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from conftest import ALL_CASES, VALID_CASES
 
-from attention_port.fixtures import cases
-from attention_port.fixtures.reader import FixtureCase, load_fixtures
+from attention_port.golden import cases
+from attention_port.golden.reader import FixtureCase, load_fixtures
 from attention_port.paths import FIXTURES
 
 LAYER_CASES = load_fixtures(FIXTURES, kinds=("layer", "rope"))

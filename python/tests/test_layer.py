@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from attention_port import adapters, layer, torch_layer
-from attention_port.fixtures import reader
+from attention_port.golden import reader
 from attention_port.harness import compare, runners
 from attention_port.harness.compare import PortAnswer
 from attention_port.inputs import AttentionInputError

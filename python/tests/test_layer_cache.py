@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from attention_port import layer, reference, torch_layer
-from attention_port.fixtures import oracle, reader
-from attention_port.fixtures.cases import normal
+from attention_port.golden import oracle, reader
+from attention_port.golden.cases import normal
 from attention_port.harness import compare
 from attention_port.harness.compare import TINY, UNIT_ROUNDOFF, K, PortAnswer
 from attention_port.paths import FIXTURES

@@ -5,7 +5,7 @@ naming something that exists."""
 from collections import Counter
 
 from attention_port import contract
-from attention_port.fixtures import cases
+from attention_port.golden import cases
 from attention_port.learner import check, lesson
 from attention_port.learner.runner import Hello
 from attention_port.pages import levels as pages

@@ -22,7 +22,7 @@ from strategies import attention_inputs
 from strategies import random_arrays as random_inputs
 
 from attention_port import reference, torch_port
-from attention_port.fixtures import cases
+from attention_port.golden import cases
 from attention_port.inputs import AttentionInputError
 
 STEPS = ("scores", "logits", "weights", "output")

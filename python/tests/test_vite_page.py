@@ -17,7 +17,7 @@ from packing import NPM, VITE, vite_app, vite_server
 
 from attention_port import paths, vocabulary
 from attention_port.cli import DEFAULT_FIXTURES
-from attention_port.fixtures.reader import load_fixtures
+from attention_port.golden.reader import load_fixtures
 from attention_port.harness import browser, compare
 
 pytestmark = [

@@ -14,7 +14,7 @@ import pytest
 from conftest import ALL_CASES
 
 from attention_port import contract, vocabulary
-from attention_port.fixtures.reader import load_fixtures
+from attention_port.golden.reader import load_fixtures
 from attention_port.harness.node import find_node
 from attention_port.paths import FIXTURES, REPO_ROOT
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from attention_port import cli, reference
-from attention_port.fixtures import reader as fixtures
+from attention_port.golden import reader as fixtures
 from attention_port.harness import browser, compare
 
 pytestmark = pytest.mark.browser

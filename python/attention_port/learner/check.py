@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from attention_port import vocabulary
-from attention_port.fixtures import cases
-from attention_port.fixtures.reader import KINDS, FixtureCase, load_fixtures
+from attention_port.golden import cases
+from attention_port.golden.reader import KINDS, FixtureCase, load_fixtures
 from attention_port.harness import compare
 from attention_port.harness.compare import PortAnswer
 from attention_port.inputs import format_number, format_shape

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from attention_port.fixtures.cases import CORE_LEVELS, LEVELS, PLAIN_LEVEL
+from attention_port.golden.cases import CORE_LEVELS, LEVELS, PLAIN_LEVEL
 
 SOURCE = "contract/levels.json"
 TYPESCRIPT_WIDTH = 110  # Biome's lineWidth (biome.json): a longer record goes on lines of its own
