@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attention_port.files import write_atomic
-from attention_port.pages import options, port_outputs, vocabulary
+from attention_port.pages import fixture_schema, options, port_outputs, vocabulary
 from attention_port.paths import REPO_ROOT
 
 # path (relative to the checkout) -> the text it must hold. Add a line here for a new generated file.
@@ -24,6 +24,7 @@ GENERATED: dict[str, Callable[[], str]] = {
     "package.json": port_outputs.render_package_json,  # its exports map
     "typescript/explorer/generated/backends.ts": port_outputs.render_explorer_backends,
     options.TYPESCRIPT: options.render_typescript,
+    fixture_schema.CASE_SCHEMA: fixture_schema.render_case_schema,  # its params
 }
 
 # (path, source) -> the lines between the section's markers. Add a line here for a new section.
