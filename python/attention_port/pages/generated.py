@@ -1,6 +1,6 @@
 """Every file, and every section of a hand-written page, generated from the contract's declaration
-(contract/), written by `attention-port contract` and held fresh by a test
-(`attention-port contract --check`).
+(contract/, and the list of the contract's rules in the case table), written by `attention-port
+contract` and held fresh by a test (`attention-port contract --check`).
 
 - GENERATED maps a repository-relative path to the function that renders the file's whole text. A
   generated file says so in its first lines; nobody edits it by hand.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attention_port.files import write_atomic
-from attention_port.pages import fixture_schema, options, port_outputs, vocabulary
+from attention_port.pages import contract_rules, fixture_schema, options, port_outputs, vocabulary
 from attention_port.paths import REPO_ROOT
 
 # path (relative to the checkout) -> the text it must hold. Add a line here for a new generated file.
@@ -32,6 +32,7 @@ SECTIONS: dict[tuple[str, str], Callable[[], list[str]]] = {
     ("README.md", "contract/ports.json"): port_outputs.readme_port_table,
     ("docs/design.md", "contract/ports.json"): port_outputs.design_ladder,
     ("docs/design.md", "contract/options.json"): options.design_table,
+    ("docs/design.md", contract_rules.SOURCE): contract_rules.design_rules,
 }
 
 END = "<!-- end generated -->"
