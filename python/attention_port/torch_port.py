@@ -492,14 +492,15 @@ def sdpa_shares_semantics(
          every row NaN (the NaN score survives the mask), NaN in value turns a fully-masked row's
          output into NaN where the port gives +0.0, and a fully-masked query row holding NaN
          comes out NaN. With inf scores, torch's math and flash kernels disagree with each other.
-      3. Fully-masked rows or Lk == 0: on the CPU with torch >= 2.13 yes (both kernels give +0.0,
-         as the port does, in float64, float32, float16 and bfloat16). Elsewhere (CUDA's flash,
-         memory-efficient and cuDNN kernels, older torch) this was not measured and NaN is a known
-         answer there, so no.
-         Even there, with one key (Lk = 1) a fully-masked row comes out -0.0 where the value is
-         negative (0 * v with no sum to turn it into +0.0; measured for rank-2 inputs, every mask
-         kind, float64 and float32, and for no other Lk from 1 to 70): the contract demands +0.0
-         there, so no.
+      3. Fully-masked rows or Lk == 0: a row with no key to see has no scores to decide from (none
+         at all with Lk == 0, where rule 5's bound holds vacuously), so it is decided by the
+         contract's rule for such rows: yes where torch's kernel gives +0.0 in every one of them,
+         no otherwise. Measured on the CPU with torch 2.13, both kernels give +0.0 as the port
+         does, in float64, float32, float16 and bfloat16, but -0.0 with one key (Lk = 1) and a
+         negative value (0 * v with no sum to turn it into +0.0; rank-2 inputs, Lq >= 2), and
+         NaN with Lk == 0 and a query near float64's largest number (|q| = 1e308); CUDA's flash,
+         memory-efficient and cuDNN kernels and older torch were not measured, and NaN is a
+         known answer there.
       4. attn_mask with is_causal: yes; torch refuses the pair, torch_sdpa combines them itself.
       5. A score that overflows (|q| · |k| or its scaled value beyond the dtype's largest number):
          no. Outside the contract anyway, and torch gives NaN even where such a cell is masked.
@@ -519,12 +520,14 @@ def sdpa_shares_semantics(
     bound = (inputs.query.abs() @ keys.abs().transpose(-1, -2)) * max(1.0, abs(inputs.scale))
     if not bool(torch.isfinite(bound).all()):  # [B..., Hq, Lq, Lk]  a score may overflow
         return False
-    # The port's steps on the checked inputs, with every checked option (softcap is 0 here).
-    steps = attention_steps(
-        inputs.query, inputs.key, inputs.value, mask, **{**inputs.options, "scale": inputs.scale}
-    )
-    has_empty_rows = bool((steps.logits == -math.inf).all(dim=-1).any())
-    if has_empty_rows:
-        negative_zero = inputs.shapes.key_length == 1 and bool(torch.signbit(inputs.value).any())
-        return inputs.query.device.type == "cpu" and _torch_version() >= (2, 13) and not negative_zero
+    # The port's steps, and the kernel's answer where a row sees no key, on the checked inputs with
+    # every checked option (softcap is 0 here; the kernel takes no memory_limit).
+    options = {**inputs.options, "scale": inputs.scale}
+    steps = attention_steps(inputs.query, inputs.key, inputs.value, mask, **options)
+    empty_rows = (steps.logits == -math.inf).all(dim=-1)  # [B..., Hq, Lq]  no key seen (or Lk == 0)
+    if bool(empty_rows.any()):  # rule 3: the contract's +0.0, asked of the kernel's answer there
+        del options["memory_limit"]
+        kernel = torch_sdpa(inputs.query, inputs.key, inputs.value, mask, **options)
+        rows = kernel[empty_rows]  # [rows, Ev]
+        return bool(((rows == 0) & ~torch.signbit(rows)).all())
     return True
