@@ -361,21 +361,8 @@ export function judge(test: TestCase, actual: unknown, options: JudgeOptions = {
   }
   const { matchKind = false } = options ?? {};
   const dtype = checkedDtype(options?.dtype);
-  const verdict = (
-    passed: "pass" | "fail" | "outside",
-    problem: string | null,
-    rest: Partial<Verdict> = {},
-  ): Verdict => ({
-    caseId: test.id,
-    verdict: passed,
-    dtype,
-    budgetUsed: null,
-    worst: null,
-    problem,
-    firstDivergentStep: null,
-    steps: [],
-    ...rest,
-  });
+  const verdict = (passed: Verdict["verdict"], problem: string | null, rest: Partial<Verdict> = {}) =>
+    verdictOn(test, dtype, passed, problem, rest);
   const threw = actual instanceof Error;
   const thrownKind = threw ? (actual as Error & { kind?: unknown }).kind : undefined;
   const thrown = threw
@@ -477,6 +464,28 @@ async function callWithin(fn: AttentionFunction, test: TestCase, seconds: number
   }
 }
 
+/** A verdict with no numbers: what the judge says where no budget was used (an error case, a
+ * refused answer, a time-out); `rest` fills in what is known. */
+function verdictOn(
+  test: TestCase,
+  dtype: Verdict["dtype"],
+  passed: Verdict["verdict"],
+  problem: string | null,
+  rest: Partial<Verdict> = {},
+): Verdict {
+  return {
+    caseId: test.id,
+    verdict: passed,
+    dtype,
+    budgetUsed: null,
+    worst: null,
+    problem,
+    firstDivergentStep: null,
+    steps: [],
+    ...rest,
+  };
+}
+
 /** Calls `fn` on every case asked for, in order, one at a time, and yields the verdict on each. A
  * call that has not settled after `timeoutSeconds` fails its case, and the run goes on (the promise
  * itself cannot be stopped: it is left to settle, unheard). */
@@ -492,17 +501,7 @@ export async function* runCases(
   for (const test of loadCases(options ?? {})) {
     const answer = await callWithin(fn, test, timeoutSeconds);
     if (answer === timedOut) {
-      const problem = `did not return within ${timeoutSeconds} s`;
-      yield {
-        caseId: test.id,
-        verdict: "fail",
-        dtype,
-        budgetUsed: null,
-        worst: null,
-        problem,
-        firstDivergentStep: null,
-        steps: [],
-      };
+      yield verdictOn(test, dtype, "fail", `did not return within ${timeoutSeconds} s`);
       continue;
     }
     yield judge(test, answer, options);
