@@ -16,8 +16,8 @@ from attention_port import paths
 from attention_port.args import OneLineParser
 from attention_port.extras import MissingExtra
 from attention_port.files import output_problem, write_atomic
-from attention_port.fixtures import reader as fixtures
-from attention_port.fixtures.cases import FIXTURE_CASES, LEVELS, level_of
+from attention_port.golden import reader as fixtures
+from attention_port.golden.cases import FIXTURE_CASES, LEVELS, level_of
 from attention_port.harness import compare
 from attention_port.harness import runners as ports
 from attention_port.harness.node import DEFAULT_TIMEOUT, NodeError, NodeUnavailable, checked_node
@@ -68,7 +68,7 @@ def seconds_problem(option: str, seconds: float) -> str | None:
 
 
 def command_generate(args: argparse.Namespace) -> int:
-    from attention_port.fixtures import capture, generate  # the oracle's mpmath: the `harness` extra
+    from attention_port.golden import capture, generate  # the oracle's mpmath: the `harness` extra
 
     if args.out is None and not paths.IN_CHECKOUT and not args.check:
         return _error(
@@ -132,7 +132,7 @@ def _warn_if_stale(folder: Path, cases: list, args: argparse.Namespace) -> None:
     """A warning line when the fixture files differ from what cases.py and the oracle give today
     (a case edited, the oracle changed, and nobody ran `attention-port generate`), and one when
     the folder's cases are not the table's (one added or dropped in the folder or the table)."""
-    from attention_port.fixtures import generate
+    from attention_port.golden import generate
 
     stale = generate.stale_cases(cases)
     if stale:

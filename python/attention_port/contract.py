@@ -33,6 +33,7 @@ class Option:
     default: object  # None, False, 0.0, ...: the JSON value as Python reads it
     doc: str  # one line: the TypeScript doc comment
     fixture: str  # "every", "set", "inputs" or "none": where a case holds it
+    fixture_note: str | None = None  # what its value in a case's params means (the fixture schema's words)
     required: bool = False  # no default: the caller must give it (the layer's num_heads)
     nullable: bool = False  # None is a value of its own (the default's)
     finite: bool = False
@@ -59,6 +60,7 @@ def _option(record: dict) -> Option:
         default=record.get("default"),
         doc=record["doc"],
         fixture=record["fixture"],
+        fixture_note=record.get("fixtureNote"),
         required=record.get("required", False),
         nullable=record.get("nullable", False),
         finite=record.get("finite", False),

@@ -14,7 +14,7 @@ says why the range has this shape (a few numbers per batch index, monotone in th
 sliding window, sink tokens, per-batch key counts and offsets) and how the tiled ports use it.
 Here the numpy and torch ports read it whole, as visible_keys's boolean array.
 
-The oracle (fixtures/oracle.py) decides the same thing on its own: it is the truth the ports are
+The oracle (golden/oracle.py) decides the same thing on its own: it is the truth the ports are
 held to, so it shares no code with them.
 """
 

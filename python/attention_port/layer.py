@@ -27,10 +27,13 @@ from typing import Protocol
 import numpy as np
 
 from attention_port import reference
-from attention_port.inputs import AttentionInputError, to_array, to_mask_array
+from attention_port.inputs import DEFAULT_MEMORY_LIMIT, AttentionInputError, to_array, to_mask_array
 from attention_port.layer_inputs import (
     check_heads,
     check_layer_shapes,
+    check_layer_size,
+    check_memory_limit,
+    check_need_weights,
     check_past,
     check_positions,
     check_return_cache,
@@ -115,6 +118,7 @@ def layer_with(core: Core):
         past_key=None,
         past_value=None,
         return_cache: bool = False,
+        memory_limit: float = DEFAULT_MEMORY_LIMIT,
     ):
         """Multi-head attention as a layer; x_kv None is self-attention. Returns the output
         [B..., Lq, Dout], or with need_weights or return_cache a LayerResult that also holds each
@@ -122,18 +126,23 @@ def layer_with(core: Core):
 
         past_key [B..., Hkv, P, E] and past_value [B..., Hkv, P, Ev] are the keys (after RoPE) and
         values of P earlier positions: the new rows sit at positions P, P+1, ..., so RoPE turns
-        them there and the causal rule lets row i see keys j <= i + P (the core's query_offset = P)."""
+        them there and the causal rule lets row i see keys j <= i + P (the core's query_offset = P).
+        memory_limit bounds the bytes the layer's tensors may need, and the core's (kind "size")."""
         num_heads, num_kv_heads = check_heads(num_heads, num_kv_heads)
+        check_memory_limit(memory_limit)  # before any tensor is read: each is read within it
         if rope is not None and x_kv is not None:
             raise AttentionInputError(
                 "value",
                 "rope rotates by the positions of one sequence: give it with self-attention only (no x_kv)",
             )
-        x_q = core.array("x_q", x_q)  # [B..., Lq, D]
-        x_kv = x_q if x_kv is None else core.array("x_kv", x_kv)  # [B..., Lk, Dkv]
-        weights = {n: core.array(n, w) for n, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o))}
+        x_q = core.array("x_q", x_q, memory_limit)  # [B..., Lq, D]
+        x_kv = x_q if x_kv is None else core.array("x_kv", x_kv, memory_limit)  # [B..., Lk, Dkv]
+        weights = {
+            n: core.array(n, w, memory_limit)
+            for n, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o))
+        }
         biases = {
-            n: None if b is None else core.array(n, b)
+            n: None if b is None else core.array(n, b, memory_limit)
             for n, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o))
         }
         shapes = check_layer_shapes(
@@ -141,15 +150,17 @@ def layer_with(core: Core):
             {n: None if b is None else tuple(b.shape) for n, b in biases.items()}, num_heads, num_kv_heads,
         )  # fmt: skip
         rotary = None if rope is None else check_rope(rope, shapes.features)
+        check_need_weights(need_weights)
         check_return_cache(return_cache)
         past = {
-            n: None if p is None else core.array(n, p)
+            n: None if p is None else core.array(n, p, memory_limit)
             for n, p in (("past_key", past_key), ("past_value", past_value))
         }
         cached = check_past(
             *(None if p is None else tuple(p.shape) for p in past.values()), tuple(x_q.shape), shapes
         )  # P
-        mask = None if attn_mask is None else to_mask_array(attn_mask)
+        check_layer_size(tuple(x_q.shape), tuple(x_kv.shape), shapes, cached, memory_limit)  # before step 1
+        mask = None if attn_mask is None else to_mask_array(attn_mask, memory_limit)
         batch, Lq, Lk = tuple(x_q.shape[:-2]), x_q.shape[-2], x_kv.shape[-2]  # B..., the two lengths
 
         # Step 1: project. Three learned linear maps read queries, keys and values out of the inputs.
@@ -178,7 +189,7 @@ def layer_with(core: Core):
         # h // (Hq / Hkv) when there are fewer key/value heads); row i is at position i + P.
         steps = core.attention_steps(
             q, k, v, mask, is_causal=is_causal, scale=scale, enable_gqa=num_kv_heads != num_heads,
-            softcap=softcap, query_offset=cached,
+            softcap=softcap, query_offset=cached, memory_limit=memory_limit,
         )  # fmt: skip
         heads = steps.output  # [B..., Hq, Lq, Ev]  a fully-masked row is +0.0
 
@@ -207,7 +218,7 @@ def layer_with(core: Core):
 
 def apply_rotary_with(core: Core, x, positions, *, theta, rotary_dim, interleaved):
     """apply_rotary over one core: the inputs checked, then rotated."""
-    x = core.array("x", x)  # [B..., H, L, E]
+    x = core.array("x", x, DEFAULT_MEMORY_LIMIT)  # [B..., H, L, E]
     positions = core.positions("positions", positions)  # [L] or [B..., L]
     if x.ndim < 2:
         raise AttentionInputError(
@@ -223,7 +234,7 @@ class Core(Protocol):
     the float64 positions, cos and sin, a copy, the cache's concatenation and the attention core.
     The rest (slices, reshape, swapaxes, * and +) the layer writes once for both."""
 
-    def array(self, name: str, x): ...  # an input, checked, in the core's dtype (and device)
+    def array(self, name: str, x, memory_limit: float): ...  # an input, checked, in the core's dtype
     def positions(self, name: str, x): ...  # positions, checked, in float64 whatever the dtype
     def arange(self, start: int, stop: int): ...  # start, start + 1, ..., stop - 1, in float64
     def linear(self, x, weight, bias): ...  # nn.Linear: x [..., in], weight [out, in] -> [..., out]
@@ -236,8 +247,8 @@ class Core(Protocol):
 class NumpyCore:
     """numpy in float64, with reference.py's attention core."""
 
-    def array(self, name: str, x) -> np.ndarray:
-        return to_array(name, x)
+    def array(self, name: str, x, memory_limit: float = DEFAULT_MEMORY_LIMIT) -> np.ndarray:
+        return to_array(name, x, memory_limit)
 
     positions = array  # float64 already
 

@@ -9,13 +9,17 @@ messages (argument names in camelCase there: numHeads, wQ, xKv, rotaryDim).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
+
+import numpy as np
 
 from attention_port.contract import LAYER_OPTIONS, ROPE_OPTIONS
 from attention_port.inputs import (
     AttentionInputError,
     check_option,
     describe_value,
+    format_number,
     format_shape,
     option_error,
 )
@@ -32,24 +36,28 @@ class LayerShapes:
     out_features: int  # Dout
 
 
-def _positive_int(x: object) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x > 0
+def _is_int(x: object) -> bool:
+    """A Python or numpy integer (np.int64(2) as 2), never a boolean."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
 
 
 def check_heads(num_heads: object, num_kv_heads: object) -> tuple[int, int]:
-    """num_heads a positive integer; num_kv_heads (default num_heads) one that divides it. (A
-    Python int: 2.0 is refused here, where query_offset takes it.)"""
-    if not _positive_int(num_heads):
+    """num_heads a positive integer; num_kv_heads (default num_heads) one that divides it. (An
+    integer, Python's or numpy's: 2.0 is refused here, where query_offset takes it.) Returned as
+    Python ints."""
+    if not (_is_int(num_heads) and num_heads > 0):  # type: ignore[operator]
         raise option_error(LAYER_OPTIONS["num_heads"], num_heads)
+    heads = int(num_heads)  # type: ignore[call-overload]
     if num_kv_heads is None:
-        return num_heads, num_heads  # type: ignore[return-value]
-    if not _positive_int(num_kv_heads):
+        return heads, heads
+    if not (_is_int(num_kv_heads) and num_kv_heads > 0):  # type: ignore[operator]
         raise option_error(LAYER_OPTIONS["num_kv_heads"], num_kv_heads)
-    if num_heads % num_kv_heads:  # type: ignore[operator]
+    kv_heads = int(num_kv_heads)  # type: ignore[call-overload]
+    if heads % kv_heads:
         raise AttentionInputError(
-            "heads", f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})"
+            "heads", f"num_heads ({heads}) must be a multiple of num_kv_heads ({kv_heads})"
         )
-    return num_heads, num_kv_heads  # type: ignore[return-value]
+    return heads, kv_heads
 
 
 def check_layer_shapes(
@@ -154,13 +162,13 @@ def check_rotary_options(
     theta: object, rotary_dim: object, interleaved: object, features: int
 ) -> RopeOptions:
     """RoPE's options against their declarations: theta, interleaved, then rotary_dim, whose range
-    is the heads' feature size E (an even Python int from 2 to E; None: E)."""
+    is the heads' feature size E (an even integer, Python's or numpy's, from 2 to E; None: E)."""
     check_option(ROPE_OPTIONS["theta"], theta)
     check_option(ROPE_OPTIONS["interleaved"], interleaved)
     dim = features if rotary_dim is None else rotary_dim
-    if not (isinstance(dim, int) and not isinstance(dim, bool) and 0 < dim <= features and dim % 2 == 0):
+    if not (_is_int(dim) and 0 < dim <= features and dim % 2 == 0):  # type: ignore[operator]
         raise option_error(ROPE_OPTIONS["rotary_dim"], dim, features=features)
-    return RopeOptions(float(theta), dim, interleaved)  # type: ignore[arg-type]
+    return RopeOptions(float(theta), int(dim), bool(interleaved))  # type: ignore[arg-type, call-overload]
 
 
 def check_positions(x: tuple[int, ...], positions: tuple[int, ...], values: list[float]) -> None:
@@ -183,9 +191,46 @@ def check_positions(x: tuple[int, ...], positions: tuple[int, ...], values: list
             )
 
 
+def check_memory_limit(memory_limit: object) -> None:
+    """memory_limit as the core declares it (a number of bytes > 0), checked before any tensor is
+    read: the layer reads its inputs and computes within it."""
+    check_option(LAYER_OPTIONS["memory_limit"], memory_limit)
+
+
+def check_need_weights(need_weights: object) -> None:
+    """need_weights is True or False: whether the layer also returns each head's weights."""
+    check_option(LAYER_OPTIONS["need_weights"], need_weights)
+
+
 def check_return_cache(return_cache: object) -> None:
     """return_cache is True or False: whether the layer also returns the grown cache."""
     check_option(LAYER_OPTIONS["return_cache"], return_cache)
+
+
+def check_layer_size(
+    x_q: tuple[int, ...], x_kv: tuple[int, ...], shapes: LayerShapes, cached: int, memory_limit: float
+) -> None:
+    """Refuse, before the projections, a call whose own tensors need more than memory_limit bytes:
+    the queries, the keys and values with the cache, the merged heads and the output, one float64
+    copy of each (the core holds its steps to the same limit). Counted in float64 arithmetic, in
+    the same order as the TypeScript twin, so the messages match."""
+    batch, length, key_length = x_q[:-2], x_q[-2], cached + x_kv[-2]  # B..., Lq, P+Lk
+    tensors = (
+        (*batch, shapes.num_heads, length, shapes.features),  # queries
+        (*batch, shapes.num_kv_heads, key_length, shapes.features),  # keys
+        (*batch, shapes.num_kv_heads, key_length, shapes.value_features),  # values
+        (*batch, length, shapes.num_heads * shapes.value_features),  # merged heads
+        (*batch, length, shapes.out_features),  # output
+    )
+    needed = 8 * sum(math.prod(shape, start=1.0) for shape in tensors)
+    if needed > memory_limit:
+        q, k, v, merged, output = (format_shape(shape) for shape in tensors)
+        raise AttentionInputError(
+            "size",
+            f"the layer needs {format_number(needed)} bytes as float64 for queries {q}, keys {k},"
+            f" values {v}, merged heads {merged} and output {output}, more than memory_limit ="
+            f" {format_number(memory_limit)}; pass a larger memory_limit to compute them",
+        )
 
 
 def check_past(

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from attention_port import torch_port
-from attention_port.inputs import to_array
+from attention_port.inputs import DEFAULT_MEMORY_LIMIT, to_array
 from attention_port.layer import apply_rotary_with, layer_with
 
 __all__ = ["TorchCore", "apply_rotary", "from_torch_mha", "multi_head_attention"]
@@ -28,10 +28,10 @@ class TorchCore:
         self.device = torch.device(device or "cpu")
         self.dtype = dtype or torch.float64
 
-    def array(self, name: str, x) -> torch.Tensor:
+    def array(self, name: str, x, memory_limit: float = DEFAULT_MEMORY_LIMIT) -> torch.Tensor:
         if isinstance(x, torch.Tensor):
             return x.to(self.device, self.dtype)
-        return torch.as_tensor(to_array(name, x), device=self.device).to(self.dtype)
+        return torch.as_tensor(to_array(name, x, memory_limit), device=self.device).to(self.dtype)
 
     def positions(self, name: str, x) -> torch.Tensor:
         return torch.as_tensor(to_array(name, x), device=self.device)  # float64
@@ -68,7 +68,8 @@ def apply_rotary(x, positions, *, theta=10000.0, rotary_dim=None, interleaved=Fa
 def multi_head_attention(
     x_q, x_kv=None, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, num_heads,
     num_kv_heads=None, attn_mask=None, is_causal=False, scale=None, softcap=0.0, rope=None,
-    need_weights=False, past_key=None, past_value=None, return_cache=False, device=None, dtype=None,
+    need_weights=False, past_key=None, past_value=None, return_cache=False,
+    memory_limit=DEFAULT_MEMORY_LIMIT, device=None, dtype=None,
 ):  # fmt: skip
     """layer.multi_head_attention in torch: the same six steps, in `dtype` on `device`; the cache
     (past_key, past_value, present_key, present_value) in that dtype too, copied bit for bit."""
@@ -76,7 +77,7 @@ def multi_head_attention(
         x_q, x_kv, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
         num_heads=num_heads, num_kv_heads=num_kv_heads, attn_mask=attn_mask, is_causal=is_causal,
         scale=scale, softcap=softcap, rope=rope, need_weights=need_weights, past_key=past_key,
-        past_value=past_value, return_cache=return_cache,
+        past_value=past_value, return_cache=return_cache, memory_limit=memory_limit,
     )  # fmt: skip
 
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention_port.contract import CORE_CHECK_ORDER
 from attention_port.extras import missing_extra
 from attention_port.inputs import (
     DEFAULT_MEMORY_LIMIT,
@@ -229,19 +230,25 @@ class _Prepared:
     value: torch.Tensor  # [B..., Hkv, Lk, Ev]
     mask: torch.Tensor | None  # bool, or float in the compute dtype; broadcasts to the scores
     shapes: AttentionShapes
-    scale: float
-    query_offset: int  # checked: an int from 0 to 2^53 - 1
+    scale: float  # resolved: 1/sqrt(E) where none was given
+    options: dict[str, object]  # the core's scalar options, checked (check_options's), the scale as given
 
 
-def _prepare(
-    query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype,
-    memory_limit=DEFAULT_MEMORY_LIMIT, *, query_offset=0,
-):  # fmt: skip
-    """Check every input exactly as reference.py does, then put them on one device in one dtype."""
-    query_offset = check_options(
-        is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, softcap=softcap,
-        query_offset=query_offset, memory_limit=memory_limit,
-    )["query_offset"]  # fmt: skip
+def _core_options(arguments: dict[str, object]) -> dict[str, object]:
+    """The core's scalar options among a public function's arguments (its locals() as it starts),
+    by their names in contract/options.json. Each public function spells them in its signature,
+    for its readers and callers; what it hands on reads them from here, so that none of the
+    plumbing below a signature names an option the port only passes through."""
+    return {
+        option.python: arguments[option.python] for option in CORE_CHECK_ORDER if option.python in arguments
+    }
+
+
+def _prepare(query, key, value, attn_mask, device, dtype, options: dict[str, object]) -> _Prepared:
+    """Check every input exactly as reference.py does, then put them on one device in one dtype.
+    `options`: the core's scalar options by name (an option left out has its default)."""
+    options = check_options(**options)
+    enable_gqa, scale, memory_limit = options["enable_gqa"], options["scale"], options["memory_limit"]
     _check_device_and_dtype(device, dtype)  # the torch port's own options
     query = _checked("query", query, memory_limit)  # [B..., Hq, Lq, E]
     key = _checked("key", key, memory_limit)  # [B..., Hkv, Lk, E]
@@ -265,7 +272,7 @@ def _prepare(
     except (RuntimeError, AssertionError) as error:  # torch says "not compiled with CUDA" by assert
         raise AttentionInputError("value", f"device {str(device)!r} cannot be used here ({error})") from None
     return _Prepared(
-        query=query, key=key, value=value, mask=mask, shapes=shapes, scale=scale, query_offset=query_offset
+        query=query, key=key, value=value, mask=mask, shapes=shapes, scale=scale, options=options
     )
 
 
@@ -316,12 +323,9 @@ def attention_steps(
     device and dtype to compute in (see the module docstring for the defaults) and memory_limit,
     the most bytes the steps may need (kind "size" above it; see inputs.py). query_offset is
     reference.py's: the position of query row 0 among the keys for is_causal."""
-    inputs = _prepare(
-        query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype, memory_limit,
-        query_offset=query_offset,
-    )  # fmt: skip
+    inputs = _prepare(query, key, value, attn_mask, device, dtype, _core_options(locals()))
     query, key, value, mask = inputs.query, inputs.key, inputs.value, inputs.mask
-    shapes, scale, query_offset = inputs.shapes, inputs.scale, inputs.query_offset
+    shapes, scale, query_offset = inputs.shapes, inputs.scale, inputs.options["query_offset"]
 
     if shapes.group_size != 1:
         # Grouped-query attention: each key/value head serves group_size consecutive query heads,
@@ -390,18 +394,7 @@ def scaled_dot_product_attention(
     """softmax(query · keyᵀ · scale [+ mask]) · value, as
     torch.nn.functional.scaled_dot_product_attention (without dropout), written out step by step."""
     return attention_steps(
-        query,
-        key,
-        value,
-        attn_mask,
-        is_causal=is_causal,
-        scale=scale,
-        enable_gqa=enable_gqa,
-        softcap=softcap,
-        query_offset=query_offset,
-        device=device,
-        dtype=dtype,
-        memory_limit=memory_limit,
+        query, key, value, attn_mask, device=device, dtype=dtype, **_core_options(locals())
     ).output
 
 
@@ -447,16 +440,15 @@ def torch_sdpa(
     # No size limit: the kernel does not hold the [..., Lq, Lk] steps (its fused kernels never
     # make them), and it is torch's to refuse what does not fit.
     inputs = _prepare(
-        query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype, math.inf,
-        query_offset=query_offset,
-    )  # fmt: skip
+        query, key, value, attn_mask, device, dtype, {**_core_options(locals()), "memory_limit": math.inf}
+    )
     if softcap > 0:
         raise ValueError("torch's scaled_dot_product_attention has no softcap; use softcap=0")
     query, key, value, mask = inputs.query, inputs.key, inputs.value, inputs.mask
-    shapes = inputs.shapes
-    if is_causal and (mask is not None or inputs.query_offset != 0):
+    shapes, query_offset = inputs.shapes, inputs.options["query_offset"]
+    if is_causal and (mask is not None or query_offset != 0):
         # Fold the causal rule into the mask: a cell is allowed only if both allow it.
-        keys = key_range(shapes, is_causal=True, query_offset=inputs.query_offset)
+        keys = key_range(shapes, is_causal=True, query_offset=query_offset)
         causal = _visible_keys(keys, query.device)  # [B..., 1, Lq, Lk]
         if mask is None:
             mask = causal
@@ -500,23 +492,21 @@ def sdpa_shares_semantics(
          every row NaN (the NaN score survives the mask), NaN in value turns a fully-masked row's
          output into NaN where the port gives +0.0, and a fully-masked query row holding NaN
          comes out NaN. With inf scores, torch's math and flash kernels disagree with each other.
-      3. Fully-masked rows or Lk == 0: on the CPU with torch >= 2.13 yes (both kernels give +0.0,
-         as the port does, in float64, float32, float16 and bfloat16). Elsewhere (CUDA's flash,
-         memory-efficient and cuDNN kernels, older torch) this was not measured and NaN is a known
-         answer there, so no.
-         Even there, with one key (Lk = 1) a fully-masked row comes out -0.0 where the value is
-         negative (0 * v with no sum to turn it into +0.0; measured for rank-2 inputs, every mask
-         kind, float64 and float32, and for no other Lk from 1 to 70): the contract demands +0.0
-         there, so no.
+      3. Fully-masked rows or Lk == 0: a row with no key to see has no scores to decide from (none
+         at all with Lk == 0, where rule 5's bound holds vacuously), so it is decided by the
+         contract's rule for such rows: yes where torch's kernel gives +0.0 in every one of them,
+         no otherwise. Measured on the CPU with torch 2.13, both kernels give +0.0 as the port
+         does, in float64, float32, float16 and bfloat16, but -0.0 with one key (Lk = 1) and a
+         negative value (0 * v with no sum to turn it into +0.0; rank-2 inputs, Lq >= 2), and
+         NaN with Lk == 0 and a query near float64's largest number (|q| = 1e308); CUDA's flash,
+         memory-efficient and cuDNN kernels and older torch were not measured, and NaN is a
+         known answer there.
       4. attn_mask with is_causal: yes; torch refuses the pair, torch_sdpa combines them itself.
       5. A score that overflows (|q| · |k| or its scaled value beyond the dtype's largest number):
          no. Outside the contract anyway, and torch gives NaN even where such a cell is masked.
     Bad inputs raise AttentionInputError, as in the port.
     """
-    inputs = _prepare(
-        query, key, value, attn_mask, is_causal, scale, enable_gqa, softcap, device, dtype,
-        query_offset=query_offset,
-    )  # fmt: skip
+    inputs = _prepare(query, key, value, attn_mask, device, dtype, _core_options(locals()))
     if softcap > 0:
         return False
     for tensor in (inputs.query, inputs.key, inputs.value):
@@ -530,18 +520,14 @@ def sdpa_shares_semantics(
     bound = (inputs.query.abs() @ keys.abs().transpose(-1, -2)) * max(1.0, abs(inputs.scale))
     if not bool(torch.isfinite(bound).all()):  # [B..., Hq, Lq, Lk]  a score may overflow
         return False
-    steps = attention_steps(
-        inputs.query,
-        inputs.key,
-        inputs.value,
-        mask,
-        is_causal=is_causal,
-        scale=inputs.scale,
-        enable_gqa=enable_gqa,
-        query_offset=inputs.query_offset,
-    )
-    has_empty_rows = bool((steps.logits == -math.inf).all(dim=-1).any())
-    if has_empty_rows:
-        negative_zero = inputs.shapes.key_length == 1 and bool(torch.signbit(inputs.value).any())
-        return inputs.query.device.type == "cpu" and _torch_version() >= (2, 13) and not negative_zero
+    # The port's steps, and the kernel's answer where a row sees no key, on the checked inputs with
+    # every checked option (softcap is 0 here; the kernel takes no memory_limit).
+    options = {**inputs.options, "scale": inputs.scale}
+    steps = attention_steps(inputs.query, inputs.key, inputs.value, mask, **options)
+    empty_rows = (steps.logits == -math.inf).all(dim=-1)  # [B..., Hq, Lq]  no key seen (or Lk == 0)
+    if bool(empty_rows.any()):  # rule 3: the contract's +0.0, asked of the kernel's answer there
+        del options["memory_limit"]
+        kernel = torch_sdpa(inputs.query, inputs.key, inputs.value, mask, **options)
+        rows = kernel[empty_rows]  # [rows, Ev]
+        return bool(((rows == 0) & ~torch.signbit(rows)).all())
     return True

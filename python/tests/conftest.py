@@ -11,7 +11,7 @@ import pytest
 from hypothesis import settings
 
 from attention_port.cli import DEFAULT_FIXTURES
-from attention_port.fixtures import reader as fixtures
+from attention_port.golden import reader as fixtures
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

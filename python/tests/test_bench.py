@@ -15,7 +15,7 @@ import torch
 
 from attention_port import cli, reference
 from attention_port.bench import check, gpu, peers, run
-from attention_port.fixtures import reader as fixtures
+from attention_port.golden import reader as fixtures
 from attention_port.harness import compare
 from attention_port.inputs import resolve_scale
 from attention_port.paths import REPO_ROOT

@@ -16,15 +16,15 @@ import pytest
 from conftest import ALL_CASES, FIXTURES_DIR
 
 from attention_port import cli
-from attention_port.fixtures import cases
-from attention_port.fixtures.reader import load_fixtures
+from attention_port.golden import cases
+from attention_port.golden.reader import load_fixtures
 from attention_port.learner import check, layer_mistakes, lesson, mistakes
 from attention_port.learner.protocol import options_set
 from attention_port.learner.runner import LearnerProcess, Reply
 
 LEARNER_FILES = Path(__file__).parent / "learner_files"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TOTAL = len(cases.LEVELS)
+TOTAL = len(cases.CORE_LEVELS)  # the attention core's levels, the first ones
 
 
 def run_check(
@@ -58,7 +58,7 @@ def test_every_case_has_one_level_and_every_level_a_few_cases():
 
 
 def test_levels_follow_the_order_a_learner_builds_them():
-    names = [level.name for level in cases.LEVELS]
+    names = [level.name for level in cases.CORE_LEVELS]
     assert names[0] == "the tutorial example" and names[-1].startswith("edge cases")
     assert names.index("boolean masks") < names.index("causal") < names.index("batch and heads")
     assert cases.level_of(("tutorial", "rank2")) == 1
@@ -96,17 +96,17 @@ def test_the_projects_ports_as_they_are_pass_every_level(port):
 # ---- the layer's and RoPE's levels ----------------------------------------------------------------
 
 LAYER_LEVEL, ROPE_LEVEL, CACHE_LEVEL = (level.name for level in cases.LAYER_LEVELS)
-LAYERED_TOTAL = TOTAL + len(cases.LAYER_LEVELS)
+LAYERED_TOTAL = len(cases.LEVELS)
 LAYER_CASES = list(load_fixtures(FIXTURES_DIR, kinds=("layer", "rope")))
 CACHE_CASES = [c for c in LAYER_CASES if "cache" in c.tags]
 
 
 def test_every_layer_and_rope_case_is_on_one_of_the_three_levels_after_the_core():
-    levels = Counter(cases.layer_level_of(case.tags) for case in LAYER_CASES)
+    levels = Counter(cases.level_of(case.tags) for case in LAYER_CASES)
     assert set(levels) == {TOTAL + 1, TOTAL + 2, TOTAL + 3}, levels
-    assert all(cases.layer_level_of(c.tags) == TOTAL + 3 for c in CACHE_CASES)
+    assert all(cases.level_of(c.tags) == TOTAL + 3 for c in CACHE_CASES)
     rotating = [c for c in LAYER_CASES if "rope" in c.tags and c not in CACHE_CASES]
-    assert all(cases.layer_level_of(c.tags) == TOTAL + 2 for c in rotating)
+    assert all(cases.level_of(c.tags) == TOTAL + 2 for c in rotating)
     assert min(levels.values()) >= 5, levels
     # The cache's level holds decoding with a past, RoPE after a past, and refusals of a bad past.
     assert any(c.inputs.get("past_key") is not None and c.params["rope"] is not None for c in CACHE_CASES)
@@ -172,7 +172,7 @@ def test_a_wrong_present_is_named_by_which_of_the_two_it_is():
 def test_a_file_with_only_the_layer_runs_only_the_layer_levels():
     code, text = run_check("layer-no-mistake.mjs")
     assert code == 0, text
-    assert "it has no scaledDotProductAttention, so levels 1-14 are not run" in text, text
+    assert f"it has no scaledDotProductAttention, so levels 1-{TOTAL} are not run" in text, text
     assert "level 1 of" not in text and "looks like" not in text, text
     assert text.endswith(f"Every case of levels {TOTAL + 1}-{LAYERED_TOTAL} passes."), text
 
@@ -244,8 +244,7 @@ def test_a_layer_with_one_mistake_is_told_its_name_and_the_lesson_line_that_does
 
 
 def level_number_of(name: str) -> int:
-    levels = [*cases.LEVELS, *cases.LAYER_LEVELS]
-    return next(n for n, level in enumerate(levels, start=1) if level.name == name)
+    return next(level.number for level in cases.LEVELS if level.name == name)
 
 
 def _variant(mistake: layer_mistakes.LayerMistake, case):
@@ -464,7 +463,7 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
     assert code == 1, text
     for n in (1, 2, 3):
         assert f"level {n} of {TOTAL}: {cases.LEVELS[n - 1].name} — " in text
-    assert "level 4 of 14: boolean masks — not attempted: your function takes no options" in text
+    assert f"level 4 of {TOTAL}: boolean masks — not attempted: your function takes no options" in text
     assert f"Stopped at level {level_number('batch and heads')} of {TOTAL}: batch and heads" in text
     assert text.count("cases pass") == 3, text
     # The TypeScript starter returns a wrongly shaped output at rank 3; the Python one's K.T reverses
@@ -589,15 +588,16 @@ def test_the_command_exit_codes(capsys):
     assert cli.main(["check", str(LEARNER_FILES / "no-such-file.mjs")]) == 2
     assert cli.main(["check", str(LEARNER_FILES / "mistake-scale_forgotten.mjs")]) == 1
     out = capsys.readouterr().out
-    assert "level 1 of 14: the tutorial example — 3 of 3 cases fail" in out
-    assert "Levels 2-14 were not run" in out
+    assert f"level 1 of {TOTAL}: the tutorial example — 3 of 3 cases fail" in out
+    assert f"Levels 2-{TOTAL} were not run" in out
 
 
 def test_all_runs_every_level_and_a_tensor_with_a_zero_size_dim_comes_with_its_shape():
     code, text = run_check("no-mistake.mjs", run_all=True)
     assert code == 1
     assert "Stopped" not in text
-    assert f"2 of {TOTAL} levels fail (levels 13-14)." in text
+    invalid = level_number("invalid input")  # and the edge cases after it
+    assert f"2 of {TOTAL} levels fail (levels {invalid}-{invalid + 1})." in text
     # learner-base.mjs walks nested arrays only; an empty query [2, 0, 8] comes as {shape, data}.
     walk = _line_of("learner-base.mjs", "return q.map((qn, n) =>")
     assert (
@@ -665,7 +665,7 @@ def test_a_crash_on_invalid_input_is_told_apart_from_a_refusal(file, refusal, cr
     assert crash.format(line=line) in text, text
     crashes = [x for x in text.splitlines() if x.startswith("  error_") and ": refused by a crash " in x]
     passes = [x for x in text.splitlines() if x.startswith("  pass error_")]
-    level = next(x for x in text.splitlines() if x.startswith("level 13 of "))
+    level = next(x for x in text.splitlines() if x.startswith(f"level {level_number('invalid input')} of "))
     refused = len(passes) + len(crashes)
     assert f"({refused} of 18 refused, {len(crashes)} by crashing; 22 not attempted:" in level, level
     assert crashes and passes
@@ -819,7 +819,7 @@ def test_a_file_that_cannot_be_loaded_again_after_a_hang_fails_its_cases_in_one_
         f"  fail tutorial_seq4_dk8: your code could not be started again: {path} threw while loading:"
         " RuntimeError: edited in the middle of the run\n" in text
     ), text
-    assert "Stopped at level 1 of 14: the tutorial example — 3 of 3 cases fail." in text, text
+    assert f"Stopped at level 1 of {TOTAL}: the tutorial example — 3 of 3 cases fail." in text, text
 
 
 @pytest.mark.parametrize(
@@ -878,7 +878,7 @@ def test_a_function_that_changes_the_callers_query_is_told_so(file):
     # copy check takes before each call can see it.
     code, text = run_check(file)
     assert code == 1, text
-    assert "level 1 of 14: the tutorial example — 3 of 3 cases fail" in text, text
+    assert f"level 1 of {TOTAL}: the tutorial example — 3 of 3 cases fail" in text, text
     assert "  fail tutorial_seq3_dk4: your function changed the caller's query\n" in text, text
     copy = "query.map((row) => [...row])" if file.endswith(".mjs") else "np.array(query)"
     assert (
@@ -894,7 +894,7 @@ def test_a_function_right_with_separate_arrays_but_wrong_with_one_as_query_and_k
     # every case passes; given one array as both, as the starter's demo calls it, the query doubles too.
     code, text = run_check(file)
     assert code == 1, text
-    assert "level 1 of 14: the tutorial example — 1 of 4 cases fail" in text, text
+    assert f"level 1 of {TOTAL}: the tutorial example — 1 of 4 cases fail" in text, text
     call = (
         "scaledDotProductAttention(Q, Q, V)"
         if file.endswith(".mjs")
@@ -910,7 +910,7 @@ def test_a_function_right_with_separate_arrays_but_wrong_with_one_as_query_and_k
 
 def test_the_projects_ports_and_a_correct_learner_pass_the_run_with_one_array_as_query_and_key():
     code, text = run_check("no-mistake.mjs")
-    assert "level 1 of 14: the tutorial example — 3 of 3 cases pass" in text, text
+    assert f"level 1 of {TOTAL}: the tutorial example — 3 of 3 cases pass" in text, text
     assert "one array as both" not in text
 
 
@@ -979,7 +979,6 @@ def test_check_start_lists_what_each_level_teaches_before_the_run(capsys):
     assert cli.main(["check", "--start", str(LEARNER_FILES / "mistake-scale_forgotten.mjs")]) == 1
     out = capsys.readouterr().out
     assert "  1. the tutorial example: the four steps: scores = query · keyᵀ" in out, out
-    assert f"  {TOTAL}. {cases.LEVELS[-1].name}: " in out, out
-    assert len(check.LEVEL_GUIDE) == TOTAL
+    assert f"  {TOTAL}. {cases.CORE_LEVELS[-1].name}: " in out, out
     scores = _line_of("../../../typescript/src/attention.ts", "const scores = matMul(query, transpose(key))")
     assert f"Read typescript/src/attention.ts lines {scores} (scores), " in out, out

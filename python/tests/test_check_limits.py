@@ -21,12 +21,14 @@ import pytest
 from conftest import FIXTURES_DIR, interruptible
 
 from attention_port import cli
+from attention_port.golden import cases
 from attention_port.learner import check
 from attention_port.learner.runner import PRINTED_LIMIT, RUNTIME_ADDRESS_SPACE
 
 LEARNER_FILES = Path(__file__).parent / "learner_files"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GIB = 1 << 30
+TOTAL = len(cases.CORE_LEVELS)  # the attention core's levels (contract/levels.json)
 
 
 def run_check(name: str, **options) -> tuple[int, str]:
@@ -136,7 +138,7 @@ def test_a_process_the_learner_starts_does_not_outlive_check(name, seconds):
             crashed = "  fail tutorial_seq3_dk4: your code crashed at line 7 of spawns.mjs: Error"
             assert f"{crashed}: check does not let your code start a process" in text, text
         else:  # Python starts it, in check's process group, which check kills at the end
-            assert "level 1 of 14: the tutorial example — 3 of 3 cases pass" in text, text
+            assert f"level 1 of {TOTAL}: the tutorial example — 3 of 3 cases pass" in text, text
         assert _still_sleeping_after(seconds, 3.0) == []
     finally:
         for pid in _sleeping(seconds):
@@ -305,15 +307,15 @@ def test_watch_checks_again_on_save_with_the_first_failing_level_first_and_ctrl_
     try:
         first = _read_until(process, "Watching", seen)
         assert first.startswith(check.CLEAR_SCREEN), first
-        failing = first.index("level 8 of 14: batch and heads — ")
-        assert failing < first.index("level 1 of 14: the tutorial example — 3 of 3 cases pass"), first
+        failing = first.index(f"level 8 of {TOTAL}: batch and heads — ")
+        assert failing < first.index(f"level 1 of {TOTAL}: the tutorial example — 3 of 3 cases pass"), first
         # Saved again, with the scale forgotten: now the first level fails.
         source = path.read_text()
         assert "/ np.sqrt(d_k)" in source
         path.write_text(source.replace("/ np.sqrt(d_k)", ""))
         second = _read_until(process, "Watching", seen)
         assert check.CLEAR_SCREEN in second, second
-        assert "Stopped at level 1 of 14: the tutorial example — 3 of 3 cases fail." in second, second
+        assert f"Stopped at level 1 of {TOTAL}: the tutorial example — 3 of 3 cases fail." in second, second
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=30) == 0
     finally:

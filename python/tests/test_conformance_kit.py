@@ -10,11 +10,14 @@ import math
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
 
 from attention_port import conformance, reference
+from attention_port.golden.cases import CORE_LEVELS
 from attention_port.harness import compare
 from attention_port.harness.node import find_node
 from attention_port.inputs import AttentionInputError
@@ -71,9 +74,10 @@ def test_load_cases_filters_by_level_and_tag():
     assert {c.id for c in causal} == {c.id for c in every if "causal" in c.tags}
     first = conformance.load_cases(levels=[1])
     assert [c.id for c in first] == [c.id for c in every if c.level == 1] and first
-    assert {c.level for c in every} == set(range(1, 15))
-    with pytest.raises(ValueError, match=r"levels: 15 is not a level \(1 to 14\)"):
-        conformance.load_cases(levels=[15])
+    last = len(CORE_LEVELS)  # the kit's cases are the attention core's
+    assert {c.level for c in every} == set(range(1, last + 1))
+    with pytest.raises(ValueError, match=rf"levels: {last + 1} is not a level \(1 to {last}\)"):
+        conformance.load_cases(levels=[last + 1])
     errors = conformance.load_cases(tags=["error"])
     assert all(c.expected_error is not None and c.expected_output is None for c in errors)
 
@@ -93,6 +97,125 @@ def test_judge_words_a_failure_with_the_digits_that_differ():
     assert conformance.judge(case, ValueError("no"), dtype="float32").verdict == "fail"
     with pytest.raises(ValueError, match="dtype: 'float8' is not one of float64, float32, float16, bfloat16"):
         conformance.judge(case, actual, dtype="float8")
+
+
+def _tutorial() -> conformance.TestCase:
+    return next(c for c in conformance.load_cases(levels=[1]) if c.id == "tutorial_seq3_dk4")
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        (lambda right: right.astype(str), "output holds string, not a number"),
+        (
+            lambda right: [[str(x) for x in row] for row in right.tolist()],
+            "output holds string, not a number",
+        ),
+        (lambda right: right.astype(complex), "output holds complex, not a number"),
+        (lambda right: right + 0j, "output holds complex, not a number"),
+        (lambda right: right > 0, "output holds boolean, not a number"),
+        (lambda right: [[True] * right.shape[1]] * right.shape[0], "output holds boolean, not a number"),
+        (lambda right: 10**400, "output holds an integer beyond float64's range (401 digits)"),
+        (lambda right: [[10**400] * right.shape[1]] * right.shape[0], "output holds an integer beyond"),
+        (lambda right: [[None] * right.shape[1]] * right.shape[0], "output holds None, not a number"),
+        (lambda right: {"output": right, "weights": "abc"}, "weights holds string, not a number"),
+    ],
+)
+def test_an_answer_that_is_not_real_numbers_fails_with_a_problem_line(answer, problem):
+    """numpy would read "0.5" as 0.5 and drop an imaginary part: such answers are refused, never
+    converted, and a number float64 cannot hold is a failure, not an OverflowError."""
+    case = _tutorial()
+    verdict = conformance.judge(case, answer(case.expected_output))
+    assert verdict.verdict == "fail" and verdict.problem.startswith(problem)
+
+
+def test_judge_reads_a_dtype_object_and_a_tensor_that_requires_grad():
+    torch = pytest.importorskip("torch")
+    case = _tutorial()
+    float32 = case.expected_output.astype(np.float32)
+    assert conformance.judge(case, float32, dtype=float32.dtype).verdict == "pass"
+    assert conformance.judge(case, float32, dtype=np.float32).verdict == "pass"
+    graded = torch.tensor(float32, requires_grad=True) * 1  # what a differentiable port returns
+    assert conformance.judge(case, graded, dtype=graded.dtype).verdict == "pass"
+    assert conformance.judge(case, graded.to(torch.bfloat16), dtype=torch.bfloat16).verdict == "pass"
+    assert conformance.judge(case, graded.to(torch.bfloat16), dtype="float64").verdict == "fail"
+    assert conformance.judge(case, torch.complex(graded, graded).detach()).problem == (
+        "output holds complex, not a number"
+    )
+    with pytest.raises(TypeError, match=r"dtype: 4 is not a dtype name such as 'float32'"):
+        conformance.judge(case, float32, dtype=4)
+    with pytest.raises(ValueError, match=r"dtype: 'int8' is not one of"):
+        conformance.judge(case, float32, dtype=np.int8)
+    with pytest.raises(TypeError, match="judge: case is NoneType, not one of load_cases"):
+        conformance.judge(None, float32)
+    with pytest.raises(TypeError):  # the dtype only by name: a bare string is no silent float64
+        conformance.judge(case, float32, "float32")
+
+
+def test_an_exception_that_cannot_say_itself_is_still_a_verdict():
+    class Mute(Exception):
+        def __str__(self):
+            raise RuntimeError("no words")
+
+    invalid = conformance.load_cases(tags=["error"])[0]
+    odd = ValueError("no")
+    odd.kind = Mute()
+    verdict = conformance.judge(invalid, odd, match_kind=True)
+    assert verdict.verdict == "fail" and verdict.problem.startswith("raised ValueError (<")
+    assert conformance.judge(_tutorial(), Mute()).problem.startswith("raised Mute: <")
+
+
+def test_a_function_that_changes_the_inputs_in_place_changes_nothing_after_it():
+    """Each call gets fresh inputs, and the judge reads the oracle's: a function that blows the
+    query up to 1e39 in place (past float32's range) and returns zeros fails at float32 (it is not
+    outside), and a right function called after it on the same case passes."""
+    case = _tutorial()
+    query = case.inputs["query"].copy()
+
+    def vandal(q, k, v, attn_mask, **options):
+        q *= 1e39
+        k[...] = np.nan
+        return np.zeros(case.expected_output.shape)
+
+    verdict = conformance.judge(case, conformance.call(vandal, case), dtype="float32")
+    assert verdict.verdict == "fail" and verdict.problem.startswith("output[")
+    assert np.array_equal(case.inputs["query"], query)
+    right = conformance.call(reference.scaled_dot_product_attention, case)
+    assert conformance.judge(case, right).verdict == "pass"
+    steps = conformance.call(reference.attention_steps, case)
+    assert conformance.judge(case, steps).verdict == "pass"
+    # A case's inputs are its own: changing them reaches no other load_cases.
+    case.inputs["query"] *= 1e39
+    assert np.array_equal(_tutorial().inputs["query"], query)
+
+
+def test_run_cases_gives_up_on_a_call_that_never_returns():
+    """A per-case limit: the call runs in a thread, the case fails once the limit is past and the
+    run goes on to the next case (the thread, which cannot be stopped, runs on as a daemon)."""
+    release = threading.Event()
+    calls = []
+
+    def stuck_on_first(query, key, value, attn_mask, **options):
+        calls.append(1)
+        if len(calls) == 1:
+            release.wait(30)
+        return reference.scaled_dot_product_attention(query, key, value, attn_mask, **options)
+
+    try:
+        start = time.monotonic()
+        verdicts = list(conformance.run_cases(stuck_on_first, levels=[1], timeout_seconds=0.25))
+        assert time.monotonic() - start < 20
+    finally:
+        release.set()
+    assert verdicts[0].verdict == "fail" and verdicts[0].problem == "did not return within 0.25 s"
+    assert len(verdicts) > 1 and {v.verdict for v in verdicts[1:]} == {"pass"}
+    assert conformance.TIMEOUT_SECONDS == 60
+    whole = list(
+        conformance.run_cases(reference.scaled_dot_product_attention, levels=[1], timeout_seconds=None)
+    )
+    assert {v.verdict for v in whole} == {"pass"}
+    with pytest.raises(ValueError, match="timeout_seconds: 0 is not a positive number of seconds"):
+        next(conformance.run_cases(stuck_on_first, timeout_seconds=0))
 
 
 @pytest.mark.parametrize(
@@ -257,7 +380,7 @@ def test_the_typescript_judge_is_compare_pys_on_every_fixture_port_and_dtype(tmp
     assert run.returncode == 0, run.stderr
     reply = json.loads(run.stdout)
     judged = reply["judged"]
-    assert reply["levels"] == {case.id: case.level for case in cases}  # levels.ts is cases.LEVELS
+    assert reply["levels"] == {case.id: case.level for case in cases}  # levelOf is cases.level_of
     mismatches, counts = [], {"pass": 0, "fail": 0, "outside": 0}
     boundary = {"inside": 0, "outside": 0}
     for case in cases:

@@ -1,25 +1,22 @@
-"""The contract's rules (cases.CONTRACT, listed in docs/design.md): every rule has a fixture case
-carrying its tags, and for the rules about special values and float64's edges, one of those cases
-shows the rule in the oracle's expected values (so a tag put on the wrong case does not count)."""
+"""The contract's rules (cases.CONTRACT; docs/design.md's table of them is generated from it): every
+rule has a fixture case carrying its tags, and for the rules about special values and float64's
+edges, one of those cases shows the rule in the oracle's expected values (so a tag put on the
+wrong case does not count)."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import ALL_CASES, VALID_CASES
 
-from attention_port.fixtures import cases
-from attention_port.fixtures.reader import FixtureCase, load_fixtures
+from attention_port.golden import cases
+from attention_port.golden.reader import FixtureCase, load_fixtures
 from attention_port.paths import FIXTURES
 
 LAYER_CASES = load_fixtures(FIXTURES, kinds=("layer", "rope"))
-
-DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
 
 
 def _rows(case: FixtureCase):
@@ -264,14 +261,6 @@ def test_a_witness_is_not_fooled_by_a_case_without_the_rule():
     plain = next(case for case in VALID_CASES if case.id == "rank2_square")
     fooled = [rule_id for rule_id, witness in WITNESSES.items() if witness(plain)]
     assert fooled == []
-
-
-def test_design_md_lists_the_same_rules():
-    text = DESIGN.read_text(encoding="utf-8")
-    section = text[text.index("### The rules, one by one") : text.index("## 4. Errors")]
-    rows = re.findall(r"^\| `([a-z0-9-]+)` \| (.+?) \| (.+?) \|$", section, flags=re.MULTILINE)
-    listed = [(rule_id, rule, tuple(re.findall(r"`([a-z0-9_]+)`", tags))) for rule_id, rule, tags in rows]
-    assert listed == [(r.id, r.text, r.tags) for r in cases.CONTRACT], "docs/design.md and CONTRACT differ"
 
 
 def test_a_fully_masked_row_is_plus_zero_even_where_value_holds_nan_and_inf():

@@ -16,7 +16,7 @@ import pytest
 from conftest import ALL_CASES, FIXTURES_DIR, INVALID_CASES, VALID_CASES, case_params
 
 from attention_port import cli
-from attention_port.fixtures import reader as fixtures
+from attention_port.golden import reader as fixtures
 from attention_port.harness import compare
 from attention_port.harness import node as node_harness
 from attention_port.harness import runners as ports

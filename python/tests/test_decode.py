@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from attention_port import reference, torch_port
-from attention_port.fixtures import oracle
+from attention_port.golden import oracle
 
 B, HQ, HKV, E, EV = 1, 4, 2, 8, 4
 PREFILL = 25

@@ -154,7 +154,7 @@ def test_opens_on_the_tutorial_example_with_the_output_nodes_attention_ts_gives(
 def oracle_output(case_id: str) -> list[float]:
     """The oracle's output of a fixture case, flat: the expected values of every backend."""
     from attention_port.cli import DEFAULT_FIXTURES
-    from attention_port.fixtures.reader import load_fixtures
+    from attention_port.golden.reader import load_fixtures
 
     (case,) = load_fixtures(DEFAULT_FIXTURES, [case_id])
     return [float(x) for x in case.expected.output.ravel()]
@@ -201,7 +201,7 @@ def webgpu_browser(browser):
 
 def test_the_webgpu_backend_gives_the_oracles_numbers_within_float32s_budget(webgpu_browser, built_page):
     from attention_port.cli import DEFAULT_FIXTURES
-    from attention_port.fixtures.reader import load_fixtures
+    from attention_port.golden.reader import load_fixtures
 
     tab = Page(webgpu_browser, built_page.as_uri())
     try:
@@ -990,7 +990,7 @@ def _layer_grids(page) -> list[str]:
     ("rope", "option"), [(None, "off"), ({"theta": 10000.0, "interleaved": False}, "half")]
 )
 def test_the_layer_view_walks_the_six_steps_with_the_lessons_lines_and_the_oracles_output(page, rope, option):
-    from attention_port.fixtures import oracle
+    from attention_port.golden import oracle
     from attention_port.pages import side_by_side
 
     tab = page.page
@@ -1057,7 +1057,7 @@ def test_the_layer_views_heads_are_grids_named_in_words_with_one_sentence_per_mo
 
 
 def test_the_rope_view_turns_pairs_by_position_and_its_dot_products_depend_on_the_distance(page):
-    from attention_port.fixtures import oracle
+    from attention_port.golden import oracle
 
     tab = page.page
     dots = _grid(tab, "rope-dots")

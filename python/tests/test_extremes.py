@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from strategies import attention_inputs
 
 from attention_port import reference, torch_port
-from attention_port.fixtures import generate, oracle
-from attention_port.fixtures.cases import Case
-from attention_port.fixtures.reader import ExpectedValues, FixtureCase, load_fixtures
+from attention_port.golden import generate, oracle
+from attention_port.golden.cases import Case
+from attention_port.golden.reader import ExpectedValues, FixtureCase, load_fixtures
 from attention_port.harness import compare
 from attention_port.harness import runners as ports
 from attention_port.harness.node import TYPESCRIPT_PORTS

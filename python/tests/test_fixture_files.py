@@ -16,9 +16,9 @@ import pytest
 from conftest import FIXTURES_DIR
 
 from attention_port import cli, reference
-from attention_port.fixtures import cases as case_table
-from attention_port.fixtures import generate, oracle
-from attention_port.fixtures import reader as fixtures
+from attention_port.golden import cases as case_table
+from attention_port.golden import generate, oracle
+from attention_port.golden import reader as fixtures
 from attention_port.inputs import ERROR_KINDS
 
 

@@ -16,7 +16,7 @@ import torch
 from conftest import FIXTURES_DIR
 
 from attention_port import cli, reference
-from attention_port.fixtures import reader as fixtures
+from attention_port.golden import reader as fixtures
 from attention_port.harness import runners as ports
 
 DTYPES = "float64, float32, float16, bfloat16"

@@ -5,15 +5,17 @@ nn.MultiheadAttention through them (agreeing where it is defined, NaN where it i
 from __future__ import annotations
 
 import inspect
+import time
 
 import numpy as np
 import pytest
 import torch
 
 from attention_port import adapters, layer, torch_layer
-from attention_port.fixtures import reader
+from attention_port.golden import reader
 from attention_port.harness import compare, runners
 from attention_port.harness.compare import PortAnswer
+from attention_port.inputs import AttentionInputError
 from attention_port.paths import FIXTURES
 
 CASES = reader.load_fixtures(FIXTURES, kinds=("layer", "rope"))
@@ -216,3 +218,66 @@ def test_exact_cells_take_the_value_or_its_dtype_rounding_and_nothing_else(case_
     cell = tuple(np.argwhere(exact)[0])
     off[cell] = np.nextafter(np.float32(rounded[cell]), np.float32(np.inf))  # one float32 step away
     assert not compare.judge(case, "p", "float32", PortAnswer(steps={**steps, "output": off})).passed
+
+
+# The layer's inputs checked as carefully as the core's, in the words (Python's spelling) that
+# typescript/test/layer.test.ts expects of the TypeScript layer.
+EYE = {"w_q": np.eye(2), "w_k": np.eye(2), "w_v": np.eye(2), "w_o": np.eye(2)}
+LAYERS = [layer.multi_head_attention, torch_layer.multi_head_attention]
+HUGE = {  # 1 MiB of inputs whose projections need 8 GiB: x [4096, 1], w_q and w_k [131072, 1]
+    "x_q": np.zeros((4096, 1)), "w_q": np.zeros((131072, 1)), "w_k": np.zeros((131072, 1)),
+    "w_v": np.ones((1, 1)), "w_o": np.ones((1, 1)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("mha", LAYERS, ids=["numpy", "torch"])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"rope": {"theta": None}}, "theta must be a finite number > 0, got null"),
+        ({"rope": {"interleaved": None}}, "interleaved must be a boolean, got null"),
+        ({"need_weights": "yes"}, "need_weights must be a boolean, got a string"),
+        ({"need_weights": None}, "need_weights must be a boolean, got null"),
+        ({"return_cache": 1}, "return_cache must be a boolean, got 1"),
+        ({"memory_limit": 0}, "memory_limit must be a number of bytes > 0, got 0"),
+        ({"memory_limit": None}, "memory_limit must be a number of bytes > 0, got null"),
+    ],
+)
+def test_the_layer_refuses_a_wrong_option_with_kind_value(mha, options, message):
+    with pytest.raises(AttentionInputError) as caught:
+        mha([[1.0, 2.0]], **EYE, num_heads=1, **options)
+    assert (caught.value.kind, str(caught.value)) == ("value", message)
+
+
+@pytest.mark.parametrize("mha", LAYERS, ids=["numpy", "torch"])
+def test_the_layer_takes_numpy_integers_wherever_it_takes_python_integers(mha):
+    plain = np.asarray(mha([[1.0, 2.0]], **EYE, num_heads=1, num_kv_heads=1, rope={"rotary_dim": 2}))
+    numpy_ints = mha(
+        [[1.0, 2.0]], **EYE, num_heads=np.int64(1), num_kv_heads=np.int32(1), rope={"rotary_dim": np.int64(2)}
+    )
+    np.testing.assert_array_equal(np.asarray(numpy_ints), plain)
+    rotated = layer.apply_rotary([[[1.0, 2.0]]], [3], rotary_dim=np.int64(2))
+    np.testing.assert_array_equal(rotated, layer.apply_rotary([[[1.0, 2.0]]], [3], rotary_dim=2))
+    with pytest.raises(AttentionInputError, match="num_heads must be a positive integer, got 2"):
+        mha([[1.0, 2.0]], **EYE, num_heads=2.0)  # an integer, not a float that is whole
+    with pytest.raises(AttentionInputError, match="num_heads must be a positive integer, got a boolean"):
+        mha([[1.0, 2.0]], **EYE, num_heads=np.True_)
+
+
+@pytest.mark.parametrize("mha", LAYERS, ids=["numpy", "torch"])
+def test_a_layer_whose_projections_exceed_memory_limit_is_refused_before_they_are_made(mha):
+    started = time.perf_counter()
+    with pytest.raises(AttentionInputError) as caught:
+        mha(HUGE["x_q"], **{n: w for n, w in HUGE.items() if n != "x_q"}, num_heads=1)
+    assert time.perf_counter() - started < 1.0  # refused at once, not after 8 GiB of work
+    assert caught.value.kind == "size"
+    assert str(caught.value) == (
+        "the layer needs 8590032896 bytes as float64 for queries [1, 4096, 131072], keys [1, 4096, 131072],"
+        " values [1, 4096, 1], merged heads [4096, 1] and output [4096, 1], more than memory_limit ="
+        " 2147483648; pass a larger memory_limit to compute them"
+    )
+    # The limit is the caller's: a smaller one refuses a small layer, and the core is held to it too.
+    with pytest.raises(AttentionInputError, match="^the layer needs 80 bytes .* memory_limit = 50;"):
+        mha([[1.0, 2.0]], **EYE, num_heads=1, memory_limit=50)
+    with pytest.raises(AttentionInputError, match=r"^the scores \[1, 8, 8\] need 1536 bytes .* = 1000;"):
+        mha([[1.0, 2.0]] * 8, **EYE, num_heads=1, memory_limit=1000)  # the layer's own 640 bytes fit

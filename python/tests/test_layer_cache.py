@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from attention_port import layer, reference, torch_layer
-from attention_port.fixtures import oracle, reader
-from attention_port.fixtures.cases import normal
+from attention_port.golden import oracle, reader
+from attention_port.golden.cases import normal
 from attention_port.harness import compare
 from attention_port.harness.compare import TINY, UNIT_ROUNDOFF, K, PortAnswer
 from attention_port.paths import FIXTURES
@@ -157,3 +157,34 @@ def test_rope_after_a_cache_gives_the_rows_of_the_full_pass():
     key_budget = _budget(full.present_key_scale, 7, "float64")
     assert np.all(np.abs(decode.present_key - full.present_key) <= key_budget)
     assert not np.allclose(decode.output, full.output[..., :3, :])  # positions 0-2 would be other rows
+
+
+# A step with no new keys after a cache: each head's two cached keys are equal, so its weights are
+# 1/2 and 1/2 whatever the query, and its output the mean of its two cached values, exactly.
+# typescript/test/layer-cache.test.ts holds the TypeScript cores to the same values.
+EMPTY_STEP_PAST = {
+    "past_key": np.array([[[[1.0], [1.0]], [[-2.0], [-2.0]]], [[[0.5], [0.5]], [[3.0], [3.0]]]]),
+    "past_value": np.array([[[[1.0], [3.0]], [[-4.0], [2.0]]], [[[5.0], [6.0]], [[0.0], [1.0]]]]),
+}  # [B = 2, Hkv = 2, P = 2, 1] each
+EMPTY_STEP_WEIGHTS = {
+    "w_q": np.array([[1.0, 0.5], [-1.0, 2.0]]),
+    "w_k": np.eye(2),
+    "w_v": np.array([[2.0, 1.0], [0.0, -1.0]]),
+    "w_o": np.eye(2),
+}
+
+
+@pytest.mark.parametrize("port", ["numpy", "torch"])
+def test_a_step_with_no_new_keys_after_a_cache_attends_to_the_past_alone(port):
+    run = layer.multi_head_attention if port == "numpy" else torch_layer.multi_head_attention
+    cross = {"x_q": np.array([[[1.0, 1.0]], [[2.0, -1.0]]]), "x_kv": np.zeros((2, 0, 2))}
+    empty = {"x_q": np.zeros((2, 0, 2)), "x_kv": None}
+    for inputs, want in ((cross, [[[2.0, -1.0]], [[5.5, 0.5]]]), (empty, np.zeros((2, 0, 2)))):
+        inputs = {**inputs, **EMPTY_STEP_WEIGHTS, **EMPTY_STEP_PAST}
+        truth = oracle.layer(inputs, num_heads=2, return_cache=True)
+        np.testing.assert_array_equal(truth.output, want)  # the oracle's exact answer
+        result = run(**{n: x for n, x in inputs.items() if x is not None}, num_heads=2, return_cache=True)
+        assert np.asarray(result.output).shape == np.shape(want)
+        np.testing.assert_array_equal(np.asarray(result.output), want)
+        np.testing.assert_array_equal(np.asarray(result.present_key), EMPTY_STEP_PAST["past_key"])
+        np.testing.assert_array_equal(np.asarray(result.present_value), EMPTY_STEP_PAST["past_value"])

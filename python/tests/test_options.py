@@ -72,6 +72,7 @@ def test_query_offset_is_returned_as_an_int_and_two_point_zero_is_an_integer():
         (lambda: check_rope({"theta": 0}, 4), "theta must be a finite number > 0, got 0"),
         (lambda: check_rope({"theta": None}, 4), "theta must be a finite number > 0, got null"),
         (lambda: check_rope({"theta": 1, "interleaved": 1}, 4), "interleaved must be a boolean, got 1"),
+        (lambda: check_rope({"interleaved": None}, 4), "interleaved must be a boolean, got null"),
         (lambda: check_rope({"rotary_dim": 3}, 4),
          "rotary_dim must be an even integer from 2 to the feature size 4, got 3"),
         (lambda: check_return_cache("yes"), "return_cache must be a boolean, got a string"),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attention_port import reference
-from attention_port.fixtures import oracle
+from attention_port.golden import oracle
 
 # 400 digits and an exponent range far beyond float64's: nothing rounds or underflows that the
 # final float64 rounding would keep.

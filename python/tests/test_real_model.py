@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attention_port import cli
-from attention_port.fixtures import capture, generate
+from attention_port.golden import capture, generate
 from attention_port.paths import REPO_ROOT
 
 FIXTURES = REPO_ROOT / "fixtures"
@@ -87,7 +87,7 @@ def test_with_the_extra_a_capture_that_differs_is_stale_under_check_and_rewritte
     monkeypatch.setattr(capture.importlib.metadata, "version", lambda name: "0.1.0")
     monkeypatch.setattr(capture, "capture", lambda: fresh)
     monkeypatch.setattr(capture, "CAPTURE", tmp_path / "real_model.npz")
-    capture.CAPTURE.write_bytes((REPO_ROOT / "python/attention_port/fixtures/real_model.npz").read_bytes())
+    capture.CAPTURE.write_bytes((REPO_ROOT / "python/attention_port/golden/real_model.npz").read_bytes())
     monkeypatch.setattr(generate, "stale_files", lambda out: [])
     assert cli.main(["generate", "--check"]) == 1
     out = capsys.readouterr().out

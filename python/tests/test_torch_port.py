@@ -22,7 +22,7 @@ from strategies import attention_inputs
 from strategies import random_arrays as random_inputs
 
 from attention_port import reference, torch_port
-from attention_port.fixtures import cases
+from attention_port.golden import cases
 from attention_port.inputs import AttentionInputError
 
 STEPS = ("scores", "logits", "weights", "output")
@@ -307,6 +307,30 @@ def test_torch_sdpa_fully_masked_rows_and_empty_keys(rank):
             kernel = torch_port.torch_sdpa(*args, device=CPU)
             torch.testing.assert_close(kernel, torch_port.scaled_dot_product_attention(*args, device=CPU))
             assert not bool(torch.signbit(kernel[..., 1, :]).any())
+
+
+def test_sdpa_shares_semantics_asks_rows_with_no_key_for_the_contracts_zero():
+    """Where a row sees no key there is no score to decide from (with Lk = 0 none at all, and a
+    bound over no scores says nothing): it shares only where torch's answer there is the contract's
+    +0.0. With a query near float64's largest number, torch 2.13's CPU kernels give NaN there; with
+    one negative value and a mask that hides it from every row, -0.0."""
+    query, key, value = np.full((3, 2), 1e308), np.zeros((0, 2)), np.zeros((0, 3))
+    ours = torch_port.scaled_dot_product_attention(query, key, value, device=CPU)
+    assert bool((ours == 0).all()) and not bool(torch.signbit(ours).any())  # the contract's +0.0
+    kernel = torch_port.torch_sdpa(query, key, value, device=CPU)
+    zero = bool((kernel == 0).all()) and not bool(torch.signbit(kernel).any())
+    assert torch_port.sdpa_shares_semantics(query, key, value, device=CPU) == zero
+    if torch.__version__ >= "2.13":
+        assert bool(kernel.isnan().all())  # as measured: so not shared
+    small = torch_port.sdpa_shares_semantics(np.ones((3, 2)), key, value, device=CPU)
+    assert small == (torch.__version__ >= "2.13")  # +0.0 there, as the contract says
+    # One key, masked for every row, with a negative value: torch 2.13's CPU kernels give -0.0.
+    query, key, value, mask = np.ones((2, 2)), np.ones((1, 2)), np.full((1, 3), -2.0), np.zeros((2, 1), bool)
+    kernel = torch_port.torch_sdpa(query, key, value, mask, device=CPU)
+    zero = bool((kernel == 0).all()) and not bool(torch.signbit(kernel).any())
+    assert torch_port.sdpa_shares_semantics(query, key, value, mask, device=CPU) == zero
+    if torch.__version__ >= "2.13":
+        assert bool(torch.signbit(kernel).all())  # as measured: so not shared
 
 
 def test_torch_sdpa_one_dimensional_mask_on_four_dimensional_inputs():

@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import ALL_CASES, FIXTURES_DIR
 
 from attention_port import cli
-from attention_port.fixtures import generate
+from attention_port.golden import generate
 from attention_port.harness import compare
 
 

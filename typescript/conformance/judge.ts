@@ -1,6 +1,6 @@
 /**
  * The judge in TypeScript: the twin of python/attention_port/harness/compare.py. The rule is derived
- * once, by the oracle (python/attention_port/fixtures/rule.py says it and why), which writes into
+ * once, by the oracle (python/attention_port/golden/rule.py says it and why), which writes into
  * every valid case, per dtype, each output element's budget, the fallback where it applies and
  * whether the case is outside the contract; this module only compares. The conformance kit's
  * `judge` and the explorer's verdict are this module; a test holds it to compare.py on every

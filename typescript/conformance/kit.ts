@@ -10,8 +10,8 @@
  * loadCases gives the cases (all, or by level or tag), judge holds one answer to one case, and
  * runCases calls a function the way the ports are called, fn(query, key, value, { attnMask,
  * isCausal, scale, enableGqa, softcap, ... }) with the options the case holds, on every case and
- * judges each answer. The verdict is
- * compare.py's: "pass", "fail", or "outside" where the contract defines no answer in that dtype.
+ * judges each answer (each call on fresh copies of the inputs, each bounded by timeoutSeconds).
+ * The verdict is compare.py's: "pass", "fail", or "outside" where the contract defines no answer in that dtype.
  * The Python twin is attention_port.conformance (load_cases, judge, run_cases).
  *
  * No `node:` import: the cases come from ./fixture-data.ts, which reads fixtures/ in the checkout
@@ -50,7 +50,7 @@ export type Expected =
 /** One case of the kit. */
 export interface TestCase {
   readonly id: string;
-  readonly level: number; // `attention-port check`'s level, 1 (the tutorial) to 14 (edge cases)
+  readonly level: number; // `attention-port check`'s level (LEVELS), 1 the tutorial's
   readonly tags: readonly string[];
   readonly description: string;
   /** As the ports take them: nested arrays, or { shape, data } for a tensor with a zero dim (nested
@@ -100,8 +100,18 @@ export interface JudgeOptions {
   readonly matchKind?: boolean;
 }
 
+export interface RunOptions {
+  /** How long one call may take before its case fails and the run goes on, in seconds (default
+   * TIMEOUT_SECONDS); null: no limit. It bounds a promise that never settles; a function that never
+   * returns synchronously blocks the thread it runs in, and nothing in that thread can stop it. */
+  readonly timeoutSeconds?: number | null;
+}
+
+/** runCases's per-case limit, in seconds, unless told otherwise. */
+export const TIMEOUT_SECONDS = 60;
+
 export interface CaseFilter {
-  /** Only cases of these levels (1-14). */
+  /** Only cases of these levels (among LEVELS, the attention core's). */
   readonly levels?: readonly number[];
   /** Only cases that carry at least one of these tags. */
   readonly tags?: readonly string[];
@@ -111,11 +121,20 @@ function flat(tensor: RawTensor): FlatTensor & { readonly dtype: "bool" | "float
   return tensor as FlatTensor & { readonly dtype: "bool" | "float64" };
 }
 
-/** A stored tensor as a port takes it: nested, or { shape, data } when a dim is zero. */
+/** A stored tensor as a port takes it, in arrays of its own: nested, or { shape, data } when a dim
+ * is zero. */
 function portForm(tensor: RawTensor): unknown {
   return tensor.shape.includes(0)
-    ? { shape: tensor.shape, data: tensor.data }
+    ? { shape: [...tensor.shape], data: [...tensor.data] }
     : nest(tensor.data, tensor.shape);
+}
+
+/** The stored tensor the judge reads, frozen: what a function or a test does to a case's inputs
+ * never reaches the values the rule reads (nor the stored case, which every loadCases shares). */
+function frozen(tensor: RawTensor): RawTensor {
+  Object.freeze(tensor.shape);
+  Object.freeze(tensor.data);
+  return Object.freeze(tensor);
 }
 
 /** One stored case as the kit gives it (loadCases gives the package's; a reader of another
@@ -126,19 +145,19 @@ export function testCase(raw: RawCase): TestCase {
     const error = raw.expectedError as NonNullable<RawCase["expectedError"]>;
     return {
       ...about,
-      inputs: raw.inputs,
+      inputs: structuredClone(raw.inputs), // its own: a function may change what it is given
       options: raw.params,
       expected: { error: error.kind, message: error.message },
       rule: null,
     };
   }
   const tensors = raw.inputs as Record<"query" | "key" | "value" | "attnMask", RawTensor | null>;
-  const [query, key, value] = [tensors.query, tensors.key, tensors.value] as RawTensor[];
+  const [query, key, value] = [tensors.query, tensors.key, tensors.value].map((t) => frozen(t as RawTensor));
   const rule: RuleCase = {
     query: flat(query),
     key: flat(key),
     value: flat(value),
-    attnMask: tensors.attnMask === null ? null : flat(tensors.attnMask),
+    attnMask: tensors.attnMask === null ? null : flat(frozen(tensors.attnMask)),
     scale: raw.params.scale as number | null,
     softcap: raw.params.softcap as number,
     expected: raw.expected,
@@ -191,14 +210,19 @@ export function distinctDigits(a: number, b: number): [string, string] {
 
 type Answer = { readonly steps: Partial<Record<StepName, FlatTensor>> } | { readonly problem: string };
 
+/** An array or a typed array (a DataView is neither: it has no elements). */
+const isArray = (node: unknown): node is ArrayLike<unknown> =>
+  Array.isArray(node) || (ArrayBuffer.isView(node) && !(node instanceof DataView));
+
+/** What a value is, in the problem lines' words (typeof's, null and DataView named). */
+function kindOf(node: unknown): string {
+  return node === null ? "null" : node instanceof DataView ? "a DataView" : typeof node;
+}
+
 /** A nested array's shape and values, or why it is not a tensor. */
 function nestedTensor(value: unknown, where: string): FlatTensor | string {
   const shape: number[] = [];
-  for (
-    let node: unknown = value;
-    Array.isArray(node) || ArrayBuffer.isView(node);
-    node = (node as ArrayLike<unknown>)[0]
-  ) {
+  for (let node: unknown = value; isArray(node); node = (node as ArrayLike<unknown>)[0]) {
     shape.push((node as ArrayLike<unknown>).length);
     if ((node as ArrayLike<unknown>).length === 0) {
       break;
@@ -208,15 +232,12 @@ function nestedTensor(value: unknown, where: string): FlatTensor | string {
   const walk = (node: unknown, depth: number): string | null => {
     if (depth === shape.length) {
       if (typeof node !== "number") {
-        return `${where} holds ${node === null ? "null" : typeof node}, not a number`;
+        return `${where} holds ${kindOf(node)}, not a number`;
       }
       data.push(node);
       return null;
     }
-    if (
-      !(Array.isArray(node) || ArrayBuffer.isView(node)) ||
-      (node as ArrayLike<unknown>).length !== shape[depth]
-    ) {
+    if (!isArray(node) || node.length !== shape[depth]) {
       return `${where} is ragged (not a tensor)`;
     }
     for (const item of Array.from(node as ArrayLike<unknown>)) {
@@ -231,22 +252,38 @@ function nestedTensor(value: unknown, where: string): FlatTensor | string {
   return problem ?? { shape, data };
 }
 
+/** { shape, data } as a flat tensor, or why it is not one: the shape whole numbers, the data
+ * numbers, exactly as many as the shape holds. */
+function shapedTensor(shape: unknown, data: unknown, where: string): FlatTensor | string {
+  if (!Array.isArray(shape) || !shape.every((n) => Number.isInteger(n) && n >= 0)) {
+    return `${where}'s shape is not a list of whole numbers`;
+  }
+  const values = nestedTensor(data, `${where}'s data`);
+  if (typeof values === "string") {
+    return values;
+  }
+  if (values.shape.length !== 1) {
+    return `${where}'s data is not a flat list of numbers`;
+  }
+  const size = shape.reduce((a: number, n: number) => a * n, 1);
+  if (values.data.length !== size) {
+    return `${where} has ${values.data.length} numbers, its shape [${shape.join(", ")}] holds ${size}`;
+  }
+  return { shape: [...shape], data: values.data };
+}
+
 /** An answer for one step as a flat tensor in the expected shape where it can be read so: nested
  * arrays (which stop at a zero dim: [2, 0, 4] comes back [[], []]), { shape, data }, or a flat
  * typed array of the expected size. */
 function asTensor(value: unknown, expected: FlatTensor, where: string): FlatTensor | string {
-  if (ArrayBuffer.isView(value) && (value as unknown as ArrayLike<number>).length === expected.data.length) {
-    return { shape: expected.shape, data: value as unknown as ArrayLike<number> };
+  if (value instanceof BigInt64Array || value instanceof BigUint64Array) {
+    return `${where} holds bigint, not a number`;
   }
-  if (
-    value !== null &&
-    typeof value === "object" &&
-    !Array.isArray(value) &&
-    "shape" in value &&
-    "data" in value
-  ) {
-    const { shape, data } = value as { shape: readonly number[]; data: ArrayLike<number> };
-    return { shape: Array.from(shape), data };
+  if (isArray(value) && !Array.isArray(value) && value.length === expected.data.length) {
+    return { shape: expected.shape, data: value as ArrayLike<number> };
+  }
+  if (value !== null && typeof value === "object" && !isArray(value) && "shape" in value && "data" in value) {
+    return shapedTensor(value.shape, value.data, where);
   }
   const tensor = nestedTensor(value, where);
   if (typeof tensor === "string") {
@@ -285,32 +322,51 @@ function readAnswer(actual: unknown, expected: RuleValues): Answer {
   return { steps };
 }
 
+/** Any value as text, even one String() refuses (a null-prototype object, a symbol's description). */
+function text(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
+/** What a value given in the wrong place is, for a TypeError's message. */
+function described(value: unknown): string {
+  return typeof value === "string"
+    ? `the string ${JSON.stringify(value)}`
+    : value === null
+      ? "null"
+      : typeof value;
+}
+
+/** The dtype asked for (float64 if none), or a RangeError. */
+function checkedDtype(dtype: Dtype | undefined): Dtype {
+  if (dtype !== undefined && !Object.hasOwn(DTYPES, dtype)) {
+    throw new RangeError(`dtype: ${text(dtype)} is not one of ${Object.keys(DTYPES).join(", ")}`);
+  }
+  return dtype ?? "float64";
+}
+
 /** One answer to one case, held to the rule: `actual` is what the function returned (the output,
  * or its steps { scores?, logits?, weights?, output }), or the Error it threw. */
 export function judge(test: TestCase, actual: unknown, options: JudgeOptions = {}): Verdict {
-  const { dtype = "float64", matchKind = false } = options;
-  if (!Object.hasOwn(DTYPES, dtype)) {
-    throw new RangeError(`dtype: ${String(dtype)} is not one of ${Object.keys(DTYPES).join(", ")}`);
+  if (test === null || typeof test !== "object" || !("expected" in test) || !("rule" in test)) {
+    throw new TypeError(`judge: the case is ${described(test)}, not one of loadCases()'s cases`);
   }
-  const verdict = (
-    passed: "pass" | "fail" | "outside",
-    problem: string | null,
-    rest: Partial<Verdict> = {},
-  ): Verdict => ({
-    caseId: test.id,
-    verdict: passed,
-    dtype,
-    budgetUsed: null,
-    worst: null,
-    problem,
-    firstDivergentStep: null,
-    steps: [],
-    ...rest,
-  });
+  if (options !== null && options !== undefined && typeof options !== "object") {
+    throw new TypeError(
+      `judge: the options are ${described(options)}, not an object such as { dtype: "float32" }`,
+    );
+  }
+  const { matchKind = false } = options ?? {};
+  const dtype = checkedDtype(options?.dtype);
+  const verdict = (passed: Verdict["verdict"], problem: string | null, rest: Partial<Verdict> = {}) =>
+    verdictOn(test, dtype, passed, problem, rest);
   const threw = actual instanceof Error;
   const thrownKind = threw ? (actual as Error & { kind?: unknown }).kind : undefined;
   const thrown = threw
-    ? `${actual.name}${thrownKind === undefined ? "" : ` (${String(thrownKind)})`}: ${actual.message}`
+    ? `${actual.name}${thrownKind === undefined ? "" : ` (${text(thrownKind)})`}: ${actual.message}`
     : "";
   if (test.expected.error !== null) {
     const kind = test.expected.error;
@@ -378,22 +434,76 @@ export type AttentionFunction = {
 }["call"];
 
 /** `fn` called on one case the way the ports are called: its answer (awaited), or what it threw
- * (as an Error), for judge. */
+ * (as an Error), for judge. Each call gets fresh copies of the case's inputs: a function that
+ * changes them in place changes nothing another call (or the judge) sees. */
 export async function call(fn: AttentionFunction, test: TestCase): Promise<unknown> {
-  const { query, key, value, attnMask } = test.inputs;
+  const { query, key, value, attnMask } = structuredClone(test.inputs);
   try {
     return await fn(query, key, value, { attnMask, ...test.options });
   } catch (error) {
-    return error instanceof Error ? error : new Error(`threw a non-Error: ${String(error)}`);
+    return error instanceof Error ? error : new Error(`threw a non-Error: ${text(error)}`);
   }
 }
 
-/** Calls `fn` on every case asked for, in order, one at a time, and yields the verdict on each. */
+/** What runCases gives for a call still running at the limit. */
+const timedOut = Symbol("timed out");
+
+/** call(fn, test), or timedOut if it has not settled after `seconds` (null: no limit). */
+async function callWithin(fn: AttentionFunction, test: TestCase, seconds: number | null): Promise<unknown> {
+  if (seconds === null) {
+    return await call(fn, test);
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise((settle) => {
+    timer = setTimeout(() => settle(timedOut), seconds * 1000);
+  });
+  try {
+    return await Promise.race([call(fn, test), limit]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A verdict with no numbers: what the judge says where no budget was used (an error case, a
+ * refused answer, a time-out); `rest` fills in what is known. */
+function verdictOn(
+  test: TestCase,
+  dtype: Verdict["dtype"],
+  passed: Verdict["verdict"],
+  problem: string | null,
+  rest: Partial<Verdict> = {},
+): Verdict {
+  return {
+    caseId: test.id,
+    verdict: passed,
+    dtype,
+    budgetUsed: null,
+    worst: null,
+    problem,
+    firstDivergentStep: null,
+    steps: [],
+    ...rest,
+  };
+}
+
+/** Calls `fn` on every case asked for, in order, one at a time, and yields the verdict on each. A
+ * call that has not settled after `timeoutSeconds` fails its case, and the run goes on (the promise
+ * itself cannot be stopped: it is left to settle, unheard). */
 export async function* runCases(
   fn: AttentionFunction,
-  options: JudgeOptions & CaseFilter = {},
+  options: JudgeOptions & CaseFilter & RunOptions = {},
 ): AsyncGenerator<Verdict> {
-  for (const test of loadCases(options)) {
-    yield judge(test, await call(fn, test), options);
+  const { timeoutSeconds = TIMEOUT_SECONDS } = options ?? {};
+  if (timeoutSeconds !== null && !(typeof timeoutSeconds === "number" && timeoutSeconds > 0)) {
+    throw new RangeError(`timeoutSeconds: ${text(timeoutSeconds)} is not a positive number of seconds`);
+  }
+  const dtype = checkedDtype(options?.dtype);
+  for (const test of loadCases(options ?? {})) {
+    const answer = await callWithin(fn, test, timeoutSeconds);
+    if (answer === timedOut) {
+      yield verdictOn(test, dtype, "fail", `did not return within ${timeoutSeconds} s`);
+      continue;
+    }
+    yield judge(test, answer, options);
   }
 }

@@ -144,7 +144,7 @@ export function errorVerdict(
 
 /** The real model's preset: the fixture case of all-MiniLM-L6-v2's 12 heads (layer 0) on the
  * tutorial's sentence, and the WordPiece tokens its rows and columns are (the case's description
- * names them in the same order; python/attention_port/fixtures/capture.py wrote them). */
+ * names them in the same order; python/attention_port/golden/capture.py wrote them). */
 export const REAL_MODEL_PRESET = {
   caseId: "real_model_heads",
   tokens: ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"],

@@ -1,7 +1,7 @@
 /**
  * Read a fixture folder: the only TypeScript code that reads the file format.
  *
- * The format is the JSON Schema in fixtures/schema, and python/attention_port/fixtures/reader.py checks
+ * The format is the JSON Schema in fixtures/schema, and python/attention_port/golden/reader.py checks
  * every folder against it before the harness runs a TypeScript port on it. So this reader checks
  * only what TypeScript needs to read safely: the format version (an old folder is told to
  * regenerate), files inside the folder, each file's sha256, each case's id, each tensor's data of
@@ -132,7 +132,7 @@ function readBytes(path: string): Buffer {
   }
 }
 
-// The documents as fixtures/schema describes them (python/attention_port/fixtures/reader.py checks every
+// The documents as fixtures/schema describes them (python/attention_port/golden/reader.py checks every
 // folder against the schema, so only what TypeScript reads is spelled out here).
 interface TensorDocument {
   readonly dtype?: "float64" | "bool" | null;

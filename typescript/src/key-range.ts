@@ -30,7 +30,7 @@
  *  - Shifts are clamped to [-Lq, Lk]. That changes no row's bounds (i is in [0, Lq) and the bounds
  *    in [0, Lk]), and keeps every number, and i + shift, a 32-bit integer for the kernels.
  *
- * The oracle (python/attention_port/fixtures/oracle.py) decides the same thing on its own: it is
+ * The oracle (python/attention_port/golden/oracle.py) decides the same thing on its own: it is
  * the truth the ports are held to, so it shares no code with them.
  */
 

@@ -4,8 +4,21 @@
  * same kinds and messages, with argument names in camelCase (numHeads, wQ, xKv, rotaryDim).
  */
 
-import { LAYER_CHECKS, ROPE_CHECKS, ROPE_DEFAULTS, type RotaryOptions } from "./generated/options.ts";
-import { AttentionInputError, checkOption, describeValue, formatShape, optionError } from "./inputs.ts";
+import {
+  CORE_CHECKS,
+  LAYER_CHECKS,
+  ROPE_CHECKS,
+  ROPE_DEFAULTS,
+  type RotaryOptions,
+} from "./generated/options.ts";
+import {
+  AttentionInputError,
+  checkOption,
+  describeValue,
+  formatShape,
+  optionError,
+  product,
+} from "./inputs.ts";
 
 export interface LayerShapes {
   readonly numHeads: number; // Hq
@@ -150,11 +163,13 @@ export function checkRope(rope: unknown, features: number): CheckedRope {
   if (unknown.length > 0) {
     throw new AttentionInputError("value", `rope has an unknown option '${unknown[0]}'`);
   }
+  // An option left out (or undefined) has its default; null is a value of its own, refused for a
+  // number or a boolean as Python refuses None (only rotaryDim takes it, as "E").
   const { theta, rotaryDim, interleaved } = rope as RopeOptions;
   return checkRotaryOptions(
-    theta ?? ROPE_DEFAULTS.theta,
+    theta === undefined ? ROPE_DEFAULTS.theta : theta,
     rotaryDim,
-    interleaved ?? ROPE_DEFAULTS.interleaved,
+    interleaved === undefined ? ROPE_DEFAULTS.interleaved : interleaved,
     features,
   );
 }
@@ -197,9 +212,72 @@ export function checkPositions(x: Shape, positions: Shape, values: ArrayLike<num
   }
 }
 
+/** params and options are objects: TypeScript's own check, as Python has keyword arguments
+ * instead (options carries numHeads, so it cannot be left out). */
+export function checkLayerArguments(params: unknown, options: unknown): void {
+  const isObject = (x: unknown) => typeof x === "object" && x !== null && !Array.isArray(x);
+  if (!isObject(params)) {
+    throw new AttentionInputError(
+      "value",
+      `params must be an object of wQ, wK, wV and wO (bQ, bK, bV and bO optional), got ${describeValue(params)}`,
+    );
+  }
+  if (!isObject(options)) {
+    throw new AttentionInputError(
+      "value",
+      `options must be an object with numHeads, got ${describeValue(options)}`,
+    );
+  }
+}
+
+const MEMORY_LIMIT = CORE_CHECKS.find((option) => option.name === "memoryLimit")!;
+
+/** memoryLimit as the core declares it (a number of bytes > 0), checked before any tensor is
+ * read: the layer reads its inputs and computes within it. */
+export function checkMemoryLimit(memoryLimit: unknown): void {
+  checkOption(MEMORY_LIMIT, memoryLimit);
+}
+
+/** needWeights is true or false: whether the layer also returns each head's weights. */
+export function checkNeedWeights(needWeights: unknown): void {
+  checkOption(LAYER_CHECKS.needWeights, needWeights);
+}
+
 /** returnCache is true or false: whether the layer also returns the grown cache. */
 export function checkReturnCache(returnCache: unknown): void {
   checkOption(LAYER_CHECKS.returnCache, returnCache);
+}
+
+/** Refuse, before the projections, a call whose own tensors need more than memoryLimit bytes: the
+ * queries, the keys and values with the cache, the merged heads and the output, one float64 copy
+ * of each (the core holds its steps to the same limit). In the Python twin's order of arithmetic. */
+export function checkLayerSize(
+  xQ: Shape,
+  xKv: Shape,
+  shapes: LayerShapes,
+  cached: number,
+  memoryLimit: number,
+): void {
+  const batch = xQ.slice(0, -2); // B...
+  const L = xQ[xQ.length - 2]; // Lq
+  const keys = cached + xKv[xKv.length - 2]; // P+Lk
+  const tensors = [
+    [...batch, shapes.numHeads, L, shapes.features], // queries
+    [...batch, shapes.numKvHeads, keys, shapes.features], // keys
+    [...batch, shapes.numKvHeads, keys, shapes.valueFeatures], // values
+    [...batch, L, shapes.numHeads * shapes.valueFeatures], // merged heads
+    [...batch, L, shapes.outFeatures], // output
+  ];
+  const needed = 8 * tensors.reduce((sum, shape) => sum + product(shape), 0);
+  if (needed > memoryLimit) {
+    const [q, k, v, merged, output] = tensors.map((shape) => formatShape(shape));
+    throw new AttentionInputError(
+      "size",
+      `the layer needs ${String(needed)} bytes as float64 for queries ${q}, keys ${k},` +
+        ` values ${v}, merged heads ${merged} and output ${output}, more than memoryLimit =` +
+        ` ${String(memoryLimit)}; pass a larger memoryLimit to compute them`,
+    );
+  }
 }
 
 /** pastKey [B..., Hkv, P, E] and pastValue [B..., Hkv, P, Ev], both or neither: the cache of

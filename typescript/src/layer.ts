@@ -22,6 +22,7 @@ import {
   AttentionInputError,
   type AttentionOptions,
   type AttentionSteps,
+  DEFAULT_MEMORY_LIMIT,
   type MaskInput,
   type NestedArray,
   product,
@@ -31,7 +32,11 @@ import {
 import {
   type CheckedRope,
   checkHeads,
+  checkLayerArguments,
   checkLayerShapes,
+  checkLayerSize,
+  checkMemoryLimit,
+  checkNeedWeights,
   checkPast,
   checkPositions,
   checkReturnCache,
@@ -137,7 +142,7 @@ function rotate(x: Flat, positions: Flat, { theta, rotaryDim, interleaved }: Che
 /** nn.Linear: y = x · Wᵀ + b, W stored [out, in]. x [..., in] -> [..., out]. */
 function linear(x: Flat, weight: Flat, bias: Flat | null): Flat {
   const [outs, ins] = weight.shape;
-  const rows = product(x.shape) / ins;
+  const rows = product(x.shape.slice(0, -1)); // from the shape: ins may be 0
   const y = new Float64Array(rows * outs); // [..., out]
   for (let r = 0; r < rows; r++) {
     for (let o = 0; o < outs; o++) {
@@ -154,7 +159,7 @@ function linear(x: Flat, weight: Flat, bias: Flat | null): Flat {
 /** [B..., L, H·E] -> [B..., H, L, E]: feature h·E + e is head h's feature e (head-major). */
 function splitHeads(x: Flat, heads: number, features: number): Flat {
   const L = x.shape[x.shape.length - 2];
-  const batches = product(x.shape) / (L * heads * features);
+  const batches = product(x.shape.slice(0, -2)); // B...  (from the shape: L may be 0)
   const out = new Float64Array(x.data.length); // [B..., H, L, E]
   for (let b = 0; b < batches; b++) {
     for (let h = 0; h < heads; h++) {
@@ -173,7 +178,7 @@ function splitHeads(x: Flat, heads: number, features: number): Flat {
 function appendRows(past: Flat, x: Flat): Flat {
   const [P, width] = past.shape.slice(-2);
   const L = x.shape[x.shape.length - 2];
-  const blocks = product(x.shape) / (L * width); // B... · H
+  const blocks = product(x.shape.slice(0, -2)); // B... · H  (from the shape: P or L may be 0)
   const out = new Float64Array(blocks * (P + L) * width); // [B..., H, P+L, w]
   for (let b = 0; b < blocks; b++) {
     out.set(past.data.subarray(b * P * width, (b + 1) * P * width), b * (P + L) * width);
@@ -185,7 +190,7 @@ function appendRows(past: Flat, x: Flat): Flat {
 /** [B..., H, L, Ev] -> [B..., L, H·Ev]: the transpose back, head h's feature e is h·Ev + e again. */
 function mergeHeads(x: Flat): Flat {
   const [heads, L, features] = x.shape.slice(-3);
-  const batches = product(x.shape) / (L * heads * features);
+  const batches = product(x.shape.slice(0, -3)); // B...  (from the shape: L may be 0)
   const out = new Float64Array(x.data.length); // [B..., L, H·Ev]
   for (let b = 0; b < batches; b++) {
     for (let h = 0; h < heads; h++) {
@@ -243,6 +248,7 @@ function layerOver(
   params: LayerParams,
   options: LayerOptions,
 ): NestedArray | LayerResult | Promise<NestedArray | LayerResult> {
+  checkLayerArguments(params, options);
   const {
     attnMask = null,
     isCausal = false,
@@ -253,21 +259,24 @@ function layerOver(
     pastKey = null,
     pastValue = null,
     returnCache = false,
+    memoryLimit = DEFAULT_MEMORY_LIMIT,
   } = options;
   const [numHeads, numKvHeads] = checkHeads(options.numHeads, options.numKvHeads);
+  checkMemoryLimit(memoryLimit); // before any tensor is read: each is read within it
   if (rope !== null && xKv !== null) {
     throw new AttentionInputError(
       "value",
       "rope rotates by the positions of one sequence: give it with self-attention only (no xKv)",
     );
   }
-  const x = toArray("xQ", xQ); // [B..., Lq, D]
-  const xk = xKv === null ? x : toArray("xKv", xKv); // [B..., Lk, Dkv]
-  const wQ = toArray("wQ", params.wQ);
-  const wK = toArray("wK", params.wK);
-  const wV = toArray("wV", params.wV);
-  const wO = toArray("wO", params.wO);
-  const bias = (name: string, b: TensorInput | null | undefined) => (b == null ? null : toArray(name, b));
+  const read = (name: string, tensor: TensorInput) => toArray(name, tensor, memoryLimit);
+  const x = read("xQ", xQ); // [B..., Lq, D]
+  const xk = xKv === null ? x : read("xKv", xKv); // [B..., Lk, Dkv]
+  const wQ = read("wQ", params.wQ);
+  const wK = read("wK", params.wK);
+  const wV = read("wV", params.wV);
+  const wO = read("wO", params.wO);
+  const bias = (name: string, b: TensorInput | null | undefined) => (b == null ? null : read(name, b));
   const bQ = bias("bQ", params.bQ);
   const bK = bias("bK", params.bK);
   const bV = bias("bV", params.bV);
@@ -282,10 +291,12 @@ function layerOver(
     numKvHeads,
   );
   const rotary = rope === null ? null : checkRope(rope, shapes.features);
+  checkNeedWeights(needWeights);
   checkReturnCache(returnCache);
-  const pastK = pastKey == null ? null : toArray("pastKey", pastKey);
-  const pastV = pastValue == null ? null : toArray("pastValue", pastValue);
+  const pastK = pastKey == null ? null : read("pastKey", pastKey);
+  const pastV = pastValue == null ? null : read("pastValue", pastValue);
   const cached = checkPast(shapeOf(pastK), shapeOf(pastV), x.shape, shapes); // P
+  checkLayerSize(x.shape, xk.shape, shapes, cached, memoryLimit); // before step 1
 
   // Step 1: project. Three learned linear maps read queries, keys and values out of the inputs.
   let q = linear(x, wQ, bQ); // [B..., Lq, Hq·E]
@@ -321,6 +332,7 @@ function layerOver(
     softcap,
     enableGqa: numKvHeads !== numHeads,
     queryOffset: cached,
+    memoryLimit,
   });
   // The rest waits for the core where it answers later (the WebGPU port's runs on the GPU).
   return attended instanceof Promise ? attended.then(finish) : finish(attended);

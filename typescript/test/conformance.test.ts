@@ -5,7 +5,18 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { checkOutput, DTYPES, K } from "../conformance/judge.ts";
-import { distinctDigits, judge, loadCases, runCases, type Verdict } from "../conformance/kit.ts";
+import {
+  call,
+  distinctDigits,
+  type JudgeOptions,
+  judge,
+  LEVELS,
+  loadCases,
+  runCases,
+  type TestCase,
+  TIMEOUT_SECONDS,
+  type Verdict,
+} from "../conformance/kit.ts";
 import { attentionModel, rank4 } from "../conformance/peers.ts";
 import { loadFixtures } from "../runners/fixtures.ts";
 import { AttentionInputError, scaledDotProductAttention } from "../src/attention.ts";
@@ -32,7 +43,7 @@ describe("loadCases", () => {
     );
     assert.deepEqual(
       [...new Set(every.map((c) => c.level))].sort((a, b) => a - b),
-      Array.from({ length: 14 }, (_, n) => n + 1),
+      Array.from({ length: LEVELS.length }, (_, n) => n + 1),
     );
     const causal = loadCases({ tags: ["causal"] });
     assert.ok(causal.length > 3 && causal.every((c) => c.tags.includes("causal")));
@@ -41,7 +52,8 @@ describe("loadCases", () => {
       first.map((c) => c.id),
       every.filter((c) => c.level <= 2).map((c) => c.id),
     );
-    assert.throws(() => loadCases({ levels: [0] }), /levels: 0 is not a level \(1 to 14\)/);
+    const said = `levels: 0 is not a level (1 to ${LEVELS.length})`; // the attention core's levels
+    assert.throws(() => loadCases({ levels: [0] }), { name: "RangeError", message: said });
     const invalid = loadCases({ tags: ["error"] });
     assert.ok(invalid.every((c) => c.expected.error !== null && c.rule === null));
   });
@@ -128,6 +140,159 @@ describe("runCases and judge", () => {
     assert.equal(verdict.verdict, "fail");
     assert.equal(verdict.firstDivergentStep, "weights");
     assert.deepEqual(verdict.worst?.cell, [0, 0]);
+  });
+});
+
+describe("honest slips: a verdict or a clear message, never a wrong pass", () => {
+  const tutorial = () => {
+    const c = loadCases({ levels: [1] }).find((t) => t.id === "tutorial_seq3_dk4");
+    assert.ok(c !== undefined && c.rule !== null);
+    return { c, right: Array.from(c.rule.expected.output.data), shape: c.rule.expected.output.shape };
+  };
+
+  test("{ shape, data } is judged only when the data is exactly the shape's numbers", () => {
+    const { c, right, shape } = tutorial();
+    assert.deepEqual(shape, [3, 2]);
+    assert.equal(judge(c, { shape, data: right }).verdict, "pass");
+    const longer = judge(c, { shape: [3, 2], data: [...right, 1e9, Number.NaN] });
+    assert.equal(longer.verdict, "fail");
+    assert.equal(longer.problem, "output has 8 numbers, its shape [3, 2] holds 6");
+    assert.equal(judge(c, { shape: [3, 2], data: right.slice(1) }).verdict, "fail");
+    assert.equal(
+      judge(c, { shape: null, data: right }).problem,
+      "output's shape is not a list of whole numbers",
+    );
+    assert.equal(judge(c, { shape: [3, 2.5], data: right }).verdict, "fail");
+    assert.equal(
+      judge(c, { shape, data: right.map(String) }).problem,
+      "output's data holds string, not a number",
+    );
+    assert.equal(judge(c, { shape, data: null }).problem, "output's data holds null, not a number");
+    assert.equal(judge(c, { shape, data: Float32Array.from(right) }).verdict, "fail"); // float64's budget
+    assert.equal(judge(c, { shape, data: Float32Array.from(right) }, { dtype: "float32" }).verdict, "pass");
+  });
+
+  test("a BigInt, a string, a boolean or a DataView answer fails with a problem line", () => {
+    const { c, right } = tutorial();
+    const bigints = BigInt64Array.from(right, (x) => BigInt(Math.round(x)));
+    assert.equal(judge(c, bigints).problem, "output holds bigint, not a number");
+    assert.equal(
+      judge(
+        c,
+        BigUint64Array.from(right, () => 0n),
+      ).problem,
+      "output holds bigint, not a number",
+    );
+    assert.equal(
+      judge(c, [
+        [1n, 2n],
+        [3n, 4n],
+        [5n, 6n],
+      ]).problem,
+      "output holds bigint, not a number",
+    );
+    assert.equal(judge(c, "0.5").problem, "output holds string, not a number");
+    assert.equal(
+      judge(c, [
+        [true, false],
+        [true, false],
+        [true, false],
+      ]).problem,
+      "output holds boolean, not a number",
+    );
+    assert.equal(
+      judge(c, new DataView(new ArrayBuffer(48))).problem,
+      "output holds a DataView, not a number",
+    );
+  });
+
+  test("a missing case or options that are not an object: a TypeError that says so", () => {
+    const { c, right } = tutorial();
+    const float32 = right.map(Math.fround);
+    assert.throws(
+      () => judge(undefined as unknown as TestCase, right),
+      new TypeError("judge: the case is undefined, not one of loadCases()'s cases"),
+    );
+    assert.throws(() => judge(null as unknown as TestCase, right), /^TypeError: judge: the case is null/);
+    assert.throws(
+      () => judge(c, float32, "float32" as unknown as JudgeOptions),
+      new TypeError(
+        'judge: the options are the string "float32", not an object such as { dtype: "float32" }',
+      ),
+    );
+    assert.equal(judge(c, { shape: [3, 2], data: float32 }, null as unknown as JudgeOptions).verdict, "fail");
+    assert.equal(judge(c, { shape: [3, 2], data: float32 }, { dtype: "float32" }).verdict, "pass");
+  });
+
+  test("a thrown null-prototype object, or one with such a kind, is a verdict, in judge and runCases", async () => {
+    const bare = Object.create(null);
+    const refuses = () => {
+      throw bare;
+    };
+    const invalid = loadCases({ tags: ["error"] });
+    assert.deepEqual(await tally(runCases(refuses, { tags: ["error"] })), { pass: invalid.length });
+    const { c } = tutorial();
+    assert.equal(judge(c, await call(refuses, c)).problem, "threw Error: threw a non-Error: [object Object]");
+    const odd = Object.assign(new Error("no"), { kind: bare });
+    assert.equal(
+      judge(invalid[0], odd, { matchKind: true }).problem?.startsWith("threw Error ([object Object]): no"),
+      true,
+    );
+  });
+
+  test("a function that changes its inputs in place changes nothing for the next call or loadCases", async () => {
+    const { c } = tutorial();
+    const query = structuredClone(c.inputs.query);
+    const vandal = (q: unknown, k: unknown) => {
+      for (const row of q as number[][]) {
+        row.fill(1e39);
+      }
+      (k as number[][])[0][0] = Number.NaN;
+      return [
+        [0, 0],
+        [0, 0],
+        [0, 0],
+      ];
+    };
+    const wrong = judge(c, await call(vandal, c), { dtype: "float32" });
+    assert.equal(wrong.verdict, "fail"); // not "outside": the oracle's inputs decide that
+    assert.deepEqual(c.inputs.query, query);
+    assert.equal(judge(c, await call(scaledDotProductAttention, c)).verdict, "pass");
+    // Even a case's own inputs, changed by hand, are its own: the next loadCases has the stored ones.
+    (c.inputs.query as number[][])[0][0] = 1e39;
+    assert.deepEqual(tutorial().c.inputs.query, query);
+    const invalid = loadCases({ tags: ["error"] })[0];
+    const stored = structuredClone(invalid.inputs);
+    (invalid.inputs as { query: unknown }).query = "changed";
+    assert.deepEqual(loadCases({ tags: ["error"] })[0].inputs, stored);
+    // The values the judge reads cannot be changed at all.
+    assert.throws(() => {
+      (c.rule?.query.data as number[])[0] = 1e39;
+    }, TypeError);
+  });
+
+  test("runCases gives up on a promise that never settles after timeoutSeconds, and goes on", async () => {
+    let calls = 0;
+    const stuckOnFirst = (query: unknown, key: unknown, value: unknown, options?: object) => {
+      calls++;
+      return calls === 1
+        ? new Promise(() => {})
+        : scaledDotProductAttention(query as number[][], key as number[][], value as number[][], options);
+    };
+    const start = performance.now();
+    const verdicts: Verdict[] = [];
+    for await (const v of runCases(stuckOnFirst, { levels: [1], timeoutSeconds: 0.25 })) {
+      verdicts.push(v);
+    }
+    assert.ok(performance.now() - start < 20_000);
+    assert.equal(verdicts[0].verdict, "fail");
+    assert.equal(verdicts[0].problem, "did not return within 0.25 s");
+    assert.ok(verdicts.length > 1 && verdicts.slice(1).every((v) => v.verdict === "pass"));
+    assert.equal(TIMEOUT_SECONDS, 60);
+    await assert.rejects(
+      runCases(stuckOnFirst, { timeoutSeconds: 0 }).next(),
+      new RangeError("timeoutSeconds: 0 is not a positive number of seconds"),
+    );
   });
 });
 

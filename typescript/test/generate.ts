@@ -1,6 +1,6 @@
 // Random inputs for the TypeScript tests: one generator of valid attention problems for the
 // property tests of both ports, and one seeded source of numbers. (Fixture cases come from
-// python/attention_port/fixtures/cases.py.)
+// python/attention_port/golden/cases.py.)
 
 import fc from "fast-check";
 

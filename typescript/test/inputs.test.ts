@@ -586,6 +586,9 @@ describe("the layer's and RoPE's options, in the words Python writes (TypeScript
     [() => checkRope(3, 4), "rope must be an object of theta, rotaryDim and interleaved, got 3"],
     [() => checkRope({ theta: 0 }, 4), "theta must be a finite number > 0, got 0"],
     [() => checkRope({ theta: 1, interleaved: 1 }, 4), "interleaved must be a boolean, got 1"],
+    // null is no number and no boolean: refused as Python refuses None, not taken as the default.
+    [() => checkRope({ theta: null }, 4), "theta must be a finite number > 0, got null"],
+    [() => checkRope({ interleaved: null }, 4), "interleaved must be a boolean, got null"],
     [
       () => checkRope({ rotaryDim: 3 }, 4),
       "rotaryDim must be an even integer from 2 to the feature size 4, got 3",

@@ -119,6 +119,66 @@ describe("a prefill and decode steps with the cache give one causal pass, bit fo
   });
 });
 
+describe("a step with no new keys after a cache attends to the past alone, in every core", () => {
+  // Each head's two cached keys are equal, so its weights are exactly 1/2 and 1/2 whatever the
+  // query, and its output the mean of its two cached values: [B = 2, Hkv = 2, P = 2, 1] each.
+  // python/tests/test_layer_cache.py holds numpy's and torch's layers to the same values.
+  const pastKey = [
+    [
+      [[1], [1]],
+      [[-2], [-2]],
+    ],
+    [
+      [[0.5], [0.5]],
+      [[3], [3]],
+    ],
+  ];
+  const pastValue = [
+    [
+      [[1], [3]],
+      [[-4], [2]],
+    ],
+    [
+      [[5], [6]],
+      [[0], [1]],
+    ],
+  ];
+  const params = {
+    wQ: [
+      [1, 0.5],
+      [-1, 2],
+    ],
+    wK: [
+      [1, 0],
+      [0, 1],
+    ],
+    wV: [
+      [2, 1],
+      [0, -1],
+    ],
+    wO: [
+      [1, 0],
+      [0, 1],
+    ],
+  };
+  const options = { numHeads: 2, pastKey, pastValue, returnCache: true } as const;
+  const cores = {
+    "attention.ts": multiHeadAttention,
+    "flash.ts": layerWith(flashSteps),
+    "simd.ts": layerWith(simdSteps),
+  };
+  for (const [name, layer] of Object.entries(cores)) {
+    test(`${name}: cross-attention with an empty xKv, and an empty self-attention step`, () => {
+      const crossed = layer([[[1, 1]], [[2, -1]]], { shape: [2, 0, 2], data: [] }, params, options);
+      assert.deepEqual(crossed.output, [[[2, -1]], [[5.5, 0.5]]]);
+      assert.deepEqual([crossed.presentKey, crossed.presentValue], [pastKey, pastValue]);
+      const empty = layer({ shape: [2, 0, 2], data: [] }, null, params, options);
+      assert.deepEqual(empty.output, [[], []]); // [B = 2, Lq = 0, Dout = 2]
+      assert.deepEqual([empty.presentKey, empty.presentValue], [pastKey, pastValue]);
+    });
+  }
+});
+
 describe("a cache that disagrees with the layer is refused with a kind", () => {
   const x = matrix(1, D);
   const cases: [string, LayerOptions, string, string][] = [

@@ -163,3 +163,87 @@ describe("adapters onto the layer's contract", () => {
     assert.notEqual(runLayerCase(multiHeadAttention, misread), runLayerCase(multiHeadAttention, c));
   });
 });
+
+describe("the layer's inputs checked as carefully as the core's, in the words of Python's layer", () => {
+  // python/tests/test_layer.py holds numpy's and torch's layers to the same words (snake_case there).
+  const EYE = {
+    wQ: [
+      [1, 0],
+      [0, 1],
+    ],
+    wK: [
+      [1, 0],
+      [0, 1],
+    ],
+    wV: [
+      [1, 0],
+      [0, 1],
+    ],
+    wO: [
+      [1, 0],
+      [0, 1],
+    ],
+  };
+  const refused = (call: () => unknown, kind: string, message: string) =>
+    assert.throws(call, (error: unknown) => {
+      assert.ok(error instanceof AttentionInputError, String(error));
+      assert.deepEqual([error.kind, error.message], [kind, message]);
+      return true;
+    });
+  const wrongOptions: [Record<string, unknown>, string][] = [
+    [{ rope: { theta: null } }, "theta must be a finite number > 0, got null"],
+    [{ rope: { interleaved: null } }, "interleaved must be a boolean, got null"],
+    [{ needWeights: "yes" }, "needWeights must be a boolean, got a string"],
+    [{ needWeights: null }, "needWeights must be a boolean, got null"],
+    [{ returnCache: 1 }, "returnCache must be a boolean, got 1"],
+    [{ memoryLimit: 0 }, "memoryLimit must be a number of bytes > 0, got 0"],
+    [{ memoryLimit: null }, "memoryLimit must be a number of bytes > 0, got null"],
+  ];
+  for (const [name, layer] of Object.entries(LAYERS)) {
+    for (const [options, message] of wrongOptions) {
+      test(`${name}: ${message}`, () =>
+        refused(() => layer([[1, 2]], null, EYE, { numHeads: 1, ...options } as never), "value", message));
+    }
+    test(`${name}: params or options left out or null name the argument`, () => {
+      const call = layer as (...args: unknown[]) => unknown;
+      const params = "params must be an object of wQ, wK, wV and wO (bQ, bK, bV and bO optional), got";
+      refused(() => call([[1, 2]], null), "value", `${params} null`);
+      refused(() => call([[1, 2]], null, null, { numHeads: 1 }), "value", `${params} null`);
+      refused(() => call([[1, 2]], null, [EYE], { numHeads: 1 }), "value", `${params} an array`);
+      refused(() => call([[1, 2]], null, EYE), "value", "options must be an object with numHeads, got null");
+      refused(
+        () => call([[1, 2]], null, EYE, null),
+        "value",
+        "options must be an object with numHeads, got null",
+      );
+    });
+    test(`${name}: projections beyond memoryLimit are refused before they are made`, () => {
+      const zeros = (rows: number) => ({ shape: [rows, 1], data: new Float64Array(rows) });
+      const started = performance.now();
+      refused(
+        () =>
+          layer(
+            zeros(4096),
+            null,
+            { wQ: zeros(131072), wK: zeros(131072), wV: [[1]], wO: [[1]] },
+            { numHeads: 1 },
+          ),
+        "size",
+        "the layer needs 8590032896 bytes as float64 for queries [1, 4096, 131072], keys [1, 4096, 131072]," +
+          " values [1, 4096, 1], merged heads [4096, 1] and output [4096, 1], more than memoryLimit =" +
+          " 2147483648; pass a larger memoryLimit to compute them",
+      );
+      assert.ok(performance.now() - started < 1000, "refused at once, not after 8 GiB of work");
+      // The limit is the caller's: a smaller one refuses a small layer, and the core is held to it too.
+      assert.throws(
+        () => layer([[1, 2]], null, EYE, { numHeads: 1, memoryLimit: 50 }),
+        /^AttentionInputError: the layer needs 80 bytes .* = 50;/,
+      );
+      const eight = Array.from({ length: 8 }, () => [1, 2]);
+      assert.throws(
+        () => layer(eight, null, EYE, { numHeads: 1, memoryLimit: 1000 }), // the layer's own 640 bytes fit
+        /^AttentionInputError: the scores \[1, 8, 8\] need 1536 bytes .* = 1000;/,
+      );
+    });
+  }
+});

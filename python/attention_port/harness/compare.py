@@ -1,6 +1,6 @@
 """The judge and the report: the only code that decides whether a port passed.
 
-The rule is derived once, by the oracle: python/attention_port/fixtures/rule.py says it and why, and
+The rule is derived once, by the oracle: python/attention_port/golden/rule.py says it and why, and
 writes into every valid case, per dtype, the budget of each output element (the bound on |actual -
 expected|, with the fallback where it applies) and whether the case is outside the contract. The
 judge only compares, element-wise on the output:
@@ -43,10 +43,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from attention_port import vocabulary
-from attention_port.fixtures.expected import ExpectedValues
-from attention_port.fixtures.reader import FixtureCase, encode_numbers
-from attention_port.fixtures.rule import LARGEST, TINY, UNIT_ROUNDOFF, K, rounded
-from attention_port.fixtures.rule import float64_error_scale as float64_error_scale  # for the benches
+from attention_port.golden.expected import ExpectedValues
+from attention_port.golden.reader import FixtureCase, encode_numbers
+from attention_port.golden.rule import LARGEST, TINY, UNIT_ROUNDOFF, K, rounded
+from attention_port.golden.rule import float64_error_scale as float64_error_scale  # for the benches
 from attention_port.inputs import check_shapes, format_number, resolve_scale
 
 STEPS = ("scores", "logits", "weights", "output")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_port.fixtures.reader import FixtureCase, decode_numbers
+from attention_port.golden.reader import FixtureCase, decode_numbers
 from attention_port.harness import compare
 from attention_port.harness.compare import STEPS, CaseVerdict, PortAnswer, StepCheck
 from attention_port.harness.node import DEFAULT_TIMEOUT, NodeError, NodeSession

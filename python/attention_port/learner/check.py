@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from attention_port import vocabulary
-from attention_port.fixtures import cases
-from attention_port.fixtures.reader import KINDS, FixtureCase, load_fixtures
+from attention_port.golden import cases
+from attention_port.golden.reader import KINDS, FixtureCase, load_fixtures
 from attention_port.harness import compare
 from attention_port.harness.compare import PortAnswer
 from attention_port.inputs import format_number, format_shape
@@ -568,58 +568,41 @@ def run_aliased(
 # ---- the report ---------------------------------------------------------------------------------
 
 
-# What each level (cases.LEVELS, in order) teaches, and the lesson's places to read for it (lesson.PLACES).
-LEVEL_GUIDE = (
-    ("the four steps: scores = query · keyᵀ, scaled by 1/sqrt(d_k), softmax over each row, weights · value",
-     ("scores", "scale", "weights", "output")),
-    ("the same four steps on other sizes: Lq queries, Lk keys, E features", ("scores", "output")),
-    ("a softmax that subtracts each row's max first, so that exp() never overflows", ("softmax_max",)),
-    ("attn_mask of booleans: False blocks a key (its logit becomes -inf)", ("mask", "bool_mask")),
-    ("a float mask is added to the logits (-inf in it blocks a key)", ("float_mask",)),
-    ("a row whose every key is blocked gives weights and output 0, not NaN", ("softmax_max", "fully_masked")),
-    ("is_causal: query i sees only keys j <= i", ("causal",)),
-    ("inputs of rank 3 and more: the same steps for each [L, E] matrix inside, masks broadcast",
-     ("batch", "mask_broadcast")),
-    ("Lq queries over Lk keys (Lq != Lk), and Ev value features (Ev != E)", ("lengths", "output")),
-    ("enable_gqa: Hq query heads share Hkv key/value heads in consecutive groups", ("gqa",)),
-    ("a given scale replaces 1/sqrt(d_k); softcap squashes the logits into (-softcap, softcap)",
-     ("scale", "softcap")),
-    ("query_offset P: rows after P cached keys; with is_causal, row i sees keys j <= i + P", ("causal",)),
-    ("refusing input that does not fit, with an error of your own", ("options", "checks")),
-    ("empty dims, NaN and infinities in the inputs, float64's extremes", ("fully_masked", "softmax_max")),
-)  # fmt: skip
+def runs_on(level: cases.Level, hello: Hello) -> bool:
+    """Whether check runs `level` on this file: it has one of the functions the level needs."""
+    has = {"function": hello.function, "layer": hello.layer, "rotary": hello.rotary}
+    return any(has[need] is not None for need in level.needs)
 
 
 def level_guide(n: int, language: str) -> str:
-    """ "Level N teaches ...; read FILE line A (scores), line B (scale)." """
-    if n > len(LEVEL_GUIDE):  # the layer's, RoPE's and the cache's levels: their lesson's step
-        level = cases.LAYER_LEVELS[n - len(LEVEL_GUIDE) - 1]
-        markers = {"rope": "Step 3: rotate", "cache": "The cache: the earlier keys"}
-        marker = markers.get(level.tags[0], "Step 1: project")
-        where = lesson.place_in(layer_mistakes.LESSONS[language], marker)
-        return f"Level {n} teaches {level.name}" + (f". Read {where}." if where else ".")
-    teaches, topics = LEVEL_GUIDE[n - 1]
+    """ "Level N teaches ...; read FILE line A (scores), line B (scale)." A level that teaches what
+    its name says (the layer's, RoPE's and the cache's) points at its lesson's step unnamed."""
+    level = cases.LEVELS[n - 1]
+    found = ((topic, lesson.place(topic, language)) for topic in level.places)
+    places = [(topic, where) for topic, where in found if where is not None]
+    if level.teaches is None:
+        read = "; ".join(where for _, where in places)
+        return f"Level {n} teaches {level.name}" + (f". Read {read}." if read else ".")
     files: dict[str, list[str]] = {}  # file -> "line N (topic)", in the order of the topics
-    for topic in topics:
-        if (where := lesson.place(topic, language)) is not None:
-            file, line = where.split(" line ")
-            files.setdefault(file, []).append(f"{line} ({topic.replace('_', ' ')})")
+    for topic, where in places:
+        file, line = where.split(" line ")
+        files.setdefault(file, []).append(f"{line} ({topic.replace('_', ' ')})")
     read = "; ".join(f"{file} line{'s' if len(at) > 1 else ''} {', '.join(at)}" for file, at in files.items())
-    text = f"Level {n} teaches {spoken(teaches, language)}"
+    text = f"Level {n} teaches {spoken(level.teaches, language)}"
     return text + (f". Read {read}." if read else ".")
 
 
 def start_lines(language: str) -> list[str]:
-    """--start: what check does, and each level's lesson, before the first run."""
+    """--start: what check does, and what each of the attention core's levels teaches, before the
+    first run."""
     lesson_file = lesson.place("scores", language)
     lines = [
-        f"check runs {len(cases.LEVELS)} levels, easiest first, and stops at the first that fails;"
+        f"check runs {len(cases.CORE_LEVELS)} levels, easiest first, and stops at the first that fails;"
         " each failing case says what went wrong and, where it can, which step and which lesson line.",
         f"The lesson: {lesson_file.split(' line ')[0] if lesson_file else 'the reference port'}. The levels:",
     ]
     lines += [
-        f"  {n}. {level.name}: {spoken(LEVEL_GUIDE[n - 1][0], language)}"
-        for n, level in enumerate(cases.LEVELS, 1)
+        f"  {level.number}. {level.name}: {spoken(level.teaches, language)}" for level in cases.CORE_LEVELS
     ]
     return [*lines, ""]
 
@@ -731,15 +714,12 @@ def describe_function(path: Path, hello: Hello, dtype: str = "float64") -> str:
     held = "" if dtype == "float64" else f", held to the {dtype} budget"
     layered = [name for name in (hello.layer, hello.rotary) if name is not None]
     if layered:
-        first = len(cases.LEVELS) + 1
-        also = f"{' and '.join(layered)} on levels {first}-{first + len(cases.LAYER_LEVELS) - 1}"
+        also = f"{' and '.join(layered)} on {_level_numbers([level.number for level in cases.LAYER_LEVELS])}"
         if hello.function is None:
             core = spoken("scaled_dot_product_attention", hello.language)
-            return (
-                f"Checking {path} ({hello.language}{held}): {also}; it has no {core}, so levels"
-                f" 1-{first - 1}"
-                " are not run."
-            )
+            not_run = _level_numbers([level.number for level in cases.CORE_LEVELS])
+            checking = f"Checking {path} ({hello.language}{held})"
+            return f"{checking}: {also}; it has no {core}, so {not_run} are not run."
         core = describe_function(path, dataclasses.replace(hello, layer=None, rotary=None), dtype)
         return f"{core[:-1]}; {also}."
     if hello.language == "JavaScript":
@@ -804,14 +784,13 @@ def check(
             ):
                 beyond_dtype += 1  # nor in this dtype
                 continue
-            level_of = cases.level_of if case.kind == "attention" else cases.layer_level_of
-            by_level.setdefault(level_of(case.tags), []).append(case)
-        # The layer's and RoPE's levels follow the core's when the file has either of them; a file
-        # with only those runs only those.
-        levels = [*cases.LEVELS, *(cases.LAYER_LEVELS if hello.layer or hello.rotary else ())]
-        total = len(levels)
-        first = 1 if hello.function is not None else len(cases.LEVELS) + 1
-        run_numbers = list(range(first, total + 1))
+            by_level.setdefault(cases.level_of(case.tags), []).append(case)
+        # The levels whose functions the file has: the layer's and RoPE's follow the core's when it
+        # has either of them; a file with only those runs only those (and counts the core's before).
+        levels = [level for level in cases.LEVELS if runs_on(level, hello)]
+        total = levels[-1].number
+        first = levels[0].number
+        run_numbers = [level.number for level in levels]
         say(describe_function(path, hello, dtype))
         if beyond_dtype:
             left_out = _counted(beyond_dtype, "case")
@@ -824,7 +803,8 @@ def check(
                 say(line)
         failed_levels = []
         ran: dict[int, list[CaseResult]] = {}
-        for n, level in enumerate(levels[first - 1 :], start=first):
+        for level in levels:
+            n = level.number
             results = ran[n] = [run_case(learner, case, timeout, dtype) for case in by_level.get(n, [])]
             if n == 1 and (aliased := run_aliased(learner, results, timeout, dtype)) is not None:
                 results.append(aliased)
@@ -838,9 +818,7 @@ def check(
                 if not run_all:
                     say("")
                     say(f"Stopped at {level_line(n, total, level.name, results)}.")
-                    skipped = [
-                        m for m in range(first, n) if ran[m] and all(r.status == "skip" for r in ran[m])
-                    ]
+                    skipped = [m for m in ran if m < n and ran[m] and all(r.status == "skip" for r in ran[m])]
                     if skipped:
                         earliest, reason = skipped[0], ran[skipped[0]][0].reason
                         guide = level_guide(earliest, hello.language)

@@ -22,10 +22,9 @@ import numpy as np
 from attention_port import reference
 from attention_port.learner import lesson
 from attention_port.learner.mistakes import same_values
-from attention_port.paths import PACKAGE_DIR, TYPESCRIPT_SRC
 
 # The lessons a message points at, by the learner's language: the layer's, beside the core's.
-LESSONS = {"JavaScript": TYPESCRIPT_SRC / "layer.ts", "Python": PACKAGE_DIR / "layer.py"}
+LESSONS = lesson.LAYER_LESSONS
 
 
 def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:

@@ -1,10 +1,11 @@
 """Where the lesson does each step right, so that check can point a learner at the line to read.
 
 The lesson is typescript/src/attention.ts for a JavaScript or TypeScript learner and
-python/attention_port/reference.py for a Python one (both ship with the package). Each place is
-found by a marker, a step label or a phrase written on that line, never by a line number, so a
-pointer stays right when the lesson moves. A marker on a comment points at the code line the
-comment explains: the first line after it that is not a comment.
+python/attention_port/reference.py for a Python one; the layer's is typescript/src/layer.ts and
+python/attention_port/layer.py (all ship with the package). Each place is found by a marker, a step
+label or a phrase written on that line, never by a line number, so a pointer stays right when the
+lesson moves. A marker on a comment points at the code line the comment explains: the first line
+after it that is not a comment.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from attention_port.paths import IN_CHECKOUT, PACKAGE_DIR, REPO_ROOT, TYPESCRIPT
 
 LESSONS = {"JavaScript": TYPESCRIPT_SRC / "attention.ts", "Python": PACKAGE_DIR / "reference.py"}
 BATCHING_TS = TYPESCRIPT_SRC / "batching.ts"  # Part 2's grouping of heads, in TypeScript
+LAYER_LESSONS = {"JavaScript": TYPESCRIPT_SRC / "layer.ts", "Python": PACKAGE_DIR / "layer.py"}
 
 # topic -> the marker in each language's lesson (a (file, marker) pair where it is not the lesson).
 PLACES: dict[str, dict[str, str | tuple[Path, str]]] = {
@@ -52,6 +54,15 @@ PLACES: dict[str, dict[str, str | tuple[Path, str]]] = {
     },
     "checks": {"JavaScript": "const shapes = checkShapes(", "Python": "shapes = check_shapes("},
     "lengths": {"JavaScript": "queryLength: Lq, keyLength: Lk", "Python": "# Step 1: scores."},
+    # the layer's lesson: its steps, the same words in both languages
+    **{
+        topic: {language: (file, marker) for language, file in LAYER_LESSONS.items()}
+        for topic, marker in (
+            ("projections", "Step 1: project"),
+            ("rotation", "Step 3: rotate"),
+            ("kv_cache", "The cache: the earlier keys"),
+        )
+    },
 }
 
 

@@ -56,11 +56,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attention_port.contract import CORE_OPTIONS, LAYER_OPTIONS, ROPE_OPTIONS
-from attention_port.fixtures.reader import decode_numbers, encode_numbers
+from attention_port.golden.reader import decode_numbers, encode_numbers
 from attention_port.paths import LEARNER_PROTOCOL
 
 if TYPE_CHECKING:
-    from attention_port.fixtures.reader import FixtureCase
+    from attention_port.golden.reader import FixtureCase
 
 PROTOCOL = json.loads(LEARNER_PROTOCOL.read_text(encoding="utf-8"))
 STEP_NAMES: tuple[str, ...] = tuple(PROTOCOL["steps"])

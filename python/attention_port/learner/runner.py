@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_port.fixtures.reader import FixtureCase
+from attention_port.golden.reader import FixtureCase
 from attention_port.harness.node import NodeError, checked_node
 from attention_port.harness.runners import decode_tensor
 from attention_port.learner import protocol as learner_protocol

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_port.fixtures.reader import encode_numbers
+from attention_port.golden.reader import encode_numbers
 from attention_port.inputs import (
     AttentionInputError,
     describe_value,

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 
 from attention_port.files import write_atomic
-from attention_port.fixtures.cases import CONTRACT, Rule
-from attention_port.fixtures.reader import FixtureCase
+from attention_port.golden.cases import CONTRACT, Rule
+from attention_port.golden.reader import FixtureCase
 
 # The rules where the contract picks one answer among defensible ones: a peer that gives the other
 # one follows plain arithmetic or its own convention, and is not wrong for it.

@@ -1,6 +1,6 @@
 """Every file, and every section of a hand-written page, generated from the contract's declaration
-(contract/), written by `attention-port contract` and held fresh by a test
-(`attention-port contract --check`).
+(contract/, and the list of the contract's rules in the case table), written by `attention-port
+contract` and held fresh by a test (`attention-port contract --check`).
 
 - GENERATED maps a repository-relative path to the function that renders the file's whole text. A
   generated file says so in its first lines; nobody edits it by hand.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attention_port.files import write_atomic
-from attention_port.pages import options, port_outputs, vocabulary
+from attention_port.pages import contract_rules, fixture_schema, levels, options, port_outputs, vocabulary
 from attention_port.paths import REPO_ROOT
 
 # path (relative to the checkout) -> the text it must hold. Add a line here for a new generated file.
@@ -23,14 +23,19 @@ GENERATED: dict[str, Callable[[], str]] = {
     "typescript/src/generated/vocabulary.ts": vocabulary.render_typescript,
     "package.json": port_outputs.render_package_json,  # its exports map
     "typescript/explorer/generated/backends.ts": port_outputs.render_explorer_backends,
+    "typescript/conformance/generated/levels.ts": levels.typescript,
     options.TYPESCRIPT: options.render_typescript,
+    fixture_schema.CASE_SCHEMA: fixture_schema.render_case_schema,  # its params
 }
 
 # (path, source) -> the lines between the section's markers. Add a line here for a new section.
 SECTIONS: dict[tuple[str, str], Callable[[], list[str]]] = {
     ("README.md", "contract/ports.json"): port_outputs.readme_port_table,
     ("docs/design.md", "contract/ports.json"): port_outputs.design_ladder,
+    ("docs/learn.md", "contract/levels.json"): levels.learn_table,
+    ("docs/conformance-kit.md", "contract/levels.json"): levels.kit_levels,
     ("docs/design.md", "contract/options.json"): options.design_table,
+    ("docs/design.md", contract_rules.SOURCE): contract_rules.design_rules,
 }
 
 END = "<!-- end generated -->"

@@ -48,6 +48,8 @@ export interface LayerOptionsOf<Mask, Tensor, Rope> {
   readonly pastValue?: Tensor | null;
   /** Also return the cache after this call: presentKey and presentValue, the past and the new rows. */
   readonly returnCache?: boolean;
+  /** The most bytes one call may need; larger inputs are refused (kind "size"). 2 GiB by default. */
+  readonly memoryLimit?: number;
 }
 
 /** RoPE's options (applyRotary, and the layer's `rope`); layer-inputs.ts names it RopeOptions. */
@@ -181,6 +183,17 @@ export const LAYER_CHECKS = {
     maximum: null,
     kind: "value",
     message: "{name} must be an object of {options}, got {value}",
+  },
+  needWeights: {
+    name: "needWeights",
+    type: "boolean",
+    nullable: false,
+    finite: false,
+    minimum: null,
+    exclusiveMinimum: null,
+    maximum: null,
+    kind: "value",
+    message: "{name} must be a boolean, got {value}",
   },
   returnCache: {
     name: "returnCache",
