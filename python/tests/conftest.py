@@ -18,7 +18,11 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 FIXTURES_DIR = DEFAULT_FIXTURES
-ALL_CASES = fixtures.load_fixtures(FIXTURES_DIR)
+# Read once for every test module of a process (pytest-xdist's workers each collect every module):
+# the attention core's cases, and the layer's and RoPE's, in the manifest's order.
+_EVERY_CASE = fixtures.load_fixtures(FIXTURES_DIR, kinds=fixtures.KINDS)
+ALL_CASES = [case for case in _EVERY_CASE if case.kind == "attention"]
+LAYER_CASES = [case for case in _EVERY_CASE if case.kind in ("layer", "rope")]
 VALID_CASES = [case for case in ALL_CASES if not case.expects_error]
 INVALID_CASES = [case for case in ALL_CASES if case.expects_error]
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 
-from conftest import FIXTURES_DIR
+from conftest import ALL_CASES, FIXTURES_DIR
 
 from attention_port import cli
-from attention_port.golden.reader import load_fixtures
 from attention_port.pages import conformance
 
-CASES = load_fixtures(FIXTURES_DIR)
+CASES = ALL_CASES
 FAILING = {
     "fully_masked_row_bool": "output[2, 0] is NaN where 0 was expected",
     "scale_zero": "threw Error: attention.cc:233 scale_ > 0 was false. scale must be greater than 0",

@@ -26,7 +26,30 @@ def _tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_committed_fixtures_are_fresh(tmp_path):
+_RENDERED: dict[int, tuple[case_table.Case, str]] = {}
+_RENDER_CASE = generate.render_case
+
+
+def _render_once(case: case_table.Case) -> str:
+    """generate.render_case, its answer kept for the same case: the first render is the real one,
+    so a folder written through this is byte for byte what generate writes."""
+    kept = _RENDERED.get(id(case))
+    if kept is None or kept[0] is not case:
+        kept = _RENDERED[id(case)] = (case, _RENDER_CASE(case))
+    return kept[1]
+
+
+@pytest.fixture
+def oracle_once(monkeypatch):
+    """The oracle's run over every case is most of a regeneration's time, and four regenerations
+    here (a fresh folder, three `generate --check`) would each redo it: each case's file is
+    rendered once in this process instead. The tests of generate's own steps (interrupted, swapped,
+    failing) keep the real render_case, and so does the one that adds a case, which must see every
+    other case rendered after the new one."""
+    monkeypatch.setattr(generate, "render_case", _render_once)
+
+
+def test_committed_fixtures_are_fresh(tmp_path, oracle_once):
     generate.write_fixtures(tmp_path / "fixtures")
     assert _tree(tmp_path / "fixtures") == _tree(FIXTURES_DIR), "run `attention-port generate` and commit"
 
@@ -522,7 +545,7 @@ def test_check_refuses_absurd_fixtures_in_one_line(tmp_path, capsys, corruption)
     assert "Traceback" not in captured.err + captured.out
 
 
-def test_generate_check_reports_stale_fixtures(tmp_path, capsys):
+def test_generate_check_reports_stale_fixtures(tmp_path, capsys, oracle_once):
     target = _copy(tmp_path)
     assert cli.main(["generate", "--check", "--out", str(target)]) == 0
     (target / "README.md").write_text("edited")
@@ -574,7 +597,7 @@ def test_verify_warns_when_the_folder_holds_a_case_the_table_does_not(tmp_path, 
     )
 
 
-def test_verify_says_only_generate_check_proves_the_expected_values(tmp_path, capsys):
+def test_verify_says_only_generate_check_proves_the_expected_values(tmp_path, capsys, oracle_once):
     """A flipped expected digit, resealed, passes verify's ports (they match the truth, the file
     does not) unless its rule is strict enough; verify's summary says what it proves, and
     generate --check sees the flip."""

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import ALL_CASES
 from packing import NPM, VITE, vite_app, vite_server
 
 from attention_port import paths, vocabulary
-from attention_port.cli import DEFAULT_FIXTURES
-from attention_port.golden.reader import load_fixtures
 from attention_port.harness import browser, compare
 
 pytestmark = [
@@ -39,7 +38,7 @@ PORTS = {"readable": "float64", "flash": "float64", "simd": "float64", "simdFloa
 
 def _cases():
     chosen = []
-    for case in load_fixtures(DEFAULT_FIXTURES):
+    for case in ALL_CASES:
         if case.expected is None or any(compare.outside_contract(case, d) for d in ("float64", "float32")):
             continue
         arrays = [
@@ -112,7 +111,7 @@ def test_the_packages_ports_compute_every_small_fixture_case_in_a_vite_page(app,
     assert failures == []
     # The conformance kit in the page, on every fixture case (those with an error to throw too): no
     # port fails; a case is outside only where the contract defines no answer in that dtype.
-    every = load_fixtures(DEFAULT_FIXTURES)
+    every = ALL_CASES
     for port, counts in kit.items():
         dtype = PORTS[port]
         outside = sum(

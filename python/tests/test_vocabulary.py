@@ -11,14 +11,12 @@ import re
 import subprocess
 
 import pytest
-from conftest import ALL_CASES
+from conftest import ALL_CASES, LAYER_CASES
 
 from attention_port import contract, vocabulary
-from attention_port.golden.reader import load_fixtures
 from attention_port.harness.node import find_node
-from attention_port.paths import FIXTURES, REPO_ROOT
+from attention_port.paths import REPO_ROOT
 
-LAYER_CASES = load_fixtures(FIXTURES, kinds=("layer", "rope"))
 VOCABULARY_TS = REPO_ROOT / "typescript" / "src" / "vocabulary.ts"
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 
+import conftest
 import numpy as np
 import pytest
 
 from attention_port import cli, reference
-from attention_port.golden import reader as fixtures
 from attention_port.harness import browser, compare
 
 pytestmark = pytest.mark.browser
@@ -23,11 +23,9 @@ pytestmark = pytest.mark.browser
 if (reason := browser.unavailable_reason()) is not None:
     pytest.skip(f"the WebGPU port cannot run: {reason}", allow_module_level=True)
 
-CASES = {case.id: case for case in fixtures.load_fixtures(cli.DEFAULT_FIXTURES)}
+CASES = {case.id: case for case in conftest.ALL_CASES}
 # The layer's and RoPE's cases, which the page runs through the shared layer over the port's core.
-LAYER_CASES = {
-    case.id: case for case in fixtures.load_fixtures(cli.DEFAULT_FIXTURES, kinds=("layer", "rope"))
-}
+LAYER_CASES = {case.id: case for case in conftest.LAYER_CASES}
 
 
 @pytest.fixture(scope="module")
