@@ -67,3 +67,19 @@ def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path):
         "#nowhere: no heading #nowhere in page.md",
         "other.md#elsewhere: no heading #elsewhere in other.md",
     ]
+
+
+def test_the_docs_layer_transcripts_point_at_the_lesson_lines_check_points_at():
+    """A transcript of check in the docs names a lesson line: it must be one that a named layer
+    mistake's pointer gives today, so that a moved line fails here instead of going stale."""
+    from attention_port.learner import layer_mistakes
+
+    pointers = {
+        mistake.pointer(language).strip()
+        for mistake in layer_mistakes.ALL
+        for language in layer_mistakes.LESSONS
+    }
+    for page in PAGES:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for cited in re.findall(r"\(the lesson does it right at \S+ line \d+\)", text):
+            assert cited in pointers, (page.name, cited)
