@@ -83,3 +83,19 @@ def test_the_docs_layer_transcripts_point_at_the_lesson_lines_check_points_at():
         text = " ".join(page.read_text(encoding="utf-8").split())
         for cited in re.findall(r"\(the lesson does it right at \S+ line \d+\)", text):
             assert cited in pointers, (page.name, cited)
+
+
+def test_the_docs_level_guides_point_at_the_lesson_lines_check_points_at():
+    """check's level guide reads "Read FILE lines 124 (mask), 131 (bool mask)": each cited line must
+    be where the lesson does that topic today."""
+    from attention_port.learner import lesson
+
+    for page in PAGES:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for file, cited in re.findall(r"Read (\S+) lines? ((?:\d+ \([a-z ]+\)(?:, )?)+)", text):
+            language = "JavaScript" if file.endswith(".ts") else "Python"
+            for line, topic in re.findall(r"(\d+) \(([a-z ]+)\)", cited):
+                assert lesson.place(topic.replace(" ", "_"), language) == f"{file} line {line}", (
+                    page.name,
+                    topic,
+                )
