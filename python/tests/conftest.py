@@ -4,8 +4,13 @@ decided by the code, not by the luck of a draw; on a developer's machine it keep
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shutil
 import signal
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -29,6 +34,24 @@ INVALID_CASES = [case for case in ALL_CASES if case.expects_error]
 
 def case_params(cases):
     return [pytest.param(case, id=case.id) for case in cases]
+
+
+def copy_with_edit(tmp_path: Path, case_id: str, edit: Callable[[dict], None]) -> Path:
+    """A copy of the fixtures (tmp_path/fixtures) with one case document changed by `edit`, and the
+    manifest's sha256 resealed so that the folder still loads: only the readers' other checks and
+    the judges can catch the change."""
+    folder = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES_DIR, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    entry = next(e for e in manifest["cases"] if e["id"] == case_id)
+    path = folder / entry["file"]
+    document = json.loads(path.read_text())
+    edit(document)
+    text = json.dumps(document)
+    path.write_text(text)
+    entry["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
 
 
 def interruptible() -> None:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ALL_CASES, FIXTURES_DIR, INVALID_CASES, VALID_CASES, case_params
+from conftest import ALL_CASES, FIXTURES_DIR, INVALID_CASES, VALID_CASES, case_params, copy_with_edit
 
 from attention_port import cli
 from attention_port.golden import reader as fixtures
@@ -100,8 +100,9 @@ def _same(a: object, b: object) -> bool:
 @pytest.mark.parametrize("port", TYPESCRIPT_PORTS + FLOAT32_PORTS)
 def test_the_verdicts_node_sends_are_compare_pys_on_the_same_answers(port):
     """What verify reports for a TypeScript port it judged in Node is what compare.py says of the
-    same answers, figure for figure and step by step; and Node keeps back only clean passes and
-    cases outside the contract (the rest cross as answers, for compare.py to word)."""
+    same answers, figure for figure and step by step; and Node keeps back only clean passes (a
+    refusal with the case's kind and message too) and cases outside the contract (the rest cross as
+    answers, for compare.py to word)."""
     run, dtype = typescript_run(port), ports.typescript_port(FIXTURES_DIR, port).dtype
     by_id = {case.id: case for case in ALL_CASES}
     assert len(run.verdicts) >= 50  # most valid cases
@@ -124,6 +125,24 @@ def test_typescript_raises_the_same_error(port, case):
     assert answer.error is not None, answer
     kind, message = answer.error
     assert (kind, compare.normalize_message(message)) == case.expected_error
+
+
+def test_a_refusal_with_another_message_than_the_cases_fails_in_compare_pys_words(tmp_path, capsys):
+    """Node keeps back a refusal's verdict only where the kind and the message are the case's; the
+    fixture's message edited (and the case resealed), the port's answer crosses and compare.py says
+    which message it gave."""
+    message = next(c for c in INVALID_CASES if c.id == "error_ragged_mask").expected_error[1]
+    expected = f"{message} (edited)"
+    folder = copy_with_edit(
+        tmp_path, "error_ragged_mask", lambda d: d["expected_error"].update(message=expected)
+    )
+    status = cli.main(
+        ["verify", "--ports", "typescript", "--case", "error_ragged_mask", "--fixtures", str(folder)]
+    )
+    out = capsys.readouterr().out
+    assert status == 1, out
+    (line,) = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert "message 'attnMask is ragged: attnMask[1] has length 2" in line and repr(expected) in line, line
 
 
 @pytest.mark.parametrize("case", case_params(ALL_CASES))

@@ -11,12 +11,13 @@
  * first time a request names it, and shared by every port after. An attention case is called
  * through the conformance kit's `call` and judged by its `judge` (typescript/conformance/, held to
  * compare.py by a test) in the dtype of the port's row: a clean pass or a case outside the contract
- * crosses as its verdict alone. The answer itself crosses where Python has more to say of it: a
- * failure (verify's report words it, step by step), an error (compare.py checks the message's
- * words as well as its kind), a layer or RoPE case (the kit has no layer rule), and with
- * every_answer every attention case (verify's typescript~torch cross-check holds the answers to
- * torch's). A request that cannot be served (an unknown port or case, a fixture file that fails
- * its check) is answered {"port", "problem": "..."}; the process stays up for the next.
+ * crosses as its verdict alone, and so does an invalid case refused with its kind and its message
+ * word for word (the kit holds the kind; the message is held here as compare.py holds it). The
+ * answer itself crosses where Python has more to say of it: a failure (verify's report words it,
+ * step by step), a layer or RoPE case (the kit has no layer rule), and with every_answer every
+ * attention case (verify's typescript~torch cross-check holds the answers to torch's). A request
+ * that cannot be served (an unknown port or case, a fixture file that fails its check) is answered
+ * {"port", "problem": "..."}; the process stays up for the next.
  *
  * --port's table is contract/ports.json: what this runner needs to know of a port is a property of
  * its row, never its name. A port that records its own steps (attention.ts, flash.ts) is called
@@ -51,6 +52,7 @@ import {
 import type { FlatMask, FlatTensor } from "../src/inputs.ts";
 import { oneLine } from "../src/inputs.ts";
 import { type AttentionCore, layerWith } from "../src/layer.ts";
+import { spelled } from "../src/vocabulary.ts";
 import { type LayerCase, runLayerCase } from "./layer-cases.ts";
 import { answerJson, flat, flatMask, float32Tensor, replyJson, thrownJson } from "./results.ts";
 
@@ -195,6 +197,17 @@ class FixtureFolder {
   }
 }
 
+/** Whether what a port gave says the case's error message, if it threw: the fixtures hold it in
+ * Python's spelling, and the ports' messages are the same words but for the names each language
+ * spells its own way (compare.py's normalize_message). Only a refusal of an invalid case can be a
+ * clean pass; its kind the kit has already held. */
+function saysItsMessage(test: TestCase, got: unknown): boolean {
+  if (!(got instanceof Error)) {
+    return true;
+  }
+  return test.expected.error !== null && spelled(got.message, "python") === test.expected.message;
+}
+
 /** One request's reply line: every case run and judged (see the header for what crosses). */
 async function serveRequest(
   request: Request,
@@ -219,7 +232,7 @@ async function serveRequest(
     const got = await call(port.attention(test), test);
     const verdict = judge(test, got, { dtype, matchKind: true });
     const clean =
-      !(got instanceof Error) && verdict.verdict !== "fail" && verdict.steps.every((s) => s.passed);
+      verdict.verdict !== "fail" && verdict.steps.every((s) => s.passed) && saysItsMessage(test, got);
     if (clean) {
       verdicts[test.id] = verdict;
     }

@@ -7,9 +7,9 @@ through browser.py, and a Python port through its entry in PYTHON_RUNNERS. A Por
 name, the row it came from, the dtype it computes in and a function from cases to a PortRun (the
 answers, the verdicts, and notes such as the time spent inside Node). The TypeScript ports of a
 run share one Node process, which judges them with the conformance kit: a case it passed cleanly
-(or found outside the contract) comes back as its verdict, the rest as answers (cli.ts's header
-says which). The ports themselves (reference.py, torch_port.py, the TypeScript files) know nothing
-of fixtures.
+(an invalid one refused with its kind and message too) or found outside the contract comes back as
+its verdict, the rest as answers (cli.ts's header says which). The ports themselves
+(reference.py, torch_port.py, the TypeScript files) know nothing of fixtures.
 """
 
 from __future__ import annotations
@@ -227,13 +227,19 @@ def decode_step(entry: dict) -> StepCheck:
     )
 
 
-def decode_verdict(case_id: str, port: str, dtype: str, entry: object) -> CaseVerdict:
+def decode_verdict(case: FixtureCase, port: str, dtype: str, entry: object) -> CaseVerdict:
     """The kit's verdict on a case cli.ts passed cleanly or found outside the contract, as compare.py
-    words it: the output's figures, every step's check."""
+    words it: the output's figures, every step's check; an invalid case refused with its kind and
+    message is a pass with no steps, as compare.py's own."""
+    case_id = case.id
     if not isinstance(entry, dict) or entry.get("verdict") not in ("pass", "outside"):
         raise ValueError("a verdict is not a pass or a case outside the contract")
     if entry["verdict"] == "outside":
         return CaseVerdict(case_id, port, dtype, False, problem=entry["problem"], outside=entry["problem"])
+    if case.expects_error:
+        if entry["steps"] or entry["problem"] is not None:
+            raise ValueError("a refusal's verdict has steps or a problem")
+        return CaseVerdict(case_id, port, dtype, True)
     steps = [decode_step(step) for step in entry["steps"]]
     output = steps[-1]
     return CaseVerdict(
@@ -259,7 +265,7 @@ def decode_reply(reply: dict, cases: list[FixtureCase], port: Port, who: str, cl
     for case in cases:
         if case.id in reply["verdicts"]:
             try:
-                verdicts[case.id] = decode_verdict(case.id, port.name, port.dtype, reply["verdicts"][case.id])
+                verdicts[case.id] = decode_verdict(case, port.name, port.dtype, reply["verdicts"][case.id])
             except (ValueError, TypeError, KeyError, IndexError) as error:
                 raise NodeError(f"{who} wrote a malformed verdict for {case.id!r}: {error}") from None
         elif case.id not in answers:
