@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import stat
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ALL_CASES, FIXTURES_DIR, INVALID_CASES, VALID_CASES, case_params, copy_with_edit
+from conftest import (
+    ALL_CASES,
+    FIXTURES_DIR,
+    INVALID_CASES,
+    VALID_CASES,
+    case_params,
+    copy_with_edit,
+    same_figures,
+)
 
 from attention_port import cli
 from attention_port.golden import reader as fixtures
@@ -86,17 +93,6 @@ def test_simd_fallback_build_within_budget(port, dtype, case):
     assert not compare.failed(verdict), compare.format_verdict(verdict)
 
 
-def _same(a: object, b: object) -> bool:
-    """Equal, floats to 1e-12 (the kit's step yardsticks sum |query| |key| in their own order)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or math.isclose(a, b, rel_tol=1e-12)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
-
-
 @pytest.mark.parametrize("port", TYPESCRIPT_PORTS + FLOAT32_PORTS)
 def test_the_verdicts_node_sends_are_compare_pys_on_the_same_answers(port):
     """What verify reports for a TypeScript port it judged in Node is what compare.py says of the
@@ -108,7 +104,7 @@ def test_the_verdicts_node_sends_are_compare_pys_on_the_same_answers(port):
     assert len(run.verdicts) >= 50  # most valid cases
     for case_id, verdict in run.verdicts.items():
         ours = compare.judge(by_id[case_id], port, dtype, run.answers[case_id])
-        assert _same(verdict.to_json(), ours.to_json()), (verdict, ours)
+        assert same_figures(verdict.to_json(), ours.to_json()), (verdict, ours)
         assert ours.passed or ours.outside
         assert all(step.passed for step in ours.steps)
     for case in ALL_CASES:

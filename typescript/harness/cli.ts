@@ -9,13 +9,13 @@
  *     {"port", "elapsed_ms", "verdicts": {id: verdict}, "answers": {id: answer}}
  * The fixture folder is read and checked against its manifest once per process, each case the
  * first time a request names it, and shared by every port after. An attention case is called
- * through the conformance kit's `call` and judged by its `judge` (typescript/conformance/, held to
- * compare.py by a test) in the dtype of the port's row: a clean pass or a case outside the contract
- * crosses as its verdict alone, and so does an invalid case refused with its kind and its message
- * word for word (the kit holds the kind; the message is held here as compare.py holds it). The
- * answer itself crosses where Python has more to say of it: a failure (verify's report words it,
- * step by step), a layer or RoPE case (the kit has no layer rule), and with every_answer every
- * attention case (verify's typescript~torch cross-check holds the answers to torch's). A request
+ * through the conformance kit and judged by its `judge` (typescript/conformance/, held to
+ * compare.py by a test) in the dtype of the port's row, as kit-cases.ts does for the WebGPU page
+ * too: a clean pass, a case outside the contract and an invalid case refused with its kind and
+ * message cross as their verdicts alone; a failure crosses as its answer (verify's report words
+ * it, step by step), and with every_answer every attention case does (verify's typescript~torch
+ * cross-check holds the answers to torch's). A layer or RoPE case crosses as its answer (the kit
+ * has no layer rule). A request
  * that cannot be served (an unknown port or case, a fixture file that fails its check) is answered
  * {"port", "problem": "..."}; the process stays up for the next.
  *
@@ -34,27 +34,18 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { rawCasesIn } from "../conformance/fixture-data.ts";
-import {
-  type AttentionFunction,
-  call,
-  judge,
-  type TestCase,
-  testCase,
-  type Verdict,
-} from "../conformance/kit.ts";
+import { type AttentionFunction, type TestCase, testCase } from "../conformance/kit.ts";
 import {
   DEFAULT_FIXTURES,
   FixtureError,
-  type FixtureTensor,
   type LayerFixtureCase,
   loadLayerFixtures,
 } from "../golden/reader.ts";
-import type { FlatMask, FlatTensor } from "../src/inputs.ts";
 import { oneLine } from "../src/inputs.ts";
 import { type AttentionCore, layerWith } from "../src/layer.ts";
-import { spelled } from "../src/vocabulary.ts";
+import { type FlatEntry, float32Entry, type Judged, runCase } from "./kit-cases.ts";
 import { type LayerCase, runLayerCase } from "./layer-cases.ts";
-import { answerJson, flat, flatMask, float32Tensor, replyJson, thrownJson } from "./results.ts";
+import { replyJson, thrownJson } from "./results.ts";
 
 export { numberJson } from "./results.ts";
 
@@ -102,33 +93,6 @@ type AttentionSteps = (
   readonly output: unknown;
   readonly outputShape: readonly number[];
 };
-type FlatEntry = (query: FlatTensor, key: FlatTensor, value: FlatTensor, options: unknown) => FlatTensor;
-
-/** A tensor as the kit hands it over (nested arrays, or { shape, data } where a dim is zero), flat. */
-function flatForm(x: unknown): { shape: number[]; data: unknown[] } {
-  if (x !== null && typeof x === "object" && !Array.isArray(x)) {
-    const { shape, data } = x as { shape: readonly number[]; data: ArrayLike<unknown> };
-    return { shape: [...shape], data: Array.from(data) };
-  }
-  const shape: number[] = [];
-  for (let node = x; Array.isArray(node); node = node[0]) {
-    shape.push(node.length);
-  }
-  return { shape, data: flat(x) };
-}
-
-const float32 = (x: unknown): FlatTensor =>
-  float32Tensor(flatForm(x) as Pick<FixtureTensor, "shape" | "data">);
-
-/** A mask as the kit hands it over, in flat form (booleans as bytes, numbers as float64). */
-function maskOf(mask: unknown): FlatMask | null {
-  if (mask === null || mask === undefined) {
-    return null;
-  }
-  const { shape, data } = flatForm(mask);
-  return flatMask({ dtype: typeof data[0] === "boolean" ? "bool" : "float64", shape, data } as FixtureTensor);
-}
-
 async function loadPort(row: PortRow): Promise<LoadedPort> {
   const file = row.node_entry ?? row.module;
   let module: { attentionSteps?: unknown; scaledDotProductAttentionFlat?: unknown };
@@ -156,9 +120,7 @@ async function loadPort(row: PortRow): Promise<LoadedPort> {
   }
   // A port in float32: its flat entry with Float32Array tensors, which computes in float32. (A
   // float32 row has no float32 layer: its layer cases run its module's float64 attentionSteps.)
-  const entry = module.scaledDotProductAttentionFlat as FlatEntry;
-  const flatEntry: AttentionFunction = (query, key, value, options = {}) =>
-    entry(float32(query), float32(key), float32(value), { ...options, attnMask: maskOf(options.attnMask) });
+  const flatEntry = float32Entry(module.scaledDotProductAttentionFlat as FlatEntry);
   return { row, attention: (test) => (test.rule === null ? nested : flatEntry), layer: runLayer };
 }
 
@@ -197,17 +159,6 @@ class FixtureFolder {
   }
 }
 
-/** Whether what a port gave says the case's error message, if it threw: the fixtures hold it in
- * Python's spelling, and the ports' messages are the same words but for the names each language
- * spells its own way (compare.py's normalize_message). Only a refusal of an invalid case can be a
- * clean pass; its kind the kit has already held. */
-function saysItsMessage(test: TestCase, got: unknown): boolean {
-  if (!(got instanceof Error)) {
-    return true;
-  }
-  return test.expected.error !== null && spelled(got.message, "python") === test.expected.message;
-}
-
 /** One request's reply line: every case run and judged (see the header for what crosses). */
 async function serveRequest(
   request: Request,
@@ -226,20 +177,11 @@ async function serveRequest(
   const { attention, layer } = folder.cases(request.cases);
   const dtype = row.dtypes[0] as "float64" | "float32";
   const start = performance.now();
-  const verdicts: Record<string, Verdict> = {};
-  const answers: Record<string, string> = {};
+  const reply: Judged = { verdicts: {}, answers: {} };
   for (const test of attention) {
-    const got = await call(port.attention(test), test);
-    const verdict = judge(test, got, { dtype, matchKind: true });
-    const clean =
-      verdict.verdict !== "fail" && verdict.steps.every((s) => s.passed) && saysItsMessage(test, got);
-    if (clean) {
-      verdicts[test.id] = verdict;
-    }
-    if (!clean || request.every_answer) {
-      answers[test.id] = answerJson(got);
-    }
+    await runCase(reply, port.attention(test), test, dtype, request.every_answer);
   }
+  const { verdicts, answers } = reply;
   for (const c of layer) {
     try {
       answers[c.id] = await port.layer(c);
