@@ -15,9 +15,8 @@
  * message cross as their verdicts alone; a failure crosses as its answer (verify's report words
  * it, step by step), and with every_answer every attention case does (verify's typescript~torch
  * cross-check holds the answers to torch's). A layer or RoPE case crosses as its answer (the kit
- * has no layer rule). A request
- * that cannot be served (an unknown port or case, a fixture file that fails its check) is answered
- * {"port", "problem": "..."}; the process stays up for the next.
+ * has no layer rule). A request that cannot be served (an unknown port or case, a fixture file
+ * that fails its check) is answered {"port", "problem": "..."}; the process stays up for the next.
  *
  * --port's table is contract/ports.json: what this runner needs to know of a port is a property of
  * its row, never its name. A port that records its own steps (attention.ts, flash.ts) is called
