@@ -160,25 +160,31 @@ def test_a_sink_is_seen_only_up_to_where_the_row_sees():
     assert counted.sink_end == 2 and [int(sink_key_end(counted, i)) for i in range(2)] == [2, 2]
 
 
-def test_the_twins_agree():
-    """typescript/src/key-range.ts gives the same RowKeys for the same options and lengths."""
-    cases = [
-        (lq, lk, is_causal, offset) for lq, lk in SIZES for offset in OFFSETS for is_causal in (False, True)
-    ]
+def _typescript(function: str, body: str, cases: list) -> list:
+    """key-range.ts's `function` over `cases` in Node: `body` maps each case (JSON) to its result."""
     module = (TYPESCRIPT_SRC / "key-range.ts").as_uri()
     script = (
-        f"const {{ rowKeys }} = await import({json.dumps(module)});"
-        "const cases = JSON.parse(process.argv[1]);"
-        "console.log(JSON.stringify(cases.map(([Lq, Lk, isCausal, queryOffset]) =>"
-        " rowKeys({ isCausal, queryOffset }, Lq, Lk))));"
+        f"const {{ {function} }} = await import({json.dumps(module)});"
+        f"console.log(JSON.stringify(JSON.parse(process.argv[1]).map({body})));"
     )
     ran = subprocess.run(
         [find_node(), "--input-type=module", "-e", script, json.dumps(cases)],
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
-    typescript = [
-        RowKeys(r["startShift"], r["endShift"], r["limit"], r["sinkEnd"]) for r in json.loads(ran.stdout)
+    return json.loads(ran.stdout)
+
+
+def _row_keys(record: dict) -> RowKeys:
+    return RowKeys(record["startShift"], record["endShift"], record["limit"], record["sinkEnd"])
+
+
+def test_the_twins_agree():
+    """typescript/src/key-range.ts gives the same RowKeys for the same options and lengths."""
+    cases = [
+        (lq, lk, is_causal, offset) for lq, lk in SIZES for offset in OFFSETS for is_causal in (False, True)
     ]
+    body = "([Lq, Lk, isCausal, queryOffset]) => rowKeys({ isCausal, queryOffset }, Lq, Lk)"
+    typescript = [_row_keys(r) for r in _typescript("rowKeys", body, cases)]
     python = [row_keys(lq, lk, is_causal=c, query_offset=offset) for lq, lk, c, offset in cases]
     assert typescript == python
 
@@ -194,20 +200,11 @@ def test_the_twins_agree_on_windows_sinks_and_ragged_batches():
         for s in (0, 2)
         for n in (None, 0, [7, 3])
     ]
-    module = (TYPESCRIPT_SRC / "key-range.ts").as_uri()
-    script = (
-        f"const {{ keyRange }} = await import({json.dumps(module)});"
-        "const sets = JSON.parse(process.argv[1]);"
-        "const shapes = { batch: [2], queryHeads: 3, queryLength: 4, keyLength: 7 };"
-        "console.log(JSON.stringify(sets.map((o) => keyRange({ isCausal: o.is_causal,"
-        " queryOffset: o.query_offset, window: o.window, sinkTokens: o.sink_tokens,"
-        " kvSeqlen: o.kv_seqlen }, shapes).batches)));"
+    body = (
+        "(o) => keyRange({ isCausal: o.is_causal, queryOffset: o.query_offset, window: o.window,"
+        " sinkTokens: o.sink_tokens, kvSeqlen: o.kv_seqlen },"
+        " { batch: [2], queryHeads: 3, queryLength: 4, keyLength: 7 }).batches"
     )
-    ran = subprocess.run(
-        [find_node(), "--input-type=module", "-e", script, json.dumps(option_sets)],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
     checked = check_shapes(shapes[0], shapes[1], shapes[1], None, False)
-    for options, batches in zip(option_sets, json.loads(ran.stdout), strict=True):
-        typescript = [RowKeys(r["startShift"], r["endShift"], r["limit"], r["sinkEnd"]) for r in batches]
-        assert typescript == list(key_range(checked, **options).batches), options
+    for options, batches in zip(option_sets, _typescript("keyRange", body, option_sets), strict=True):
+        assert [_row_keys(r) for r in batches] == list(key_range(checked, **options).batches), options
