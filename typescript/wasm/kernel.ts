@@ -277,6 +277,39 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   const S = <usize>sizeof<T>();
   const L = 16 / <i32>sizeof<T>();
   const zero = v128.splat<T>(<T>0);
+  if (rows == 1) {
+    // One row (a decode step's): 4 blocks of keys at a time, 8 independent sums, instead of the
+    // 4-row blocking's three copies of the row. Each sum runs over t from 0 in order, as below, so
+    // the scores are the same bits.
+    const W = <usize>(2 * L) * S; // one block's numbers for one feature
+    const blockBytes = <usize>E * W; // one block of 2L keys: [E, 2L]
+    for (let c = 0; c < BC; c += 8 * L) {
+      let s0 = zero, s1 = zero, s2 = zero, s3 = zero, s4 = zero, s5 = zero, s6 = zero, s7 = zero;
+      let kp = keyT + <usize>c * <usize>E * S;
+      for (let t = 0; t < E; t++) {
+        const x = v128.load_splat<T>(query + <usize>t * S);
+        s0 = madd<T>(x, v128.load(kp), s0);
+        s1 = madd<T>(x, v128.load(kp, 16), s1);
+        s2 = madd<T>(x, v128.load(kp + blockBytes), s2);
+        s3 = madd<T>(x, v128.load(kp + blockBytes, 16), s3);
+        s4 = madd<T>(x, v128.load(kp + 2 * blockBytes), s4);
+        s5 = madd<T>(x, v128.load(kp + 2 * blockBytes, 16), s5);
+        s6 = madd<T>(x, v128.load(kp + 3 * blockBytes), s6);
+        s7 = madd<T>(x, v128.load(kp + 3 * blockBytes, 16), s7);
+        kp += W;
+      }
+      const at = scores + <usize>c * S;
+      v128.store(at, s0);
+      v128.store(at, s1, 16);
+      v128.store(at + W, s2);
+      v128.store(at + W, s3, 16);
+      v128.store(at + 2 * W, s4);
+      v128.store(at + 2 * W, s5, 16);
+      v128.store(at + 3 * W, s6);
+      v128.store(at + 3 * W, s7, 16);
+    }
+    return;
+  }
   for (let r = 0; r < rowsPad; r += 4) {
     const qa = query + <usize>min(r, rows - 1) * <usize>E * S;
     const qb = query + <usize>min(r + 1, rows - 1) * <usize>E * S;
@@ -375,12 +408,41 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   }
 }
 
-/** weighPair for a run of keys that one row alone sees (the ends of two rows' runs that differ). */
+/** weighPair for a run of keys that one row alone sees: a decode step's one row, and the ends of
+ * two rows' runs that differ. 8 vectors of value features at a time, so that 8 independent sums
+ * keep the multiply-adds busy (one sum per vector would wait on itself). */
 // @ts-ignore: decorator
 @inline function weighOne<T>(pa: usize, aa: usize, v0: usize, n: i32, vrow: usize, evPad: i32): void {
   const S = <usize>sizeof<T>();
   const L = 16 / <i32>sizeof<T>();
-  for (let t = 0; t < evPad; t += L) {
+  let t = 0;
+  for (; t + 8 * L <= evPad; t += 8 * L) {
+    const ta = aa + <usize>t * S;
+    let a0 = v128.load(ta), a1 = v128.load(ta, 16), a2 = v128.load(ta, 32), a3 = v128.load(ta, 48);
+    let a4 = v128.load(ta, 64), a5 = v128.load(ta, 80), a6 = v128.load(ta, 96), a7 = v128.load(ta, 112);
+    let vp = v0 + <usize>t * S;
+    for (let c = 0; c < n; c++) {
+      const w = v128.load_splat<T>(pa + <usize>c * S);
+      a0 = madd<T>(w, v128.load(vp), a0);
+      a1 = madd<T>(w, v128.load(vp, 16), a1);
+      a2 = madd<T>(w, v128.load(vp, 32), a2);
+      a3 = madd<T>(w, v128.load(vp, 48), a3);
+      a4 = madd<T>(w, v128.load(vp, 64), a4);
+      a5 = madd<T>(w, v128.load(vp, 80), a5);
+      a6 = madd<T>(w, v128.load(vp, 96), a6);
+      a7 = madd<T>(w, v128.load(vp, 112), a7);
+      vp += vrow;
+    }
+    v128.store(ta, a0);
+    v128.store(ta, a1, 16);
+    v128.store(ta, a2, 32);
+    v128.store(ta, a3, 48);
+    v128.store(ta, a4, 64);
+    v128.store(ta, a5, 80);
+    v128.store(ta, a6, 96);
+    v128.store(ta, a7, 112);
+  }
+  for (; t < evPad; t += L) {
     const ta = aa + <usize>t * S;
     let a0 = v128.load(ta);
     let vp = v0 + <usize>t * S;
