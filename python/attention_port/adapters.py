@@ -4,7 +4,11 @@
   - from_conv1d: GPT-2's Conv1D and ONNX Runtime's contrib Attention store weights [in, out];
   - from_packed: torch's in_proj_weight [3E, D] and nanoGPT's c_attn hold q | k | v by rows;
   - torch_mha_mask: nn.MultiheadAttention's masks, whose boolean true means "ignore" (the
-    opposite of SDPA's), key_padding_mask [N, S], a 3-D attn_mask [N·H, L, S], floats added.
+    opposite of SDPA's), key_padding_mask [N, S], a 3-D attn_mask [N·H, L, S], floats added;
+
+and onto the core's options, the engines' window, sink and key-count parameters: from_onnxruntime_gqa,
+from_flash_attention, from_hf_sliding_window, from_jax_js, from_onnx_attention, from_gpt_oss (below;
+docs/design.md's table says what each engine's parameter attends to).
 """
 
 from __future__ import annotations
