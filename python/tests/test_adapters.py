@@ -369,6 +369,99 @@ def test_gpt_oss_128_is_127_keys_back():
     )
 
 
+# ---- the grid above is the one the ports compute --------------------------------------------
+
+
+def _reference_visible(batch: int, lq: int, lk: int, options: dict) -> np.ndarray:
+    """[B, Lq, Lk]: the keys the reference port weighs (a positive weight) with these options, on
+    random inputs of shape [B, 1, L, 4] (every visible key's exp is positive there, sinks or not)."""
+    from attention_port import reference
+
+    rng = np.random.default_rng(7)
+    query = rng.standard_normal((batch, 1, lq, 4))
+    key = rng.standard_normal((batch, 1, lk, 4))
+    value = rng.standard_normal((batch, 1, lk, 2))
+    weights = reference.attention_steps(query, key, value, **options).weights  # [B, 1, Lq, Lk]
+    return weights[:, 0] > 0
+
+
+REFERENCE_CALLS = [
+    (
+        adapters.from_onnxruntime_gqa,
+        {"sequence_length": 1, "total_sequence_length": 9, "seqlens_k": [8, 4, 0], "local_window_size": 3},
+        3,
+        1,
+        9,
+    ),
+    (
+        adapters.from_onnxruntime_gqa,
+        {"sequence_length": 5, "total_sequence_length": 5, "seqlens_k": [4, 2], "local_window_size": 2},
+        2,
+        5,
+        5,
+    ),
+    (
+        adapters.from_flash_attention,
+        {
+            "seqlen_q": 2,
+            "seqlen_k": 7,
+            "window_size": (2, -1),
+            "causal": True,
+            "seqused_k": [7, 4, 2],
+            "sink_token_length": 1,
+        },
+        3,
+        2,
+        7,
+    ),
+    (adapters.from_flash_attention, {"seqlen_q": 3, "seqlen_k": 8, "window_size": (1, 2)}, 1, 3, 8),
+    (adapters.from_hf_sliding_window, {"sliding_window": 3, "q_offset": 6, "kv_offset": 2}, 1, 3, 7),
+    (adapters.from_hf_sliding_window, {"sliding_window": 2, "is_causal": False}, 1, 5, 5),
+    (
+        adapters.from_jax_js,
+        {"localWindowSize": [2, 1], "isCausal": True, "keyValueSeqLengths": [6, 3]},
+        2,
+        4,
+        6,
+    ),
+    (
+        adapters.from_onnx_attention,
+        {"q_sequence_length": 2, "nonpad_kv_seqlen": [6, 3], "is_causal": True},
+        2,
+        2,
+        6,
+    ),
+    (adapters.from_gpt_oss, {"sliding_window": 3, "sinks": [0.5]}, 1, 6, 6),
+]
+
+
+@pytest.mark.parametrize("adapter, arguments, batch, lq, lk", REFERENCE_CALLS)
+def test_the_reference_port_weighs_the_keys_the_grid_shows(adapter, arguments, batch, lq, lk):
+    # The grid the engines are held to above is the contract's rule as written in this file; here
+    # the reference port, given the adapter's options, weighs exactly those keys.
+    options = adapter(**arguments)
+    assert (_reference_visible(batch, lq, lk, options) == contract_visible(batch, lq, lk, options)).all()
+
+
+def test_every_row_of_design_md_s_table_of_engines_has_its_case():
+    import re
+
+    from attention_port.golden import cases
+    from attention_port.paths import DOCS
+
+    text = (DOCS / "design.md").read_text(encoding="utf-8")
+    section = text.split("### Engines' windows, sinks and key counts", 1)[1].split("\n### ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`from_" in line]
+    engine_cases = {case.id: case for case in cases.CASES if "adapter" in case.tags}
+    named = set()
+    for row in rows:
+        adapter, case_id = re.findall(r"`([a-z_0-9]+)`", row.rsplit("|", 3)[1] + row.rsplit("|", 3)[2])
+        assert hasattr(adapters, adapter), row
+        assert case_id in engine_cases, row
+        named.add(case_id)
+    assert named == set(engine_cases) and len(rows) == len(engine_cases) >= 14
+
+
 # ---- the sweep is not empty, and the contract's grid is not the engines' ----------------------
 
 

@@ -1,7 +1,8 @@
 // The engine adapters of adapters.ts: jax-js's own mask (a JavaScript engine, written here as its
 // source writes it) against the keys the adapter's options show, and onnxruntime's real
 // GroupQueryAttention (onnxruntime-node, the peer scripts/install-peers puts in
-// typescript/bench-peers) against this contract given the adapter's options. The other engines'
+// typescript/bench-peers), window, key counts and head_sink, against the readable port given the
+// adapter's options. The other engines'
 // masks, and the byte-for-byte agreement of both languages' adapters, are in
 // python/tests/test_adapters.py.
 
@@ -120,6 +121,8 @@ interface Ort {
 
 const ONNX_FLOAT = 1;
 const ONNX_INT32 = 6;
+// cos_cache, sin_cache, position_ids and attention_bias left out, then head_sink [num_heads].
+const SINK_INPUT = [null, null, null, null, ["head_sink", ONNX_FLOAT, [4]]] as const;
 
 /** A model of one com.microsoft GroupQueryAttention node (inputs in its order: query, key, value,
  * past_key, past_value, seqlens_k, total_sequence_length, cos_cache, sin_cache, position_ids,
@@ -190,8 +193,8 @@ function heads(data: ArrayLike<number>, b: number, s: number, h: number, e: numb
   return out;
 }
 
-/** The contract's output for onnxruntime's query and present cache, the adapter's options
- * turned into a boolean mask (until the ports take the options themselves): [B, Hq, S, E]. */
+/** This contract's output, from the readable port given the adapter's options, for onnxruntime's
+ * query and its present cache: [B, Hq, S, E]. */
 function contractOutput(
   query: Float64Array,
   presentKey: OrtTensor,
@@ -200,13 +203,11 @@ function contractOutput(
   options: EngineOptions,
 ): number[] {
   const [, hkv, lk] = presentKey.dims;
-  const visible = contractVisible(shape.b, shape.s, lk, options).flat(2);
-  const mask = Array.from({ length: shape.b * shape.s * lk }, (_, n) => visible[n]);
   const out = scaledDotProductAttention(
     { shape: [shape.b, shape.hq, shape.s, shape.e], data: query },
     { shape: [shape.b, hkv, lk, shape.e], data: Float64Array.from(presentKey.data) },
     { shape: [shape.b, hkv, lk, shape.e], data: Float64Array.from(presentValue.data) },
-    { attnMask: { shape: [shape.b, 1, shape.s, lk], data: mask }, enableGqa: true },
+    { ...options, enableGqa: true },
   );
   return flatten(out);
 }
@@ -232,11 +233,15 @@ function largestDifference(
 describe("fromOnnxruntimeGqa against onnxruntime-node's GroupQueryAttention", () => {
   const skip = ORT_INSTALLED ? false : "onnxruntime-node is not installed: run scripts/install-peers";
 
-  test("a ragged prompt and a ragged decode step, local_window_size 1 to 4", { skip }, async () => {
+  test("a ragged prompt and a ragged decode step, local_window_size 1 to 4, head_sink", {
+    skip,
+  }, async () => {
     const require = createRequire(join(PEERS, "package.json"));
     const ort = (await import(pathToFileURL(require.resolve("onnxruntime-node")).href)) as Ort;
     const [b, hq, hkv, e, prompt] = [2, 4, 2, 8, 6];
     const seqlensPrompt = [5, 3]; // the second sequence has 4 tokens, padded to 6
+    // One sink logit per query head (gpt-oss's), large enough to take a visible share of each row.
+    const headSink = Float32Array.of(0.5, -1, 2, 0);
     for (const w of [1, 2, 3, 4]) {
       const attributes = { num_heads: hq, kv_num_heads: hkv, local_window_size: w };
       // The prompt: sequence_length == total_sequence_length.
@@ -252,6 +257,7 @@ describe("fromOnnxruntimeGqa against onnxruntime-node's GroupQueryAttention", ()
           null,
           ["seqlens_k", ONNX_INT32, [b]],
           ["total_sequence_length", ONNX_INT32, []],
+          ...SINK_INPUT,
         ],
         attributes,
       );
@@ -265,6 +271,7 @@ describe("fromOnnxruntimeGqa against onnxruntime-node's GroupQueryAttention", ()
         value: new ort.Tensor("float32", v1, [b, prompt, hkv * e]),
         seqlens_k: new ort.Tensor("int32", Int32Array.from(seqlensPrompt), [b]),
         total_sequence_length: new ort.Tensor("int32", Int32Array.of(prompt), []),
+        head_sink: new ort.Tensor("float32", headSink, [hq]),
       });
       const shape1 = { b, hq, s: prompt, e };
       const options1 = fromOnnxruntimeGqa({
@@ -272,6 +279,7 @@ describe("fromOnnxruntimeGqa against onnxruntime-node's GroupQueryAttention", ()
         total_sequence_length: prompt,
         seqlens_k: Int32Array.from(seqlensPrompt),
         local_window_size: w,
+        head_sink: headSink,
       });
       const theirs1 = heads(first.output.data, b, prompt, hq, e);
       const q1Heads = heads(q1, b, prompt, hq, e);
@@ -304,6 +312,7 @@ describe("fromOnnxruntimeGqa against onnxruntime-node's GroupQueryAttention", ()
           ["past_value", ONNX_FLOAT, first.present_value.dims],
           ["seqlens_k", ONNX_INT32, [b]],
           ["total_sequence_length", ONNX_INT32, []],
+          ...SINK_INPUT,
         ],
         attributes,
       );
@@ -319,6 +328,7 @@ describe("fromOnnxruntimeGqa against onnxruntime-node's GroupQueryAttention", ()
         past_value: first.present_value,
         seqlens_k: new ort.Tensor("int32", Int32Array.from(seqlensStep), [b]),
         total_sequence_length: new ort.Tensor("int32", Int32Array.of(prompt + 1), []),
+        head_sink: new ort.Tensor("float32", headSink, [hq]),
       });
       const shape2 = { b, hq, s: 1, e };
       const options2 = fromOnnxruntimeGqa({
@@ -326,6 +336,7 @@ describe("fromOnnxruntimeGqa against onnxruntime-node's GroupQueryAttention", ()
         total_sequence_length: prompt + 1,
         seqlens_k: seqlensStep,
         local_window_size: w,
+        head_sink: headSink,
       });
       assert.deepEqual(options2.queryOffset, [6, 4]);
       const theirs2 = heads(second.output.data, b, 1, hq, e);
