@@ -90,10 +90,14 @@
  * 64 x Ev) scratch per thread: linear in the inputs, and about the size of key and value beside the
  * caller's own inputs and output. A WebAssembly memory only grows, so after a large call the
  * process keeps that much reserved; so does the nested entry's float64 copy of its inputs and
- * output, kept from call to call (`kept`). A resident cache has a memory of its own, holding its
- * keys and values once (in tiles of 64 keys, each with those keys' values: it grows at its end,
- * its memory by doubling) and a call's query, output and scratch after them; with `workers: N` it
- * starts N - 1 worker threads of its own (its `close` ends them).
+ * output, kept from call to call (`kept`). The port's memory reserves twice what its largest call
+ * so far needed and moves to a new one when a call needs more (where the engine bounds-checks by
+ * address space, a memory reserves its whole maximum at once: 4 GiB apiece would use up a limited
+ * process). A resident cache has a memory of its own, holding its keys and values once (in tiles of
+ * 64 keys, each with those keys' values: it grows at its end) and a call's query, output and
+ * scratch after them, sized by its capacity or doubling without one; with `workers: N` it starts
+ * N - 1 worker threads of its own. Its `close` ends them and lets the memory go. Memory the engine
+ * cannot give is kind "size", with the bytes wanted and the most it could give.
  *
  * What it needs from the engine: WebAssembly with 128-bit SIMD and threads (a shared memory);
  * relaxed SIMD is optional (item 5). Where they are missing, a call throws one line that says so
@@ -335,15 +339,31 @@ export function kernelExp(x: Float32Array | Float64Array): Float32Array | Float6
 /** The numbers a resident cache holds, and computes in. */
 export type SimdCacheDtype = "float32" | "float64";
 
+/** What a resident cache may hold. `capacity`: the most keys (per kv head) it holds, its memory
+ * sized for them once, at creation; absent, it grows as keys come, to the 4 GiB a WebAssembly
+ * memory can hold. */
+export interface SimdCacheOptions {
+  readonly capacity?: number;
+}
+
 /** A cache of keys [B..., Hkv, E] and values [B..., Hkv, Ev], `dtype` numbers, kept in a kernel
  * memory of its own from call to call (see SimdKeyValueCache). */
 export function createSimdKeyValueCache(
   shape: readonly number[],
   valueFeatures: number,
   dtype: SimdCacheDtype = "float32",
+  options: SimdCacheOptions = {},
 ): SimdKeyValueCache {
-  return new SimdKeyValueCache(shape, valueFeatures, dtype);
+  return new SimdKeyValueCache(shape, valueFeatures, dtype, options);
 }
+
+/** The worker threads of caches collected without close(), ended then: a cache dropped unclosed
+ * would otherwise keep them, and through them its memory, until the process ends. */
+const unclosedCaches = new FinalizationRegistry<SimdThread[]>((threads) => {
+  for (const thread of threads.splice(0)) {
+    void thread.terminate();
+  }
+});
 
 /**
  * A decode step's keys and values, resident in the kernel's memory in the kernel's layout.
@@ -363,9 +383,16 @@ export function createSimdKeyValueCache(
  * [..., Lq, length], workers, memoryLimit), with the same errors.
  *
  * Memory: tile after tile of 64 keys, each holding those keys (transposed) and their values for
- * every (batch, kv head) slice, so the cache grows at its end and nothing already there moves; the
- * memory grows by doubling. Each cache has its own WebAssembly memory and, with `workers: N`, its
- * own N - 1 worker threads (`close` ends them).
+ * every (batch, kv head) slice, then a call's query, output and scratch. Each cache has its own
+ * WebAssembly memory and, with `workers: N`, its own N - 1 worker threads. With a `capacity` the
+ * memory is sized for that many keys at creation and reserves that and 4 MiB for a call's regions
+ * (a call that needs more moves it to a larger memory); appending past the capacity is refused.
+ * Without one it holds what the keys so far need and reserves twice that, moving to a new memory
+ * (copied) each time it doubles, up to the 4 GiB a WebAssembly memory can hold. Where the engine
+ * cannot give the memory, at creation or as it grows, kind "size" says how much was wanted and how
+ * much could be had, and the cache is as it was. `close` ends its workers and lets its memory go
+ * (the engine frees it at its next garbage collection, which a refused allocation forces); the
+ * port's own memory is made before the first cache's, so that caches never take what its calls need.
  */
 export class SimdKeyValueCache {
   /** The numbers it holds and computes in; the query of `attend` must be of this type. */
@@ -374,7 +401,8 @@ export class SimdKeyValueCache {
   readonly #features: number; // E
   readonly #valueFeatures: number; // Ev
   readonly #slices: number; // product of [B..., Hkv]
-  readonly #kernel: Kernel;
+  #kernel: Kernel | null; // null once closed
+  readonly #capacity: number | null; // the most keys it holds; null: no bound but the memory's
   readonly #bytes: number; // per number
   readonly #keyTile: number; // keys per tile
   readonly #tileBytes: number; // one tile: keys [slices, keyTile / 2L, E, 2L] (#keyAt), values [slices, keyTile, Ev]
@@ -384,7 +412,12 @@ export class SimdKeyValueCache {
   #length = 0; // keys appended
   #tileMax: number[] = []; // the largest |k| of each tile in use (NaN if one is)
 
-  constructor(shape: readonly number[], valueFeatures: number, dtype: SimdCacheDtype = "float32") {
+  constructor(
+    shape: readonly number[],
+    valueFeatures: number,
+    dtype: SimdCacheDtype = "float32",
+    options: SimdCacheOptions = {},
+  ) {
     if (!Array.isArray(shape) || shape.length < 1 || !shape.every((n) => Number.isSafeInteger(n) && n >= 1)) {
       throw new AttentionInputError(
         "shape",
@@ -403,20 +436,41 @@ export class SimdKeyValueCache {
         `a cache's dtype must be "float32" or "float64", got ${describeValue(dtype)}`,
       );
     }
+    const capacity = (options as SimdCacheOptions | null)?.capacity ?? null;
+    if (capacity !== null && !(Number.isSafeInteger(capacity) && capacity >= 1)) {
+      throw new AttentionInputError(
+        "value",
+        `a cache's capacity must be an integer >= 1 (keys per kv head), got ${describeValue(capacity)}`,
+      );
+    }
     this.dtype = dtype;
     this.#heads = shape.slice(0, -1);
     this.#features = shape.at(-1)!;
     this.#valueFeatures = valueFeatures;
     this.#slices = product(this.#heads);
-    this.#kernel = newKernel(kernelBuild());
+    this.#capacity = capacity;
     this.#bytes = dtype === "float32" ? 4 : 8;
-    this.#keyTile = this.#kernel.exports.keyTile();
+    const port = loadKernel(kernelBuild()); // the port's memory first: a cache never takes what it needs
+    this.#keyTile = port.exports.keyTile();
     const [E, Ev, slices] = [this.#features, valueFeatures, this.#slices];
     this.#tileBytes = align(slices * (E + Ev) * this.#keyTile * this.#bytes);
-    this.#lastNonFinite = this.#kernel.start;
+    this.#lastNonFinite = port.start; // the same offsets in every instance of the build
     this.#tilesAt = align(this.#lastNonFinite + slices * Ev * 4 + 64);
-    this.#grow(this.#tilesAt);
+    const bytes = this.#tilesEnd(Math.ceil((capacity ?? 1) / this.#keyTile)); // the tiles, then a tile's staging
+    refuseBeyondMaximum("the resident cache", bytes);
+    this.#kernel = newKernel(kernelBuild(), bytes, capacity === null, "the resident cache");
+    unclosedCaches.register(this, this.#kernel.workers, this);
     new Int32Array(this.#kernel.memory.buffer, this.#lastNonFinite, slices * Ev).fill(-1);
+  }
+
+  /** The most keys it holds (per kv head), or null where it grows without a bound but the memory's. */
+  get capacity(): number | null {
+    return this.#capacity;
+  }
+
+  /** The bytes of WebAssembly memory it holds now (0 once closed). */
+  get memoryBytes(): number {
+    return this.#kernel === null ? 0 : this.#kernel.memory.buffer.byteLength;
   }
 
   /** Keys appended so far. */
@@ -437,6 +491,7 @@ export class SimdKeyValueCache {
   /** Appends a step's keys [B..., Hkv, L, E] and values [B..., Hkv, L, Ev] (Float32Array or
    * Float64Array data, rounded to the cache's dtype), after every key so far. */
   append(key: FlatTensor, value: FlatTensor): void {
+    const kernel = this.#open();
     const L = this.#checkRows("key", key, this.#features);
     const Lv = this.#checkRows("value", value, this.#valueFeatures);
     if (L !== Lv) {
@@ -454,16 +509,23 @@ export class SimdKeyValueCache {
       this.#keyTile,
     ];
     const start = this.#length;
+    if (this.#capacity !== null && start + L > this.#capacity) {
+      throw new AttentionInputError(
+        "size",
+        `appending ${String(L)} keys to the cache's ${String(start)} would hold ${String(start + L)},` +
+          ` more than its capacity ${String(this.#capacity)} (key ${formatShape(key.shape)})`,
+      );
+    }
     const tiles = Math.ceil((start + L) / BC);
-    const stageAt = this.#tilesAt + Math.max(tiles, this.#tiles) * this.#tileBytes + 64;
-    this.#grow(align(stageAt + BC * E * bytes + 64));
-    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    const stageAt = this.#stageAt(Math.max(tiles, this.#tiles));
+    ensureBytes(kernel, this.#tilesEnd(Math.max(tiles, this.#tiles)), this.#stageAt(this.#tiles));
+    const buffer = kernel.memory.buffer as unknown as SharedArrayBuffer;
     for (let t = this.#tiles; t < tiles; t++) {
       new Uint8Array(buffer, this.#tilesAt + t * this.#tileBytes, this.#tileBytes).fill(0); // keys past the end are 0
     }
     this.#tiles = Math.max(this.#tiles, tiles);
     const float32 = this.dtype === "float32";
-    const transpose = float32 ? this.#kernel.exports.transposeKeyF32 : this.#kernel.exports.transposeKeyF64;
+    const transpose = float32 ? kernel.exports.transposeKeyF32 : kernel.exports.transposeKeyF64;
     const stage = floats(float32, buffer, stageAt, BC * E);
     // Key rows go in a tile's share at a time, so that each tile's largest |k| is its own.
     for (let j0 = 0; j0 < L; ) {
@@ -502,6 +564,7 @@ export class SimdKeyValueCache {
   /** Drops every key and value from position `length` on (a rejected guess of speculative
    * decoding, a beam's rollback); the tiles stay, for the keys appended next. */
   truncate(length: number): void {
+    this.#open();
     if (!(Number.isSafeInteger(length) && length >= 0 && length <= this.#length)) {
       throw new AttentionInputError(
         "value",
@@ -511,7 +574,7 @@ export class SimdKeyValueCache {
     }
     const [E, Ev, slices, BC] = [this.#features, this.#valueFeatures, this.#slices, this.#keyTile];
     const float32 = this.dtype === "float32";
-    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    const buffer = this.#open().memory.buffer as unknown as SharedArrayBuffer;
     const old = this.#length;
     this.#length = length;
     this.#tileMax.length = Math.ceil(length / BC);
@@ -559,7 +622,7 @@ export class SimdKeyValueCache {
    * data of the cache's dtype; the options are that entry's. */
   attend(query: FlatTensor, options: SimdFlatAttentionOptions = {}): FlatTensor {
     const float32 = this.dtype === "float32";
-    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    const buffer = this.#open().memory.buffer as unknown as SharedArrayBuffer;
     // The cache's keys and values stand in with their shapes, for the checks alone: attendResident
     // reads them from the tiles. (Views of the tiles, of the right length; no copy.)
     const keyShape = this.keyShape;
@@ -582,14 +645,27 @@ export class SimdKeyValueCache {
     return { shape: checked.shapes.outputShape, data };
   }
 
-  /** Ends the worker threads that `workers: N` started for this cache (they would otherwise wait,
-   * unreferenced, until the process ends). The cache may still be used: a later call with workers
-   * starts them again. */
+  /** Ends the worker threads that `workers: N` started for this cache and lets its memory go: the
+   * cache keeps no reference to it, so the engine frees it (at its next garbage collection, which
+   * an allocation it cannot make forces). The cache cannot be used after (kind "value"); closing it
+   * again does nothing. */
   close(): void {
-    for (const thread of this.#kernel.workers.splice(0)) {
-      void thread.terminate();
+    if (this.#kernel !== null) {
+      endWorkers(this.#kernel);
+      unclosedCaches.unregister(this);
+      this.#kernel = null;
     }
-    new Int32Array(this.#kernel.memory.buffer, this.#kernel.control, CONTROL_BYTES / 4)[CONTROL.READY] = 0;
+  }
+
+  /** Its kernel, or kind "value" once closed. */
+  #open(): Kernel {
+    if (this.#kernel === null) {
+      throw new AttentionInputError(
+        "value",
+        "this resident cache was closed: close() let its memory go; create another cache to go on",
+      );
+    }
+    return this.#kernel;
   }
 
   #attend(given: Problem): Float64Array | Float32Array {
@@ -606,7 +682,7 @@ export class SimdKeyValueCache {
       computeRowsPlainly(this.#plainly(problem), parts, output, false);
       return output;
     }
-    const kernel = this.#kernel;
+    const kernel = this.#open();
     const job = jobPlan(kernel, problem, parts.length);
     const end = this.#tilesAt + this.#tiles * this.#tileBytes; // past the tiles: this call's regions
     const regions = reserve(kernel, job.sizes, problem.memoryLimit, shapes, outputSize * this.#bytes, end);
@@ -640,7 +716,7 @@ export class SimdKeyValueCache {
       this.#length,
     ];
     const float32 = this.dtype === "float32";
-    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    const buffer = this.#open().memory.buffer as unknown as SharedArrayBuffer;
     const key = float32 ? new Float32Array(slices * Lk * E) : new Float64Array(slices * Lk * E);
     const value = float32 ? new Float32Array(slices * Lk * Ev) : new Float64Array(slices * Lk * Ev);
     for (let j = 0; j < Lk; j++) {
@@ -735,21 +811,14 @@ export class SimdKeyValueCache {
     return shape.at(-2)!;
   }
 
-  /** The memory holds `bytes` at least: grown by doubling (to the most a WebAssembly memory holds). */
-  #grow(bytes: number): void {
-    const memory = this.#kernel.memory;
-    const have = memory.buffer.byteLength;
-    if (bytes > MAX_BYTES) {
-      throw new AttentionInputError(
-        "size",
-        `the cache needs ${String(bytes)} bytes of WebAssembly memory, more than the` +
-          ` ${String(MAX_BYTES)} bytes a WebAssembly memory can hold`,
-      );
-    }
-    if (bytes > have) {
-      const wanted = Math.min(MAX_BYTES, Math.max(bytes, 2 * have));
-      memory.grow(Math.ceil((wanted - have) / PAGE));
-    }
+  /** Where a tile's key rows wait to be transposed, past `tiles` tiles. */
+  #stageAt(tiles: number): number {
+    return this.#tilesAt + tiles * this.#tileBytes + 64;
+  }
+
+  /** The end of `tiles` tiles and the staging after them: what the cache's memory holds at least. */
+  #tilesEnd(tiles: number): number {
+    return align(this.#stageAt(tiles) + this.#keyTile * this.#features * this.#bytes + 64);
   }
 }
 
@@ -843,8 +912,11 @@ interface KernelExports extends ItemRunner {
 
 interface Kernel {
   readonly module: WebAssembly.Module;
-  readonly memory: WebAssembly.Memory;
-  readonly exports: KernelExports;
+  memory: WebAssembly.Memory; // replaced, with exports, when it moves to a larger memory (ensureBytes)
+  exports: KernelExports;
+  maximum: number; // the pages its memory was asked to reserve
+  readonly doubling: boolean; // reserve twice what it needs as it grows (else what it needs, and SLACK)
+  readonly owner: string; // who needs it, for the errors: "the SIMD port" or "the resident cache"
   readonly control: number; // byte offset of the control block (simd-worker.ts)
   readonly job: number; // byte offset of the job descriptor
   readonly start: number; // first byte free for a call's data
@@ -853,7 +925,9 @@ interface Kernel {
 }
 
 const PAGE = 65536;
-const MAX_BYTES = 65536 * PAGE; // a 32-bit memory: 4 GiB
+const MAX_PAGES = 65536;
+const MAX_BYTES = MAX_PAGES * PAGE; // a 32-bit memory: 4 GiB
+const SLACK_PAGES = 64; // 4 MiB: what a memory sized to its needs reserves beyond them, for a call's regions
 const JOB_BYTES = 108; // the job descriptor: i32 fields, scale and softcap as f64, row0, layout (kernel.ts)
 const SLICE_FIELDS = 6; // i32 per slice in the kernel's slice table: kv slice, mask offset, RowKeys (kernel.ts)
 const CHUNK_BYTES = 1 << 18; // a chunk of query, output or key rows in the kernel's memory, at most
@@ -959,28 +1033,144 @@ function loadKernel(build: BuildName): Kernel {
   if (loaded !== undefined) {
     return loaded;
   }
-  const kernel = newKernel(build);
+  const kernel = newKernel(build, 16 * PAGE, true, "the SIMD port");
   kernels.set(build, kernel);
   return kernel;
 }
 
 /** The build instantiated on a memory of its own: the one every call shares (loadKernel), or a
- * resident cache's. */
-function newKernel(build: BuildName): Kernel {
+ * resident cache's. The memory holds `bytes` at first and reserves what `doubling` says (see
+ * reservation): a WebAssembly memory reserves its maximum up front where the engine bounds-checks
+ * by address space (V8 under a limit on virtual memory, 32-bit engines), so a maximum of 4 GiB for
+ * every memory would let a few of them use up a limited process. */
+function newKernel(build: BuildName, bytes: number, doubling: boolean, owner: string): Kernel {
   const module = compileKernel(build);
-  const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true });
+  const pages = Math.ceil(bytes / PAGE);
+  const maximum = reservation(pages, doubling);
+  const memory = allocateMemory(pages, maximum, owner, 0);
   const exports = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports;
   const control = align(exports.heapBase());
   return {
     module,
     memory,
     exports,
+    maximum,
+    doubling,
+    owner,
     control,
     job: control + CONTROL_BYTES,
     start: align(control + CONTROL_BYTES + JOB_BYTES),
     workers: [],
     generation: 0,
   };
+}
+
+/** The pages a memory that needs `pages` reserves: twice as many where it grows without a bound
+ * (the port's, a cache without a capacity: moving to a new memory at each doubling costs O(1) per
+ * byte), else what it needs and SLACK_PAGES for a call's regions. */
+function reservation(pages: number, doubling: boolean): number {
+  return Math.min(MAX_PAGES, doubling ? Math.max(2 * pages, 32) : pages + SLACK_PAGES);
+}
+
+/** A shared memory of `pages`, reserving `maximum`; where the engine cannot allocate it, kind
+ * "size" with the figures instead of WebAssembly's bare RangeError. */
+function allocateMemory(pages: number, maximum: number, owner: string, holds: number): WebAssembly.Memory {
+  try {
+    return new WebAssembly.Memory({ initial: pages, maximum, shared: true });
+  } catch (error) {
+    if (error instanceof RangeError) {
+      throw outOfMemory(owner, pages * PAGE, holds);
+    }
+    throw error;
+  }
+}
+
+/** Kind "size" for memory the engine refused: the bytes wanted, and what it could have given (the
+ * largest power of two of pages a new memory could have now, probed from the top down, so that
+ * only the answer is allocated; each refusal costs the engine a garbage collection, on this path
+ * only). */
+function outOfMemory(owner: string, wanted: number, holds: number): AttentionInputError {
+  let had = 0;
+  for (
+    let pages = 2 ** Math.floor(Math.log2(Math.max(1, Math.ceil(wanted / PAGE) - 1)));
+    pages >= 1;
+    pages /= 2
+  ) {
+    try {
+      new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }); // dropped at once
+      had = pages * PAGE;
+      break;
+    } catch {
+      // smaller, then
+    }
+  }
+  const held = holds > 0 ? ` (it holds ${String(holds)} now)` : "";
+  const could =
+    had === 0
+      ? "the engine could allocate no WebAssembly memory at all now"
+      : `the largest the engine could allocate now is ${String(had)} bytes (a power of two of pages)`;
+  return new AttentionInputError(
+    "size",
+    `${owner} needs a WebAssembly memory of ${String(wanted)} bytes${held}, but ${could}:` +
+      " this process's memory or address space is spent; close() the resident caches it no longer" +
+      " needs, or give a cache a smaller capacity",
+  );
+}
+
+/** The kernel's memory holds `bytes` at least: grown in place within what it reserved, else moved
+ * to a new memory (the bytes from kernel.start to `keep` copied, a new instance of the kernel on it,
+ * its worker threads ended: the next call with workers starts them on the new one). Refused (kind
+ * "size", figures given) where the engine has no memory to give; the kernel is then as it was. */
+function ensureBytes(kernel: Kernel, bytes: number, keep: number): void {
+  const have = kernel.memory.buffer.byteLength;
+  if (bytes <= have) {
+    return;
+  }
+  refuseBeyondMaximum(kernel.owner, bytes);
+  const pages = Math.min(
+    MAX_PAGES,
+    Math.max(Math.ceil(bytes / PAGE), kernel.doubling ? (2 * have) / PAGE : 0),
+  );
+  if (pages <= kernel.maximum) {
+    try {
+      kernel.memory.grow(pages - have / PAGE);
+      return;
+    } catch (error) {
+      if (!(error instanceof RangeError)) {
+        throw error;
+      } // the engine reserved less than was asked (V8 lowers a maximum it cannot reserve): move
+    }
+  }
+  const maximum = reservation(pages, kernel.doubling);
+  const memory = allocateMemory(pages, maximum, kernel.owner, have);
+  const exports = new WebAssembly.Instance(kernel.module, { env: { memory } })
+    .exports as unknown as KernelExports;
+  new Uint8Array(memory.buffer).set(
+    new Uint8Array(kernel.memory.buffer, kernel.start, keep - kernel.start),
+    kernel.start,
+  );
+  endWorkers(kernel);
+  Object.assign(kernel, { memory, exports, maximum });
+}
+
+/** Kind "size" for more than the 4 GiB a 32-bit WebAssembly memory can hold. */
+function refuseBeyondMaximum(owner: string, bytes: number): void {
+  if (bytes > MAX_BYTES) {
+    throw new AttentionInputError(
+      "size",
+      `${owner} needs ${String(bytes)} bytes of WebAssembly memory, more than the` +
+        ` ${String(MAX_BYTES)} bytes a WebAssembly memory can hold`,
+    );
+  }
+}
+
+/** Ends the kernel's worker threads (they would otherwise wait, unreferenced, holding its memory,
+ * until the process ends). */
+function endWorkers(kernel: Kernel): void {
+  for (const thread of kernel.workers.splice(0)) {
+    void thread.terminate();
+  }
+  new Int32Array(kernel.memory.buffer, kernel.control, CONTROL_BYTES / 4)[CONTROL.READY] = 0;
 }
 
 function align(bytes: number): number {
@@ -1007,13 +1197,7 @@ function reserve(
     offsets.push(end);
     end = align(end + size + 64);
   }
-  if (end > MAX_BYTES) {
-    throw new AttentionInputError(
-      "size",
-      `the SIMD port needs ${String(end)} bytes of WebAssembly memory, more than the` +
-        ` ${String(MAX_BYTES)} bytes a WebAssembly memory can hold`,
-    );
-  }
+  refuseBeyondMaximum(kernel.owner, end);
   if (end + output > memoryLimit) {
     const what = shapes === undefined ? "" : ` for the output ${formatShape(shapes.outputShape)} and`;
     throw new AttentionInputError(
@@ -1022,10 +1206,7 @@ function reserve(
         ` memoryLimit = ${String(memoryLimit)}; pass a larger memoryLimit to compute them`,
     );
   }
-  const have = kernel.memory.buffer.byteLength;
-  if (end > have) {
-    kernel.memory.grow(Math.ceil((end - have) / PAGE));
-  }
+  ensureBytes(kernel, end, from);
   return offsets;
 }
 

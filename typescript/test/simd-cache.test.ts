@@ -7,6 +7,7 @@
 // AttentionInputError with a kind, naming the argument and the shapes.
 
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
 
 import { checkOutput, outsideContract } from "../conformance/judge.ts";
@@ -15,6 +16,7 @@ import type { FlatMask, FlatTensor } from "../src/inputs.ts";
 import {
   createSimdKeyValueCache,
   type SimdCacheDtype,
+  type SimdCacheOptions,
   type SimdFlatAttentionOptions,
   type SimdKeyValueCache,
   scaledDotProductAttentionFlat,
@@ -56,10 +58,12 @@ function generate(
   dtype: SimdCacheDtype,
   lengths: readonly number[],
   options: (start: number, rows: number) => SimdFlatAttentionOptions,
+  cacheOptions: SimdCacheOptions = {},
+  afterEach: (cache: SimdKeyValueCache) => void = () => {},
 ): SimdKeyValueCache {
   const n = lengths.reduce((a, x) => a + x, 0);
   const [key, value, query] = [numbers(B * Hkv * n * E), numbers(B * Hkv * n * Ev), numbers(B * Hq * n * E)];
-  const cache = createSimdKeyValueCache([B, Hkv, E], Ev, dtype);
+  const cache = createSimdKeyValueCache([B, Hkv, E], Ev, dtype, cacheOptions);
   let start = 0;
   for (const rows of lengths) {
     const end = start + rows;
@@ -80,6 +84,7 @@ function generate(
       opts,
     );
     assertSameBits(got, expected, `${dtype}, rows ${start}..${end - 1}`);
+    afterEach(cache);
     start = end;
   }
   return cache;
@@ -340,5 +345,170 @@ describe("a person's mistakes: AttentionInputError with a kind, naming the argum
       "value",
       /^truncate's length must be an integer from 0 to the cache's length 5/,
     );
+  });
+});
+
+// ---- Memory: what a cache reserves, how it grows, what close() frees, and what happens when the
+// engine has no more to give. ----
+
+const PAGE = 65536;
+const SLICES = B * Hkv;
+/** The bytes of `keys` keys' tiles in the cache's layout: whole tiles of 64 keys, each with its
+ * keys and values for every slice (float32). */
+const tileBytes = (keys: number) => Math.ceil(keys / 64) * 64 * SLICES * (E + Ev) * 4;
+
+describe("memory: a capacity sizes it once, without one it doubles, close() lets it go", () => {
+  test("a capacity of 1,000 keys: its memory holds their tiles from the start, and a call's regions beside", () => {
+    const fresh = createSimdKeyValueCache([B, Hkv, E], Ev, "float32", { capacity: 1000 });
+    const made = fresh.memoryBytes;
+    assert.ok(made >= tileBytes(1000) && made < tileBytes(1000) + 2 * PAGE, `${made} bytes at creation`);
+    fresh.close();
+    const cache = generate(
+      "float32",
+      [100, 1, 63, 300, 7, 529],
+      (start) => ({ isCausal: true, queryOffset: start, enableGqa: true }),
+      { capacity: 1000 },
+      (c) => assert.ok(c.memoryBytes < made + 4 * 2 ** 20, `${c.memoryBytes} bytes`), // the 4 MiB it reserves for calls
+    );
+    assert.deepEqual([cache.capacity, cache.length], [1000, 1000]);
+    const held = cache.memoryBytes;
+    for (let n = 0; n < 10; n++) {
+      cache.attend(tensor([B, Hq, 1, E], numbers(B * Hq * E), "float32"), { enableGqa: true });
+    }
+    assert.equal(cache.memoryBytes, held, "decode steps on a full cache take no more memory");
+    const step = tensor([B, Hkv, 1, E], numbers(SLICES * E), "float32");
+    expectError(
+      () => cache.append(step, tensor([B, Hkv, 1, Ev], numbers(SLICES * Ev), "float32")),
+      "size",
+      "appending 1 keys to the cache's 1000 would hold 1001, more than its capacity 1000 (key [2, 2, 1, 16])",
+    );
+    assert.equal(cache.length, 1000, "a refused append leaves the cache as it was");
+    cache.close();
+  });
+
+  test("without a capacity: it grows (moving to larger memories), never past twice what its keys and a call need", () => {
+    const sizes = new Set<number>();
+    const cache = generate(
+      "float64",
+      Array.from({ length: 48 }, () => 50),
+      () => ({ enableGqa: true }),
+      {},
+      (c) => {
+        sizes.add(c.memoryBytes);
+        const needed = 2 * tileBytes(c.length) + 2 * PAGE; // float64 tiles, and a call's regions
+        assert.ok(c.memoryBytes <= 2 * needed, `${c.memoryBytes} bytes for ${c.length} keys`);
+      },
+    );
+    assert.equal(cache.capacity, null);
+    assert.ok(sizes.size >= 4, `it grew only to ${[...sizes].join(", ")}`);
+    cache.close();
+  });
+
+  test("close() lets its memory go: the cache refuses every use after, and the port goes on", () => {
+    const cache = generate("float32", [70, 1], () => ({ enableGqa: true }), { capacity: 80 });
+    const query = tensor([B, Hq, 1, E], numbers(B * Hq * E), "float32");
+    cache.attend(query, { enableGqa: true, workers: 2 }); // with worker threads, which close() ends
+    cache.close();
+    cache.close(); // a second time does nothing
+    assert.equal(cache.memoryBytes, 0);
+    const closed = "this resident cache was closed: close() let its memory go; create another cache to go on";
+    expectError(() => cache.attend(query, { enableGqa: true }), "value", closed);
+    expectError(() => cache.truncate(0), "value", closed);
+    const rows = (n: number, width: number) =>
+      tensor([B, Hkv, n, width], numbers(SLICES * n * width), "float32");
+    expectError(() => cache.append(rows(1, E), rows(1, Ev)), "value", closed);
+    const flat = scaledDotProductAttentionFlat(query, rows(3, E), rows(3, Ev), { enableGqa: true });
+    assert.deepEqual(flat.shape, [B, Hq, 1, Ev]);
+  });
+
+  test("a bad capacity: kind value", () => {
+    for (const capacity of [0, -1, 1.5, Number.NaN, "8"]) {
+      expectError(
+        () =>
+          createSimdKeyValueCache([B, Hkv, E], Ev, "float32", { capacity } as unknown as SimdCacheOptions),
+        "value",
+        /^a cache's capacity must be an integer >= 1 \(keys per kv head\), got /,
+      );
+    }
+  });
+
+  test("keys past the 4 GiB a WebAssembly memory holds: kind size, before any memory is taken", () => {
+    expectError(
+      () => createSimdKeyValueCache([8, 128], 128, "float64", { capacity: 1 << 20 }),
+      "size",
+      /^the resident cache needs \d+ bytes of WebAssembly memory, more than the 4294967296 bytes a WebAssembly memory can hold$/,
+    );
+  });
+});
+
+/** simd-cache-pressure.ts run under `ulimit -v` (KiB): what it reports. */
+function underLimit(kib: number, scenario: string): Record<string, unknown> {
+  const child = new URL("./simd-cache-pressure.ts", import.meta.url).pathname;
+  const run = spawnSync(
+    "bash",
+    [
+      "-c",
+      'ulimit -v "$1" && exec "$2" "$3" "$4" "$1"',
+      "bash",
+      String(kib),
+      process.execPath,
+      child,
+      scenario,
+    ],
+    { encoding: "utf8", timeout: 120_000 },
+  );
+  assert.equal(run.status, 0, `the child failed: ${run.stderr}`);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+// V8 on 64-bit Linux guards each WebAssembly memory with 8 GiB of address space; Node turns the
+// guards off where the limit leaves room for fewer than two such reservations, and each memory
+// then reserves its maximum. The two tests put a child process on each side of that line.
+const LIMITS =
+  process.platform === "linux" && process.arch === "x64" ? false : "needs ulimit -v on 64-bit Linux";
+
+describe("memory under a limit on address space (ulimit -v, a child process)", { skip: LIMITS }, () => {
+  const refusedWith = (refusal: unknown, message: RegExp) => {
+    const { name, kind, message: text } = refusal as { name: string; kind: string; message: string };
+    assert.deepEqual([name, kind], ["AttentionInputError", "size"], text);
+    assert.match(text, message);
+  };
+
+  test("64 GiB (8 GiB per memory): more caches made and closed than fit, refusals with the figures, the port unharmed", () => {
+    const report = underLimit(64 * 1024 * 1024, "guarded");
+    assert.equal(report.madeAndClosed, 24);
+    const open = report.openAtOnce as number;
+    assert.ok(open >= 1 && open < 8, `${open} caches open at once`);
+    const spent = "but the engine could allocate no WebAssembly memory at all now: this process's memory or";
+    refusedWith(
+      report.refusal,
+      new RegExp(`^the resident cache needs a WebAssembly memory of \\d+ bytes, ${spent}`),
+    );
+    // A cache without a capacity that must move to grow, when no memory is left: refused, and as it was.
+    refusedWith(
+      report.growth,
+      /^the resident cache needs a WebAssembly memory of \d+ bytes \(it holds 65536 now\), but/,
+    );
+    assert.deepEqual(report.growingHolds, [65536, 65536, 5]);
+    assert.equal(report.growingSame, true, "the refused cache's answer changed");
+    assert.deepEqual(
+      [report.portWhileFull, report.afterClosing, report.portAfter],
+      [true, true, true],
+      "the port's call (the same bits as before) and a new cache once the others were closed",
+    );
+  });
+
+  test("8 GiB (each memory reserves its maximum): a cache past 1 GiB, a second refused, the port unharmed", () => {
+    const report = underLimit(8 * 1024 * 1024, "unguarded");
+    const first = report.firstBytes as number;
+    assert.ok(first > 2 ** 30, `the first cache holds ${first} bytes`);
+    assert.equal(report.second, 0);
+    const figures =
+      /^the resident cache needs a WebAssembly memory of (\d+) bytes, but the largest the engine could allocate now is (\d+) bytes/;
+    refusedWith(report.refusal, figures);
+    const [, wanted, had] = figures.exec((report.refusal as { message: string }).message)!.map(Number);
+    assert.equal(wanted, first);
+    assert.ok(had > 0 && had < wanted, `${had} of ${wanted}`);
+    assert.deepEqual([report.portWhileFull, report.afterClosing, report.portAfter], [true, first, true]);
   });
 });
