@@ -136,7 +136,7 @@ import {
   product,
   type TensorInput,
 } from "./inputs.ts";
-import { type RowKeys, seesEveryKey, seesKey, sliceKeys } from "./key-range.ts";
+import { keyEnd, keyStart, type RowKeys, seesEveryKey, seesKey, sinkKeyEnd, sliceKeys } from "./key-range.ts";
 import {
   CONTROL,
   CONTROL_BYTES,
@@ -359,9 +359,14 @@ export type SimdCacheDtype = "float32" | "float64";
 
 /** What a resident cache may hold. `capacity`: the most keys (per kv head) it holds, its memory
  * sized for them once, at creation; absent, it grows as keys come, to the 4 GiB a WebAssembly
- * memory can hold. */
+ * memory can hold. `window` and `sinkTokens` (the core's options, which `attend` takes from here
+ * when its own options leave them out): with a capacity and a window's left side, the cache is
+ * bounded, a ring: once full it drops its oldest keys but the sinks, and `capacity` must hold
+ * `sinkTokens` + the window's left side + the rows of a step (at least one). */
 export interface SimdCacheOptions {
   readonly capacity?: number;
+  readonly window?: readonly [number | null, number | null] | null;
+  readonly sinkTokens?: number;
 }
 
 /** A cache of keys [B..., Hkv, E] and values [B..., Hkv, Ev], `dtype` numbers, kept in a kernel
@@ -428,7 +433,12 @@ export class SimdKeyValueCache {
   readonly #tilesAt: number; // tile 0
   #tiles = 0; // tiles in place (the capacity is tiles · keyTile keys)
   #length = 0; // keys appended
-  #tileMax: number[] = []; // the largest |k| of each tile in use (NaN if one is)
+  readonly #window: readonly [number | null, number | null] | null; // attend's default
+  readonly #sinks: number; // keys 0 .. sinks - 1 are never dropped (attend's default sinkTokens)
+  readonly #ring: number | null; // a bounded cache's ring of slots past the sinks (null: none)
+  #firstHeld: number; // the oldest key held past the sinks: keys sinks .. firstHeld - 1 were dropped
+  #prefixMax = new Float64Array(64); // at key p's slot (#slotOf): the largest |k| of keys 0..p (NaN if one is)
+  #droppedNonFinite: Int32Array; // [slices, Ev]: the last dropped key whose value is NaN or ±inf, or -1
 
   constructor(
     shape: readonly number[],
@@ -454,13 +464,41 @@ export class SimdKeyValueCache {
         `a cache's dtype must be "float32" or "float64", got ${describeValue(dtype)}`,
       );
     }
-    const capacity = (options as SimdCacheOptions | null)?.capacity ?? null;
+    const given = (options ?? {}) as SimdCacheOptions;
+    const capacity = given.capacity ?? null;
     if (capacity !== null && !(Number.isSafeInteger(capacity) && capacity >= 1)) {
       throw new AttentionInputError(
         "value",
         `a cache's capacity must be an integer >= 1 (keys per kv head), got ${describeValue(capacity)}`,
       );
     }
+    const sinks = given.sinkTokens ?? 0;
+    if (!(Number.isSafeInteger(sinks) && sinks >= 0)) {
+      throw new AttentionInputError(
+        "value",
+        `a cache's sinkTokens must be an integer >= 0, got ${describeValue(sinks)}`,
+      );
+    }
+    const window = given.window ?? null;
+    const side = (x: unknown) => x === null || (Number.isSafeInteger(x) && (x as number) >= 0);
+    if (window !== null && !(Array.isArray(window) && window.length === 2 && window.every(side))) {
+      throw new AttentionInputError(
+        "value",
+        `a cache's window must be [left, right], each an integer >= 0 or null, got ${describeValue(window)}`,
+      );
+    }
+    const left = window?.[0] ?? null;
+    if (capacity !== null && left !== null && capacity < sinks + left + 1) {
+      throw new AttentionInputError(
+        "value",
+        `a cache's capacity must hold sinkTokens + the window's left side + the rows of a step, at least` +
+          ` ${String(sinks + left + 1)} (${String(sinks)} + ${String(left)} + 1), got ${String(capacity)}`,
+      );
+    }
+    this.#window = window;
+    this.#sinks = sinks;
+    this.#ring = capacity !== null && left !== null ? capacity - sinks : null;
+    this.#firstHeld = sinks;
     this.dtype = dtype;
     this.#heads = shape.slice(0, -1);
     this.#features = shape.at(-1)!;
@@ -474,11 +512,20 @@ export class SimdKeyValueCache {
     this.#tileBytes = align(slices * (E + Ev) * this.#keyTile * this.#bytes);
     this.#lastNonFinite = port.start; // the same offsets in every instance of the build
     this.#tilesAt = align(this.#lastNonFinite + slices * Ev * 4 + 64);
-    const bytes = this.#tilesEnd(Math.ceil((capacity ?? 1) / this.#keyTile)); // the tiles, then a tile's staging
+    // A ring's slots are written twice, at q and q + ring, so that its newest keys are always one
+    // run of positions, in order (#stored): the sinks, then 2 · ring positions.
+    const positions = this.#ring === null ? (capacity ?? 1) : sinks + 2 * this.#ring;
+    const tiles = Math.ceil(positions / this.#keyTile);
+    const bytes = this.#tilesEnd(tiles); // the tiles, then a tile's staging
     refuseBeyondMaximum("the resident cache", bytes);
     this.#kernel = newKernel(kernelBuild(), bytes, capacity === null, "the resident cache");
     unclosedCaches.register(this, this.#kernel.workers, this);
     new Int32Array(this.#kernel.memory.buffer, this.#lastNonFinite, slices * Ev).fill(-1);
+    this.#droppedNonFinite = new Int32Array(slices * Ev).fill(-1);
+    if (this.#ring !== null) {
+      this.#tiles = tiles; // all in place, zeroed, from the start
+      this.#prefixMax = new Float64Array(capacity!);
+    }
   }
 
   /** The most keys it holds (per kv head), or null where it grows without a bound but the memory's. */
@@ -527,60 +574,132 @@ export class SimdKeyValueCache {
       this.#keyTile,
     ];
     const start = this.#length;
-    if (this.#capacity !== null && start + L > this.#capacity) {
+    const ring = this.#ring;
+    if (ring === null && this.#capacity !== null && start + L > this.#capacity) {
       throw new AttentionInputError(
         "size",
         `appending ${String(L)} keys to the cache's ${String(start)} would hold ${String(start + L)},` +
           ` more than its capacity ${String(this.#capacity)} (key ${formatShape(key.shape)})`,
       );
     }
-    const tiles = Math.ceil((start + L) / BC);
-    const stageAt = this.#stageAt(Math.max(tiles, this.#tiles));
-    ensureBytes(kernel, this.#tilesEnd(Math.max(tiles, this.#tiles)), this.#stageAt(this.#tiles));
+    if (ring !== null && L > ring) {
+      throw new AttentionInputError(
+        "size",
+        `appending ${String(L)} keys at once to a cache whose ring holds ${String(ring)} (its capacity` +
+          ` ${String(this.#capacity)} less ${String(this.#sinks)} sinks): append them in steps of at most` +
+          ` ${String(ring)} (key ${formatShape(key.shape)})`,
+      );
+    }
+    const runs = this.#runs(start, L);
+    const tiles = Math.max(this.#tiles, ...runs.map((run) => Math.ceil((run.at + run.rows) / BC)));
+    const stageAt = this.#stageAt(tiles);
+    ensureBytes(kernel, this.#tilesEnd(tiles), this.#stageAt(this.#tiles));
     const buffer = kernel.memory.buffer as unknown as SharedArrayBuffer;
     for (let t = this.#tiles; t < tiles; t++) {
       new Uint8Array(buffer, this.#tilesAt + t * this.#tileBytes, this.#tileBytes).fill(0); // keys past the end are 0
     }
-    this.#tiles = Math.max(this.#tiles, tiles);
+    this.#tiles = tiles;
     const float32 = this.dtype === "float32";
+    if (ring !== null) {
+      this.#drop(start, L, buffer); // the keys whose slots these take
+    }
+    // Each key's largest |k| over its slices, as the kernel rounds it, carried as a running max:
+    // the flat entry's bound on the logits is the largest over every key (kernelCanCarry).
+    if (ring === null && this.#prefixMax.length < start + L) {
+      const grown = new Float64Array(Math.max(start + L, 2 * this.#prefixMax.length));
+      grown.set(this.#prefixMax);
+      this.#prefixMax = grown;
+    }
+    const round = float32 ? Math.fround : (x: number) => x;
+    for (let j = 0; j < L; j++) {
+      let max = start + j === 0 ? 0 : this.#prefixMax[this.#slotOf(start + j - 1)];
+      for (let s = 0; s < slices; s++) {
+        for (let t = (s * L + j) * E; t < (s * L + j + 1) * E; t++) {
+          max = Math.max(max, Math.abs(round(key.data[t]))); // NaN stays NaN
+        }
+      }
+      this.#prefixMax[this.#slotOf(start + j)] = max;
+    }
     const transpose = float32 ? kernel.exports.transposeKeyF32 : kernel.exports.transposeKeyF64;
     const stage = floats(float32, buffer, stageAt, BC * E);
-    // Key rows go in a tile's share at a time, so that each tile's largest |k| is its own.
-    for (let j0 = 0; j0 < L; ) {
-      const p = start + j0;
-      const rows = Math.min(L - j0, BC - (p % BC)); // up to the end of position p's tile
-      const tile = Math.floor(p / BC);
-      let max = p % BC === 0 ? 0 : this.#tileMax[tile];
+    // Key rows go in a run at a time (one tile's share of one copy), transposed into place.
+    for (const { from, at, rows } of runs) {
       for (let s = 0; s < slices; s++) {
-        stage.set(key.data.subarray((s * L + j0) * E, (s * L + j0 + rows) * E)); // rounded to float32 if so
-        const out = this.#tilesAt + s * E * BC * bytes; // slice s's tile 0
-        max = Math.max(max, transpose(stageAt, rows, E, out, p, this.#tileBytes));
+        stage.set(key.data.subarray((s * L + from) * E, (s * L + from + rows) * E)); // rounded to float32 if so
+        transpose(stageAt, rows, E, this.#tilesAt + s * E * BC * bytes, at, this.#tileBytes);
       }
-      this.#tileMax[tile] = max;
-      j0 += rows;
     }
     // Value rows: a slice's rows of one tile sit together, [keyTile, Ev], so that the kernel
     // streams them (a stride of several pages between rows defeats the hardware's prefetching).
     const lastNonFinite = new Int32Array(buffer, this.#lastNonFinite, slices * Ev);
-    for (let s = 0; s < slices; s++) {
-      for (let j0 = 0; j0 < L; ) {
-        const p = start + j0;
-        const rows = Math.min(L - j0, BC - (p % BC)); // up to the end of position p's tile
-        const to = floats(float32, buffer, this.#valueRow(p, s), rows * Ev);
-        to.set(value.data.subarray((s * L + j0) * Ev, (s * L + j0 + rows) * Ev)); // rounded to float32 if so
+    for (const { from, at, rows } of runs) {
+      for (let s = 0; s < slices; s++) {
+        const to = floats(float32, buffer, this.#valueRow(at, s), rows * Ev);
+        to.set(value.data.subarray((s * L + from) * Ev, (s * L + from + rows) * Ev)); // rounded to float32 if so
         for (let n = 0; n < rows * Ev; n++) {
           if (to[n] - to[n] !== 0) {
-            lastNonFinite[s * Ev + (n % Ev)] = p + Math.floor(n / Ev); // NaN or ±Infinity (y - y is NaN exactly then)
+            lastNonFinite[s * Ev + (n % Ev)] = start + from + Math.floor(n / Ev); // NaN or ±Infinity (y - y is NaN exactly then)
           }
         }
-        j0 += rows;
       }
     }
     this.#length = start + L;
   }
 
+  /** Where key p's first copy sits (a ring's second is `ring` positions on), and its slot in
+   * #prefixMax: p itself, but in a ring, past the sinks, slot sinks + (p - sinks) mod ring. */
+  #slotOf(p: number): number {
+    const [S, ring] = [this.#sinks, this.#ring];
+    return ring === null || p < S ? p : S + ((p - S) % ring);
+  }
+
+  /** The runs of positions that keys start .. start + L - 1 are written to: `rows` keys from the
+   * step's row `from` at position `at` on, none across a tile's end (nor, in a ring, its wrap);
+   * a ring's keys past the sinks twice, at their slot and `ring` positions on. */
+  #runs(start: number, L: number): { from: number; at: number; rows: number }[] {
+    const [S, ring, BC] = [this.#sinks, this.#ring, this.#keyTile];
+    const runs: { from: number; at: number; rows: number }[] = [];
+    for (const copy of ring === null ? [0] : [0, ring]) {
+      for (let from = 0; from < L; ) {
+        const p = start + from;
+        const sink = ring !== null && p < S;
+        const span = ring === null ? L - from : sink ? S - p : ring - ((p - S) % ring); // to the sinks' end, or the wrap
+        const at = this.#slotOf(p) + (sink ? 0 : copy);
+        const rows = Math.min(L - from, span, BC - (at % BC));
+        if (!(sink && copy !== 0)) {
+          runs.push({ from, at, rows });
+        }
+        from += rows;
+      }
+    }
+    return runs;
+  }
+
+  /** A ring's keys whose slots keys start .. start + L - 1 take (those a ring's length behind
+   * them, past the sinks, still held), dropped: what the special values need of them kept. */
+  #drop(start: number, L: number, buffer: SharedArrayBuffer): void {
+    const [Ev, slices, ring] = [this.#valueFeatures, this.#slices, this.#ring!];
+    const float32 = this.dtype === "float32";
+    for (let p = Math.max(start, this.#sinks); p < start + L; p++) {
+      const dropped = p - ring;
+      if (dropped < this.#firstHeld) {
+        continue;
+      }
+      for (let s = 0; s < slices; s++) {
+        const row = floats(float32, buffer, this.#valueRow(this.#slotOf(dropped), s), Ev);
+        for (let t = 0; t < Ev; t++) {
+          if (row[t] - row[t] !== 0) {
+            this.#droppedNonFinite[s * Ev + t] = dropped; // NaN or ±Infinity: still reaches every row (0 · NaN)
+          }
+        }
+      }
+      this.#firstHeld = dropped + 1;
+    }
+  }
+
   /** Drops every key and value from position `length` on (a rejected guess of speculative
-   * decoding, a beam's rollback); the tiles stay, for the keys appended next. */
+   * decoding, a beam's rollback); the tiles stay, for the keys appended next. A ring can go back
+   * only to keys it still holds: to its oldest held key, or into its sinks. */
   truncate(length: number): void {
     this.#open();
     if (!(Number.isSafeInteger(length) && length >= 0 && length <= this.#length)) {
@@ -590,32 +709,44 @@ export class SimdKeyValueCache {
           ` got ${describeValue(length)}`,
       );
     }
-    const [E, Ev, slices, BC] = [this.#features, this.#valueFeatures, this.#slices, this.#keyTile];
+    const [E, Ev, slices, BC, S] = [
+      this.#features,
+      this.#valueFeatures,
+      this.#slices,
+      this.#keyTile,
+      this.#sinks,
+    ];
+    if (length > S && length < this.#firstHeld) {
+      throw new AttentionInputError(
+        "value",
+        `truncate's length must be at least ${String(this.#firstHeld)} or at most ${String(S)}: this` +
+          ` cache dropped keys ${String(S)} to ${String(this.#firstHeld - 1)}, got ${String(length)}`,
+      );
+    }
     const float32 = this.dtype === "float32";
     const buffer = this.#open().memory.buffer as unknown as SharedArrayBuffer;
     const old = this.#length;
     this.#length = length;
-    this.#tileMax.length = Math.ceil(length / BC);
-    // The keys dropped are zeroed, as keys past the end always are; the cut tile's max is taken
-    // again. A tile's numbers are read in order, each one's key found from its place (#keyAt).
-    const block = 32 / this.#bytes; // keys per block of a tile
-    const keyOf = (n: number) => Math.floor((n % (E * BC)) / (E * block)) * block + (n % block);
-    for (let tile = Math.floor(length / BC); tile < Math.ceil(old / BC); tile++) {
-      const keys = floats(float32, buffer, this.#tilesAt + tile * this.#tileBytes, slices * E * BC);
-      let max = 0;
-      for (let n = 0; n < keys.length; n++) {
-        const p = tile * BC + keyOf(n);
-        if (p >= length) {
-          keys[n] = 0;
-        } else {
-          max = Math.max(max, Math.abs(keys[n]));
+    if (length <= S) {
+      this.#firstHeld = S; // nothing past the sinks is left, dropped or held
+      this.#droppedNonFinite.fill(-1);
+    }
+    if (this.#ring === null) {
+      // The keys cut are zeroed, as keys past the end always are. A tile's numbers are read in
+      // order, each one's key found from its place (#keyAt).
+      const block = 32 / this.#bytes; // keys per block of a tile
+      const keyOf = (n: number) => Math.floor((n % (E * BC)) / (E * block)) * block + (n % block);
+      for (let tile = Math.floor(length / BC); tile < Math.ceil(old / BC); tile++) {
+        const keys = floats(float32, buffer, this.#tilesAt + tile * this.#tileBytes, slices * E * BC);
+        for (let n = 0; n < keys.length; n++) {
+          if (tile * BC + keyOf(n) >= length) {
+            keys[n] = 0;
+          }
         }
       }
-      if (tile * BC < length) {
-        this.#tileMax[tile] = max;
-      }
     }
-    // A column whose last NaN or ±Infinity was dropped: its last one before, found again.
+    // A column whose last NaN or ±Infinity was cut: its last one before, found again among the
+    // keys held, or among the dropped ones.
     const lastNonFinite = new Int32Array(buffer, this.#lastNonFinite, slices * Ev);
     for (let s = 0; s < slices; s++) {
       for (let t = 0; t < Ev; t++) {
@@ -623,7 +754,14 @@ export class SimdKeyValueCache {
         while (j >= length) {
           j -= 1;
           while (j >= 0) {
-            const y = floats(float32, buffer, this.#valueRow(j, s) + t * this.#bytes, 1)[0];
+            if (j >= S && j < this.#firstHeld) {
+              j = Math.max(this.#droppedNonFinite[s * Ev + t], Math.min(j, S) - 1); // past the dropped keys
+              if (j >= S) {
+                break;
+              }
+              continue;
+            }
+            const y = floats(float32, buffer, this.#valueRow(this.#slotOf(j), s) + t * this.#bytes, 1)[0];
             if (y - y !== 0) {
               break;
             }
@@ -640,16 +778,25 @@ export class SimdKeyValueCache {
    * data of the cache's dtype; the options are that entry's. */
   attend(query: FlatTensor, options: SimdFlatAttentionOptions = {}): FlatTensor {
     const float32 = this.dtype === "float32";
-    const buffer = this.#open().memory.buffer as unknown as SharedArrayBuffer;
-    // The cache's keys and values stand in with their shapes, for the checks alone: attendResident
-    // reads them from the tiles. (Views of the tiles, of the right length; no copy.)
-    const keyShape = this.keyShape;
-    const valueShape = this.valueShape;
+    this.#open();
+    // The cache's keys and values stand in with their shapes, for the checks alone (#attend reads
+    // them from the tiles): a typed array of their length that holds nothing, since a ring's keys
+    // appended so far may be many more than it holds.
     const stand = (shape: number[]) => ({
       shape,
-      data: floats(float32, buffer, this.#tilesAt, product(shape)),
+      data: Object.create((float32 ? Float32Array : Float64Array).prototype, {
+        length: { value: product(shape) },
+      }) as Float32Array | Float64Array,
     });
-    const checked = checkFlatInputs(query, stand(keyShape), stand(valueShape), options);
+    const given = (options ?? {}) as SimdFlatAttentionOptions;
+    const defaults = {
+      window: given.window === undefined ? this.#window : given.window,
+      sinkTokens: given.sinkTokens === undefined ? this.#sinks : given.sinkTokens,
+    };
+    const checked = checkFlatInputs(query, stand(this.keyShape), stand(this.valueShape), {
+      ...given,
+      ...defaults,
+    });
     const wanted = float32 ? "Float32Array" : "Float64Array";
     if (!(checked.query instanceof (float32 ? Float32Array : Float64Array))) {
       throw new AttentionInputError(
@@ -657,10 +804,78 @@ export class SimdKeyValueCache {
         `query.data must be a ${wanted} for this ${this.dtype} cache, got ${describeValue(query.data)}`,
       );
     }
-    const workers = checkWorkers(options.workers);
+    const workers = checkWorkers(given.workers);
     checkOutputSize(checked.shapes, this.#bytes, checked.memoryLimit);
-    const data = this.#attend({ ...checked, float32, workers });
+    const data = this.#attend(this.#stored({ ...checked, float32, workers }));
     return { shape: checked.shapes.outputShape, data };
+  }
+
+  /** The checked call in the positions where the keys sit. The same until a ring has dropped
+   * keys; then its newest keys, firstHeld .. length - 1, are read as the one run of positions from
+   * `base` that their two copies give, so each batch index's RowKeys move back by firstHeld - base
+   * (or, where its rows see sinks alone, stop at the sinks' end), and one position more, which no
+   * row sees, stands for the dropped keys in the rows computed plainly (#plainly). Each row then
+   * sees the keys the full pass shows it, in the same order, and the kernel's arithmetic depends
+   * on nothing else. Refused (kind "value") where a row would see a key the ring dropped. */
+  #stored(problem: Problem): Problem {
+    const [S, F, length] = [this.#sinks, this.#firstHeld, this.#length];
+    if (this.#ring === null || F === S) {
+      return problem; // nothing dropped: every key at its own position
+    }
+    const { shapes, keys, mask } = problem;
+    if (mask !== null && mask.shape.at(-1) !== 1) {
+      throw new AttentionInputError(
+        "value",
+        `attnMask ${formatShape(mask.shape)} has a column per key, but this cache dropped keys` +
+          ` ${String(S)} to ${String(F - 1)}: a mask needs the cache unwrapped (or broadcast over the keys)`,
+      );
+    }
+    const base = S + ((F - S) % this.#ring);
+    const shift = F - base;
+    const Lk = base + (length - F) + 1; // the held keys' run, and the position after it
+    const Lq = shapes.queryLength;
+    const clamp = (x: number) => Math.max(-Lq, Math.min(Lk, x));
+    const batches = keys.batches.map((row, b) => {
+      let [held, sinksOnly] = [true, true];
+      for (let i = 0; i < Lq; i++) {
+        const [end, sinkEnd] = [keyEnd(row, i), sinkKeyEnd(row, i)];
+        const from = Math.max(keyStart(row, i), sinkEnd); // the band past the sinks: [from, end)
+        if (sinkEnd > S || (from < end && from < F && end > S)) {
+          const sees =
+            sinkEnd > S ? `sinks 0..${String(sinkEnd - 1)}` : `keys ${String(from)}..${String(end - 1)}`;
+          throw new AttentionInputError(
+            "value",
+            `query row ${String(i)} of batch index ${String(b)} sees ${sees}, but this cache holds only keys` +
+              ` 0..${String(S - 1)} and ${String(F)}..${String(length - 1)} (capacity ${String(this.#capacity)}):` +
+              " give the cache a larger capacity, or attend fewer rows at a time",
+          );
+        }
+        held &&= end >= F;
+        sinksOnly &&= from >= end || end <= S;
+      }
+      if (held) {
+        const { startShift, endShift, limit, sinkEnd } = row;
+        return {
+          startShift: clamp(startShift - shift),
+          endShift: clamp(endShift - shift),
+          limit: limit - shift,
+          sinkEnd,
+        };
+      }
+      if (sinksOnly) {
+        return { ...row, limit: Math.min(row.limit, S) };
+      }
+      throw new AttentionInputError(
+        "value",
+        `the query rows of batch index ${String(b)} see both keys before ${String(F)} and after, but this` +
+          ` cache dropped keys ${String(S)} to ${String(F - 1)}: attend those rows apart`,
+      );
+    });
+    return {
+      ...problem,
+      keys: { ...keys, batches, keyLength: Lk },
+      shapes: { ...shapes, keyLength: Lk, scoresShape: [...shapes.scoresShape.slice(0, -1), Lk] },
+    };
   }
 
   /** Ends the worker threads that `workers: N` started for this cache and lets its memory go: the
@@ -695,7 +910,7 @@ export class SimdKeyValueCache {
       return output; // nothing to compute
     }
     const parts = slices(shapes, problem.mask === null ? null : problem.mask.shape);
-    const keys = this.#tileMax.reduce((a, x) => Math.max(a, x), 0); // max |k_jt| (NaN if one is)
+    const keys = this.#length === 0 ? 0 : this.#prefixMax[this.#slotOf(this.#length - 1)]; // max |k_jt| (NaN if one is)
     if (!kernelCanCarry(problem, keys)) {
       computeRowsPlainly(this.#plainly(problem), parts, output, false);
       return output;
@@ -722,22 +937,26 @@ export class SimdKeyValueCache {
     return output;
   }
 
-  /** The problem with the cache's keys and values laid out plainly ([B..., Hkv, length, E] and
-   * [..., Ev]), for the rows computed in plain float64 (computeRowsPlainly): rare rows, so the
-   * copy is made only for them. */
+  /** The problem with the cache's keys and values laid out plainly ([B..., Hkv, Lk, E] and
+   * [..., Ev], its positions 0 .. Lk - 1 as #stored reads them), for the rows computed in plain
+   * float64 (computeRowsPlainly): rare rows, so the copy is made only for them. In a ring that has
+   * dropped keys, the position past its newest keys, which no row sees, is a key of zeros whose
+   * value is NaN in each column where a dropped key's was NaN or ±Infinity: weight 0 times it
+   * gives those columns the full pass's NaN. */
   #plainly(problem: Problem): Problem {
     const [E, Ev, slices, BC, Lk] = [
       this.#features,
       this.#valueFeatures,
       this.#slices,
       this.#keyTile,
-      this.#length,
+      problem.shapes.keyLength,
     ];
     const float32 = this.dtype === "float32";
     const buffer = this.#open().memory.buffer as unknown as SharedArrayBuffer;
     const key = float32 ? new Float32Array(slices * Lk * E) : new Float64Array(slices * Lk * E);
     const value = float32 ? new Float32Array(slices * Lk * Ev) : new Float64Array(slices * Lk * Ev);
-    for (let j = 0; j < Lk; j++) {
+    const dropped = this.#firstHeld > this.#sinks ? 1 : 0; // the last position stands for them
+    for (let j = 0; j < Lk - dropped; j++) {
       const tile = floats(
         float32,
         buffer,
@@ -749,6 +968,11 @@ export class SimdKeyValueCache {
           key[(s * Lk + j) * E + t] = tile[this.#keyAt(s, t, j % BC)];
         }
         value.set(floats(float32, buffer, this.#valueRow(j, s), Ev), (s * Lk + j) * Ev);
+      }
+    }
+    for (let s = 0; s < slices * dropped; s++) {
+      for (let t = 0; t < Ev; t++) {
+        value[(s * Lk + Lk - 1) * Ev + t] = this.#droppedNonFinite[s * Ev + t] >= 0 ? Number.NaN : 0;
       }
     }
     return { ...problem, key, value };

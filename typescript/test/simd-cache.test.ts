@@ -40,7 +40,7 @@ function rowsOf(data: readonly number[], slices: number, n: number, width: numbe
   return out;
 }
 
-function tensor(shape: number[], data: readonly number[], dtype: SimdCacheDtype): FlatTensor {
+function tensor(shape: number[], data: ArrayLike<number>, dtype: SimdCacheDtype): FlatTensor {
   return { shape, data: dtype === "float32" ? Float32Array.from(data) : Float64Array.from(data) };
 }
 
@@ -348,6 +348,191 @@ describe("a person's mistakes: AttentionInputError with a kind, naming the argum
   });
 });
 
+// ---- A bounded cache: a window and sinks, its keys a ring that drops the oldest past the sinks. ----
+
+const [SINKS, LEFT, STEP] = [4, 100, 3]; // sinkTokens, the window's left side, the most rows a step has
+const RING = { capacity: SINKS + LEFT + STEP, window: [LEFT, 0] as [number, number], sinkTokens: SINKS };
+
+/** Keys and values appended so far, per (batch, kv head) slice, and the full tensors of them. */
+class History {
+  #key = new Float64Array(B * Hkv * 1024 * E); // [slices, room, E]
+  #value = new Float64Array(B * Hkv * 1024 * Ev);
+  #room = 1024;
+  length = 0;
+
+  /** `rows` new random keys and values (`special` may change the values), as the step's tensors. */
+  step(rows: number, dtype: SimdCacheDtype, special?: (value: number[]) => void): [FlatTensor, FlatTensor] {
+    const [k, v] = [numbers(B * Hkv * rows * E), numbers(B * Hkv * rows * Ev)];
+    special?.(v);
+    if (this.length + rows > this.#room) {
+      const room = 2 * (this.length + rows);
+      [this.#key, this.#value] = [this.#moved(this.#key, E, room), this.#moved(this.#value, Ev, room)];
+      this.#room = room;
+    }
+    for (let s = 0; s < B * Hkv; s++) {
+      this.#key.set(k.slice(s * rows * E, (s + 1) * rows * E), (s * this.#room + this.length) * E);
+      this.#value.set(v.slice(s * rows * Ev, (s + 1) * rows * Ev), (s * this.#room + this.length) * Ev);
+    }
+    this.length += rows;
+    return [tensor([B, Hkv, rows, E], k, dtype), tensor([B, Hkv, rows, Ev], v, dtype)];
+  }
+
+  /** Every key and value so far, [B, Hkv, length, E] and [..., Ev]. */
+  all(dtype: SimdCacheDtype): [FlatTensor, FlatTensor] {
+    return [
+      tensor([B, Hkv, this.length, E], this.#moved(this.#key, E, this.length), dtype),
+      tensor([B, Hkv, this.length, Ev], this.#moved(this.#value, Ev, this.length), dtype),
+    ];
+  }
+
+  /** The first `length` rows of each slice, in slices of `room` rows. */
+  #moved(data: Float64Array, width: number, room: number): Float64Array<ArrayBuffer> {
+    const out = new Float64Array(B * Hkv * room * width);
+    const rows = Math.min(this.length, room);
+    for (let s = 0; s < B * Hkv; s++) {
+      out.set(data.subarray(s * this.#room * width, (s * this.#room + rows) * width), s * room * width);
+    }
+    return out;
+  }
+
+  /** Back to the first `length` keys (truncate's twin). */
+  truncate(length: number): void {
+    this.length = length;
+  }
+}
+
+/** `steps` decode steps of 1 to STEP rows after a prefill, on a ring cache and, each, the full pass
+ * over every key appended so far with the same options (window and sinks given to the cache and
+ * left out of attend's options half the time): the same bits. `kvSeqlen` per step and batch. */
+function ringSteps(
+  dtype: SimdCacheDtype,
+  steps: number,
+  kvSeqlen: (length: number, step: number) => number[],
+  special: (step: number) => ((value: number[]) => void) | undefined = () => undefined,
+): SimdKeyValueCache {
+  const cache = createSimdKeyValueCache([B, Hkv, E], Ev, dtype, RING);
+  const history = new History();
+  for (let n = 0; n <= steps; n++) {
+    const rows = n === 0 ? 60 : 1 + (n % STEP);
+    const start = history.length;
+    cache.append(...history.step(rows, dtype, special(n)));
+    const query = tensor([B, Hq, rows, E], numbers(B * Hq * rows * E), dtype);
+    const options = {
+      isCausal: true,
+      queryOffset: start,
+      enableGqa: true,
+      kvSeqlen: kvSeqlen(history.length, n),
+      workers: n % 97 === 0 ? 2 : 1,
+    };
+    const full = { ...options, window: RING.window, sinkTokens: SINKS };
+    const expected = scaledDotProductAttentionFlat(query, ...history.all(dtype), full);
+    assertSameBits(cache.attend(query, n % 2 === 0 ? options : full), expected, `${dtype}, step ${n}`);
+  }
+  assert.equal(cache.length, history.length);
+  return cache;
+}
+
+describe("a bounded cache: window and sinks, a ring across its wrap, the full pass's answers bit for bit", () => {
+  for (const dtype of DTYPES) {
+    test(`${dtype}: 2,000 decode steps past a prefill, grouped-query heads, kvSeqlen per batch`, () => {
+      // Batch 0 sees every key; batch 1 all but its newest now and then, and, for a stretch,
+      // only its first three keys (its rows see sinks alone).
+      const lengths = (length: number, step: number) => [
+        length,
+        step > 900 && step < 950 ? 3 : step % 5 === 0 ? length - 1 : length,
+      ];
+      const cache = ringSteps(dtype, 2000, lengths);
+      assert.equal(cache.memoryBytes, cache.memoryBytes); // read once more below, after the wrap
+      const held = cache.memoryBytes;
+      ringSteps(dtype, 10, lengths).close();
+      assert.ok(held < 2 * tileBytes(SINKS + 2 * (LEFT + STEP)) + 4 * 2 ** 20 + 2 * PAGE, `${held} bytes`);
+      cache.close();
+    });
+  }
+
+  test("NaN and ±Infinity in values dropped from the ring still reach every row, as in the full pass", () => {
+    const at = (step: number) =>
+      step === 30 || step === 400
+        ? (v: number[]) => {
+            v[2] = step === 30 ? Number.NaN : Number.POSITIVE_INFINITY; // slice 0, its first new row, column 2
+          }
+        : undefined;
+    ringSteps("float64", 600, (length) => [length, length], at).close();
+  });
+
+  test("truncate goes back over the keys it holds, and on again: the full pass on what is left", () => {
+    const cache = createSimdKeyValueCache([B, Hkv, E], Ev, "float32", RING);
+    const history = new History();
+    for (let n = 0; n < 300; n++) {
+      cache.append(...history.step(3, "float32"));
+    }
+    cache.truncate(history.length - 2);
+    history.truncate(history.length - 2);
+    cache.append(...history.step(1, "float32"));
+    const query = tensor([B, Hq, 1, E], numbers(B * Hq * E), "float32");
+    const options = { isCausal: true, queryOffset: history.length - 1, enableGqa: true };
+    const full = { ...options, window: RING.window, sinkTokens: SINKS };
+    assertSameBits(
+      cache.attend(query, options),
+      scaledDotProductAttentionFlat(query, ...history.all("float32"), full),
+      "truncated",
+    );
+    expectError(
+      () => cache.truncate(50),
+      "value",
+      `truncate's length must be at least ${900 - (LEFT + STEP)} or at most 4: this cache dropped keys 4 to ${899 - (LEFT + STEP)}, got 50`,
+    );
+    cache.close();
+  });
+
+  test("what a ring cannot answer: kind value or size, naming the keys it holds", () => {
+    expectError(
+      () => createSimdKeyValueCache([B, Hkv, E], Ev, "float32", { ...RING, capacity: SINKS + LEFT }),
+      "value",
+      "a cache's capacity must hold sinkTokens + the window's left side + the rows of a step, at least 105 (4 + 100 + 1), got 104",
+    );
+    expectError(
+      () =>
+        createSimdKeyValueCache([B, Hkv, E], Ev, "float32", { ...RING, window: [-1, 0] as [number, number] }),
+      "value",
+      /^a cache's window must be \[left, right\], each an integer >= 0 or null, got /,
+    );
+    expectError(
+      () => createSimdKeyValueCache([B, Hkv, E], Ev, "float32", { ...RING, sinkTokens: 1.5 }),
+      "value",
+      /^a cache's sinkTokens must be an integer >= 0, got /,
+    );
+    const cache = createSimdKeyValueCache([B, Hkv, E], Ev, "float32", RING);
+    const history = new History();
+    expectError(
+      () => cache.append(...history.step(104, "float32")),
+      "size",
+      "appending 104 keys at once to a cache whose ring holds 103 (its capacity 107 less 4 sinks): append them in steps of at most 103 (key [2, 2, 104, 16])",
+    );
+    for (let n = 0; n < 100; n++) {
+      cache.append(...new History().step(2, "float32"));
+    }
+    const query = tensor([B, Hq, 1, E], numbers(B * Hq * E), "float32");
+    expectError(
+      () => cache.attend(query, { enableGqa: true, isCausal: true, queryOffset: 150 }),
+      "value",
+      "query row 0 of batch index 0 sees keys 50..150, but this cache holds only keys 0..3 and 97..199 (capacity 107): give the cache a larger capacity, or attend fewer rows at a time",
+    );
+    expectError(
+      () => cache.attend(query, { enableGqa: true, window: null }),
+      "value",
+      /^query row 0 of batch index 0 sees keys 4\.\.199, but this cache holds only keys 0\.\.3 and 97\.\.199/,
+    );
+    const mask: FlatMask = { dtype: "bool", shape: [1, 200], data: new Uint8Array(200).fill(1) };
+    expectError(
+      () => cache.attend(query, { enableGqa: true, isCausal: true, queryOffset: 199, attnMask: mask }),
+      "value",
+      "attnMask [1, 200] has a column per key, but this cache dropped keys 4 to 96: a mask needs the cache unwrapped (or broadcast over the keys)",
+    );
+    cache.close();
+  });
+});
+
 // ---- Memory: what a cache reserves, how it grows, what close() frees, and what happens when the
 // engine has no more to give. ----
 
@@ -395,7 +580,7 @@ describe("memory: a capacity sizes it once, without one it doubles, close() lets
       {},
       (c) => {
         sizes.add(c.memoryBytes);
-        const needed = 2 * tileBytes(c.length) + 2 * PAGE; // float64 tiles, and a call's regions
+        const needed = 2 * tileBytes(c.length) + 4 * PAGE; // float64 tiles, and a call's regions
         assert.ok(c.memoryBytes <= 2 * needed, `${c.memoryBytes} bytes for ${c.length} keys`);
       },
     );
@@ -487,9 +672,10 @@ describe("memory under a limit on address space (ulimit -v, a child process)", {
     // A cache without a capacity that must move to grow, when no memory is left: refused, and as it was.
     refusedWith(
       report.growth,
-      /^the resident cache needs a WebAssembly memory of \d+ bytes \(it holds 65536 now\), but/,
+      /^the resident cache needs a WebAssembly memory of \d+ bytes \(it holds \d+ now\), but/,
     );
-    assert.deepEqual(report.growingHolds, [65536, 65536, 5]);
+    const [holds, after, length] = report.growingHolds as number[];
+    assert.deepEqual([after, length], [holds, 5], "the refused cache holds what it held");
     assert.equal(report.growingSame, true, "the refused cache's answer changed");
     assert.deepEqual(
       [report.portWhileFull, report.afterClosing, report.portAfter],
