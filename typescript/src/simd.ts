@@ -68,7 +68,10 @@
  *     two to four times as long as the kernel's pass). createSimdKeyValueCache keeps the cache
  *     there from step to step in the kernel's layout, written once per token as it is appended,
  *     with what the bound and the skipped keys' NaN rule need kept as it grows; `attend` runs the same
- *     kernel on it and gives the flat entry's answer on every key so far, bit for bit.
+ *     kernel on it and gives the flat entry's answer on every key so far, bit for bit. With a
+ *     capacity, a window and sinks it is bounded: a ring of the window's slots after the sinks,
+ *     each slot written twice so that the newest keys are one run of positions, which the kernel
+ *     reads as the full pass reads them (item 8), so a step costs the same at every position.
  *
  * Numerics: float64 inputs are computed in float64 and float32 in float32, each within the
  * tolerance rule's budget for its dtype (verify runs both as their own ports). The special values
@@ -404,6 +407,21 @@ const unclosedCaches = new FinalizationRegistry<SimdThread[]>((threads) => {
  * everything appended so far ([B..., Hkv, length, E] and [..., Ev]), in the cache's dtype, for
  * every option of that entry (isCausal, queryOffset, scale, softcap, enableGqa, attnMask over
  * [..., Lq, length], workers, memoryLimit), with the same errors.
+ *
+ * Bounded (a capacity, and a window with a left side): a ring. Keys 0 .. sinkTokens - 1 stay;
+ * past them, key p takes slot (p - sinkTokens) mod ring, ring = capacity - sinkTokens, and once
+ * the ring is full each new key drops the one a ring's length before it. Each slot is written at two
+ * positions, q and q + ring, so that the keys held past the sinks, oldest to newest, are always one
+ * run of positions (from q of the oldest), in order; attend moves each batch index's RowKeys
+ * (key-range.ts) back onto that run. The kernel walks a row's sinks and its band each from its own
+ * first key and its arithmetic depends only on the keys a row sees and their order (the header's
+ * item 8), so the answers stay the full pass's, bit for bit, for every option above plus window,
+ * sinkTokens, sinkLogits, kvSeqlen and a per-batch queryOffset, as long as no row sees a dropped
+ * key: that, a mask with a column per key once keys were dropped, and truncating into them are
+ * refused (kind "value"). What the full pass still takes from the dropped keys is kept: the
+ * largest |k| (as a running max per key, for the bound on the logits) and, per value column, the
+ * last dropped NaN or ±Infinity (weight 0 times it is NaN in every row). Its memory is the sinks
+ * and twice the ring, fixed at creation; a step costs the same at every position.
  *
  * Memory: tile after tile of 64 keys, each holding those keys (transposed) and their values for
  * every (batch, kv head) slice, then a call's query, output and scratch. Each cache has its own
