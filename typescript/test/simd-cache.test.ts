@@ -11,7 +11,7 @@ import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
 
 import { checkOutput, outsideContract } from "../conformance/judge.ts";
-import { loadCases } from "../conformance/kit.ts";
+import { loadCases, type TestCase } from "../conformance/kit.ts";
 import type { FlatMask, FlatTensor } from "../src/inputs.ts";
 import {
   createSimdKeyValueCache,
@@ -196,13 +196,35 @@ describe("special values take the flat entry's paths", () => {
   }
 });
 
+/** A fixture case's options as the flat entry takes them: the case's own (window, sinks, kvSeqlen,
+ * a per-batch queryOffset among them), with the rule's mask, scale and softcap. */
+function caseOptions(c: TestCase): SimdFlatAttentionOptions {
+  const { attnMask, scale, softcap } = c.rule!;
+  return {
+    ...(c.options as SimdFlatAttentionOptions),
+    attnMask:
+      attnMask === null
+        ? null
+        : attnMask.dtype === "bool"
+          ? { dtype: "bool", shape: attnMask.shape, data: Uint8Array.from(attnMask.data, Number) }
+          : { dtype: "float", shape: attnMask.shape, data: Float64Array.from(attnMask.data) },
+    scale,
+    softcap,
+  };
+}
+
+/** An integer or nested arrays of them, flat. */
+function integers(x: unknown): number[] {
+  return Array.isArray(x) ? x.flatMap(integers) : [x as number];
+}
+
 describe("the decode fixtures, the cache filled in two appends, against the oracle", () => {
   const cases = loadCases({ tags: ["decode"] }).filter((c) => c.rule !== null);
   assert.ok(cases.length >= 8, `${cases.length} decode cases`);
   for (const c of cases) {
     test(c.id, () => {
       const rule = c.rule!;
-      const { query, key, value, attnMask } = rule;
+      const { query, key, value } = rule;
       const Lk = key.shape.at(-2)!;
       const split = Math.floor(Lk / 2);
       for (const dtype of DTYPES) {
@@ -226,19 +248,7 @@ describe("the decode fixtures, the cache filled in two appends, against the orac
           };
           cache.append(part(key), part(value));
         }
-        const options: SimdFlatAttentionOptions = {
-          attnMask:
-            attnMask === null
-              ? null
-              : attnMask.dtype === "bool"
-                ? { dtype: "bool", shape: attnMask.shape, data: Uint8Array.from(attnMask.data, Number) }
-                : { dtype: "float", shape: attnMask.shape, data: Float64Array.from(attnMask.data) },
-          isCausal: c.options.isCausal as boolean,
-          scale: rule.scale,
-          enableGqa: c.options.enableGqa as boolean,
-          softcap: rule.softcap,
-          queryOffset: (c.options.queryOffset as number | undefined) ?? 0,
-        };
+        const options = caseOptions(c);
         const q = tensor(query.shape.slice(), Array.from(query.data), dtype);
         const got = cache.attend(q, options);
         if (outsideContract(rule.expected, dtype) === null) {
@@ -530,6 +540,65 @@ describe("a bounded cache: window and sinks, a ring across its wrap, the full pa
       "attnMask [1, 200] has a column per key, but this cache dropped keys 4 to 96: a mask needs the cache unwrapped (or broadcast over the keys)",
     );
     cache.close();
+  });
+});
+
+describe("the window, sinks and ragged fixtures through a cache, and through a ring, against the oracle", () => {
+  const seen = new Set<string>();
+  const cases = loadCases({ tags: ["window", "sinks", "ragged"] }).filter(
+    (c) => c.rule !== null && !c.tags.includes("layer") && !seen.has(c.id) && seen.add(c.id),
+  );
+  assert.ok(cases.length >= 25, `${cases.length} cases`);
+  let wrapped = 0;
+  for (const c of cases) {
+    test(c.id, () => {
+      const rule = c.rule!;
+      const { query, key, value } = rule;
+      const [Lk, E, Ev] = [key.shape.at(-2)!, key.shape.at(-1)!, value.shape.at(-1)!];
+      const heads = key.shape.slice(0, -2);
+      const options = caseOptions(c);
+      // A ring where the case's window has a left side: sinks + left + the keys from the first
+      // row's position on, so that no row sees a key it drops; its keys appended one at a time.
+      const left = options.window?.[0] ?? null;
+      const sinkTokens = options.sinkTokens ?? 0;
+      const offsets = integers(options.queryOffset ?? 0);
+      const ring = left === null ? null : sinkTokens + left + Math.max(1, Lk - Math.min(...offsets));
+      for (const dtype of DTYPES) {
+        const q = tensor(query.shape.slice(), Array.from(query.data), dtype);
+        const flat = scaledDotProductAttentionFlat(
+          q,
+          tensor(key.shape.slice(), Array.from(key.data), dtype),
+          tensor(value.shape.slice(), Array.from(value.data), dtype),
+          options,
+        );
+        const bounded = ring === null ? [{}] : [{}, { capacity: ring, window: options.window, sinkTokens }];
+        for (const cacheOptions of bounded) {
+          const cache = createSimdKeyValueCache([...heads, E], Ev, dtype, cacheOptions);
+          const step = "capacity" in cacheOptions ? 1 : Math.ceil(Lk / 2);
+          for (let from = 0; from < Lk; from += step) {
+            const to = Math.min(Lk, from + step);
+            const part = (t: { shape: readonly number[]; data: ArrayLike<number> }) =>
+              tensor(
+                [...heads, to - from, t.shape.at(-1)!],
+                rowsOf(Array.from(t.data), product(heads), Lk, t.shape.at(-1)!, from, to),
+                dtype,
+              );
+            cache.append(part(key), part(value));
+          }
+          const got = cache.attend(q, options);
+          if (outsideContract(rule.expected, dtype) === null) {
+            const check = checkOutput(got, rule, dtype);
+            assert.ok(check.passed, `${dtype}: ${check.problem ?? `${check.budgetUsed} of the budget`}`);
+          }
+          assertSameBits(got, flat, `${dtype}, ${JSON.stringify(cacheOptions)}`);
+          wrapped += "capacity" in cacheOptions && Lk > ring! ? 1 : 0;
+          cache.close();
+        }
+      }
+    });
+  }
+  test("some of those rings dropped keys before they answered", () => {
+    assert.ok(wrapped >= 4, `${wrapped} rings wrapped`);
   });
 });
 
