@@ -95,7 +95,7 @@
  * Memory: the kernel's memory holds a copy of value, the key's transposed tiles and the mask as
  * given (not broadcast), each read by every query block; the query goes in and the output comes out
  * by chunks of at most 256 KiB (a job is one chunk of query rows of every slice), and the key is
- * transposed a chunk at a time, so none of those three is ever whole there. Plus O(64 x 64 +
+ * transposed a chunk at a time, so none of those three is ever whole there. Plus O(64 x 192 +
  * 64 x Ev) scratch per thread: linear in the inputs, and about the size of key and value beside the
  * caller's own inputs and output. A WebAssembly memory only grows, so after a large call the
  * process keeps that much reserved; so does the nested entry's float64 copy of its inputs and

@@ -164,3 +164,57 @@ describe("a row's bits depend only on the keys it sees and their order", () => {
     });
   }
 });
+
+describe("a ragged batch's decode step with grouped-query heads folds them, with the same bits", () => {
+  // Two sequences of 30 and 47 valid keys in a cache of 64, each decoding its next token at its own
+  // position: every query head of a group sees the same prefix of keys, so the group's heads become
+  // the rows of one block (batching.ts's foldDecodeHeads) and each key tile is scored once per
+  // key/value head. Each head computed alone (one head, no grouping: never folded) gives the bits.
+  const [Hq, Hkv, Lk, E, Ev] = [4, 2, 64, 16, 8];
+  const lengths = [30, 47];
+  const options = {
+    isCausal: true,
+    enableGqa: true,
+    kvSeqlen: lengths,
+    queryOffset: lengths.map((n) => n - 1),
+  };
+  for (const float32 of [false, true]) {
+    test(`simd.ts ${float32 ? "float32" : "float64"} (and flash.ts in float64)`, () => {
+      const [q, k, v] = [
+        tensor([2, Hq, 1, E], float32),
+        tensor([2, Hkv, Lk, E], float32),
+        tensor([2, Hkv, Lk, Ev], float32),
+      ];
+      const ports = float32
+        ? [simd.scaledDotProductAttentionFlat]
+        : [simd.scaledDotProductAttentionFlat, flash.scaledDotProductAttentionFlat];
+      for (const run of ports) {
+        simd.kernelScoredTiles(true);
+        const together = run(q, k, v, options).data; // [2, Hq, 1, Ev]
+        if (run === simd.scaledDotProductAttentionFlat) {
+          assert.equal(simd.kernelScoredTiles(true), 2 * Hkv); // one tile per (sequence, kv head)
+        }
+        for (let b = 0; b < 2; b++) {
+          for (let h = 0; h < Hq; h++) {
+            const kv = b * Hkv + Math.floor(h / (Hq / Hkv));
+            const part = (t: FlatTensor, at: number, size: number, shape: number[]) => ({
+              shape,
+              data: t.data.subarray(at * size, (at + 1) * size),
+            });
+            const alone = run(
+              part(q, b * Hq + h, E, [1, E]),
+              part(k, kv, Lk * E, [Lk, E]),
+              part(v, kv, Lk * Ev, [Lk, Ev]),
+              { isCausal: true, kvSeqlen: lengths[b], queryOffset: lengths[b] - 1 },
+            ).data;
+            assert.deepEqual(
+              Array.from(together.subarray((b * Hq + h) * Ev, (b * Hq + h + 1) * Ev)),
+              Array.from(alone),
+              `sequence ${b}, head ${h}`,
+            );
+          }
+        }
+      }
+    });
+  }
+});
