@@ -16,9 +16,9 @@
  * layer's and RoPE's cases go through the shared layer (layer.ts) over the port's attentionSteps.
  */
 
-import type { FixtureTensor } from "../runners/fixtures.ts";
-import { type LayerCase, runLayerCase } from "../runners/layer-cases.ts";
-import { flatMask, float32Tensor, replyJson, stepsJson, thrownJson } from "../runners/results.ts";
+import type { FixtureTensor } from "../golden/reader.ts";
+import { type LayerCase, runLayerCase } from "../harness/layer-cases.ts";
+import { flatMask, float32Tensor, replyJson, stepsJson, thrownJson } from "../harness/results.ts";
 import { type LayerOptions, type LayerParams, type LayerResult, layerWithAsync } from "../src/layer.ts";
 import {
   type AdapterDescription,
@@ -39,7 +39,7 @@ export interface PageCase {
   readonly params: Readonly<Record<string, unknown>>; // every option but the mask, by name: passed on as one record
 }
 
-/** A layer or RoPE case as the page holds it: as fixtures.ts's loadLayerFixtures reads it. */
+/** A layer or RoPE case as the page holds it: as golden/reader.ts's loadLayerFixtures reads it. */
 export type PageLayerCase = LayerCase;
 
 /** One bench cell: query, key and value [n, d] (float64 values, rounded to float32 by the port),
@@ -121,7 +121,7 @@ async function runFixtureCases(): Promise<string> {
 }
 
 /** One cell of the bench: warm up, then time whole calls (upload, dispatch, read back) as
- * bench.ts's timeCell does; the last output comes back for the parent to check. */
+ * bench/worker.ts's timeCell does; the last output comes back for the parent to check. */
 async function bench(cell: BenchCell): Promise<{ timesMs: number[]; warmupRuns: number; output: number[] }> {
   const port = await device();
   const shapes = cell.shapes ?? [

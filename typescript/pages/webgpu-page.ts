@@ -6,7 +6,7 @@
  *
  *     node typescript/pages/webgpu-page.ts --out DIR [--fixtures DIR] [--case ID]... [--no-cases]
  *
- * writes DIR/index.html. The cases are read by fixtures.ts (the only TypeScript code that knows
+ * writes DIR/index.html. The cases are read by golden/reader.ts (the only TypeScript code that knows
  * the fixture format) and written as JavaScript literals, so NaN, the infinities and -0 reach the
  * page exactly. Exit codes: 0 written; 2 a bad command line or an unusable fixture folder, said in
  * one line on stderr.
@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 import { build } from "esbuild";
-import { writeAtomic } from "../runners/files.ts";
+import { writeAtomic } from "../files.ts";
 import {
   DEFAULT_FIXTURES,
   type FixtureCase,
@@ -26,7 +26,7 @@ import {
   type LayerFixtureCase,
   loadFixtures,
   loadLayerFixtures,
-} from "../runners/fixtures.ts";
+} from "../golden/reader.ts";
 import { jsLiteral, PAGE_BUNDLE_OPTIONS } from "./page-build.ts";
 import type { PageCase, PageLayerCase } from "./webgpu-browser.ts";
 

@@ -7,9 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, type TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
-
-import { EXIT_CANNOT_RUN, main, numberJson } from "../runners/cli.ts";
-import { DEFAULT_FIXTURES, decodeNumbers, REGENERATE_HINT } from "../runners/fixtures.ts";
+import { DEFAULT_FIXTURES, decodeNumbers, REGENERATE_HINT } from "../golden/reader.ts";
+import { EXIT_CANNOT_RUN, main, numberJson } from "../harness/cli.ts";
 
 /** The port table's rows that run in Node: what a request may name. */
 const NODE_PORTS = (
@@ -21,7 +20,7 @@ const NODE_PORTS = (
   .filter((row) => row.runs_in === "node")
   .map((row) => row.name);
 
-const CLI = fileURLToPath(new URL("../runners/cli.ts", import.meta.url));
+const CLI = fileURLToPath(new URL("../harness/cli.ts", import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), "attention-port-cli-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -174,7 +173,7 @@ test("bad usage is one line on stderr and exit code 2", async (t) => {
   const printed: string[] = [];
   t.mock.method(console, "log", (line: string) => printed.push(line));
   assert.equal(await main(["--help"]), 0);
-  assert.match(printed.join("\n"), /^usage: node typescript\/runners\/cli\.ts serve /);
+  assert.match(printed.join("\n"), /^usage: node typescript\/harness\/cli\.ts serve /);
 });
 
 test("the process itself exits with code 2 and one line on stderr", () => {

@@ -3,7 +3,7 @@
 Node builds one page (typescript/pages/webgpu-page.ts: the port bundled by esbuild, with the fixture
 cases written in), Chromium opens it from disk (a file:// page is a secure context, where
 `navigator.gpu` exists), and the page's script (typescript/pages/webgpu-browser.ts) runs every case
-on one device and gives back every answer, in a reply as cli.ts's (typescript/runners/results.ts
+on one device and gives back every answer, in a reply as cli.ts's (typescript/harness/results.ts
 writes both). The bench calls the same page to time the port (bench/browser.py).
 
 Playwright never downloads a browser here: it drives the Chromium found on the machine (Debian's

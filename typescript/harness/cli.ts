@@ -2,7 +2,7 @@
  * Run and judge the TypeScript ports on the fixtures, in one Node process that serves the Python
  * harness (python/attention_port/harness/node.py) one port at a time:
  *
- *     node typescript/runners/cli.ts serve [--fixtures DIR]
+ *     node typescript/harness/cli.ts serve [--fixtures DIR]
  *
  * Each line on stdin asks for one port: {"port": "typescript", "cases": [id, ...] or null (every
  * case), "every_answer": false}. Each line on stdout answers one (results.ts writes it):
@@ -41,16 +41,16 @@ import {
   testCase,
   type Verdict,
 } from "../conformance/kit.ts";
-import type { FlatMask, FlatTensor } from "../src/inputs.ts";
-import { oneLine } from "../src/inputs.ts";
-import { type AttentionCore, layerWith } from "../src/layer.ts";
 import {
   DEFAULT_FIXTURES,
   FixtureError,
   type FixtureTensor,
   type LayerFixtureCase,
   loadLayerFixtures,
-} from "./fixtures.ts";
+} from "../golden/reader.ts";
+import type { FlatMask, FlatTensor } from "../src/inputs.ts";
+import { oneLine } from "../src/inputs.ts";
+import { type AttentionCore, layerWith } from "../src/layer.ts";
 import { type LayerCase, runLayerCase } from "./layer-cases.ts";
 import { answerJson, flat, flatMask, float32Tensor, replyJson, thrownJson } from "./results.ts";
 
@@ -75,7 +75,7 @@ const PORTS: PortRow[] = (JSON.parse(readFileSync(TABLE_URL, "utf8")) as { ports
   (row) => row.runs_in === "node",
 );
 
-const USAGE = "usage: node typescript/runners/cli.ts serve [--fixtures DIR]  (one request per line on stdin)";
+const USAGE = "usage: node typescript/harness/cli.ts serve [--fixtures DIR]  (one request per line on stdin)";
 
 class UsageError extends Error {}
 

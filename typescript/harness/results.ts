@@ -12,8 +12,8 @@
  */
 
 import type { Verdict } from "../conformance/kit.ts";
+import type { FixtureTensor } from "../golden/reader.ts";
 import { AttentionInputError, type FlatMask, type FlatTensor } from "../src/inputs.ts";
-import type { FixtureTensor } from "./fixtures.ts";
 
 /** What a port's run gives for one case (attentionSteps' fields; the other steps are optional). */
 export interface StepsLike {
