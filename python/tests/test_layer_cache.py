@@ -69,7 +69,7 @@ def _as_float64(x) -> np.ndarray:
 @pytest.mark.parametrize("port", PORTS)
 def test_a_prefill_and_decode_steps_give_the_rows_and_the_cache_of_one_causal_pass(port):
     run, dtype = PORTS[port]
-    output_budget = _budget(TRUTH.error_scale, 13, dtype)  # [B, N, Dout]
+    output_budget = TRUTH.budgets[dtype].output  # [B, N, Dout]: the rule's, as the oracle wrote it
     past_key = past_value = None
     for start, rows in BLOCKS:
         cache = {} if past_key is None else {"past_key": past_key, "past_value": past_value}
@@ -80,7 +80,7 @@ def test_a_prefill_and_decode_steps_give_the_rows_and_the_cache_of_one_causal_pa
         used = float(np.max(error / output_budget[..., start : start + rows, :]))
         assert used <= 1, f"{port}, rows {start}..{start + rows - 1}: {used:.1%} of the budget"
     for name, cached in (("present_key", past_key), ("present_value", past_value)):
-        budget = _budget(getattr(TRUTH, name + "_scale"), 7, dtype)
+        budget = getattr(TRUTH.budgets[dtype], name)
         assert np.all(np.abs(_as_float64(cached) - getattr(TRUTH, name)) <= budget), name
 
 

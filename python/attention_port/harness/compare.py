@@ -20,10 +20,11 @@ Exactly:
     failure.
 
 The layer and RoPE (a case of kind "layer" or "rope") are held the same way to their own budgets
-(rule.py derives them from the oracle's `error_scale`, in units of u). Exactly: where the budget is
-0 (a RoPE feature whose angle is 0 or past rotary_dim, a fully-masked layer row) the answer is the
-oracle's bit for bit, as float64 holds it or rounded once to the port's dtype. With need_weights
-the per-head weights are held to their budget, and a fully-masked row's to +0.0.
+(rule.py derives them from the oracle's error sizes; `error_scale` is float64's yardstick).
+Exactly: where the budget is 0 (a RoPE feature whose angle is 0 or past rotary_dim, a fully-masked
+layer row) the answer is the oracle's bit for bit, as float64 holds it or rounded once to the
+port's dtype. With need_weights the per-head weights are held to their budget, and a fully-masked
+row's to +0.0.
 
 "Budget used" is the largest |actual - expected| / budget, in percent: up to 100% passes.
 
