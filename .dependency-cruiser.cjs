@@ -13,9 +13,25 @@ const NODE_ONLY = "^typescript/src/simd-node[.]ts$";
 const PORT_DATA = "^typescript/wasm/stamp[.]ts$";
 /** Entry points, each run as a process (by a person, scripts/setup or the Python harness): what
  * another module needs of one belongs in a module of its own. */
-const ENTRIES = "^typescript/(runners/(cli|check|bench)|pages/webgpu-page|wasm/build|explorer/build|package/build|conformance/peers)[.]ts$";
+const ENTRIES =
+  "^typescript/(harness/cli|learner/worker|bench/worker|pages/webgpu-page|wasm/build|explorer/build|package/build|conformance/peers)[.]ts$";
 /** The tests exercise the entry points' functions, and may. */
 const TESTS = "^typescript/test/";
+
+/** The rooms the Python package has too, each above the ones it may import (pyproject.toml's
+ * import-linter layers): check's worker (learner/) runs a learner's code and answers as verify's
+ * runner (harness/) does; the runner calls and judges the ports through the conformance kit
+ * (conformance/, which holds TypeScript's judge); the kit reads the fixtures through the reader
+ * (golden/); all of them compute with the ports (src/). files.ts, the atomic writer every command
+ * shares, imports nothing of the tree. The commands above them (bench/, pages/, explorer/,
+ * package/) may import any room; no room imports a command (no-entry-imports). */
+const ROOMS = [
+  { name: "learner", room: "^typescript/learner/", may: ["^typescript/(learner|harness|conformance|golden)/", PORTS] },
+  { name: "harness", room: "^typescript/harness/", may: ["^typescript/(harness|conformance|golden)/", PORTS] },
+  { name: "conformance", room: "^typescript/conformance/", may: ["^typescript/(conformance|golden)/", PORTS] },
+  { name: "golden", room: "^typescript/golden/", may: ["^typescript/golden/", PORTS] },
+  { name: "files", room: "^typescript/files[.]ts$", may: [] },
+];
 
 module.exports = {
   forbidden: [
@@ -40,6 +56,13 @@ module.exports = {
       from: { path: PORTS, pathNot: NODE_ONLY },
       to: { path: [NODE_ONLY, PORT_DATA] },
     },
+    ...ROOMS.map(({ name, room, may }) => ({
+      name: `${name}-imports-down`,
+      comment: "a room imports only itself, the rooms below it and the ports (ROOMS)",
+      severity: "error",
+      from: { path: room },
+      to: { path: "^typescript/", pathNot: may },
+    })),
     {
       name: "no-entry-imports",
       comment: "a command's or build script's entry point is run, never imported (tests excepted)",

@@ -25,10 +25,12 @@ FIXTURES = DATA_ROOT / "fixtures"
 CONTRACT = DATA_ROOT / "contract"  # the contract as data: options, words, levels, ports, protocol
 PORT_TABLE = CONTRACT / "ports.json"  # every port, declared once (port_table.py; cli.ts reads it too)
 SCHEMA_DIR = FIXTURES / "schema"
-TYPESCRIPT_SRC = DATA_ROOT / "typescript" / "src"
-TYPESCRIPT_RUNNERS = DATA_ROOT / "typescript" / "runners"
-TYPESCRIPT_CLI = TYPESCRIPT_RUNNERS / "cli.ts"  # runs and judges the TypeScript ports (node.py)
-CHECK_TS = TYPESCRIPT_RUNNERS / "check.ts"  # runs a learner's JavaScript or TypeScript (learner/runner.py)
+# The TypeScript tree has the package's rooms where both languages have the tool: golden/ (the
+# fixture reader), harness/ (verify's Node runner), learner/ (check's Node worker) and bench/.
+TYPESCRIPT = DATA_ROOT / "typescript"
+TYPESCRIPT_SRC = TYPESCRIPT / "src"
+TYPESCRIPT_CLI = TYPESCRIPT / "harness" / "cli.ts"  # runs and judges the TypeScript ports (node.py)
+CHECK_TS = TYPESCRIPT / "learner" / "worker.ts"  # runs a learner's JavaScript or TypeScript (runner.py)
 # What check and a learner's process say to each other, read by both (learner/protocol.py).
 LEARNER_PROTOCOL = CONTRACT / "learner-protocol.json"
 
@@ -36,7 +38,7 @@ LEARNER_PROTOCOL = CONTRACT / "learner-protocol.json"
 PYTHON_PACKAGE = REPO_ROOT / "python" / "attention_port"
 DOCS = REPO_ROOT / "docs"
 NODE_MODULES = REPO_ROOT / "node_modules"
-BENCH_TS = REPO_ROOT / "typescript" / "runners" / "bench.ts"
+BENCH_TS = REPO_ROOT / "typescript" / "bench" / "worker.ts"  # the Node twin of bench/worker.py
 BENCH_PEERS = REPO_ROOT / "typescript" / "bench-peers"
 EXPLORER_BUILD = REPO_ROOT / "typescript" / "explorer" / "build.ts"
 

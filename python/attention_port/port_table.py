@@ -1,5 +1,5 @@
 """The port table (contract/ports.json, shipped in the wheel): every port declared
-once, read by verify's runners, by typescript/runners/cli.ts, by the bench and by
+once, read by verify's runners, by typescript/harness/cli.ts, by the bench and by
 `attention-port ports`; the npm exports, the explorer's backends and the docs' port tables are
 generated from it (pages/port_outputs.py).
 

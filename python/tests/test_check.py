@@ -7,6 +7,7 @@ mistakes.py: a file with one mistake must be told that mistake, and only that on
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections import Counter
@@ -457,6 +458,21 @@ def test_the_worst_cell_and_the_example_line():
 # ---- the starter implementations -------------------------------------------------------------
 
 
+def _starter_transcript_lines() -> list[tuple[str, str]]:
+    """(page, line) for each line of the docs' transcripts of check on the TypeScript starter: the
+    fenced blocks of README.md and docs/*.md with a "level N of M: " line (only that starter's
+    report is shown so), but their "..." lines. Each must be a line of today's report, so that a
+    new level or case fails the test instead of leaving a page's counts stale."""
+    found = []
+    for page in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+        for block in page.read_text(encoding="utf-8").split("```")[1::2]:
+            lines = block.splitlines()[1:]  # the first is the fence's language, or empty
+            if any(re.match(r"level \d+ of \d+: ", line) for line in lines):
+                found += [(page.name, line) for line in lines if line not in ("", "...")]
+    assert {page for page, _ in found} >= {"README.md", "learn.md"}, found
+    return found
+
+
 @pytest.mark.parametrize("path", ["typescript/examples/my-attention.ts", "python/examples/my_attention.py"])
 def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends(path):
     code, text = run_check(str(REPO_ROOT / path))
@@ -476,6 +492,9 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
             " every dim before the last two is a batch or head dim, and each [L, E] matrix inside gets the"
             " same steps\n"
         ) in text, text
+        report = text.replace(f"{REPO_ROOT}/", "").splitlines()  # as run from the checkout
+        for page, line in _starter_transcript_lines():
+            assert line in report, (page, line)
     else:
         assert "ValueError: matmul: " in line, line
         assert (

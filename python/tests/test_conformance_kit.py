@@ -25,7 +25,7 @@ from attention_port.paths import REPO_ROOT
 
 KIT = REPO_ROOT / "typescript" / "conformance" / "kit.ts"
 SRC = REPO_ROOT / "typescript" / "src"
-RESULTS = REPO_ROOT / "typescript" / "runners" / "results.ts"
+RESULTS = REPO_ROOT / "typescript" / "harness" / "results.ts"
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 

@@ -25,7 +25,7 @@ from attention_port.paths import REPO_ROOT
 
 MODEL = REPO_ROOT / "typescript" / "explorer" / "model.ts"
 ATTENTION = REPO_ROOT / "typescript" / "src" / "attention.ts"
-FIXTURES_TS = REPO_ROOT / "typescript" / "runners" / "fixtures.ts"
+FIXTURES_TS = REPO_ROOT / "typescript" / "golden" / "reader.ts"
 
 
 # ---- build and serve ----------------------------------------------------------------------------

@@ -174,10 +174,10 @@ def test_each_bench_row_times_a_port_of_the_table_through_its_module(tmp_path):
         if p.port is not None:
             module = port_table.BY_NAME[p.port].module
             assert module.rsplit("/", 1)[1] in p.what or p.port.startswith("torch-sdpa"), (p.name, module)
-    # Each worker knows each of its rows: bench.ts names those it can time when asked for another.
+    # Each worker knows each of its rows: bench/worker.ts names those it can time when asked for another.
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"port": "no-such-port"}), encoding="utf-8")
-    done = subprocess.run([str(find_node()), "typescript/runners/bench.ts", str(plan)],
+    done = subprocess.run([str(find_node()), "typescript/bench/worker.ts", str(plan)],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 1 and "unknown Node port 'no-such-port'" in done.stderr, done.stderr
     node_side = done.stderr.split("choose from ", 1)[1].strip().split(", ")
@@ -191,7 +191,7 @@ def test_each_bench_row_times_a_port_of_the_table_through_its_module(tmp_path):
 
 def test_no_port_is_named_in_the_commands():
     """What verify does with a port follows from its row (runs_in, language), never its name."""
-    for path in ("python/attention_port/cli.py", "typescript/runners/cli.ts"):
+    for path in ("python/attention_port/cli.py", "typescript/harness/cli.ts"):
         # A language ("typescript"), cli.ts's default --port and comments are not branches on a name.
         lines = (REPO_ROOT / path).read_text(encoding="utf-8").splitlines()
         code = [line for line in lines if not line.lstrip().startswith(("#", "*", "//"))]

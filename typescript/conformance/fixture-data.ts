@@ -4,7 +4,7 @@
  * that carries the cases inside it, so that the package's kit imports nothing of Node.
  */
 
-import { DEFAULT_FIXTURES, loadFixtures } from "../runners/fixtures.ts";
+import { DEFAULT_FIXTURES, loadFixtures } from "../golden/reader.ts";
 import type { RawCase } from "./raw-case.ts";
 
 let cases: readonly RawCase[] | null = null;

@@ -3,7 +3,7 @@
  * TypeScript spelling, what typescript/conformance/fixture-data.ts gives and the npm package embeds.
  */
 
-import type { FixtureCase } from "../runners/fixtures.ts"; // a type only: nothing of Node is bundled
+import type { FixtureCase } from "../golden/reader.ts"; // a type only: nothing of Node is bundled
 import type { ErrorKind } from "../src/inputs.ts";
 import type { RuleValues } from "./judge.ts";
 

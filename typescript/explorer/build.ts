@@ -5,7 +5,7 @@
  *     node typescript/explorer/build.ts serve [--port N]
  *
  * The page is index.html with two scripts written into it: the fixture cases (read by
- * typescript/runners/fixtures.ts, the only TypeScript code that knows the fixture format) and main.ts
+ * typescript/golden/reader.ts, the only TypeScript code that knows the fixture format) and main.ts
  * bundled by esbuild with the real typescript/src/attention.ts, so the page runs exactly the port
  * that `attention-port verify` checks. Nothing is fetched at run time: the built file works opened
  * from disk, offline.
@@ -25,15 +25,15 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 import { build } from "esbuild";
-import { jsLiteral, PAGE_BUNDLE_OPTIONS } from "../pages/page-build.ts";
-import { writeAtomic } from "../runners/files.ts";
+import { writeAtomic } from "../files.ts";
 import {
   DEFAULT_FIXTURES,
   type FixtureCase,
   type FixtureTensor,
   loadFixtures,
   portTensor,
-} from "../runners/fixtures.ts";
+} from "../golden/reader.ts";
+import { jsLiteral, PAGE_BUNDLE_OPTIONS } from "../pages/page-build.ts";
 import { BUILDS, buildIsFresh } from "../wasm/stamp.ts";
 import { type ExplorerCase, type FlatTensor, REAL_MODEL_PRESET } from "./model.ts";
 

@@ -11,7 +11,7 @@
  */
 
 import type { OutputValues } from "../conformance/judge.ts";
-import type { FixtureCase } from "../runners/fixtures.ts"; // a type only: nothing of fixtures.ts is bundled
+import type { FixtureCase } from "../golden/reader.ts"; // a type only: nothing of reader.ts is bundled
 import { attentionSteps, type NestedArray } from "../src/attention.ts";
 import { spelled } from "../src/vocabulary.ts";
 
@@ -509,7 +509,7 @@ export interface FlatTensor {
   readonly data: readonly number[];
 }
 
-/** One fixture case, as build.ts embeds it in the page (read by typescript/runners/fixtures.ts, so the
+/** One fixture case, as build.ts embeds it in the page (read by typescript/golden/reader.ts, so the
  * page never parses the fixture format itself). Inputs are in the form the port takes; of the
  * oracle's values (exact, then 256-bit, rounded once to float64) the page carries what it shows. */
 export interface ExplorerCase

@@ -129,7 +129,7 @@ function main(): void {
     // The kit's cases go inside the package; the fixture reader (Node only) that the checkout's
     // fixture-data.ts imports does not.
     writeFileSync(join(scratch, "conformance", "fixture-data.js"), embeddedFixtureModule());
-    rmSync(join(scratch, "runners"), { recursive: true, force: true });
+    rmSync(join(scratch, "golden"), { recursive: true, force: true });
     mkdirSync(DIST, { recursive: true });
     for (const folder of OWNED) {
       rmSync(join(DIST, folder), { recursive: true, force: true });

@@ -81,7 +81,7 @@ export function slices(shapes: AttentionShapes, maskShape: readonly number[] | n
 }
 
 /** Nested arrays of `shape` from items in row-major order, read from `offset`: flat numbers with
- * the tensor's whole shape (flash.ts, fixtures.ts), or one [Lq, Lk] matrix per (batch, head) with
+ * the tensor's whole shape (flash.ts, golden/reader.ts), or one [Lq, Lk] matrix per (batch, head) with
  * the outer shape [B..., Hq] (attention.ts; an empty shape gives the one matrix as it is, uncopied). */
 export function nest<T>(items: ArrayLike<T>, shape: readonly number[], offset = 0): T | NestedOf<T> {
   if (shape.length === 0) {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { declaredParameterCount, takesPast, thrownOnPurpose, unchanged } from "../runners/check.ts";
+import { declaredParameterCount, takesPast, thrownOnPurpose, unchanged } from "../learner/worker.ts";
 import { scaledDotProductAttention } from "../src/attention.ts";
 import { multiHeadAttention } from "../src/layer.ts";
 

@@ -18,7 +18,7 @@ import {
   type Verdict,
 } from "../conformance/kit.ts";
 import { attentionModel, rank4 } from "../conformance/peers.ts";
-import { loadFixtures } from "../runners/fixtures.ts";
+import { loadFixtures } from "../golden/reader.ts";
 import { AttentionInputError, scaledDotProductAttention } from "../src/attention.ts";
 
 /** The verdicts of a run, counted. */

@@ -38,8 +38,8 @@ import {
   viridis,
   weightArithmetic,
 } from "../explorer/model.ts";
+import { type FixtureTensor, loadFixtures } from "../golden/reader.ts";
 import { jsLiteral } from "../pages/page-build.ts";
-import { type FixtureTensor, loadFixtures } from "../runners/fixtures.ts";
 import { attentionSteps, scaledDotProductAttention } from "../src/attention.ts";
 
 describe("reading what a reader types", () => {

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import { writeAtomic } from "../runners/files.ts";
+import { writeAtomic } from "../files.ts";
 
 const scratch = mkdtempSync(join(tmpdir(), "attention-port-files-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));

@@ -13,7 +13,7 @@ import {
   type FixtureTensor,
   loadFixtures,
   portTensor,
-} from "../runners/fixtures.ts";
+} from "../golden/reader.ts";
 
 const cases = loadFixtures();
 

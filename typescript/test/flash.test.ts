@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
 import fc from "fast-check";
-import { type FixtureTensor, loadFixtures } from "../runners/fixtures.ts";
+import { type FixtureTensor, loadFixtures } from "../golden/reader.ts";
 import * as readable from "../src/attention.ts";
 import {
   AttentionInputError,

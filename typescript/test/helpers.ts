@@ -2,7 +2,7 @@
 // port they are given, so that every port is held to the same rule.
 
 import assert from "node:assert/strict";
-import { type FixtureCase, type FixtureTensor, portTensor } from "../runners/fixtures.ts";
+import { type FixtureCase, type FixtureTensor, portTensor } from "../golden/reader.ts";
 import type { AttentionOptions, NestedArray, TensorInput } from "../src/attention.ts";
 import { AttentionInputError, type ErrorKind } from "../src/inputs.ts";
 import { spelled } from "../src/vocabulary.ts";
@@ -76,7 +76,7 @@ export function normalizeMessage(message: string): string {
   return spelled(message, "python");
 }
 
-/** One fixture case through `port`: a valid case's tensors as the port takes them (fixtures.ts's
+/** One fixture case through `port`: a valid case's tensors as the port takes them (golden/reader.ts's
  * portTensor), an invalid case's inputs exactly as written. */
 export function runCase<T>(port: PortFunction<T>, c: FixtureCase): T {
   const tensor = (x: unknown) =>

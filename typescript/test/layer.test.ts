@@ -9,8 +9,8 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { type LayerFixtureCase, loadLayerFixtures } from "../runners/fixtures.ts";
-import { runLayerCase } from "../runners/layer-cases.ts";
+import { type LayerFixtureCase, loadLayerFixtures } from "../golden/reader.ts";
+import { runLayerCase } from "../harness/layer-cases.ts";
 import { fromConv1d, fromPacked, torchMhaMask } from "../src/adapters.ts";
 import { attentionSteps as flashSteps } from "../src/flash.ts";
 import { AttentionInputError } from "../src/inputs.ts";

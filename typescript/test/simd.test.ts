@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { after, describe, test } from "node:test";
 
 import fc from "fast-check";
-import { type FixtureTensor, loadFixtures } from "../runners/fixtures.ts";
+import { type FixtureTensor, loadFixtures } from "../golden/reader.ts";
 import * as readable from "../src/attention.ts";
 import * as flash from "../src/flash.ts";
 import type { FlatAttentionOptions, FlatMask, FlatTensor, ShapedMask, ShapedTensor } from "../src/inputs.ts";

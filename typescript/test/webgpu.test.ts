@@ -8,7 +8,7 @@ import { test } from "node:test";
 
 import fc from "fast-check";
 
-import { loadFixtures } from "../runners/fixtures.ts";
+import { loadFixtures } from "../golden/reader.ts";
 import { AttentionInputError, checkShapes, type ErrorKind } from "../src/inputs.ts";
 import {
   attentionSteps,

@@ -663,7 +663,7 @@ export function keyTile(): i32 {
   return BC;
 }
 
-// ---- The machine's limits, for the bench (typescript/runners/bench.ts): not used by simd.ts. ----
+// ---- The machine's limits, for the bench (typescript/bench/worker.ts): not used by simd.ts. ----
 
 /** The sum of n f32 at ptr (n a multiple of 32), read with 128-bit loads into 8 independent sums:
  * a streaming read whose speed, over a buffer several times the last-level cache, is the read

@@ -3,7 +3,7 @@ side by side on the same inputs, each in a process of its own, every output chec
 time is reported.
 
     run.py     the command: the port table, the inputs, one worker process per port, memory passes
-    worker.py  the Python worker (numpy, torch); typescript/runners/bench.ts is its Node twin
+    worker.py  the Python worker (numpy, torch); typescript/bench/worker.ts is its Node twin
     peers.py   the attention graph for onnxruntime, built with the `onnx` package
     check.py   each output against numpy float64 under compare.py's rule; the targets
     report.py  bench.md, bench.json, bench.png and the machine they ran on

@@ -13,7 +13,7 @@ symbolic, so one file per (d, dtype, causal) serves every n:
 
 scale is an input, not a constant: onnxruntime's optimizer folds a constant scale into the float32
 `alpha` of a FusedMatMul, and a float64 graph then loses about 7 digits wherever 1/sqrt(d) is not
-exact in float32 (d = 80: the bench's check catches it). bench.ts feeds it with every run.
+exact in float32 (d = 80: the bench's check catches it). bench/worker.ts feeds it with every run.
 
 The standard Attention operator (opset 23) would say the same in one node, but onnxruntime's CPU
 provider computes it in float32 only, and the peers are measured in float64 too.
@@ -51,11 +51,11 @@ def peers_missing() -> str | None:
 
 
 def model_name(d: int, dtype: str, causal: bool) -> str:
-    return f"attention-d{d}-{dtype}-{'causal' if causal else 'full'}.onnx"  # bench.ts spells it too
+    return f"attention-d{d}-{dtype}-{'causal' if causal else 'full'}.onnx"  # bench/worker.ts spells it too
 
 
 def decode_model_name(hq: int, hkv: int, e: int, dtype: str) -> str:
-    return f"decode-h{hq}-kv{hkv}-e{e}-{dtype}.onnx"  # bench.ts spells it too
+    return f"decode-h{hq}-kv{hkv}-e{e}-{dtype}.onnx"  # bench/worker.ts spells it too
 
 
 def write_models(folder: Path, features: list[int], decode_heads: list[tuple[int, int, int]] = ()) -> None:

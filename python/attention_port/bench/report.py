@@ -188,7 +188,7 @@ def format_markdown(report: dict, results: list, plot_note: str | None, order: d
             "",
             "- peak RSS: the pass's process at exit (VmHWM); idle: a process of the same kind that imported"
             " the same modules and did nothing else (Python ports: Python with the port's imports;"
-            " Node ports: Node with bench.ts and the port's module).",
+            " Node ports: Node with bench/worker.ts and the port's module).",
         ]
     lines += ["", "## Targets", ""]
     lines += [f"- {t['status']}: {t['name']}: {t['detail']}" for t in report["targets"]]

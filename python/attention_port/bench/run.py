@@ -16,7 +16,7 @@ for the others), a prefill row its GFLOP/s against the 128-bit peak.
 How: the parent (this module) draws the inputs once per (n, d) with numpy's
 Generator(PCG64([seed, n, d])) (standard normal), writes them as raw little-endian float64 files to
 a temporary folder, and starts one worker process per port (worker.py for the Python ports,
-typescript/runners/bench.ts under Node for the others), one after the other, never two at once. A
+typescript/bench/worker.ts under Node for the others), one after the other, never two at once. A
 worker times every cell of its port: a warm-up, then at least --repeats timed runs; a fast cell
 keeps going while its timed runs total under --cell-budget seconds (at most --max-repeats runs).
 The median is reported. One thread by default (--threads): the parent sets OMP_NUM_THREADS and
@@ -71,12 +71,12 @@ CAUSAL = {"off": [False], "on": [True], "both": [False, True]}  # --causal
 class BenchPort:
     """One way of timing a port of the port table (port_table.py): `port` names its row, None for a
     bench-only peer. The ports' own are their rows' bench lists (contract/ports.json);
-    typescript/runners/bench.ts has the Node side of each "node" worker, worker.py the Python side
+    typescript/bench/worker.ts has the Node side of each "node" worker, worker.py the Python side
     of each "python" one."""
 
     name: str
     port: str | None  # the row of the port table it times
-    worker: str  # "python" (worker.py) or "node" (typescript/runners/bench.ts)
+    worker: str  # "python" (worker.py) or "node" (typescript/bench/worker.ts)
     dtypes: tuple[str, ...]
     what: str  # the file or package, for the tables
     linear_memory: bool = False  # memory O(n): one more memory pass at --linear-memory-n
@@ -118,7 +118,7 @@ PEERS = (
     ),  # fmt: skip
 )
 PORTS = (*(BenchPort.of(row.name, entry) for row in PORT_TABLE for entry in row.bench), *PEERS)
-# The machine's limits: two workers that time no attention (worker.py's native-limits, bench.ts's
+# The machine's limits: two workers that time no attention (worker.py's native-limits, bench/worker.ts's
 # wasm-limits), each one cell streaming over a buffer of --bandwidth-mib.
 LIMIT_PORTS = (
     BenchPort("native-limits", None, "python", ("float32",), "numpy's sum of a float32 buffer"),

@@ -4,7 +4,7 @@
 
 run.py (the parent) draws the inputs once, writes them as raw little-endian float64 files and
 starts one worker per port, so that no port pays for another's imports, caches or heap. Its twin
-for the Node ports is typescript/runners/bench.ts: the same plan, the same timing loop, the same
+for the Node ports is typescript/bench/worker.ts: the same plan, the same timing loop, the same
 result document.
 
 The plan (JSON, written by the parent):
@@ -132,7 +132,7 @@ def run_limits_plan(plan: dict) -> dict:
     """The machine's read bandwidth as native code gets it: numpy's sum of a float32 buffer of
     cell["bytes"] (several times the last-level cache, so that it streams from memory), timed as
     every cell is, its GB/s over the fastest run the cell's output (a limit is what the machine can
-    do; bench.ts's wasm-limits, the WebAssembly twin, keeps its best runs too)."""
+    do; bench/worker.ts's wasm-limits, the WebAssembly twin, keeps its best runs too)."""
     result: dict = {
         "port": plan["port"],
         "mode": plan["mode"],

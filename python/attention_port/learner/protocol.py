@@ -1,7 +1,7 @@
 """The protocol between `attention-port check` and the process that runs a learner's code.
 
 The harness side (runner.py, which asks) and the Python process (worker.py, which answers) read this
-module; the Node process (typescript/runners/check.ts) reads learner-protocol.ts. The names both
+module; the Node process (typescript/learner/worker.ts) reads typescript/learner/protocol.ts. The names both
 sides must agree on (the steps, each message's fields) are in one file that both modules load,
 contract/learner-protocol.json; the options, with their JavaScript spellings, are
 contract/options.json's.

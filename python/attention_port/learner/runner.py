@@ -1,7 +1,7 @@
 """Run a learner's own attention code in a process of its own, one case at a time, within limits.
 
 `attention-port check` (check.py) asks; this module keeps the process that answers. A JavaScript or
-TypeScript file runs in the project's Node (node.py) through typescript/runners/check.ts; a Python file
+TypeScript file runs in the project's Node (node.py) through typescript/learner/worker.ts; a Python file
 runs in a fresh Python through worker.py. Both speak protocol.py's protocol.
 
 The learner's code never runs in the harness: a case that hangs past its time-out has its process

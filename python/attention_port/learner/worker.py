@@ -1,6 +1,6 @@
 """Run a learner's Python attention file on the cases check sends, one case at a time.
 
-The Python twin of typescript/runners/check.ts, speaking the protocol of protocol.py, started by
+The Python twin of typescript/learner/worker.ts, speaking the protocol of protocol.py, started by
 runner.py as `python -m attention_port.learner.worker --module PATH --answers-fd N` in an empty
 working folder of its own, within runner.py's limits. The learner's code runs in this process, never
 in the harness; what it prints goes to this process's stdout and stderr, which check shows, since

@@ -225,7 +225,7 @@ def render_typescript() -> str:
         ),
         "] as const;",
         "",
-        "/** A fixture case's options as the TypeScript readers give them (runners/fixtures.ts, the kit),",
+        "/** A fixture case's options as the TypeScript readers give them (golden/reader.ts, the kit),",
         " * as written: an invalid case may hold anything. (A type, not an interface: it is a record of",
         " * strings too.) */",
         "export type FixtureOptions = {",

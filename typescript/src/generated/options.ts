@@ -441,7 +441,7 @@ export const FIXTURE_OPTIONS = [
   { python: "kv_seqlen", javascript: "kvSeqlen", held: "set" },
 ] as const;
 
-/** A fixture case's options as the TypeScript readers give them (runners/fixtures.ts, the kit),
+/** A fixture case's options as the TypeScript readers give them (golden/reader.ts, the kit),
  * as written: an invalid case may hold anything. (A type, not an interface: it is a record of
  * strings too.) */
 export type FixtureOptions = {

@@ -15,7 +15,7 @@ import { applyRotary, type LayerOptions, type LayerParams, type LayerResult } fr
 import { javascriptName } from "../src/vocabulary.ts";
 import { tensorJson } from "./results.ts";
 
-/** A layer or RoPE case as the readers give it (fixtures.ts's LayerFixtureCase). */
+/** A layer or RoPE case as the readers give it (golden/reader.ts's LayerFixtureCase). */
 export interface LayerCase {
   readonly id: string;
   readonly kind: "layer" | "rope";

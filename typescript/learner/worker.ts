@@ -2,10 +2,10 @@
  * Run a learner's own attention module on the cases check sends, one case at a time, for
  * `attention-port check`.
  *
- *     node --permission --allow-fs-read=* typescript/runners/check.ts --module PATH --answers-fd N
+ *     node --permission --allow-fs-read=* typescript/learner/worker.ts --module PATH --answers-fd N
  *
  * Started by python/attention_port/learner/runner.py, which judges the answers (with compare.py) and explains
- * them; the protocol is learner-protocol.ts's (python/attention_port/learner/protocol.py says it in
+ * them; the protocol is protocol.ts's (python/attention_port/learner/protocol.py says it in
  * full). This process only loads the learner's module, calls it with each case's inputs and options
  * and writes down what it returned, on the answer descriptor: the learner's console.log stays the
  * learner's. The learner's code runs here and not in the harness, so an endless loop, a crash or a
@@ -26,6 +26,8 @@ import { basename, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { type FixtureTensor, portTensor } from "../golden/reader.ts";
+import { tensorJson } from "../harness/results.ts";
 import {
   describeValue,
   formatShape,
@@ -38,7 +40,6 @@ import {
   product,
 } from "../src/inputs.ts";
 import { javascriptName } from "../src/vocabulary.ts";
-import { type FixtureTensor, portTensor } from "./fixtures.ts";
 import {
   LAYER_STEPS,
   OPTION_NAMES,
@@ -47,8 +48,7 @@ import {
   STEP_NAMES,
   type Threw,
   threwAnswer,
-} from "./learner-protocol.ts";
-import { tensorJson } from "./results.ts";
+} from "./protocol.ts";
 
 const stringify = JSON.stringify;
 const clone = structuredClone;
@@ -526,7 +526,7 @@ export async function takesPast(layer: Learner): Promise<boolean> {
   }
 }
 
-/** A layer or RoPE case: the request names its kind (learner-protocol.ts). */
+/** A layer or RoPE case: the request names its kind (protocol.ts). */
 interface LayerRequest {
   readonly id: string;
   readonly kind: "layer" | "rope";
@@ -691,7 +691,7 @@ async function main(argv: string[]): Promise<number> {
   });
   const fd = Number(values["answers-fd"]);
   if (values.module === undefined || !Number.isInteger(fd)) {
-    console.error("usage: node typescript/runners/check.ts --module PATH --answers-fd N");
+    console.error("usage: node typescript/learner/worker.ts --module PATH --answers-fd N");
     return 2;
   }
   const send = (json: string) => writeSync(fd, `${json}\n`);

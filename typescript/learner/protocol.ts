@@ -1,6 +1,6 @@
 /**
  * The protocol between `attention-port check` and the Node process that runs a learner's code
- * (check.ts). python/attention_port/learner/protocol.py tells it in full; the names both sides must
+ * (worker.ts). python/attention_port/learner/protocol.py tells it in full; the names both sides must
  * agree on (the steps, each message's fields) are in learner-protocol.json, which this module and
  * protocol.py both load, by their Python names: the vocabulary gives their JavaScript ones. The
  * options a request may set, with both their names, are options.json's.
@@ -14,9 +14,8 @@
  */
 
 import { readFileSync } from "node:fs";
-
+import { decodeNumbers, type FixtureTensor } from "../golden/reader.ts";
 import { FIXTURE_OPTIONS } from "../src/generated/options.ts";
-import { decodeNumbers, type FixtureTensor } from "./fixtures.ts";
 
 interface Protocol {
   readonly steps: readonly string[];

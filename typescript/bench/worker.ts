@@ -1,7 +1,7 @@
 /**
  * The Node worker of `attention-port bench`: times one port in a process of its own.
  *
- *     node typescript/runners/bench.ts PLAN.json
+ *     node typescript/bench/worker.ts PLAN.json
  *
  * python/attention_port/bench/run.py (the parent) draws the inputs once, writes them as raw
  * little-endian float64 files and starts one worker per port. Its twin for the Python ports is
@@ -40,6 +40,7 @@ import { createRequire } from "node:module";
 import { endianness } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { writeAtomic } from "../files.ts";
 import { scaledDotProductAttention as readableAttention } from "../src/attention.ts";
 import {
   type FlatTensor,
@@ -53,7 +54,6 @@ import {
   scaledDotProductAttentionFlat as simdFlat,
 } from "../src/simd-node.ts";
 import { BUILDS } from "../wasm/stamp.ts";
-import { writeAtomic } from "./files.ts";
 
 type Dtype = "float64" | "float32";
 
@@ -486,7 +486,7 @@ async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
 
 export async function main(argv: string[]): Promise<number> {
   if (argv.length !== 1) {
-    console.error("usage: node typescript/runners/bench.ts PLAN.json");
+    console.error("usage: node typescript/bench/worker.ts PLAN.json");
     return 1;
   }
   if (endianness() !== "LE") {

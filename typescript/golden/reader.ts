@@ -26,7 +26,7 @@ export const CASE_FORMAT = "attention-port-fixture";
 export const FORMAT_VERSION = 5;
 export const REGENERATE_HINT = "regenerate with `attention-port generate` (or scripts/generate)";
 
-/** The repository's fixtures/ folder (this file is typescript/runners/fixtures.ts). */
+/** The repository's fixtures/ folder (this file is typescript/golden/reader.ts). */
 export const DEFAULT_FIXTURES = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "fixtures");
 
 // JSON has no NaN or Infinity: these strings stand for them wherever a number may appear.
