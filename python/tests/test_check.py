@@ -182,11 +182,19 @@ def test_a_file_without_the_layer_gets_no_layer_levels():
     assert f"of {LAYERED_TOTAL}:" not in text and LAYER_LEVEL not in text, text
 
 
+def _in_both_languages(levels: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """mistake name -> level, as learner file -> (mistake, level): mistake-NAME.mjs and mistake_NAME.py."""
+    return {
+        f"{prefix}{name}{suffix}": (name, level)
+        for name, level in levels.items()
+        for prefix, suffix in (("mistake-", ".mjs"), ("mistake_", ".py"))
+    }
+
+
 # file -> (the layer mistake it has, the level where check stops). Each file makes that one mistake
 # (layer-base.mjs and layer_base.py, a learner's layer over a learner's own attention).
-LAYER_MISTAKE_FILES = {
-    f"{prefix}{name}{suffix}": (name, level)
-    for name, level in {
+LAYER_MISTAKE_FILES = _in_both_languages(
+    {
         "weights_not_transposed": LAYER_LEVEL,
         "split_without_transpose": LAYER_LEVEL,
         "merge_without_transpose": LAYER_LEVEL,
@@ -197,9 +205,8 @@ LAYER_MISTAKE_FILES = {
         "cache_offset_ignored": CACHE_LEVEL,
         "rope_positions_from_zero": CACHE_LEVEL,
         "past_ignored": CACHE_LEVEL,
-    }.items()
-    for prefix, suffix in (("mistake-", ".mjs"), ("mistake_", ".py"))
-}
+    }
+)
 
 
 def _layer_phrase(mistake: layer_mistakes.LayerMistake, language: str) -> str:
@@ -295,6 +302,11 @@ def test_each_layer_variant_is_the_layer_with_one_step_wrong():
 
 # ---- named mistakes ---------------------------------------------------------------------------
 
+# The levels of the window, the sinks and the ragged batch, by the tag that puts a case on each.
+WINDOW_LEVEL, SINKS_LEVEL, RAGGED_LEVEL = (
+    cases.LEVELS[cases.level_of((tag,)) - 1].name for tag in ("window", "sinks", "kv_seqlen")
+)
+
 # file -> (the mistake it has, the level where check stops). Each file makes that one mistake and
 # nothing else wrong (learner-base.mjs and learner_base.py switch it on by name).
 MISTAKE_FILES = {
@@ -350,6 +362,20 @@ MISTAKE_FILES = {
     "mistake-softcap_ignored.mjs": ("softcap_ignored", "scale and softcap"),
     "mistake_softcap_ignored.py": ("softcap_ignored", "scale and softcap"),
     "mistake-attn_mask_ignored.mjs": ("attn_mask_ignored", "boolean masks"),
+    # The window's, the sinks' and the ragged batch's, in both languages.
+    **_in_both_languages(
+        {
+            "window_one_key_too_wide": WINDOW_LEVEL,
+            "window_one_key_too_narrow": WINDOW_LEVEL,
+            "window_top_left": WINDOW_LEVEL,
+            "sink_given_a_value": SINKS_LEVEL,
+            "sink_after_softmax": SINKS_LEVEL,
+            "sink_left_out_of_max": SINKS_LEVEL,
+            "kv_seqlen_one_short": RAGGED_LEVEL,
+            "kv_seqlen_one_past": RAGGED_LEVEL,
+            "kv_seqlen_ignored": RAGGED_LEVEL,
+        }
+    ),
 }
 
 
@@ -361,6 +387,51 @@ def _phrase(mistake: mistakes.Mistake, language: str) -> str:
 
 def _language(file: str) -> str:
     return "Python" if file.endswith(".py") else "JavaScript"
+
+
+NEW_MISTAKES = {
+    name for name, level in MISTAKE_FILES.values() if level in (WINDOW_LEVEL, SINKS_LEVEL, RAGGED_LEVEL)
+}
+OPTION_TAGS = ("window", "sinks", "kv_seqlen")  # the tags of the window's, the sinks' and kv_seqlen's cases
+
+
+def _core_cases(tags):
+    return [
+        c
+        for c in ALL_CASES
+        if c.kind == "attention"
+        and not c.expects_error
+        and "outside_contract" not in c.tags
+        and set(c.tags) & set(tags)
+    ]
+
+
+def test_the_variants_with_nothing_wrong_give_the_fixtures_output_on_every_window_sink_and_ragged_case():
+    # The variants are the contract's algorithm with one step swapped: with none swapped, each of
+    # these cases must come out as the oracle says, or a variant's match would mean nothing.
+    held = _core_cases(OPTION_TAGS)
+    assert len(held) >= 10
+    for case in held:
+        inputs = case.inputs
+        right = mistakes._attention(
+            inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"], **case.params
+        )
+        assert mistakes.same_values(right, case.expected.output), case.id
+
+
+def test_each_new_variant_differs_from_the_truth_on_a_case_of_its_level():
+    by_name = {m.name: m for m in mistakes.MISTAKES}
+    for name in NEW_MISTAKES:
+        level = next(level for n, level in MISTAKE_FILES.values() if n == name)
+        held = [c for c in _core_cases(OPTION_TAGS) if cases.LEVELS[cases.level_of(c.tags) - 1].name == level]
+        differs = []
+        for case in held:
+            inputs = case.inputs
+            arguments = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
+            wrong = by_name[name].variant(*arguments, **case.params)
+            if wrong is not None and not mistakes.same_values(wrong, case.expected.output):
+                differs.append(case.id)
+        assert differs, name
 
 
 def test_every_named_mistake_has_a_learner_file():
@@ -675,17 +746,19 @@ def test_cases_not_attempted_are_counted_in_the_summary():
     # no_softcap.py is the project's reference behind a signature without softcap.
     code, text = run_check("no_softcap.py")
     assert code == 0, text
-    # ... nor query_offset: the decode cases that set it are not attempted either.
-    softcap = [
+    # ... nor query_offset, a window, sinks or kv_seqlen: the cases that set them are not attempted
+    # either.
+    taken = {"attn_mask", "is_causal", "scale", "enable_gqa"}
+    untaken = [
         c
         for c in load_fixtures(FIXTURES_DIR)
-        if (c.params["softcap"] != 0 or "query_offset" in options_set(c)) and "outside_contract" not in c.tags
+        if set(options_set(c)) - taken and "outside_contract" not in c.tags
     ]
-    levels = sorted({cases.level_of(c.tags) for c in softcap})
-    assert levels == [11, 12, 13, 14]
+    levels = sorted({cases.level_of(c.tags) for c in untaken})
+    assert {11, 12, 13, 14} <= set(levels) and levels[-1] == TOTAL, levels
     assert text.endswith(
-        f"Every case you attempted passes, but {len(softcap)} cases were not attempted (levels 11-14):"
-        " see the level lines above."
+        f"Every case you attempted passes, but {len(untaken)} cases were not attempted"
+        f" ({check._level_numbers(levels)}): see the level lines above."
     ), text
 
 
