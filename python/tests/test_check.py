@@ -177,6 +177,33 @@ def test_a_file_with_only_the_layer_runs_only_the_layer_levels():
     assert text.endswith(f"Every case of levels {TOTAL + 1}-{LAYERED_TOTAL} passes."), text
 
 
+def test_a_python_layer_without_a_window_leaves_the_layer_cases_that_set_one_not_attempted(tmp_path):
+    # The layer passes a window, sinks and kv_seqlen on to the core; a Python layer says by its
+    # parameters which it takes, so one written before them is not failed on those cases.
+    path = tmp_path / "layer_before_windows.py"
+    path.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(LEARNER_FILES)!r})\n"
+        "from layer_no_past import apply_rotary, _layer\n\n\n"
+        "def multi_head_attention(x_q, x_kv=None, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None,"
+        " b_o=None, num_heads, num_kv_heads=None, attn_mask=None, is_causal=False, scale=None,"
+        " softcap=0.0, rope=None, need_weights=False):\n"
+        "    return _layer(x_q, x_kv, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v,"
+        " b_o=b_o, num_heads=num_heads, num_kv_heads=num_kv_heads, attn_mask=attn_mask,"
+        " is_causal=is_causal, scale=scale, softcap=softcap, rope=rope, need_weights=need_weights)\n"
+    )
+    windowed = [
+        c for c in LAYER_CASES if c.kind == "layer" and "window" in c.params and "cache" not in c.tags
+    ]
+    assert windowed
+    code, text = run_check(str(path))
+    assert code == 0, text
+    assert "fail" not in text and "crash" not in text, text
+    level = f"level {TOTAL + 1} of {LAYERED_TOTAL}: {LAYER_LEVEL} — "
+    line = next(x for x in text.splitlines() if x.startswith(level))
+    assert " not attempted: your multi_head_attention takes no " in line, line
+
+
 def test_a_file_without_the_layer_gets_no_layer_levels():
     _, text = run_check("no-mistake.mjs")
     assert f"of {LAYERED_TOTAL}:" not in text and LAYER_LEVEL not in text, text
@@ -738,7 +765,14 @@ def test_a_crash_on_invalid_input_is_told_apart_from_a_refusal(file, refusal, cr
     passes = [x for x in text.splitlines() if x.startswith("  pass error_")]
     level = next(x for x in text.splitlines() if x.startswith(f"level {level_number('invalid input')} of "))
     refused = len(passes) + len(crashes)
-    assert f"({refused} of 18 refused, {len(crashes)} by crashing; 22 not attempted:" in level, level
+    # The file takes no options: the invalid cases that set one are not attempted.
+    invalid = [c for c in ALL_CASES if cases.level_of(c.tags) == level_number("invalid input")]
+    taken = [c for c in invalid if not options_set(c)]
+    untaken = len(invalid) - len(taken)
+    assert len(taken) >= 18 and untaken >= 22  # no fewer than before the window's options
+    assert (
+        f"({refused} of {len(taken)} refused, {len(crashes)} by crashing; {untaken} not attempted:" in level
+    ), level
     assert crashes and passes
 
 
