@@ -75,10 +75,12 @@ function attend2d(q, k, v, maskCell, options, mistake, path = []) {
   const offset = perSequence(options.queryOffset ?? 0, path);
   const window = options.window ?? null;
   const sinkTokens = options.sinkTokens ?? 0;
-  let keyCount = options.kvSeqlen == null ? Lk : perSequence(options.kvSeqlen, path);
-  if (mistake === "kv_seqlen_one_short") keyCount -= 1;
-  if (mistake === "kv_seqlen_one_past") keyCount += 1;
-  if (mistake === "kv_seqlen_ignored") keyCount = Lk;
+  let keyCount = Lk;
+  if (options.kvSeqlen != null && mistake !== "kv_seqlen_ignored") {
+    keyCount = perSequence(options.kvSeqlen, path);
+    if (mistake === "kv_seqlen_one_short") keyCount -= 1;
+    if (mistake === "kv_seqlen_one_past") keyCount += 1;
+  }
   const logits = [];
   for (let i = 0; i < Lq; i++) {
     const row = [];
