@@ -142,7 +142,8 @@ function attend2d(q, k, v, maskCell, options, mistake, path = []) {
     Array.from({ length: Ev }, (_, c) => {
       const sum = w.slice(0, keys).reduce((total, x, j) => total + x * rows[j][c], 0);
       // sink_given_a_value: the sink as one more key, with the first key's value
-      return mistake === "sink_given_a_value" && sinkWeights !== null ? sum + sinkWeights[i] * rows[0][c] : sum;
+      const given = mistake === "sink_given_a_value" && sinkWeights !== null;
+      return given ? sum + sinkWeights[i] * rows[0][c] : sum;
     }),
   );
 }
