@@ -178,16 +178,51 @@ def test_a_file_with_only_the_layer_runs_only_the_layer_levels():
     assert text.endswith(f"Every case of levels {TOTAL + 1}-{LAYERED_TOTAL} passes."), text
 
 
+def test_a_python_layer_without_a_window_leaves_the_layer_cases_that_set_one_not_attempted(tmp_path):
+    # The layer passes a window, sinks and kv_seqlen on to the core; a Python layer says by its
+    # parameters which it takes, so one written before them is not failed on those cases.
+    path = tmp_path / "layer_before_windows.py"
+    path.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(LEARNER_FILES)!r})\n"
+        "from layer_no_past import apply_rotary, _layer\n\n\n"
+        "def multi_head_attention(x_q, x_kv=None, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None,"
+        " b_o=None, num_heads, num_kv_heads=None, attn_mask=None, is_causal=False, scale=None,"
+        " softcap=0.0, rope=None, need_weights=False):\n"
+        "    return _layer(x_q, x_kv, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v,"
+        " b_o=b_o, num_heads=num_heads, num_kv_heads=num_kv_heads, attn_mask=attn_mask,"
+        " is_causal=is_causal, scale=scale, softcap=softcap, rope=rope, need_weights=need_weights)\n"
+    )
+    windowed = [
+        c for c in LAYER_CASES if c.kind == "layer" and "window" in c.params and "cache" not in c.tags
+    ]
+    assert windowed
+    code, text = run_check(str(path))
+    assert code == 0, text
+    assert "fail" not in text and "crash" not in text, text
+    level = f"level {TOTAL + 1} of {LAYERED_TOTAL}: {LAYER_LEVEL} — "
+    line = next(x for x in text.splitlines() if x.startswith(level))
+    assert " not attempted: your multi_head_attention takes no " in line, line
+
+
 def test_a_file_without_the_layer_gets_no_layer_levels():
     _, text = run_check("no-mistake.mjs")
     assert f"of {LAYERED_TOTAL}:" not in text and LAYER_LEVEL not in text, text
 
 
+def _in_both_languages(levels: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """mistake name -> level, as learner file -> (mistake, level): mistake-NAME.mjs and mistake_NAME.py."""
+    return {
+        f"{prefix}{name}{suffix}": (name, level)
+        for name, level in levels.items()
+        for prefix, suffix in (("mistake-", ".mjs"), ("mistake_", ".py"))
+    }
+
+
 # file -> (the layer mistake it has, the level where check stops). Each file makes that one mistake
 # (layer-base.mjs and layer_base.py, a learner's layer over a learner's own attention).
-LAYER_MISTAKE_FILES = {
-    f"{prefix}{name}{suffix}": (name, level)
-    for name, level in {
+LAYER_MISTAKE_FILES = _in_both_languages(
+    {
         "weights_not_transposed": LAYER_LEVEL,
         "split_without_transpose": LAYER_LEVEL,
         "merge_without_transpose": LAYER_LEVEL,
@@ -198,9 +233,8 @@ LAYER_MISTAKE_FILES = {
         "cache_offset_ignored": CACHE_LEVEL,
         "rope_positions_from_zero": CACHE_LEVEL,
         "past_ignored": CACHE_LEVEL,
-    }.items()
-    for prefix, suffix in (("mistake-", ".mjs"), ("mistake_", ".py"))
-}
+    }
+)
 
 
 def _layer_phrase(mistake: layer_mistakes.LayerMistake, language: str) -> str:
@@ -296,6 +330,11 @@ def test_each_layer_variant_is_the_layer_with_one_step_wrong():
 
 # ---- named mistakes ---------------------------------------------------------------------------
 
+# The levels of the window, the sinks and the ragged batch, by the tag that puts a case on each.
+WINDOW_LEVEL, SINKS_LEVEL, RAGGED_LEVEL, EDGE_LEVEL = (
+    cases.LEVELS[cases.level_of((tag,)) - 1].name for tag in ("window", "sinks", "ragged", "nan")
+)
+
 # file -> (the mistake it has, the level where check stops). Each file makes that one mistake and
 # nothing else wrong (learner-base.mjs and learner_base.py switch it on by name).
 MISTAKE_FILES = {
@@ -351,6 +390,21 @@ MISTAKE_FILES = {
     "mistake-softcap_ignored.mjs": ("softcap_ignored", "scale and softcap"),
     "mistake_softcap_ignored.py": ("softcap_ignored", "scale and softcap"),
     "mistake-attn_mask_ignored.mjs": ("attn_mask_ignored", "boolean masks"),
+    # The window's, the sinks' and the ragged batch's, in both languages.
+    **_in_both_languages(
+        {
+            "window_one_key_too_wide": WINDOW_LEVEL,
+            "window_one_key_too_narrow": WINDOW_LEVEL,
+            "window_top_left": WINDOW_LEVEL,
+            "sink_given_a_value": SINKS_LEVEL,
+            "sink_after_softmax": SINKS_LEVEL,
+            # Only a sink of +inf tells it apart (exp(s - m) overflows), and that is an edge case.
+            "sink_left_out_of_max": EDGE_LEVEL,
+            "kv_seqlen_one_short": RAGGED_LEVEL,
+            "kv_seqlen_one_past": RAGGED_LEVEL,
+            "kv_seqlen_ignored": RAGGED_LEVEL,
+        }
+    ),
 }
 
 
@@ -364,6 +418,49 @@ def _language(file: str) -> str:
     return "Python" if file.endswith(".py") else "JavaScript"
 
 
+NEW_MISTAKES = {m.name for m in mistakes.MISTAKES if m.topic in ("window", "sink_logits", "kv_seqlen")}
+OPTION_TAGS = ("window", "sinks", "ragged")  # the window's, the sinks' and the ragged batches' tags
+
+
+def _core_cases(tags):
+    return [
+        c
+        for c in ALL_CASES
+        if c.kind == "attention"
+        and not c.expects_error
+        and "outside_contract" not in c.tags
+        and set(c.tags) & set(tags)
+    ]
+
+
+def test_the_variants_with_nothing_wrong_give_the_fixtures_output_on_every_window_sink_and_ragged_case():
+    # The variants are the contract's algorithm with one step swapped: with none swapped, each of
+    # these cases must come out as the oracle says, or a variant's match would mean nothing.
+    held = _core_cases(OPTION_TAGS)
+    assert len(held) >= 10
+    for case in held:
+        inputs = case.inputs
+        right = mistakes._attention(
+            inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"], **case.params
+        )
+        assert mistakes.same_values(right, case.expected.output), case.id
+
+
+def test_each_new_variant_differs_from_the_truth_on_a_case_of_its_level():
+    by_name = {m.name: m for m in mistakes.MISTAKES}
+    for name in NEW_MISTAKES:
+        level = next(level for n, level in MISTAKE_FILES.values() if n == name)
+        held = [c for c in _core_cases(OPTION_TAGS) if cases.LEVELS[cases.level_of(c.tags) - 1].name == level]
+        differs = []
+        for case in held:
+            inputs = case.inputs
+            arguments = (inputs["query"], inputs["key"], inputs["value"], inputs["attn_mask"])
+            wrong = by_name[name].variant(*arguments, **case.params)
+            if wrong is not None and not mistakes.same_values(wrong, case.expected.output):
+                differs.append(case.id)
+        assert differs, name
+
+
 def test_every_named_mistake_has_a_learner_file():
     assert {name for name, _ in MISTAKE_FILES.values()} == {m.name for m in mistakes.MISTAKES}
 
@@ -374,6 +471,13 @@ def test_a_learner_with_one_mistake_is_told_its_name(file):
     code, text = run_check(file)
     assert code == 1, text
     assert f"Stopped at level {level_number(level)} of {TOTAL}: {level} — " in text, text
+    if name in NEW_MISTAKES and level == EDGE_LEVEL:
+        # The learner base fails the other edge cases its own ways: the lines of the sinks' cases.
+        ids = {c.id for c in _core_cases(OPTION_TAGS) if cases.level_of(c.tags) == level_number(level)}
+        lines = text.splitlines()
+        text = "\n".join(
+            x for x in lines if any(x.startswith((f"  fail {i}:", "  on ")) and i in x for i in ids)
+        )
     by_name = {m.name: m for m in mistakes.MISTAKES}
     assert f"looks like {_phrase(by_name[name], _language(file))}" in text, text
     others = [m.name for m in mistakes.MISTAKES if m.name != name and _phrase(m, _language(file)) in text]
@@ -686,7 +790,14 @@ def test_a_crash_on_invalid_input_is_told_apart_from_a_refusal(file, refusal, cr
     passes = [x for x in text.splitlines() if x.startswith("  pass error_")]
     level = next(x for x in text.splitlines() if x.startswith(f"level {level_number('invalid input')} of "))
     refused = len(passes) + len(crashes)
-    assert f"({refused} of 18 refused, {len(crashes)} by crashing; 22 not attempted:" in level, level
+    # The file takes no options: the invalid cases that set one are not attempted.
+    invalid = [c for c in ALL_CASES if cases.level_of(c.tags) == level_number("invalid input")]
+    taken = [c for c in invalid if not options_set(c)]
+    untaken = len(invalid) - len(taken)
+    assert len(taken) >= 18 and untaken >= 22  # no fewer than before the window's options
+    assert (
+        f"({refused} of {len(taken)} refused, {len(crashes)} by crashing; {untaken} not attempted:" in level
+    ), level
     assert crashes and passes
 
 
@@ -694,17 +805,19 @@ def test_cases_not_attempted_are_counted_in_the_summary():
     # no_softcap.py is the project's reference behind a signature without softcap.
     code, text = run_check("no_softcap.py")
     assert code == 0, text
-    # ... nor query_offset: the decode cases that set it are not attempted either.
-    softcap = [
+    # ... nor query_offset, a window, sinks or kv_seqlen: the cases that set them are not attempted
+    # either.
+    taken = {"attn_mask", "is_causal", "scale", "enable_gqa"}
+    untaken = [
         c
         for c in load_fixtures(FIXTURES_DIR)
-        if (c.params["softcap"] != 0 or "query_offset" in options_set(c)) and "outside_contract" not in c.tags
+        if set(options_set(c)) - taken and "outside_contract" not in c.tags
     ]
-    levels = sorted({cases.level_of(c.tags) for c in softcap})
-    assert levels == [11, 12, 13, 14]
+    levels = sorted({cases.level_of(c.tags) for c in untaken})
+    assert {11, 12, 13, 14} <= set(levels) and levels[-1] == TOTAL, levels
     assert text.endswith(
-        f"Every case you attempted passes, but {len(softcap)} cases were not attempted (levels 11-14):"
-        " see the level lines above."
+        f"Every case you attempted passes, but {len(untaken)} cases were not attempted"
+        f" ({check._level_numbers(levels)}): see the level lines above."
     ), text
 
 

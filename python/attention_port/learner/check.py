@@ -39,7 +39,7 @@ from attention_port.harness import compare
 from attention_port.harness.compare import PortAnswer
 from attention_port.inputs import format_number, format_shape
 from attention_port.learner import layer_mistakes, lesson, mistakes
-from attention_port.learner.protocol import OPTION_NAMES, options_set
+from attention_port.learner.protocol import OPTION_NAMES, layer_options_set, options_set
 from attention_port.learner.runner import (
     DEFAULT_MEMORY,
     PRINTED_LIMIT,
@@ -430,6 +430,16 @@ def _layer_skip_reason(case: FixtureCase, hello: Hello) -> str | None:
             "your multi_head_attention takes no past_key and past_value: it exports no KV cache",
             hello.language,
         )
+    # A Python layer says by its parameters which options it takes (a window, say, or sinks: the
+    # core's, which the layer passes on); a JavaScript options object has no names to read.
+    names = hello.layer_option_names
+    missing = (
+        []
+        if case.kind != "layer" or names is None
+        else [n for n in layer_options_set(case) if n not in names]
+    )
+    if missing:
+        return spoken(f"your multi_head_attention takes no {missing[0]} argument", hello.language)
     return None
 
 

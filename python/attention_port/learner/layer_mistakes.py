@@ -137,9 +137,14 @@ def _layer(
     if past_key is not None:
         k = np.concatenate([past_key, k], axis=-2)  # [B..., Hkv, P+Lk, E]
         v = np.concatenate([past_value, v], axis=-2)  # [B..., Hkv, P+Lk, Ev]
+    # The window, the sinks and kv_seqlen go to the core as the case gives them (where it does).
+    passed_on = {
+        name: params[name] for name in ("window", "sink_tokens", "sink_logits", "kv_seqlen") if name in params
+    }
     steps = reference.attention_steps(
         q, k, v, inputs["attn_mask"], is_causal=params["is_causal"], scale=params["scale"],
         enable_gqa=kv_heads != heads, softcap=params["softcap"], query_offset=0 if offset_ignored else cached,
+        **passed_on,
     )  # fmt: skip
     return _linear(merge(steps.output), inputs["w_o"], inputs["b_o"])  # [B..., Lq, Dout]
 

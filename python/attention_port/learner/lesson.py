@@ -18,6 +18,9 @@ from attention_port.paths import IN_CHECKOUT, PACKAGE_DIR, REPO_ROOT, TYPESCRIPT
 LESSONS = {"JavaScript": TYPESCRIPT_SRC / "attention.ts", "Python": PACKAGE_DIR / "reference.py"}
 BATCHING_TS = TYPESCRIPT_SRC / "batching.ts"  # Part 2's grouping of heads, in TypeScript
 LAYER_LESSONS = {"JavaScript": TYPESCRIPT_SRC / "layer.ts", "Python": PACKAGE_DIR / "layer.py"}
+# Which keys a row sees (the window, the sink tokens, kv_seqlen, a per-sequence offset): the lesson
+# asks the key-range module, which decides it in a few integers per row.
+KEY_RANGE = {"JavaScript": TYPESCRIPT_SRC / "key-range.ts", "Python": PACKAGE_DIR / "key_range.py"}
 
 # topic -> the marker in each language's lesson (a (file, marker) pair where it is not the lesson).
 PLACES: dict[str, dict[str, str | tuple[Path, str]]] = {
@@ -54,6 +57,23 @@ PLACES: dict[str, dict[str, str | tuple[Path, str]]] = {
     },
     "checks": {"JavaScript": "const shapes = checkShapes(", "Python": "shapes = check_shapes("},
     "lengths": {"JavaScript": "queryLength: Lq, keyLength: Lk", "Python": "# Step 1: scores."},
+    "sink_logits": {"JavaScript": "const sinkShare =", "Python": "the sink's share"},
+    # the key range's: the same words in both languages, but for the spelling of the names
+    **{
+        topic: {language: (KEY_RANGE[language], marker) for language, marker in markers.items()}
+        for topic, markers in (
+            ("window", {"JavaScript": "// keys j >= p - left", "Python": "# keys j >= p - left"}),
+            (
+                "sink_tokens",
+                {"JavaScript": "sinkEnd: Math.min(sinkTokens", "Python": "sink_end=min(sink_tokens"},
+            ),
+            ("kv_seqlen", {"JavaScript": "const limit = kvSeqlen", "Python": "limit = lk if kv_seqlen"}),
+            (
+                "query_offset",
+                {"JavaScript": "const offsets = perBatch(", "Python": "offsets = _per_batch(query_offset"},
+            ),
+        )
+    },
     # the layer's lesson: its steps, the same words in both languages
     **{
         topic: {language: (file, marker) for language, file in LAYER_LESSONS.items()}

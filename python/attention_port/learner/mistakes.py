@@ -6,9 +6,16 @@ right algorithm with exactly one thing done wrong, so that a match points at one
 is a port: the expected values always come from the fixtures, and reference.py stays correct.
 
 Each variant takes the case's inputs and options (query, key, value, attn_mask, then the options
-the case holds by their Python names: is_causal, scale, enable_gqa, softcap, ...; numpy arrays and
-Python values) and returns the output it would give, or None where the mistake makes no difference
-(no mask to invert, no grouped heads to tile).
+the case holds by their Python names: is_causal, scale, enable_gqa, softcap, window, sink_tokens,
+sink_logits, kv_seqlen, ...; numpy arrays and Python values) and returns the output it would give,
+or None where the mistake makes no difference (no mask to invert, no grouped heads to tile).
+
+Which keys a row sees follows the contract (docs/design.md), written here as boolean arrays rather
+than key_range's spans, so that a variant can move one bound: row i of batch b sits at
+p = i + o_b (o_b the query_offset, or its entry b); a window (left, right) lets it see keys
+p - left <= j <= p + right, is_causal keys j <= p, the first sink_tokens keys whatever the window's
+left side says, and kv_seqlen keys j < n_b; sink_logits add one logit per query head to the softmax's
+denominator, with no value of its own.
 """
 
 from __future__ import annotations
@@ -23,9 +30,65 @@ from attention_port import reference
 from attention_port.contract import CORE_OPTIONS
 
 
-def _causal(query_length: int, key_length: int, query_offset: int) -> np.ndarray:
-    """The right causal mask: query i sees keys j <= i + query_offset (0: top-left)."""
-    return np.tri(query_length, key_length, query_offset, dtype=bool)  # [Lq, Lk]
+def _causal(query_length: int, key_length: int, query_offset) -> np.ndarray:
+    """The right causal mask: query i sees keys j <= i + query_offset (0: top-left). A per-batch
+    offset comes shaped [B..., 1, 1] (_per_batch), and so does the mask."""
+    if np.ndim(query_offset) == 0:
+        return np.tri(query_length, key_length, query_offset, dtype=bool)  # [Lq, Lk]
+    return _key_index(key_length) <= _row_index(query_length) + query_offset  # [B..., Lq, Lk]
+
+
+def _row_index(query_length: int) -> np.ndarray:
+    return np.arange(query_length)[:, None]  # [Lq, 1]
+
+
+def _key_index(key_length: int) -> np.ndarray:
+    return np.arange(key_length)  # [Lk]
+
+
+def _per_batch(values, rank: int):
+    """A per-batch option ([B...], the key's batch dims, which lead the logits' dims) shaped to
+    broadcast against logits of this rank: [B..., 1, ..., 1]; a number stays a number."""
+    values = np.asarray(values)
+    if values.ndim == 0:
+        return values.item()
+    return values.reshape(values.shape + (1,) * (rank - values.ndim))
+
+
+def _band(rows: np.ndarray, keys: np.ndarray, window) -> np.ndarray:
+    """The right window: a row at position p sees keys p - left <= j <= p + right, a side of None
+    unbounded (left + 1 + right keys at most, FlashAttention's convention)."""
+    left, right = window
+    allowed = np.ones(np.broadcast_shapes(rows.shape, keys.shape), dtype=bool)
+    if left is not None:
+        allowed &= keys >= rows - left
+    if right is not None:
+        allowed &= keys <= rows + right
+    return allowed
+
+
+def _counted(keys: np.ndarray, kv_seqlen) -> np.ndarray:
+    """The right reading of kv_seqlen: a count, so batch b sees keys j < n_b."""
+    return keys < kv_seqlen
+
+
+def _sink_softmax(logits: np.ndarray, sink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The right softmax with a sink logit s per row: exp(l - m) / (exp(s - m) + sum exp(l - m)),
+    m = max(s, max l), so the keys' weights sum to less than 1; and the sink's own weight,
+    exp(s - m) / (the same sum). A row with nothing at all (no key, a sink of -inf) gives 0."""
+    top = np.maximum(sink, np.max(logits, axis=-1, keepdims=True, initial=-np.inf))  # [..., Lq, 1]
+    return _normalized(logits, sink, top)
+
+
+def _normalized(logits: np.ndarray, sink: np.ndarray, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """exp(l - top) and exp(s - top), each over their sum: the keys' weights and the sink's."""
+    empty = top == -np.inf  # [..., Lq, 1]
+    shift = np.where(empty, 0.0, top)
+    exps, sink_exp = np.exp(logits - shift), np.exp(sink - shift)  # [..., Lq, Lk], [..., Lq, 1]
+    total = sink_exp + exps.sum(axis=-1, keepdims=True)  # [..., Lq, 1]
+    with np.errstate(all="ignore"):
+        weights, sink_weight = exps / total, sink_exp / total
+    return np.where(empty, 0.0, weights), np.where(empty, 0.0, sink_weight)
 
 
 def _consecutive(query_heads: int, kv_heads: int) -> np.ndarray:
@@ -51,15 +114,24 @@ def _attention(
     float_mask_as: Callable[[np.ndarray], tuple[np.ndarray | None, np.ndarray]] = lambda m: (None, m),
     weighted: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] = lambda w, k, v: w @ v,
     zero_empty_rows: bool = True,
+    band: Callable[[np.ndarray, np.ndarray, tuple], np.ndarray] = _band,
+    band_offset: bool = True,
+    counted: Callable[[np.ndarray, object], np.ndarray] = _counted,
+    sink_softmax: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] = _sink_softmax,
+    sink_value: Callable[[np.ndarray, np.ndarray], np.ndarray | float] = lambda w, v: 0.0,
     **options: object,
 ) -> np.ndarray:
     """Attention with each step swappable, so a variant changes exactly one. `options` are the
     case's, by their Python names: one left out has its default (contract/options.json); one this
-    function does not read (an option newer than these variants) is passed over, not refused."""
-    options = {name: option.default for name, option in CORE_OPTIONS.items()} | options
+    function does not read (an option newer than these variants) is passed over, not refused.
+    `band_offset`: whether the window sits at the rows' positions (i + query_offset) or at i."""
+    defaults = {"window": None, "sink_tokens": 0, "sink_logits": None, "kv_seqlen": None}
+    options = defaults | {name: option.default for name, option in CORE_OPTIONS.items()} | options
     is_causal, scale, enable_gqa = options["is_causal"], options["scale"], options["enable_gqa"]
-    softcap, query_offset = options["softcap"], options["query_offset"]
+    softcap, window, sinks = options["softcap"], options["window"], options["sink_logits"]
     query, key, value = (np.asarray(x, dtype=np.float64) for x in (query, key, value))
+    rank = max(query.ndim, key.ndim)
+    query_offset = _per_batch(options["query_offset"], rank)
     if enable_gqa and query.ndim >= 3 and query.shape[-3] != key.shape[-3]:
         heads = kv_heads_of(query.shape[-3], key.shape[-3])  # [Hq]
         key, value = np.take(key, heads, axis=-3), np.take(value, heads, axis=-3)
@@ -69,6 +141,14 @@ def _attention(
     allowed = np.ones(logits.shape, dtype=bool)
     if is_causal:
         allowed &= causal(logits.shape[-2], logits.shape[-1], query_offset)
+    keys = _key_index(logits.shape[-1])  # [Lk]
+    if window is not None:
+        rows = _row_index(logits.shape[-2]) + (query_offset if band_offset else 0)  # [B..., Lq, 1]
+        window = tuple(window)  # the first sink_tokens keys: in view whatever its left side says
+        sinks_in_view = (keys < options["sink_tokens"]) & _band(rows, keys, (None, window[1]))
+        allowed &= band(rows, keys, window) | sinks_in_view
+    if options["kv_seqlen"] is not None:
+        allowed &= counted(keys, _per_batch(options["kv_seqlen"], rank))
     if attn_mask is not None:
         mask = np.asarray(attn_mask)
         if mask.dtype == bool:
@@ -79,9 +159,16 @@ def _attention(
                 allowed &= mask_allowed
             logits = logits + bias
     logits = np.where(allowed, logits, blocked)
-    output = weighted(softmax(logits), key, value)  # [..., Lq, Ev]
+    if sinks is None:
+        weights = softmax(logits)  # [..., Lq, Lk]
+    else:  # one sink logit per query head: [Hq] as [Hq, 1, 1] (a rank-2 query has one head)
+        sink = np.asarray(sinks, dtype=np.float64).reshape((-1, 1, 1) if logits.ndim >= 3 else (1, 1))
+        weights, sink_weight = sink_softmax(logits, sink)
+    output = weighted(weights, key, value)  # [..., Lq, Ev]
     if zero_empty_rows:
         output = np.where(np.all(logits == -np.inf, axis=-1, keepdims=True), 0.0, output)
+    if sinks is not None:
+        output = output + sink_value(sink_weight, value)  # nothing: the sink has no value
     return output
 
 
@@ -382,6 +469,116 @@ def attn_mask_ignored(query, key, value, attn_mask=None, **options):
     return _attention(query, key, value, None, **options)
 
 
+def _window(options: dict) -> tuple | None:
+    window = options.get("window")
+    return None if window is None else tuple(window)
+
+
+def _left_moved(by: int) -> Callable[[np.ndarray, np.ndarray, tuple], np.ndarray]:
+    """The window with its left bound moved `by` keys (a negative `by` reaches further back)."""
+
+    def band(rows, keys, window):
+        left, right = window
+        return _band(rows, keys, (None, right)) & (keys >= rows - left + by)
+
+    return band
+
+
+def window_one_key_too_wide(query, key, value, attn_mask=None, **options):
+    """The window's left side one key too far back: a row at position p sees keys from
+    p - left - 1, left + 2 + right keys (as if left counted the keys before the row's own one, and
+    one more)."""
+    window = _window(options)
+    if window is None or window[0] is None:
+        return None
+    return _attention(query, key, value, attn_mask, **options, band=_left_moved(-1))
+
+
+def window_one_key_too_narrow(query, key, value, attn_mask=None, **options):
+    """The window's left side one key short: a row at position p sees keys from p - left + 1,
+    left + right keys (left read as the number of keys the row sees, its own included)."""
+    window = _window(options)
+    if window is None or window[0] is None:
+        return None
+    return _attention(query, key, value, attn_mask, **options, band=_left_moved(1))
+
+
+def window_top_left(query, key, value, attn_mask=None, **options):
+    """The window placed at row i instead of the row's position i + query_offset: after P cached
+    keys a decode row's window covers the first keys of the cache, not the last ones."""
+    offset = options.get("query_offset", 0)
+    if _window(options) is None or not np.any(np.asarray(offset)):
+        return None
+    return _attention(query, key, value, attn_mask, **options, band_offset=False)
+
+
+def _sink_after_softmax(logits: np.ndarray, sink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """softmax over the keys first, then the sink: the weights (summing to 1) divided by 1 + e^s."""
+    weights = reference.softmax(logits)  # [..., Lq, Lk]
+    total = 1.0 + np.exp(sink)  # [..., Lq, 1]
+    has_key = np.any(logits > -np.inf, axis=-1, keepdims=True)
+    return weights / total, np.where(has_key, np.exp(sink) / total, 0.0)
+
+
+def _sink_out_of_max(logits: np.ndarray, sink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The shift m taken over the keys alone, max_j l_ij, not max(s, max_j l_ij)."""
+    return _normalized(logits, sink, np.max(logits, axis=-1, keepdims=True, initial=-np.inf))
+
+
+def _with_sinks(options: dict) -> bool:
+    return options.get("sink_logits") is not None
+
+
+def sink_given_a_value(query, key, value, attn_mask=None, **options):
+    """The sink logit treated as one more key with a value (the first key's, as if it were a
+    StreamingLLM sink token): its weight, exp(s - m) over the sum, comes back in the output as
+    that weight times a value row. The sink has no value: its weight is what the keys do not get."""
+    if not _with_sinks(options) or np.asarray(key).shape[-2] == 0:
+        return None
+    return _attention(query, key, value, attn_mask, **options, sink_value=lambda w, v: w * v[..., :1, :])
+
+
+def sink_after_softmax(query, key, value, attn_mask=None, **options):
+    """The sink applied after the softmax: the keys' weights, already summing to 1, divided by
+    1 + exp(s), as if exp(s) sat beside a sum of 1. The sink joins the softmax's own sum,
+    exp(s - m) + sum_j exp(l_ij - m)."""
+    if not _with_sinks(options):
+        return None
+    return _attention(query, key, value, attn_mask, **options, sink_softmax=_sink_after_softmax)
+
+
+def sink_left_out_of_max(query, key, value, attn_mask=None, **options):
+    """The row's max taken over the keys alone: exp(s - m) overflows where the sink is far above
+    every logit (and +inf gives weights of 0 where s - m is inf - inf, NaN)."""
+    if not _with_sinks(options):
+        return None
+    return _attention(query, key, value, attn_mask, **options, sink_softmax=_sink_out_of_max)
+
+
+def kv_seqlen_one_short(query, key, value, attn_mask=None, **options):
+    """kv_seqlen read as the index of the last key and the keys counted below it: batch b sees
+    n_b - 1 keys, j < n_b - 1. It is a count: keys j < n_b, n_b of them."""
+    if options.get("kv_seqlen") is None:
+        return None
+    return _attention(query, key, value, attn_mask, **options, counted=lambda keys, n: keys < n - 1)
+
+
+def kv_seqlen_one_past(query, key, value, attn_mask=None, **options):
+    """kv_seqlen read as the index of the last key (onnxruntime's seqlens_k): batch b sees keys
+    j <= n_b, the key at n_b included. It is a count (ONNX's nonpad_kv_seqlen): keys j < n_b."""
+    if options.get("kv_seqlen") is None:
+        return None
+    return _attention(query, key, value, attn_mask, **options, counted=lambda keys, n: keys <= n)
+
+
+def kv_seqlen_ignored(query, key, value, attn_mask=None, **options):
+    """A ragged batch padded but not masked: kv_seqlen ignored, so every sequence attends to the
+    padding after its last key."""
+    if options.get("kv_seqlen") is None:
+        return None
+    return _attention(query, key, value, attn_mask, **{**options, "kv_seqlen": None})
+
+
 @dataclass(frozen=True)
 class Mistake:
     variant: Callable[..., np.ndarray | None]
@@ -401,6 +598,72 @@ class Mistake:
 
 
 MISTAKES = (
+    # The window's, the sinks' and kv_seqlen's first: they are named only where a case sets those
+    # options, which a learner reaches with the earlier levels passed, and there a window one key
+    # short can give what hiding the diagonal gives; the window is the thing to name.
+    Mistake(
+        window_one_key_too_wide,
+        "the window is one key too wide: a window (left, right) lets a row at position p see keys"
+        " p - left <= j <= p + right, left + 1 + right of them, its own included; yours reaches back"
+        " to p - left - 1",
+        topic="window",
+    ),
+    Mistake(
+        window_one_key_too_narrow,
+        "the window is one key too narrow: a window (left, right) lets a row at position p see keys"
+        " p - left <= j <= p + right, left + 1 + right of them, its own included; yours starts at"
+        " p - left + 1",
+        topic="window",
+    ),
+    Mistake(
+        window_top_left,
+        "the window was placed at the row's index, not its position: after query_offset cached keys,"
+        " row i sits at p = i + query_offset and its window covers keys p - left <= j <= p + right,"
+        " the last keys of the cache, not the first",
+        topic="window",
+    ),
+    Mistake(
+        sink_given_a_value,
+        "the sink logit was given a value: it joins the softmax's sum, so the keys' weights sum to"
+        " less than 1, but it has no value row; the output is the keys' weights times their values"
+        " alone (a row with every key hidden gives 0), and yours adds the sink's weight times the"
+        " first key's value",
+        topic="sink_logits",
+    ),
+    Mistake(
+        sink_after_softmax,
+        "the sink logit was applied after the softmax: head h's weights are exp(l - m) / (exp(s_h - m)"
+        " + the sum of exp(l - m) over the row), the sink inside the softmax's own sum, not the"
+        " keys' softmax divided by 1 + exp(s_h)",
+        topic="sink_logits",
+    ),
+    Mistake(
+        sink_left_out_of_max,
+        "the sink logit was left out of the row's max: m = max(s_h, the row's largest logit), so"
+        " that exp(s_h - m) cannot overflow; with m over the keys alone, a sink far above them gives"
+        " exp(s_h - m) = inf and weights of 0",
+        topic="sink_logits",
+    ),
+    Mistake(
+        kv_seqlen_one_short,
+        "kv_seqlen was read as an index, one key short: kv_seqlen[b] counts the keys sequence b"
+        " has, so it sees keys j < kv_seqlen[b], not kv_seqlen[b] - 1 of them",
+        topic="kv_seqlen",
+    ),
+    Mistake(
+        kv_seqlen_one_past,
+        "kv_seqlen was read as the index of the last key: it is a count (ONNX's nonpad_kv_seqlen),"
+        " so sequence b sees keys j < kv_seqlen[b], not the key at kv_seqlen[b] too (onnxruntime's"
+        " seqlens_k is that index)",
+        topic="kv_seqlen",
+    ),
+    Mistake(
+        kv_seqlen_ignored,
+        "kv_seqlen was ignored: a ragged batch is padded, and sequence b's keys from kv_seqlen[b] on"
+        " are padding; this case passes kv_seqlen, and your output matches what ignoring it gives"
+        " (the padding attended to)",
+        topic="kv_seqlen",
+    ),
     Mistake(
         softmax_without_max,
         "softmax without subtracting the row max: exp(1000) overflows to Infinity, and"

@@ -44,7 +44,9 @@ contract/options.json's.
    layer takes a KV cache (Python: past_key and past_value among its parameters; JavaScript, whose
    options object has no names to read: called once on a one-token case with a past and
    returnCache, it returns an object with presentKey). Only then are the cache's cases sent, with
-   past_key and past_value among the inputs. The answer's steps are output (and weights with
+   past_key and past_value among the inputs. "layerOptionNames" (Python only; absent or null:
+   any) lists the names its layer takes by keyword: a layer case setting an option it does not
+   name (a window, say) is not sent. The answer's steps are output (and weights with
    need_weights, present_key and present_value with return_cache): the names in layerSteps.
 """
 
@@ -157,15 +159,21 @@ def read_input(entry: object, valid: bool) -> object:
     return np.array(decode_numbers(entry["data"]), dtype=dtype).reshape(entry["shape"])
 
 
+def layer_options_set(case: FixtureCase) -> dict[str, object]:
+    """The options a layer or RoPE case's request carries: num_heads always, the rest where a case
+    sets them (not at their default), by their Python names."""
+    return {
+        name: value
+        for name, value in case.params.items()
+        if name == "num_heads" or not _at_default(name, value)
+    }
+
+
 def layer_request(case: FixtureCase) -> str:
     """The request line for a layer or RoPE case (step 4)."""
     valid = case.expected is not None
     given = _tensor if valid else encode_numbers
-    options = {
-        name: encode_numbers(value)
-        for name, value in case.params.items()
-        if name == "num_heads" or not _at_default(name, value)
-    }
+    options = {name: encode_numbers(value) for name, value in layer_options_set(case).items()}
     values = {
         "id": case.id,
         "kind": case.kind,

@@ -104,6 +104,7 @@ class Hello:
     layer: str | None = None  # its multiHeadAttention / multi_head_attention, if it has one
     rotary: str | None = None  # its applyRotary / apply_rotary, if it has one
     layer_past: bool = False  # its layer takes a KV cache (past_key, past_value, return_cache)
+    layer_option_names: frozenset[str] | None = None  # the options its layer names (Python); None: any
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,7 @@ class LearnerProcess:
                 raise LearnerError(f"{self.path} could not be loaded: {self._memory_message()}")
             raise LearnerError(self._fatal(message), printed)
         hello = message["hello"]
-        names = hello.get("optionNames")
+        names, layer_names = hello.get("optionNames"), hello.get("layerOptionNames")
         self.loading_printed = printed
         self.hello = Hello(
             function=hello["function"],
@@ -283,6 +284,7 @@ class LearnerProcess:
             layer=hello.get("layer"),
             rotary=hello.get("rotary"),
             layer_past=hello.get("layerPast") is True,
+            layer_option_names=None if layer_names is None else frozenset(layer_names),
         )
         return self.hello
 

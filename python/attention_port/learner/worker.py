@@ -105,6 +105,7 @@ class Learner:
             raise LookupError(f"{path} defines no function named scaled_dot_product_attention ({has})")
         self.function, self.name = (function, name) if callable(function) else (None, None)
         self.layer_past = self.layer is not None and _takes_past(self.layer)
+        self.layer_option_names = None if self.layer is None else _named_parameters(self.layer)
         if self.function is None:
             self.option_names, self.mask_positional, self.takes_options = set(), False, False
             return
@@ -132,6 +133,7 @@ class Learner:
             "layer": None if self.layer is None else "multi_head_attention",
             "rotary": None if self.rotary is None else "apply_rotary",
             "layerPast": self.layer_past,
+            "layerOptionNames": None if self.layer_option_names is None else sorted(self.layer_option_names),
         }
         return {field: values[field] for field in HELLO_FIELDS}
 
@@ -188,17 +190,23 @@ class Learner:
         return [name for name, before in self.before.items() if not _same(before, self.given[name])]
 
 
+def _named_parameters(function) -> frozenset[str] | None:
+    """The names a function takes by keyword; None when it takes any (**kwargs, or a builtin
+    without a signature: assume the whole API)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == p.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(p.name for p in parameters if p.kind != p.POSITIONAL_ONLY)
+
+
 def _takes_past(layer) -> bool:
     """Whether the layer takes a KV cache: past_key and past_value among its parameters (or
     **kwargs, which takes every name)."""
-    try:
-        parameters = inspect.signature(layer).parameters.values()
-    except (TypeError, ValueError):  # a builtin without a signature: assume the whole API
-        return True
-    if any(p.kind == p.VAR_KEYWORD for p in parameters):
-        return True
-    named = {p.name for p in parameters if p.kind != p.POSITIONAL_ONLY}
-    return {"past_key", "past_value"} <= named
+    named = _named_parameters(layer)
+    return named is None or {"past_key", "past_value"} <= named
 
 
 def _snapshot(x):

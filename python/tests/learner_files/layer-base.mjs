@@ -164,6 +164,9 @@ export function makeLayer(mistake = null, { cache = true } = {}) {
     // Step 4: attend, every head; the new rows sit after the cached ones
     const queryOffset = mistake === "cache_offset_ignored" ? 0 : cached;
     const core = { attnMask, isCausal, scale, softcap, enableGqa: kvHeads !== numHeads, queryOffset };
+    // the window, the sinks and the key counts: the core's, passed on as given
+    const { window = null, sinkTokens = 0, sinkLogits = null, kvSeqlen = null } = options;
+    Object.assign(core, { window, sinkTokens, sinkLogits, kvSeqlen });
     const heads = attend(q, k, v, core);
     // Steps 5 and 6: merge heads, out-project
     const output = linear(merge(heads, mistake), params.wO, params.bO, mistake);

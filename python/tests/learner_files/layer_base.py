@@ -59,7 +59,8 @@ def make_layer(mistake=None):
     def multi_head_attention(
         x_q, x_kv=None, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, num_heads,
         num_kv_heads=None, attn_mask=None, is_causal=False, scale=None, softcap=0.0, rope=None,
-        need_weights=False, past_key=None, past_value=None, return_cache=False,
+        need_weights=False, past_key=None, past_value=None, return_cache=False, window=None,
+        sink_tokens=0, sink_logits=None, kv_seqlen=None,
     ):  # fmt: skip
         if rope is not None and x_kv is not None:
             raise ValueError("rope needs self-attention")
@@ -96,6 +97,8 @@ def make_layer(mistake=None):
         offset = 0 if mistake == "cache_offset_ignored" else cached  # the new rows sit after the cache
         core = dict(is_causal=is_causal, scale=scale, softcap=softcap, enable_gqa=kv_heads != num_heads)
         core["query_offset"] = offset
+        # the window, the sinks and the key counts: the core's, passed on as given
+        core.update(window=window, sink_tokens=sink_tokens, sink_logits=sink_logits, kv_seqlen=kv_seqlen)
         heads = np.asarray(attend(q, k, v, attn_mask, **core))
         output = linear(merge(heads), w_o, b_o)
         if not need_weights and not return_cache:

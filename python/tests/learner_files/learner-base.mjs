@@ -11,6 +11,23 @@ function shapeOf(x) {
   return shape;
 }
 
+/** A softmax with a sink logit beside the row's: its weights sum to less than 1; the sink's own
+ * weight comes back too (it has no value, so the output leaves it out). */
+function softmaxWithSink(row, sink, mistake) {
+  // No key to see: 0, whatever the sink (unless the sink is taken for a key of its own).
+  if (Math.max(...row) === -Infinity && mistake !== "sink_given_a_value") {
+    return { weights: row.map(() => 0), sinkWeight: 0 };
+  }
+  if (mistake === "sink_after_softmax") {
+    const total = 1 + Math.exp(sink); // the keys' softmax first, then the sink beside it
+    return { weights: softmaxRow(row, mistake).map((w) => w / total), sinkWeight: Math.exp(sink) / total };
+  }
+  const max = mistake === "sink_left_out_of_max" ? Math.max(...row) : Math.max(sink, ...row);
+  const exps = row.map((x) => Math.exp(x - max));
+  const total = exps.reduce((a, b) => a + b, 0) + Math.exp(sink - max);
+  return { weights: exps.map((e) => e / total), sinkWeight: Math.exp(sink - max) / total };
+}
+
 function softmaxRow(row, mistake) {
   if (mistake === "softmax_without_max") {
     const exps = row.map((x) => Math.exp(x));
@@ -26,7 +43,26 @@ function softmaxRow(row, mistake) {
   return exps.map((e) => e / sum);
 }
 
-function attend2d(q, k, v, maskCell, options, mistake) {
+/** A per-sequence option ([B...], the leading dims) at this matrix's place, or the number itself. */
+function perSequence(x, path) {
+  let node = x;
+  for (let d = 0; Array.isArray(node); d++) node = node[path[d]];
+  return node;
+}
+
+/** Whether the window lets the row at position p (index i) see key j: a sink key (j < sinkTokens)
+ * whatever the window's left side says. */
+function inWindow(window, sinkTokens, i, p, j, mistake) {
+  const [left, right] = window;
+  const at = mistake === "window_top_left" ? i : p; // top-left: the window at the row's index
+  let from = left === null ? -Infinity : at - left;
+  if (mistake === "window_one_key_too_wide") from -= 1;
+  if (mistake === "window_one_key_too_narrow") from += 1;
+  const to = right === null ? Infinity : at + right;
+  return (j >= from || j < sinkTokens) && j <= to;
+}
+
+function attend2d(q, k, v, maskCell, options, mistake, path = []) {
   const E = q[0].length;
   const Lq = q.length;
   const Lk = mistake === "key_length_from_query" ? q.length : k.length;
@@ -36,6 +72,15 @@ function attend2d(q, k, v, maskCell, options, mistake) {
   if (mistake === "scaled_by_dk" && options.scale == null) scale = 1 / E;
   if (mistake === "scale_option_ignored") scale = 1 / Math.sqrt(E);
   const blocked = mistake === "finite_sentinel" ? -1e9 : -Infinity;
+  const offset = perSequence(options.queryOffset ?? 0, path);
+  const window = options.window ?? null;
+  const sinkTokens = options.sinkTokens ?? 0;
+  let keyCount = Lk;
+  if (options.kvSeqlen != null && mistake !== "kv_seqlen_ignored") {
+    keyCount = perSequence(options.kvSeqlen, path);
+    if (mistake === "kv_seqlen_one_short") keyCount -= 1;
+    if (mistake === "kv_seqlen_one_past") keyCount += 1;
+  }
   const logits = [];
   for (let i = 0; i < Lq; i++) {
     const row = [];
@@ -53,13 +98,14 @@ function attend2d(q, k, v, maskCell, options, mistake) {
       else if (cap > 0) s = cap * Math.tanh(s / cap);
       let allowed = true;
       if (options.isCausal && mistake !== "causal_ignored") {
-        const offset = options.queryOffset ?? 0;
         let limit = mistake === "causal_bottom_right" ? i + Lk - Lq : i + offset;
         if (mistake === "causal_diagonal_hidden") limit = i + offset - 1;
         if (mistake === "query_offset_ignored") limit = i;
         if (mistake === "query_offset_off_by_one" && offset > 0) limit = i + offset + 1;
         if (j > limit) allowed = false;
       }
+      if (window !== null && !inWindow(window, sinkTokens, i, i + offset, j, mistake)) allowed = false;
+      if (j >= keyCount) allowed = false;
       if (maskCell !== null) {
         const m = maskCell(i, j);
         if (typeof m === "boolean") {
@@ -75,7 +121,14 @@ function attend2d(q, k, v, maskCell, options, mistake) {
     logits.push(row);
   }
   let weights;
-  if (mistake === "softmax_wrong_axis") {
+  let sinkWeights = null;
+  const sinks = options.sinkLogits ?? null;
+  if (sinks !== null) {
+    const sink = sinks[path.length > 0 ? path[path.length - 1] : 0]; // one per query head
+    const rows = logits.map((row) => softmaxWithSink(row, sink, mistake));
+    weights = rows.map((r) => r.weights);
+    sinkWeights = rows.map((r) => r.sinkWeight);
+  } else if (mistake === "softmax_wrong_axis") {
     const columns = Array.from({ length: Lk }, (_, j) => softmaxRow(logits.map((r) => r[j]), mistake));
     weights = logits.map((_, i) => columns.map((c) => c[i]));
   } else {
@@ -85,8 +138,13 @@ function attend2d(q, k, v, maskCell, options, mistake) {
   const rows = mistake === "weights_times_key" ? k : v;
   const Ev = rows[0].length;
   const keys = mistake === "last_key_dropped" || short ? Lk - 1 : Lk;
-  return weights.map((w) =>
-    Array.from({ length: Ev }, (_, c) => w.slice(0, keys).reduce((sum, x, j) => sum + x * rows[j][c], 0)),
+  return weights.map((w, i) =>
+    Array.from({ length: Ev }, (_, c) => {
+      const sum = w.slice(0, keys).reduce((total, x, j) => total + x * rows[j][c], 0);
+      // sink_given_a_value: the sink as one more key, with the first key's value
+      const given = mistake === "sink_given_a_value" && sinkWeights !== null;
+      return given ? sum + sinkWeights[i] * rows[0][c] : sum;
+    }),
   );
 }
 
@@ -106,7 +164,7 @@ export function makeAttention(mistake = null) {
       return (i, j) => node[maskShape[mr - 2] === 1 ? 0 : i][maskShape[mr - 1] === 1 ? 0 : j];
     }
     function walk(q, k, v, path) {
-      if (path.length === rank - 2) return attend2d(q, k, v, maskFor(path), options, mistake);
+      if (path.length === rank - 2) return attend2d(q, k, v, maskFor(path), options, mistake, path);
       if (mistake === "enable_gqa_ignored" && path.length === rank - 3 && q.length !== k.length) {
         // Query head h reads head h; past the last key/value head it reads nothing, as a loop over
         // flat arrays reads undefined there, which its arithmetic turns into NaN.

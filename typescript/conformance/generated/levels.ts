@@ -21,6 +21,9 @@ export const LEVELS: readonly Level[] = [
   { name: "grouped-query heads", tags: ["gqa", "mqa"] },
   { name: "scale and softcap", tags: ["scale", "softcap"] },
   { name: "decoding after a cache (query_offset)", tags: ["decode"] },
+  { name: "sliding windows", tags: ["window"] },
+  { name: "attention sinks (sink_tokens, sink_logits)", tags: ["sinks"] },
+  { name: "ragged batches (kv_seqlen, a query_offset per sequence)", tags: ["ragged"] },
   { name: "invalid input", tags: ["error"] },
   {
     name: "edge cases (empty dims, NaN and +-inf, float64's extremes)",
