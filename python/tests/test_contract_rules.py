@@ -143,7 +143,54 @@ def _large_finite_mask(case) -> bool:
 
 
 def _offset(case) -> int:
-    return case.params.get("query_offset", 0)
+    """The case's one query_offset (0 for a per-batch one: the rules below are about one offset)."""
+    offset = case.params.get("query_offset", 0)
+    return offset if isinstance(offset, int) else 0
+
+
+def _sinks(case) -> np.ndarray | None:
+    sinks = case.params.get("sink_logits")
+    return None if sinks is None else np.array(sinks, dtype=np.float64)
+
+
+def _sink_rows(case, sink: Callable[[float], bool]):
+    """The rows of the heads whose sink logit `sink` accepts: (logits, weights, output) per row."""
+    sinks = _sinks(case)
+    if sinks is None:
+        return []
+    e = case.expected
+    heads = e.logits.shape[-3] if e.logits.ndim >= 3 else 1
+    logits = e.logits.reshape(-1, heads, *e.logits.shape[-2:])  # [B, Hq, Lq, Lk]
+    weights = e.weights.reshape(logits.shape)
+    output = e.output.reshape(-1, heads, *e.output.shape[-2:])  # [B, Hq, Lq, Ev]
+    return [
+        (logits[b, h, i], weights[b, h, i], output[b, h, i])
+        for b in range(logits.shape[0])
+        for h in range(heads)
+        if sink(sinks[h])
+        for i in range(logits.shape[-2])
+    ]
+
+
+def _sink_takes_a_share(case) -> bool:
+    """A row that sees keys, with a finite sink, whose weights sum to less than 1."""
+    return any(
+        not _fully_masked(lg) and np.isfinite(w).all() and w.sum() < 1 - 1e-9
+        for lg, w, _ in _sink_rows(case, math.isfinite)
+    )
+
+
+def _sink_special(value: float) -> Callable[[FixtureCase], bool]:
+    """A head whose sink logit is `value` (NaN or +inf) gives NaN in every row that sees a key, and
+    +0.0 in a row that sees none."""
+
+    def witness(case) -> bool:
+        rows = _sink_rows(case, lambda s: s == value or (math.isnan(value) and math.isnan(s)))
+        seeing = [np.isnan(out).all() for lg, _, out in rows if not _fully_masked(lg)]
+        hidden = [_plus_zero(out) for lg, _, out in rows if _fully_masked(lg)]
+        return bool(seeing) and all(seeing) and bool(hidden) and all(hidden)
+
+    return witness
 
 
 def _offset_moves_the_causal_rule(case) -> bool:
@@ -191,6 +238,16 @@ WITNESSES: dict[str, Callable[[FixtureCase], bool]] = {
         and np.isfinite(c.expected.output).all()
     ),
     "score-overflow": lambda c: c.expected.score_bound > np.finfo(np.float64).max,
+    "sink-logits": _sink_takes_a_share,
+    "sink-fully-hidden": lambda c: any(
+        _fully_masked(lg) and _plus_zero(out) for lg, _, out in _sink_rows(c, math.isfinite)
+    ),
+    "sink-nan": _sink_special(math.nan),
+    "sink-inf": _sink_special(math.inf),
+    "kv-seqlen": lambda c: 0 in np.ravel(c.params.get("kv_seqlen", [])) and any(
+        _fully_masked(lg) and _plus_zero(out) for lg, _, out, _, _, _ in _rows(c)
+    ),
+    "ragged-offset": lambda c: isinstance(c.params.get("query_offset"), list) and c.params["is_causal"],
 }  # fmt: skip
 
 
@@ -319,3 +376,31 @@ def test_a_port_making_a_decode_mistake_fails_a_decode_case(mistake, wrong_optio
 def _lower_right(case) -> int:
     lq, lk = case.expected.logits.shape[-2:]
     return max(lk - lq, 0)
+
+
+def test_a_ragged_batch_decoded_in_one_call_gives_each_sequence_alone():
+    """The oracle's values: each sequence of ragged_decode_batch is, bit for bit, that sequence
+    decoded alone (its padding hidden by kv_seqlen, its row at its own query_offset), and the
+    chunked prefill across the window's edge is the full windowed pass's rows."""
+    by_id = {case.id: case for case in VALID_CASES}
+    batch = by_id["ragged_decode_batch"].expected
+    for b, length in enumerate(cases.RAGGED_KEYS):
+        alone = by_id[f"ragged_decode_sequence_{b}"].expected
+        assert np.array_equal(batch.output[b], alone.output[0])
+        assert np.array_equal(batch.weights[b, ..., :length], alone.weights[0])
+        assert not batch.weights[b, ..., length:].any()  # the padding: weight +0.0
+    chunk = by_id["window_chunk_across_edge"].expected.output  # rows 5-7
+    assert np.array_equal(chunk, by_id["window_left_3_causal"].expected.output[5:])
+
+
+def test_each_window_and_its_neighbours_one_key_wider_and_narrower_differ():
+    """The off-by-one pairs share their inputs: a window one key too wide or too narrow on either
+    side gives another output in each of rows 3-5 (away from both ends of the 8 keys)."""
+    by_id = {case.id: case.expected.output for case in VALID_CASES}
+    for group in (
+        ("window_left_1_causal", "window_left_2_causal", "window_left_3_causal"),
+        ("window_right_0", "window_right_1", "window_right_2"),
+    ):
+        outputs = [by_id[name] for name in group]
+        for a, b in ((0, 1), (1, 2)):
+            assert not np.any(np.all(outputs[a][3:6] == outputs[b][3:6], axis=-1)), (group[a], group[b])
