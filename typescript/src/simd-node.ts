@@ -46,6 +46,9 @@ useSimdHost({
   startWorker(simdWorker) {
     const worker = new Worker(new URL(import.meta.url), { workerData: { simdWorker } });
     worker.unref(); // never keeps the process up
+    // One that cannot start (no memory left for its own engine) takes no items: the others and
+    // the calling thread compute them, with the same result. Unheard, its error would end the process.
+    worker.on("error", () => {});
     return worker;
   },
   canBlock: true,

@@ -68,7 +68,10 @@
  *     two to four times as long as the kernel's pass). createSimdKeyValueCache keeps the cache
  *     there from step to step in the kernel's layout, written once per token as it is appended,
  *     with what the bound and the skipped keys' NaN rule need kept as it grows; `attend` runs the same
- *     kernel on it and gives the flat entry's answer on every key so far, bit for bit.
+ *     kernel on it and gives the flat entry's answer on every key so far, bit for bit. With a
+ *     capacity, a window and sinks it is bounded: a ring of the window's slots after the sinks,
+ *     each slot written twice so that the newest keys are one run of positions, which the kernel
+ *     reads as the full pass reads them (item 8), so a step costs the same at every position.
  *
  * Numerics: float64 inputs are computed in float64 and float32 in float32, each within the
  * tolerance rule's budget for its dtype (verify runs both as their own ports). The special values
@@ -96,10 +99,14 @@
  * 64 x Ev) scratch per thread: linear in the inputs, and about the size of key and value beside the
  * caller's own inputs and output. A WebAssembly memory only grows, so after a large call the
  * process keeps that much reserved; so does the nested entry's float64 copy of its inputs and
- * output, kept from call to call (`kept`). A resident cache has a memory of its own, holding its
- * keys and values once (in tiles of 64 keys, each with those keys' values: it grows at its end,
- * its memory by doubling) and a call's query, output and scratch after them; with `workers: N` it
- * starts N - 1 worker threads of its own (its `close` ends them).
+ * output, kept from call to call (`kept`). The port's memory reserves twice what its largest call
+ * so far needed and moves to a new one when a call needs more (where the engine bounds-checks by
+ * address space, a memory reserves its whole maximum at once: 4 GiB apiece would use up a limited
+ * process). A resident cache has a memory of its own, holding its keys and values once (in tiles of
+ * 64 keys, each with those keys' values: it grows at its end) and a call's query, output and
+ * scratch after them, sized by its capacity or doubling without one; with `workers: N` it starts
+ * N - 1 worker threads of its own. Its `close` ends them and lets the memory go. Memory the engine
+ * cannot give is kind "size", with the bytes wanted and the most it could give.
  *
  * What it needs from the engine: WebAssembly with 128-bit SIMD and threads (a shared memory);
  * relaxed SIMD is optional (item 5). Where they are missing, a call throws one line that says so
@@ -132,7 +139,7 @@ import {
   product,
   type TensorInput,
 } from "./inputs.ts";
-import { type RowKeys, seesEveryKey, seesKey, sliceKeys } from "./key-range.ts";
+import { keyEnd, keyStart, type RowKeys, seesEveryKey, seesKey, sinkKeyEnd, sliceKeys } from "./key-range.ts";
 import {
   CONTROL,
   CONTROL_BYTES,
@@ -353,15 +360,36 @@ export function kernelExp(x: Float32Array | Float64Array): Float32Array | Float6
 /** The numbers a resident cache holds, and computes in. */
 export type SimdCacheDtype = "float32" | "float64";
 
+/** What a resident cache may hold. `capacity`: the most keys (per kv head) it holds, its memory
+ * sized for them once, at creation; absent, it grows as keys come, to the 4 GiB a WebAssembly
+ * memory can hold. `window` and `sinkTokens` (the core's options, which `attend` takes from here
+ * when its own options leave them out): with a capacity and a window's left side, the cache is
+ * bounded, a ring: once full it drops its oldest keys but the sinks, and `capacity` must hold
+ * `sinkTokens` + the window's left side + the rows of a step (at least one). */
+export interface SimdCacheOptions {
+  readonly capacity?: number;
+  readonly window?: readonly [number | null, number | null] | null;
+  readonly sinkTokens?: number;
+}
+
 /** A cache of keys [B..., Hkv, E] and values [B..., Hkv, Ev], `dtype` numbers, kept in a kernel
  * memory of its own from call to call (see SimdKeyValueCache). */
 export function createSimdKeyValueCache(
   shape: readonly number[],
   valueFeatures: number,
   dtype: SimdCacheDtype = "float32",
+  options: SimdCacheOptions = {},
 ): SimdKeyValueCache {
-  return new SimdKeyValueCache(shape, valueFeatures, dtype);
+  return new SimdKeyValueCache(shape, valueFeatures, dtype, options);
 }
+
+/** The worker threads of caches collected without close(), ended then: a cache dropped unclosed
+ * would otherwise keep them, and through them its memory, until the process ends. */
+const unclosedCaches = new FinalizationRegistry<SimdThread[]>((threads) => {
+  for (const thread of threads.splice(0)) {
+    void thread.terminate();
+  }
+});
 
 /**
  * A decode step's keys and values, resident in the kernel's memory in the kernel's layout.
@@ -380,10 +408,32 @@ export function createSimdKeyValueCache(
  * every option of that entry (isCausal, queryOffset, scale, softcap, enableGqa, attnMask over
  * [..., Lq, length], workers, memoryLimit), with the same errors.
  *
+ * Bounded (a capacity, and a window with a left side): a ring. Keys 0 .. sinkTokens - 1 stay;
+ * past them, key p takes slot (p - sinkTokens) mod ring, ring = capacity - sinkTokens, and once
+ * the ring is full each new key drops the one a ring's length before it. Each slot is written at two
+ * positions, q and q + ring, so that the keys held past the sinks, oldest to newest, are always one
+ * run of positions (from q of the oldest), in order; attend moves each batch index's RowKeys
+ * (key-range.ts) back onto that run. The kernel walks a row's sinks and its band each from its own
+ * first key and its arithmetic depends only on the keys a row sees and their order (the header's
+ * item 8), so the answers stay the full pass's, bit for bit, for every option above plus window,
+ * sinkTokens, sinkLogits, kvSeqlen and a per-batch queryOffset, as long as no row sees a dropped
+ * key: that, a mask with a column per key once keys were dropped, and truncating into them are
+ * refused (kind "value"). What the full pass still takes from the dropped keys is kept: the
+ * largest |k| (as a running max per key, for the bound on the logits) and, per value column, the
+ * last dropped NaN or ±Infinity (weight 0 times it is NaN in every row). Its memory is the sinks
+ * and twice the ring, fixed at creation; a step costs the same at every position.
+ *
  * Memory: tile after tile of 64 keys, each holding those keys (transposed) and their values for
- * every (batch, kv head) slice, so the cache grows at its end and nothing already there moves; the
- * memory grows by doubling. Each cache has its own WebAssembly memory and, with `workers: N`, its
- * own N - 1 worker threads (`close` ends them).
+ * every (batch, kv head) slice, then a call's query, output and scratch. Each cache has its own
+ * WebAssembly memory and, with `workers: N`, its own N - 1 worker threads. With a `capacity` the
+ * memory is sized for that many keys at creation and reserves that and 4 MiB for a call's regions
+ * (a call that needs more moves it to a larger memory); appending past the capacity is refused.
+ * Without one it holds what the keys so far need and reserves twice that, moving to a new memory
+ * (copied) each time it doubles, up to the 4 GiB a WebAssembly memory can hold. Where the engine
+ * cannot give the memory, at creation or as it grows, kind "size" says how much was wanted and how
+ * much could be had, and the cache is as it was. `close` ends its workers and lets its memory go
+ * (the engine frees it at its next garbage collection, which a refused allocation forces); the
+ * port's own memory is made before the first cache's, so that caches never take what its calls need.
  */
 export class SimdKeyValueCache {
   /** The numbers it holds and computes in; the query of `attend` must be of this type. */
@@ -392,7 +442,8 @@ export class SimdKeyValueCache {
   readonly #features: number; // E
   readonly #valueFeatures: number; // Ev
   readonly #slices: number; // product of [B..., Hkv]
-  readonly #kernel: Kernel;
+  #kernel: Kernel | null; // null once closed
+  readonly #capacity: number | null; // the most keys it holds; null: no bound but the memory's
   readonly #bytes: number; // per number
   readonly #keyTile: number; // keys per tile
   readonly #tileBytes: number; // one tile: keys [slices, keyTile / 2L, E, 2L] (#keyAt), values [slices, keyTile, Ev]
@@ -400,9 +451,19 @@ export class SimdKeyValueCache {
   readonly #tilesAt: number; // tile 0
   #tiles = 0; // tiles in place (the capacity is tiles · keyTile keys)
   #length = 0; // keys appended
-  #tileMax: number[] = []; // the largest |k| of each tile in use (NaN if one is)
+  readonly #window: readonly [number | null, number | null] | null; // attend's default
+  readonly #sinks: number; // keys 0 .. sinks - 1 are never dropped (attend's default sinkTokens)
+  readonly #ring: number | null; // a bounded cache's ring of slots past the sinks (null: none)
+  #firstHeld: number; // the oldest key held past the sinks: keys sinks .. firstHeld - 1 were dropped
+  #prefixMax = new Float64Array(64); // at key p's slot (#slotOf): the largest |k| of keys 0..p (NaN if one is)
+  #droppedNonFinite: Int32Array; // [slices, Ev]: the last dropped key whose value is NaN or ±inf, or -1
 
-  constructor(shape: readonly number[], valueFeatures: number, dtype: SimdCacheDtype = "float32") {
+  constructor(
+    shape: readonly number[],
+    valueFeatures: number,
+    dtype: SimdCacheDtype = "float32",
+    options: SimdCacheOptions = {},
+  ) {
     if (!Array.isArray(shape) || shape.length < 1 || !shape.every((n) => Number.isSafeInteger(n) && n >= 1)) {
       throw new AttentionInputError(
         "shape",
@@ -421,20 +482,78 @@ export class SimdKeyValueCache {
         `a cache's dtype must be "float32" or "float64", got ${describeValue(dtype)}`,
       );
     }
+    const given = (options ?? {}) as SimdCacheOptions;
+    const capacity = given.capacity ?? null;
+    if (capacity !== null && !(Number.isSafeInteger(capacity) && capacity >= 1)) {
+      throw new AttentionInputError(
+        "value",
+        `a cache's capacity must be an integer >= 1 (keys per kv head), got ${describeValue(capacity)}`,
+      );
+    }
+    const sinks = given.sinkTokens ?? 0;
+    if (!(Number.isSafeInteger(sinks) && sinks >= 0)) {
+      throw new AttentionInputError(
+        "value",
+        `a cache's sinkTokens must be an integer >= 0, got ${describeValue(sinks)}`,
+      );
+    }
+    const window = given.window ?? null;
+    const side = (x: unknown) => x === null || (Number.isSafeInteger(x) && (x as number) >= 0);
+    if (window !== null && !(Array.isArray(window) && window.length === 2 && window.every(side))) {
+      throw new AttentionInputError(
+        "value",
+        `a cache's window must be [left, right], each an integer >= 0 or null, got ${describeValue(window)}`,
+      );
+    }
+    const left = window?.[0] ?? null;
+    if (capacity !== null && left !== null && capacity < sinks + left + 1) {
+      throw new AttentionInputError(
+        "value",
+        `a cache's capacity must hold sinkTokens + the window's left side + the rows of a step, at least` +
+          ` ${String(sinks + left + 1)} (${String(sinks)} + ${String(left)} + 1), got ${String(capacity)}`,
+      );
+    }
+    this.#window = window;
+    this.#sinks = sinks;
+    this.#ring = capacity !== null && left !== null ? capacity - sinks : null;
+    this.#firstHeld = sinks;
     this.dtype = dtype;
     this.#heads = shape.slice(0, -1);
     this.#features = shape.at(-1)!;
     this.#valueFeatures = valueFeatures;
     this.#slices = product(this.#heads);
-    this.#kernel = newKernel(kernelBuild());
+    this.#capacity = capacity;
     this.#bytes = dtype === "float32" ? 4 : 8;
-    this.#keyTile = this.#kernel.exports.keyTile();
+    const port = loadKernel(kernelBuild()); // the port's memory first: a cache never takes what it needs
+    this.#keyTile = port.exports.keyTile();
     const [E, Ev, slices] = [this.#features, valueFeatures, this.#slices];
     this.#tileBytes = align(slices * (E + Ev) * this.#keyTile * this.#bytes);
-    this.#lastNonFinite = this.#kernel.start;
+    this.#lastNonFinite = port.start; // the same offsets in every instance of the build
     this.#tilesAt = align(this.#lastNonFinite + slices * Ev * 4 + 64);
-    this.#grow(this.#tilesAt);
+    // A ring's slots are written twice, at q and q + ring, so that its newest keys are always one
+    // run of positions, in order (#stored): the sinks, then 2 · ring positions.
+    const positions = this.#ring === null ? (capacity ?? 1) : sinks + 2 * this.#ring;
+    const tiles = Math.ceil(positions / this.#keyTile);
+    const bytes = this.#tilesEnd(tiles); // the tiles, then a tile's staging
+    refuseBeyondMaximum("the resident cache", bytes);
+    this.#kernel = newKernel(kernelBuild(), bytes, capacity === null, "the resident cache");
+    unclosedCaches.register(this, this.#kernel.workers, this);
     new Int32Array(this.#kernel.memory.buffer, this.#lastNonFinite, slices * Ev).fill(-1);
+    this.#droppedNonFinite = new Int32Array(slices * Ev).fill(-1);
+    if (this.#ring !== null) {
+      this.#tiles = tiles; // all in place, zeroed, from the start
+      this.#prefixMax = new Float64Array(capacity!);
+    }
+  }
+
+  /** The most keys it holds (per kv head), or null where it grows without a bound but the memory's. */
+  get capacity(): number | null {
+    return this.#capacity;
+  }
+
+  /** The bytes of WebAssembly memory it holds now (0 once closed). */
+  get memoryBytes(): number {
+    return this.#kernel === null ? 0 : this.#kernel.memory.buffer.byteLength;
   }
 
   /** Keys appended so far. */
@@ -455,6 +574,7 @@ export class SimdKeyValueCache {
   /** Appends a step's keys [B..., Hkv, L, E] and values [B..., Hkv, L, Ev] (Float32Array or
    * Float64Array data, rounded to the cache's dtype), after every key so far. */
   append(key: FlatTensor, value: FlatTensor): void {
+    const kernel = this.#open();
     const L = this.#checkRows("key", key, this.#features);
     const Lv = this.#checkRows("value", value, this.#valueFeatures);
     if (L !== Lv) {
@@ -472,54 +592,134 @@ export class SimdKeyValueCache {
       this.#keyTile,
     ];
     const start = this.#length;
-    const tiles = Math.ceil((start + L) / BC);
-    const stageAt = this.#tilesAt + Math.max(tiles, this.#tiles) * this.#tileBytes + 64;
-    this.#grow(align(stageAt + BC * E * bytes + 64));
-    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    const ring = this.#ring;
+    if (ring === null && this.#capacity !== null && start + L > this.#capacity) {
+      throw new AttentionInputError(
+        "size",
+        `appending ${String(L)} keys to the cache's ${String(start)} would hold ${String(start + L)},` +
+          ` more than its capacity ${String(this.#capacity)} (key ${formatShape(key.shape)})`,
+      );
+    }
+    if (ring !== null && L > ring) {
+      throw new AttentionInputError(
+        "size",
+        `appending ${String(L)} keys at once to a cache whose ring holds ${String(ring)} (its capacity` +
+          ` ${String(this.#capacity)} less ${String(this.#sinks)} sinks): append them in steps of at most` +
+          ` ${String(ring)} (key ${formatShape(key.shape)})`,
+      );
+    }
+    const runs = this.#runs(start, L);
+    const tiles = Math.max(this.#tiles, ...runs.map((run) => Math.ceil((run.at + run.rows) / BC)));
+    const stageAt = this.#stageAt(tiles);
+    ensureBytes(kernel, this.#tilesEnd(tiles), this.#stageAt(this.#tiles));
+    const buffer = kernel.memory.buffer as unknown as SharedArrayBuffer;
     for (let t = this.#tiles; t < tiles; t++) {
       new Uint8Array(buffer, this.#tilesAt + t * this.#tileBytes, this.#tileBytes).fill(0); // keys past the end are 0
     }
-    this.#tiles = Math.max(this.#tiles, tiles);
+    this.#tiles = tiles;
     const float32 = this.dtype === "float32";
-    const transpose = float32 ? this.#kernel.exports.transposeKeyF32 : this.#kernel.exports.transposeKeyF64;
-    const stage = floats(float32, buffer, stageAt, BC * E);
-    // Key rows go in a tile's share at a time, so that each tile's largest |k| is its own.
-    for (let j0 = 0; j0 < L; ) {
-      const p = start + j0;
-      const rows = Math.min(L - j0, BC - (p % BC)); // up to the end of position p's tile
-      const tile = Math.floor(p / BC);
-      let max = p % BC === 0 ? 0 : this.#tileMax[tile];
+    if (ring !== null) {
+      this.#drop(start, L, buffer); // the keys whose slots these take
+    }
+    // Each key's largest |k| over its slices, as the kernel rounds it, carried as a running max:
+    // the flat entry's bound on the logits is the largest over every key (kernelCanCarry).
+    if (ring === null && this.#prefixMax.length < start + L) {
+      const grown = new Float64Array(Math.max(start + L, 2 * this.#prefixMax.length));
+      grown.set(this.#prefixMax);
+      this.#prefixMax = grown;
+    }
+    const round = float32 ? Math.fround : (x: number) => x;
+    for (let j = 0; j < L; j++) {
+      let max = start + j === 0 ? 0 : this.#prefixMax[this.#slotOf(start + j - 1)];
       for (let s = 0; s < slices; s++) {
-        stage.set(key.data.subarray((s * L + j0) * E, (s * L + j0 + rows) * E)); // rounded to float32 if so
-        const out = this.#tilesAt + s * E * BC * bytes; // slice s's tile 0
-        max = Math.max(max, transpose(stageAt, rows, E, out, p, this.#tileBytes));
+        for (let t = (s * L + j) * E; t < (s * L + j + 1) * E; t++) {
+          max = Math.max(max, Math.abs(round(key.data[t]))); // NaN stays NaN
+        }
       }
-      this.#tileMax[tile] = max;
-      j0 += rows;
+      this.#prefixMax[this.#slotOf(start + j)] = max;
+    }
+    const transpose = float32 ? kernel.exports.transposeKeyF32 : kernel.exports.transposeKeyF64;
+    const stage = floats(float32, buffer, stageAt, BC * E);
+    // Key rows go in a run at a time (one tile's share of one copy), transposed into place.
+    for (const { from, at, rows } of runs) {
+      for (let s = 0; s < slices; s++) {
+        stage.set(key.data.subarray((s * L + from) * E, (s * L + from + rows) * E)); // rounded to float32 if so
+        transpose(stageAt, rows, E, this.#tilesAt + s * E * BC * bytes, at, this.#tileBytes);
+      }
     }
     // Value rows: a slice's rows of one tile sit together, [keyTile, Ev], so that the kernel
     // streams them (a stride of several pages between rows defeats the hardware's prefetching).
     const lastNonFinite = new Int32Array(buffer, this.#lastNonFinite, slices * Ev);
-    for (let s = 0; s < slices; s++) {
-      for (let j0 = 0; j0 < L; ) {
-        const p = start + j0;
-        const rows = Math.min(L - j0, BC - (p % BC)); // up to the end of position p's tile
-        const to = floats(float32, buffer, this.#valueRow(p, s), rows * Ev);
-        to.set(value.data.subarray((s * L + j0) * Ev, (s * L + j0 + rows) * Ev)); // rounded to float32 if so
+    for (const { from, at, rows } of runs) {
+      for (let s = 0; s < slices; s++) {
+        const to = floats(float32, buffer, this.#valueRow(at, s), rows * Ev);
+        to.set(value.data.subarray((s * L + from) * Ev, (s * L + from + rows) * Ev)); // rounded to float32 if so
         for (let n = 0; n < rows * Ev; n++) {
           if (to[n] - to[n] !== 0) {
-            lastNonFinite[s * Ev + (n % Ev)] = p + Math.floor(n / Ev); // NaN or ±Infinity (y - y is NaN exactly then)
+            lastNonFinite[s * Ev + (n % Ev)] = start + from + Math.floor(n / Ev); // NaN or ±Infinity (y - y is NaN exactly then)
           }
         }
-        j0 += rows;
       }
     }
     this.#length = start + L;
   }
 
+  /** Where key p's first copy sits (a ring's second is `ring` positions on), and its slot in
+   * #prefixMax: p itself, but in a ring, past the sinks, slot sinks + (p - sinks) mod ring. */
+  #slotOf(p: number): number {
+    const [S, ring] = [this.#sinks, this.#ring];
+    return ring === null || p < S ? p : S + ((p - S) % ring);
+  }
+
+  /** The runs of positions that keys start .. start + L - 1 are written to: `rows` keys from the
+   * step's row `from` at position `at` on, none across a tile's end (nor, in a ring, its wrap);
+   * a ring's keys past the sinks twice, at their slot and `ring` positions on. */
+  #runs(start: number, L: number): { from: number; at: number; rows: number }[] {
+    const [S, ring, BC] = [this.#sinks, this.#ring, this.#keyTile];
+    const runs: { from: number; at: number; rows: number }[] = [];
+    for (const copy of ring === null ? [0] : [0, ring]) {
+      for (let from = 0; from < L; ) {
+        const p = start + from;
+        const sink = ring !== null && p < S;
+        const span = ring === null ? L - from : sink ? S - p : ring - ((p - S) % ring); // to the sinks' end, or the wrap
+        const at = this.#slotOf(p) + (sink ? 0 : copy);
+        const rows = Math.min(L - from, span, BC - (at % BC));
+        if (!(sink && copy !== 0)) {
+          runs.push({ from, at, rows });
+        }
+        from += rows;
+      }
+    }
+    return runs;
+  }
+
+  /** A ring's keys whose slots keys start .. start + L - 1 take (those a ring's length behind
+   * them, past the sinks, still held), dropped: what the special values need of them kept. */
+  #drop(start: number, L: number, buffer: SharedArrayBuffer): void {
+    const [Ev, slices, ring] = [this.#valueFeatures, this.#slices, this.#ring!];
+    const float32 = this.dtype === "float32";
+    for (let p = Math.max(start, this.#sinks); p < start + L; p++) {
+      const dropped = p - ring;
+      if (dropped < this.#firstHeld) {
+        continue;
+      }
+      for (let s = 0; s < slices; s++) {
+        const row = floats(float32, buffer, this.#valueRow(this.#slotOf(dropped), s), Ev);
+        for (let t = 0; t < Ev; t++) {
+          if (row[t] - row[t] !== 0) {
+            this.#droppedNonFinite[s * Ev + t] = dropped; // NaN or ±Infinity: still reaches every row (0 · NaN)
+          }
+        }
+      }
+      this.#firstHeld = dropped + 1;
+    }
+  }
+
   /** Drops every key and value from position `length` on (a rejected guess of speculative
-   * decoding, a beam's rollback); the tiles stay, for the keys appended next. */
+   * decoding, a beam's rollback); the tiles stay, for the keys appended next. A ring can go back
+   * only to keys it still holds: to its oldest held key, or into its sinks. */
   truncate(length: number): void {
+    this.#open();
     if (!(Number.isSafeInteger(length) && length >= 0 && length <= this.#length)) {
       throw new AttentionInputError(
         "value",
@@ -527,32 +727,44 @@ export class SimdKeyValueCache {
           ` got ${describeValue(length)}`,
       );
     }
-    const [E, Ev, slices, BC] = [this.#features, this.#valueFeatures, this.#slices, this.#keyTile];
+    const [E, Ev, slices, BC, S] = [
+      this.#features,
+      this.#valueFeatures,
+      this.#slices,
+      this.#keyTile,
+      this.#sinks,
+    ];
+    if (length > S && length < this.#firstHeld) {
+      throw new AttentionInputError(
+        "value",
+        `truncate's length must be at least ${String(this.#firstHeld)} or at most ${String(S)}: this` +
+          ` cache dropped keys ${String(S)} to ${String(this.#firstHeld - 1)}, got ${String(length)}`,
+      );
+    }
     const float32 = this.dtype === "float32";
-    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    const buffer = this.#open().memory.buffer as unknown as SharedArrayBuffer;
     const old = this.#length;
     this.#length = length;
-    this.#tileMax.length = Math.ceil(length / BC);
-    // The keys dropped are zeroed, as keys past the end always are; the cut tile's max is taken
-    // again. A tile's numbers are read in order, each one's key found from its place (#keyAt).
-    const block = 32 / this.#bytes; // keys per block of a tile
-    const keyOf = (n: number) => Math.floor((n % (E * BC)) / (E * block)) * block + (n % block);
-    for (let tile = Math.floor(length / BC); tile < Math.ceil(old / BC); tile++) {
-      const keys = floats(float32, buffer, this.#tilesAt + tile * this.#tileBytes, slices * E * BC);
-      let max = 0;
-      for (let n = 0; n < keys.length; n++) {
-        const p = tile * BC + keyOf(n);
-        if (p >= length) {
-          keys[n] = 0;
-        } else {
-          max = Math.max(max, Math.abs(keys[n]));
+    if (length <= S) {
+      this.#firstHeld = S; // nothing past the sinks is left, dropped or held
+      this.#droppedNonFinite.fill(-1);
+    }
+    if (this.#ring === null) {
+      // The keys cut are zeroed, as keys past the end always are. A tile's numbers are read in
+      // order, each one's key found from its place (#keyAt).
+      const block = 32 / this.#bytes; // keys per block of a tile
+      const keyOf = (n: number) => Math.floor((n % (E * BC)) / (E * block)) * block + (n % block);
+      for (let tile = Math.floor(length / BC); tile < Math.ceil(old / BC); tile++) {
+        const keys = floats(float32, buffer, this.#tilesAt + tile * this.#tileBytes, slices * E * BC);
+        for (let n = 0; n < keys.length; n++) {
+          if (tile * BC + keyOf(n) >= length) {
+            keys[n] = 0;
+          }
         }
       }
-      if (tile * BC < length) {
-        this.#tileMax[tile] = max;
-      }
     }
-    // A column whose last NaN or ±Infinity was dropped: its last one before, found again.
+    // A column whose last NaN or ±Infinity was cut: its last one before, found again among the
+    // keys held, or among the dropped ones.
     const lastNonFinite = new Int32Array(buffer, this.#lastNonFinite, slices * Ev);
     for (let s = 0; s < slices; s++) {
       for (let t = 0; t < Ev; t++) {
@@ -560,7 +772,14 @@ export class SimdKeyValueCache {
         while (j >= length) {
           j -= 1;
           while (j >= 0) {
-            const y = floats(float32, buffer, this.#valueRow(j, s) + t * this.#bytes, 1)[0];
+            if (j >= S && j < this.#firstHeld) {
+              j = Math.max(this.#droppedNonFinite[s * Ev + t], Math.min(j, S) - 1); // past the dropped keys
+              if (j >= S) {
+                break;
+              }
+              continue;
+            }
+            const y = floats(float32, buffer, this.#valueRow(this.#slotOf(j), s) + t * this.#bytes, 1)[0];
             if (y - y !== 0) {
               break;
             }
@@ -577,16 +796,25 @@ export class SimdKeyValueCache {
    * data of the cache's dtype; the options are that entry's. */
   attend(query: FlatTensor, options: SimdFlatAttentionOptions = {}): FlatTensor {
     const float32 = this.dtype === "float32";
-    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
-    // The cache's keys and values stand in with their shapes, for the checks alone: attendResident
-    // reads them from the tiles. (Views of the tiles, of the right length; no copy.)
-    const keyShape = this.keyShape;
-    const valueShape = this.valueShape;
+    this.#open();
+    // The cache's keys and values stand in with their shapes, for the checks alone (#attend reads
+    // them from the tiles): a typed array of their length that holds nothing, since a ring's keys
+    // appended so far may be many more than it holds.
     const stand = (shape: number[]) => ({
       shape,
-      data: floats(float32, buffer, this.#tilesAt, product(shape)),
+      data: Object.create((float32 ? Float32Array : Float64Array).prototype, {
+        length: { value: product(shape) },
+      }) as Float32Array | Float64Array,
     });
-    const checked = checkFlatInputs(query, stand(keyShape), stand(valueShape), options);
+    const given = (options ?? {}) as SimdFlatAttentionOptions;
+    const defaults = {
+      window: given.window === undefined ? this.#window : given.window,
+      sinkTokens: given.sinkTokens === undefined ? this.#sinks : given.sinkTokens,
+    };
+    const checked = checkFlatInputs(query, stand(this.keyShape), stand(this.valueShape), {
+      ...given,
+      ...defaults,
+    });
     const wanted = float32 ? "Float32Array" : "Float64Array";
     if (!(checked.query instanceof (float32 ? Float32Array : Float64Array))) {
       throw new AttentionInputError(
@@ -594,20 +822,101 @@ export class SimdKeyValueCache {
         `query.data must be a ${wanted} for this ${this.dtype} cache, got ${describeValue(query.data)}`,
       );
     }
-    const workers = checkWorkers(options.workers);
+    const workers = checkWorkers(given.workers);
     checkOutputSize(checked.shapes, this.#bytes, checked.memoryLimit);
-    const data = this.#attend({ ...checked, float32, workers });
+    const data = this.#attend(this.#stored({ ...checked, float32, workers }));
     return { shape: checked.shapes.outputShape, data };
   }
 
-  /** Ends the worker threads that `workers: N` started for this cache (they would otherwise wait,
-   * unreferenced, until the process ends). The cache may still be used: a later call with workers
-   * starts them again. */
-  close(): void {
-    for (const thread of this.#kernel.workers.splice(0)) {
-      void thread.terminate();
+  /** The checked call in the positions where the keys sit. The same until a ring has dropped
+   * keys; then its newest keys, firstHeld .. length - 1, are read as the one run of positions from
+   * `base` that their two copies give, so each batch index's RowKeys move back by firstHeld - base
+   * (or, where its rows see sinks alone, stop at the sinks' end), and one position more, which no
+   * row sees, stands for the dropped keys in the rows computed plainly (#plainly). Each row then
+   * sees the keys the full pass shows it, in the same order, and the kernel's arithmetic depends
+   * on nothing else. Refused (kind "value") where a row would see a key the ring dropped. */
+  #stored(problem: Problem): Problem {
+    const [S, F, length] = [this.#sinks, this.#firstHeld, this.#length];
+    if (this.#ring === null || F === S) {
+      return problem; // nothing dropped: every key at its own position
     }
-    new Int32Array(this.#kernel.memory.buffer, this.#kernel.control, CONTROL_BYTES / 4)[CONTROL.READY] = 0;
+    const { shapes, keys, mask } = problem;
+    if (mask !== null && mask.shape.at(-1) !== 1) {
+      throw new AttentionInputError(
+        "value",
+        `attnMask ${formatShape(mask.shape)} has a column per key, but this cache dropped keys` +
+          ` ${String(S)} to ${String(F - 1)}: a mask needs the cache unwrapped (or broadcast over the keys)`,
+      );
+    }
+    const base = S + ((F - S) % this.#ring);
+    const shift = F - base;
+    const Lk = base + (length - F) + 1; // the held keys' run, and the position after it
+    const Lq = shapes.queryLength;
+    const clamp = (x: number) => Math.max(-Lq, Math.min(Lk, x));
+    const batches = keys.batches.map((row, b) => {
+      let [held, sinksOnly] = [true, true];
+      for (let i = 0; i < Lq; i++) {
+        const [end, sinkEnd] = [keyEnd(row, i), sinkKeyEnd(row, i)];
+        const from = Math.max(keyStart(row, i), sinkEnd); // the band past the sinks: [from, end)
+        if (sinkEnd > S || (from < end && from < F && end > S)) {
+          const sees =
+            sinkEnd > S ? `sinks 0..${String(sinkEnd - 1)}` : `keys ${String(from)}..${String(end - 1)}`;
+          throw new AttentionInputError(
+            "value",
+            `query row ${String(i)} of batch index ${String(b)} sees ${sees}, but this cache holds only keys` +
+              ` 0..${String(S - 1)} and ${String(F)}..${String(length - 1)} (capacity ${String(this.#capacity)}):` +
+              " give the cache a larger capacity, or attend fewer rows at a time",
+          );
+        }
+        held &&= end >= F;
+        sinksOnly &&= from >= end || end <= S;
+      }
+      if (held) {
+        const { startShift, endShift, limit, sinkEnd } = row;
+        return {
+          startShift: clamp(startShift - shift),
+          endShift: clamp(endShift - shift),
+          limit: limit - shift,
+          sinkEnd,
+        };
+      }
+      if (sinksOnly) {
+        return { ...row, limit: Math.min(row.limit, S) };
+      }
+      throw new AttentionInputError(
+        "value",
+        `the query rows of batch index ${String(b)} see both keys before ${String(F)} and after, but this` +
+          ` cache dropped keys ${String(S)} to ${String(F - 1)}: attend those rows apart`,
+      );
+    });
+    return {
+      ...problem,
+      keys: { ...keys, batches, keyLength: Lk },
+      shapes: { ...shapes, keyLength: Lk, scoresShape: [...shapes.scoresShape.slice(0, -1), Lk] },
+    };
+  }
+
+  /** Ends the worker threads that `workers: N` started for this cache and lets its memory go: the
+   * cache keeps no reference to it, so the engine frees it (at its next garbage collection, which
+   * an allocation it cannot make forces). The cache cannot be used after (kind "value"); closing it
+   * again does nothing. */
+  close(): void {
+    if (this.#kernel !== null) {
+      endWorkers(this.#kernel);
+      unclosedCaches.unregister(this);
+      this.#kernel = null;
+    }
+  }
+
+  /** Its kernel, or kind "value" once closed. */
+  #open(): Kernel {
+    if (this.#kernel === null) {
+      throw new AttentionInputError(
+        "value",
+        "this resident cache was closed: close() let its memory go; create another cache to go on",
+      );
+    }
+    return this.#kernel;
   }
 
   #attend(given: Problem): Float64Array | Float32Array {
@@ -619,12 +928,12 @@ export class SimdKeyValueCache {
       return output; // nothing to compute
     }
     const parts = slices(shapes, problem.mask === null ? null : problem.mask.shape);
-    const keys = this.#tileMax.reduce((a, x) => Math.max(a, x), 0); // max |k_jt| (NaN if one is)
+    const keys = this.#length === 0 ? 0 : this.#prefixMax[this.#slotOf(this.#length - 1)]; // max |k_jt| (NaN if one is)
     if (!kernelCanCarry(problem, keys)) {
       computeRowsPlainly(this.#plainly(problem), parts, output, false);
       return output;
     }
-    const kernel = this.#kernel;
+    const kernel = this.#open();
     const job = jobPlan(kernel, problem, parts.length);
     const end = this.#tilesAt + this.#tiles * this.#tileBytes; // past the tiles: this call's regions
     const regions = reserve(kernel, job.sizes, problem.memoryLimit, shapes, outputSize * this.#bytes, end);
@@ -646,22 +955,26 @@ export class SimdKeyValueCache {
     return output;
   }
 
-  /** The problem with the cache's keys and values laid out plainly ([B..., Hkv, length, E] and
-   * [..., Ev]), for the rows computed in plain float64 (computeRowsPlainly): rare rows, so the
-   * copy is made only for them. */
+  /** The problem with the cache's keys and values laid out plainly ([B..., Hkv, Lk, E] and
+   * [..., Ev], its positions 0 .. Lk - 1 as #stored reads them), for the rows computed in plain
+   * float64 (computeRowsPlainly): rare rows, so the copy is made only for them. In a ring that has
+   * dropped keys, the position past its newest keys, which no row sees, is a key of zeros whose
+   * value is NaN in each column where a dropped key's was NaN or ±Infinity: weight 0 times it
+   * gives those columns the full pass's NaN. */
   #plainly(problem: Problem): Problem {
     const [E, Ev, slices, BC, Lk] = [
       this.#features,
       this.#valueFeatures,
       this.#slices,
       this.#keyTile,
-      this.#length,
+      problem.shapes.keyLength,
     ];
     const float32 = this.dtype === "float32";
-    const buffer = this.#kernel.memory.buffer as unknown as SharedArrayBuffer;
+    const buffer = this.#open().memory.buffer as unknown as SharedArrayBuffer;
     const key = float32 ? new Float32Array(slices * Lk * E) : new Float64Array(slices * Lk * E);
     const value = float32 ? new Float32Array(slices * Lk * Ev) : new Float64Array(slices * Lk * Ev);
-    for (let j = 0; j < Lk; j++) {
+    const dropped = this.#firstHeld > this.#sinks ? 1 : 0; // the last position stands for them
+    for (let j = 0; j < Lk - dropped; j++) {
       const tile = floats(
         float32,
         buffer,
@@ -673,6 +986,11 @@ export class SimdKeyValueCache {
           key[(s * Lk + j) * E + t] = tile[this.#keyAt(s, t, j % BC)];
         }
         value.set(floats(float32, buffer, this.#valueRow(j, s), Ev), (s * Lk + j) * Ev);
+      }
+    }
+    for (let s = 0; s < slices * dropped; s++) {
+      for (let t = 0; t < Ev; t++) {
+        value[(s * Lk + Lk - 1) * Ev + t] = this.#droppedNonFinite[s * Ev + t] >= 0 ? Number.NaN : 0;
       }
     }
     return { ...problem, key, value };
@@ -753,21 +1071,14 @@ export class SimdKeyValueCache {
     return shape.at(-2)!;
   }
 
-  /** The memory holds `bytes` at least: grown by doubling (to the most a WebAssembly memory holds). */
-  #grow(bytes: number): void {
-    const memory = this.#kernel.memory;
-    const have = memory.buffer.byteLength;
-    if (bytes > MAX_BYTES) {
-      throw new AttentionInputError(
-        "size",
-        `the cache needs ${String(bytes)} bytes of WebAssembly memory, more than the` +
-          ` ${String(MAX_BYTES)} bytes a WebAssembly memory can hold`,
-      );
-    }
-    if (bytes > have) {
-      const wanted = Math.min(MAX_BYTES, Math.max(bytes, 2 * have));
-      memory.grow(Math.ceil((wanted - have) / PAGE));
-    }
+  /** Where a tile's key rows wait to be transposed, past `tiles` tiles. */
+  #stageAt(tiles: number): number {
+    return this.#tilesAt + tiles * this.#tileBytes + 64;
+  }
+
+  /** The end of `tiles` tiles and the staging after them: what the cache's memory holds at least. */
+  #tilesEnd(tiles: number): number {
+    return align(this.#stageAt(tiles) + this.#keyTile * this.#features * this.#bytes + 64);
   }
 }
 
@@ -863,8 +1174,11 @@ interface KernelExports extends ItemRunner {
 
 interface Kernel {
   readonly module: WebAssembly.Module;
-  readonly memory: WebAssembly.Memory;
-  readonly exports: KernelExports;
+  memory: WebAssembly.Memory; // replaced, with exports, when it moves to a larger memory (ensureBytes)
+  exports: KernelExports;
+  maximum: number; // the pages its memory was asked to reserve
+  readonly doubling: boolean; // reserve twice what it needs as it grows (else what it needs, and SLACK)
+  readonly owner: string; // who needs it, for the errors: "the SIMD port" or "the resident cache"
   readonly control: number; // byte offset of the control block (simd-worker.ts)
   readonly job: number; // byte offset of the job descriptor
   readonly start: number; // first byte free for a call's data
@@ -873,7 +1187,9 @@ interface Kernel {
 }
 
 const PAGE = 65536;
-const MAX_BYTES = 65536 * PAGE; // a 32-bit memory: 4 GiB
+const MAX_PAGES = 65536;
+const MAX_BYTES = MAX_PAGES * PAGE; // a 32-bit memory: 4 GiB
+const SLACK_PAGES = 64; // 4 MiB: what a memory sized to its needs reserves beyond them, for a call's regions
 const JOB_BYTES = 108; // the job descriptor: i32 fields, scale and softcap as f64, row0, layout (kernel.ts)
 const SLICE_FIELDS = 8; // i32 per slice in the kernel's slice table: kv slice, mask offset, RowKeys, sink f64 (kernel.ts)
 const CHUNK_BYTES = 1 << 18; // a chunk of query, output or key rows in the kernel's memory, at most
@@ -979,28 +1295,144 @@ function loadKernel(build: BuildName): Kernel {
   if (loaded !== undefined) {
     return loaded;
   }
-  const kernel = newKernel(build);
+  const kernel = newKernel(build, 16 * PAGE, true, "the SIMD port");
   kernels.set(build, kernel);
   return kernel;
 }
 
 /** The build instantiated on a memory of its own: the one every call shares (loadKernel), or a
- * resident cache's. */
-function newKernel(build: BuildName): Kernel {
+ * resident cache's. The memory holds `bytes` at first and reserves what `doubling` says (see
+ * reservation): a WebAssembly memory reserves its maximum up front where the engine bounds-checks
+ * by address space (V8 under a limit on virtual memory, 32-bit engines), so a maximum of 4 GiB for
+ * every memory would let a few of them use up a limited process. */
+function newKernel(build: BuildName, bytes: number, doubling: boolean, owner: string): Kernel {
   const module = compileKernel(build);
-  const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true });
+  const pages = Math.ceil(bytes / PAGE);
+  const maximum = reservation(pages, doubling);
+  const memory = allocateMemory(pages, maximum, owner, 0);
   const exports = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports;
   const control = align(exports.heapBase());
   return {
     module,
     memory,
     exports,
+    maximum,
+    doubling,
+    owner,
     control,
     job: control + CONTROL_BYTES,
     start: align(control + CONTROL_BYTES + JOB_BYTES),
     workers: [],
     generation: 0,
   };
+}
+
+/** The pages a memory that needs `pages` reserves: twice as many where it grows without a bound
+ * (the port's, a cache without a capacity: moving to a new memory at each doubling costs O(1) per
+ * byte), else what it needs and SLACK_PAGES for a call's regions. */
+function reservation(pages: number, doubling: boolean): number {
+  return Math.min(MAX_PAGES, doubling ? Math.max(2 * pages, 32) : pages + SLACK_PAGES);
+}
+
+/** A shared memory of `pages`, reserving `maximum`; where the engine cannot allocate it, kind
+ * "size" with the figures instead of WebAssembly's bare RangeError. */
+function allocateMemory(pages: number, maximum: number, owner: string, holds: number): WebAssembly.Memory {
+  try {
+    return new WebAssembly.Memory({ initial: pages, maximum, shared: true });
+  } catch (error) {
+    if (error instanceof RangeError) {
+      throw outOfMemory(owner, pages * PAGE, holds);
+    }
+    throw error;
+  }
+}
+
+/** Kind "size" for memory the engine refused: the bytes wanted, and what it could have given (the
+ * largest power of two of pages a new memory could have now, probed from the top down, so that
+ * only the answer is allocated; each refusal costs the engine a garbage collection, on this path
+ * only). */
+function outOfMemory(owner: string, wanted: number, holds: number): AttentionInputError {
+  let had = 0;
+  for (
+    let pages = 2 ** Math.floor(Math.log2(Math.max(1, Math.ceil(wanted / PAGE) - 1)));
+    pages >= 1;
+    pages /= 2
+  ) {
+    try {
+      new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }); // dropped at once
+      had = pages * PAGE;
+      break;
+    } catch {
+      // smaller, then
+    }
+  }
+  const held = holds > 0 ? ` (it holds ${String(holds)} now)` : "";
+  const could =
+    had === 0
+      ? "the engine could allocate no WebAssembly memory at all now"
+      : `the largest the engine could allocate now is ${String(had)} bytes (a power of two of pages)`;
+  return new AttentionInputError(
+    "size",
+    `${owner} needs a WebAssembly memory of ${String(wanted)} bytes${held}, but ${could}:` +
+      " this process's memory or address space is spent; close() the resident caches it no longer" +
+      " needs, or give a cache a smaller capacity",
+  );
+}
+
+/** The kernel's memory holds `bytes` at least: grown in place within what it reserved, else moved
+ * to a new memory (the bytes from kernel.start to `keep` copied, a new instance of the kernel on it,
+ * its worker threads ended: the next call with workers starts them on the new one). Refused (kind
+ * "size", figures given) where the engine has no memory to give; the kernel is then as it was. */
+function ensureBytes(kernel: Kernel, bytes: number, keep: number): void {
+  const have = kernel.memory.buffer.byteLength;
+  if (bytes <= have) {
+    return;
+  }
+  refuseBeyondMaximum(kernel.owner, bytes);
+  const pages = Math.min(
+    MAX_PAGES,
+    Math.max(Math.ceil(bytes / PAGE), kernel.doubling ? (2 * have) / PAGE : 0),
+  );
+  if (pages <= kernel.maximum) {
+    try {
+      kernel.memory.grow(pages - have / PAGE);
+      return;
+    } catch (error) {
+      if (!(error instanceof RangeError)) {
+        throw error;
+      } // the engine reserved less than was asked (V8 lowers a maximum it cannot reserve): move
+    }
+  }
+  const maximum = reservation(pages, kernel.doubling);
+  const memory = allocateMemory(pages, maximum, kernel.owner, have);
+  const exports = new WebAssembly.Instance(kernel.module, { env: { memory } })
+    .exports as unknown as KernelExports;
+  new Uint8Array(memory.buffer).set(
+    new Uint8Array(kernel.memory.buffer, kernel.start, keep - kernel.start),
+    kernel.start,
+  );
+  endWorkers(kernel);
+  Object.assign(kernel, { memory, exports, maximum });
+}
+
+/** Kind "size" for more than the 4 GiB a 32-bit WebAssembly memory can hold. */
+function refuseBeyondMaximum(owner: string, bytes: number): void {
+  if (bytes > MAX_BYTES) {
+    throw new AttentionInputError(
+      "size",
+      `${owner} needs ${String(bytes)} bytes of WebAssembly memory, more than the` +
+        ` ${String(MAX_BYTES)} bytes a WebAssembly memory can hold`,
+    );
+  }
+}
+
+/** Ends the kernel's worker threads (they would otherwise wait, unreferenced, holding its memory,
+ * until the process ends). */
+function endWorkers(kernel: Kernel): void {
+  for (const thread of kernel.workers.splice(0)) {
+    void thread.terminate();
+  }
+  new Int32Array(kernel.memory.buffer, kernel.control, CONTROL_BYTES / 4)[CONTROL.READY] = 0;
 }
 
 function align(bytes: number): number {
@@ -1027,13 +1459,7 @@ function reserve(
     offsets.push(end);
     end = align(end + size + 64);
   }
-  if (end > MAX_BYTES) {
-    throw new AttentionInputError(
-      "size",
-      `the SIMD port needs ${String(end)} bytes of WebAssembly memory, more than the` +
-        ` ${String(MAX_BYTES)} bytes a WebAssembly memory can hold`,
-    );
-  }
+  refuseBeyondMaximum(kernel.owner, end);
   if (end + output > memoryLimit) {
     const what = shapes === undefined ? "" : ` for the output ${formatShape(shapes.outputShape)} and`;
     throw new AttentionInputError(
@@ -1042,10 +1468,7 @@ function reserve(
         ` memoryLimit = ${String(memoryLimit)}; pass a larger memoryLimit to compute them`,
     );
   }
-  const have = kernel.memory.buffer.byteLength;
-  if (end > have) {
-    kernel.memory.grow(Math.ceil((end - have) / PAGE));
-  }
+  ensureBytes(kernel, end, from);
   return offsets;
 }
 

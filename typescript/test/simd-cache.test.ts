@@ -7,14 +7,16 @@
 // AttentionInputError with a kind, naming the argument and the shapes.
 
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
 
 import { checkOutput, outsideContract } from "../conformance/judge.ts";
-import { loadCases } from "../conformance/kit.ts";
+import { loadCases, type TestCase } from "../conformance/kit.ts";
 import type { FlatMask, FlatTensor } from "../src/inputs.ts";
 import {
   createSimdKeyValueCache,
   type SimdCacheDtype,
+  type SimdCacheOptions,
   type SimdFlatAttentionOptions,
   type SimdKeyValueCache,
   scaledDotProductAttentionFlat,
@@ -38,7 +40,7 @@ function rowsOf(data: readonly number[], slices: number, n: number, width: numbe
   return out;
 }
 
-function tensor(shape: number[], data: readonly number[], dtype: SimdCacheDtype): FlatTensor {
+function tensor(shape: number[], data: ArrayLike<number>, dtype: SimdCacheDtype): FlatTensor {
   return { shape, data: dtype === "float32" ? Float32Array.from(data) : Float64Array.from(data) };
 }
 
@@ -56,10 +58,12 @@ function generate(
   dtype: SimdCacheDtype,
   lengths: readonly number[],
   options: (start: number, rows: number) => SimdFlatAttentionOptions,
+  cacheOptions: SimdCacheOptions = {},
+  afterEach: (cache: SimdKeyValueCache) => void = () => {},
 ): SimdKeyValueCache {
   const n = lengths.reduce((a, x) => a + x, 0);
   const [key, value, query] = [numbers(B * Hkv * n * E), numbers(B * Hkv * n * Ev), numbers(B * Hq * n * E)];
-  const cache = createSimdKeyValueCache([B, Hkv, E], Ev, dtype);
+  const cache = createSimdKeyValueCache([B, Hkv, E], Ev, dtype, cacheOptions);
   let start = 0;
   for (const rows of lengths) {
     const end = start + rows;
@@ -80,6 +84,7 @@ function generate(
       opts,
     );
     assertSameBits(got, expected, `${dtype}, rows ${start}..${end - 1}`);
+    afterEach(cache);
     start = end;
   }
   return cache;
@@ -191,13 +196,35 @@ describe("special values take the flat entry's paths", () => {
   }
 });
 
+/** A fixture case's options as the flat entry takes them: the case's own (window, sinks, kvSeqlen,
+ * a per-batch queryOffset among them), with the rule's mask, scale and softcap. */
+function caseOptions(c: TestCase): SimdFlatAttentionOptions {
+  const { attnMask, scale, softcap } = c.rule!;
+  return {
+    ...(c.options as SimdFlatAttentionOptions),
+    attnMask:
+      attnMask === null
+        ? null
+        : attnMask.dtype === "bool"
+          ? { dtype: "bool", shape: attnMask.shape, data: Uint8Array.from(attnMask.data, Number) }
+          : { dtype: "float", shape: attnMask.shape, data: Float64Array.from(attnMask.data) },
+    scale,
+    softcap,
+  };
+}
+
+/** An integer or nested arrays of them, flat. */
+function integers(x: unknown): number[] {
+  return Array.isArray(x) ? x.flatMap(integers) : [x as number];
+}
+
 describe("the decode fixtures, the cache filled in two appends, against the oracle", () => {
   const cases = loadCases({ tags: ["decode"] }).filter((c) => c.rule !== null);
   assert.ok(cases.length >= 8, `${cases.length} decode cases`);
   for (const c of cases) {
     test(c.id, () => {
       const rule = c.rule!;
-      const { query, key, value, attnMask } = rule;
+      const { query, key, value } = rule;
       const Lk = key.shape.at(-2)!;
       const split = Math.floor(Lk / 2);
       for (const dtype of DTYPES) {
@@ -221,19 +248,7 @@ describe("the decode fixtures, the cache filled in two appends, against the orac
           };
           cache.append(part(key), part(value));
         }
-        const options: SimdFlatAttentionOptions = {
-          attnMask:
-            attnMask === null
-              ? null
-              : attnMask.dtype === "bool"
-                ? { dtype: "bool", shape: attnMask.shape, data: Uint8Array.from(attnMask.data, Number) }
-                : { dtype: "float", shape: attnMask.shape, data: Float64Array.from(attnMask.data) },
-          isCausal: c.options.isCausal as boolean,
-          scale: rule.scale,
-          enableGqa: c.options.enableGqa as boolean,
-          softcap: rule.softcap,
-          queryOffset: (c.options.queryOffset as number | undefined) ?? 0,
-        };
+        const options = caseOptions(c);
         const q = tensor(query.shape.slice(), Array.from(query.data), dtype);
         const got = cache.attend(q, options);
         if (outsideContract(rule.expected, dtype) === null) {
@@ -340,5 +355,415 @@ describe("a person's mistakes: AttentionInputError with a kind, naming the argum
       "value",
       /^truncate's length must be an integer from 0 to the cache's length 5/,
     );
+  });
+});
+
+// ---- A bounded cache: a window and sinks, its keys a ring that drops the oldest past the sinks. ----
+
+const [SINKS, LEFT, STEP] = [4, 100, 3]; // sinkTokens, the window's left side, the most rows a step has
+const RING = { capacity: SINKS + LEFT + STEP, window: [LEFT, 0] as [number, number], sinkTokens: SINKS };
+
+/** Keys and values appended so far, per (batch, kv head) slice, and the full tensors of them. */
+class History {
+  #key = new Float64Array(B * Hkv * 1024 * E); // [slices, room, E]
+  #value = new Float64Array(B * Hkv * 1024 * Ev);
+  #room = 1024;
+  length = 0;
+
+  /** `rows` new random keys and values (`special` may change the values), as the step's tensors. */
+  step(rows: number, dtype: SimdCacheDtype, special?: (value: number[]) => void): [FlatTensor, FlatTensor] {
+    const [k, v] = [numbers(B * Hkv * rows * E), numbers(B * Hkv * rows * Ev)];
+    special?.(v);
+    if (this.length + rows > this.#room) {
+      const room = 2 * (this.length + rows);
+      [this.#key, this.#value] = [this.#moved(this.#key, E, room), this.#moved(this.#value, Ev, room)];
+      this.#room = room;
+    }
+    for (let s = 0; s < B * Hkv; s++) {
+      this.#key.set(k.slice(s * rows * E, (s + 1) * rows * E), (s * this.#room + this.length) * E);
+      this.#value.set(v.slice(s * rows * Ev, (s + 1) * rows * Ev), (s * this.#room + this.length) * Ev);
+    }
+    this.length += rows;
+    return [tensor([B, Hkv, rows, E], k, dtype), tensor([B, Hkv, rows, Ev], v, dtype)];
+  }
+
+  /** Every key and value so far, [B, Hkv, length, E] and [..., Ev]. */
+  all(dtype: SimdCacheDtype): [FlatTensor, FlatTensor] {
+    return [
+      tensor([B, Hkv, this.length, E], this.#moved(this.#key, E, this.length), dtype),
+      tensor([B, Hkv, this.length, Ev], this.#moved(this.#value, Ev, this.length), dtype),
+    ];
+  }
+
+  /** The first `length` rows of each slice, in slices of `room` rows. */
+  #moved(data: Float64Array, width: number, room: number): Float64Array<ArrayBuffer> {
+    const out = new Float64Array(B * Hkv * room * width);
+    const rows = Math.min(this.length, room);
+    for (let s = 0; s < B * Hkv; s++) {
+      out.set(data.subarray(s * this.#room * width, (s * this.#room + rows) * width), s * room * width);
+    }
+    return out;
+  }
+
+  /** Back to the first `length` keys (truncate's twin). */
+  truncate(length: number): void {
+    this.length = length;
+  }
+}
+
+/** `steps` decode steps of 1 to STEP rows after a prefill, on a ring cache and, each, the full pass
+ * over every key appended so far with the same options (window and sinks given to the cache and
+ * left out of attend's options half the time): the same bits. `kvSeqlen` per step and batch. */
+function ringSteps(
+  dtype: SimdCacheDtype,
+  steps: number,
+  kvSeqlen: (length: number, step: number) => number[],
+  special: (step: number) => ((value: number[]) => void) | undefined = () => undefined,
+): SimdKeyValueCache {
+  const cache = createSimdKeyValueCache([B, Hkv, E], Ev, dtype, RING);
+  const history = new History();
+  for (let n = 0; n <= steps; n++) {
+    const rows = n === 0 ? 60 : 1 + (n % STEP);
+    const start = history.length;
+    cache.append(...history.step(rows, dtype, special(n)));
+    const query = tensor([B, Hq, rows, E], numbers(B * Hq * rows * E), dtype);
+    const options = {
+      isCausal: true,
+      queryOffset: start,
+      enableGqa: true,
+      kvSeqlen: kvSeqlen(history.length, n),
+      workers: n % 97 === 0 ? 2 : 1,
+    };
+    const full = { ...options, window: RING.window, sinkTokens: SINKS };
+    const expected = scaledDotProductAttentionFlat(query, ...history.all(dtype), full);
+    assertSameBits(cache.attend(query, n % 2 === 0 ? options : full), expected, `${dtype}, step ${n}`);
+  }
+  assert.equal(cache.length, history.length);
+  return cache;
+}
+
+describe("a bounded cache: window and sinks, a ring across its wrap, the full pass's answers bit for bit", () => {
+  for (const dtype of DTYPES) {
+    test(`${dtype}: 2,000 decode steps past a prefill, grouped-query heads, kvSeqlen per batch`, () => {
+      // Batch 0 sees every key; batch 1 all but its newest now and then, and, for a stretch,
+      // only its first three keys (its rows see sinks alone).
+      const lengths = (length: number, step: number) => [
+        length,
+        step > 900 && step < 950 ? 3 : step % 5 === 0 ? length - 1 : length,
+      ];
+      const cache = ringSteps(dtype, 2000, lengths);
+      assert.equal(cache.memoryBytes, cache.memoryBytes); // read once more below, after the wrap
+      const held = cache.memoryBytes;
+      ringSteps(dtype, 10, lengths).close();
+      assert.ok(held < 2 * tileBytes(SINKS + 2 * (LEFT + STEP)) + 4 * 2 ** 20 + 2 * PAGE, `${held} bytes`);
+      cache.close();
+    });
+  }
+
+  test("NaN and ±Infinity in values dropped from the ring still reach every row, as in the full pass", () => {
+    const at = (step: number) =>
+      step === 30 || step === 400
+        ? (v: number[]) => {
+            v[2] = step === 30 ? Number.NaN : Number.POSITIVE_INFINITY; // slice 0, its first new row, column 2
+          }
+        : undefined;
+    ringSteps("float64", 600, (length) => [length, length], at).close();
+  });
+
+  test("truncate goes back over the keys it holds, and on again: the full pass on what is left", () => {
+    const cache = createSimdKeyValueCache([B, Hkv, E], Ev, "float32", RING);
+    const history = new History();
+    for (let n = 0; n < 300; n++) {
+      cache.append(...history.step(3, "float32"));
+    }
+    cache.truncate(history.length - 2);
+    history.truncate(history.length - 2);
+    cache.append(...history.step(1, "float32"));
+    const query = tensor([B, Hq, 1, E], numbers(B * Hq * E), "float32");
+    const options = { isCausal: true, queryOffset: history.length - 1, enableGqa: true };
+    const full = { ...options, window: RING.window, sinkTokens: SINKS };
+    assertSameBits(
+      cache.attend(query, options),
+      scaledDotProductAttentionFlat(query, ...history.all("float32"), full),
+      "truncated",
+    );
+    expectError(
+      () => cache.truncate(50),
+      "value",
+      `truncate's length must be at least ${900 - (LEFT + STEP)} or at most 4: this cache dropped keys 4 to ${899 - (LEFT + STEP)}, got 50`,
+    );
+    cache.close();
+  });
+
+  test("what a ring cannot answer: kind value or size, naming the keys it holds", () => {
+    expectError(
+      () => createSimdKeyValueCache([B, Hkv, E], Ev, "float32", { ...RING, capacity: SINKS + LEFT }),
+      "value",
+      "a cache's capacity must hold sinkTokens + the window's left side + the rows of a step, at least 105 (4 + 100 + 1), got 104",
+    );
+    expectError(
+      () =>
+        createSimdKeyValueCache([B, Hkv, E], Ev, "float32", { ...RING, window: [-1, 0] as [number, number] }),
+      "value",
+      /^a cache's window must be \[left, right\], each an integer >= 0 or null, got /,
+    );
+    expectError(
+      () => createSimdKeyValueCache([B, Hkv, E], Ev, "float32", { ...RING, sinkTokens: 1.5 }),
+      "value",
+      /^a cache's sinkTokens must be an integer >= 0, got /,
+    );
+    const cache = createSimdKeyValueCache([B, Hkv, E], Ev, "float32", RING);
+    const history = new History();
+    expectError(
+      () => cache.append(...history.step(104, "float32")),
+      "size",
+      "appending 104 keys at once to a cache whose ring holds 103 (its capacity 107 less 4 sinks): append them in steps of at most 103 (key [2, 2, 104, 16])",
+    );
+    for (let n = 0; n < 100; n++) {
+      cache.append(...new History().step(2, "float32"));
+    }
+    const query = tensor([B, Hq, 1, E], numbers(B * Hq * E), "float32");
+    expectError(
+      () => cache.attend(query, { enableGqa: true, isCausal: true, queryOffset: 150 }),
+      "value",
+      "query row 0 of batch index 0 sees keys 50..150, but this cache holds only keys 0..3 and 97..199 (capacity 107): give the cache a larger capacity, or attend fewer rows at a time",
+    );
+    expectError(
+      () => cache.attend(query, { enableGqa: true, window: null }),
+      "value",
+      /^query row 0 of batch index 0 sees keys 4\.\.199, but this cache holds only keys 0\.\.3 and 97\.\.199/,
+    );
+    const mask: FlatMask = { dtype: "bool", shape: [1, 200], data: new Uint8Array(200).fill(1) };
+    expectError(
+      () => cache.attend(query, { enableGqa: true, isCausal: true, queryOffset: 199, attnMask: mask }),
+      "value",
+      "attnMask [1, 200] has a column per key, but this cache dropped keys 4 to 96: a mask needs the cache unwrapped (or broadcast over the keys)",
+    );
+    cache.close();
+  });
+});
+
+describe("the window, sinks and ragged fixtures through a cache, and through a ring, against the oracle", () => {
+  const seen = new Set<string>();
+  const cases = loadCases({ tags: ["window", "sinks", "ragged"] }).filter(
+    (c) => c.rule !== null && !c.tags.includes("layer") && !seen.has(c.id) && seen.add(c.id),
+  );
+  assert.ok(cases.length >= 25, `${cases.length} cases`);
+  let wrapped = 0;
+  for (const c of cases) {
+    test(c.id, () => {
+      const rule = c.rule!;
+      const { query, key, value } = rule;
+      const [Lk, E, Ev] = [key.shape.at(-2)!, key.shape.at(-1)!, value.shape.at(-1)!];
+      const heads = key.shape.slice(0, -2);
+      const options = caseOptions(c);
+      // A ring where the case's window has a left side: sinks + left + the keys from the first
+      // row's position on, so that no row sees a key it drops; its keys appended one at a time.
+      const left = options.window?.[0] ?? null;
+      const sinkTokens = options.sinkTokens ?? 0;
+      const offsets = integers(options.queryOffset ?? 0);
+      const ring = left === null ? null : sinkTokens + left + Math.max(1, Lk - Math.min(...offsets));
+      for (const dtype of DTYPES) {
+        const q = tensor(query.shape.slice(), Array.from(query.data), dtype);
+        const flat = scaledDotProductAttentionFlat(
+          q,
+          tensor(key.shape.slice(), Array.from(key.data), dtype),
+          tensor(value.shape.slice(), Array.from(value.data), dtype),
+          options,
+        );
+        const bounded = ring === null ? [{}] : [{}, { capacity: ring, window: options.window, sinkTokens }];
+        for (const cacheOptions of bounded) {
+          const cache = createSimdKeyValueCache([...heads, E], Ev, dtype, cacheOptions);
+          const step = "capacity" in cacheOptions ? 1 : Math.ceil(Lk / 2);
+          for (let from = 0; from < Lk; from += step) {
+            const to = Math.min(Lk, from + step);
+            const part = (t: { shape: readonly number[]; data: ArrayLike<number> }) =>
+              tensor(
+                [...heads, to - from, t.shape.at(-1)!],
+                rowsOf(Array.from(t.data), product(heads), Lk, t.shape.at(-1)!, from, to),
+                dtype,
+              );
+            cache.append(part(key), part(value));
+          }
+          const got = cache.attend(q, options);
+          if (outsideContract(rule.expected, dtype) === null) {
+            const check = checkOutput(got, rule, dtype);
+            assert.ok(check.passed, `${dtype}: ${check.problem ?? `${check.budgetUsed} of the budget`}`);
+          }
+          assertSameBits(got, flat, `${dtype}, ${JSON.stringify(cacheOptions)}`);
+          wrapped += "capacity" in cacheOptions && Lk > ring! ? 1 : 0;
+          cache.close();
+        }
+      }
+    });
+  }
+  test("some of those rings dropped keys before they answered", () => {
+    assert.ok(wrapped >= 4, `${wrapped} rings wrapped`);
+  });
+});
+
+// ---- Memory: what a cache reserves, how it grows, what close() frees, and what happens when the
+// engine has no more to give. ----
+
+const PAGE = 65536;
+const SLICES = B * Hkv;
+/** The bytes of `keys` keys' tiles in the cache's layout: whole tiles of 64 keys, each with its
+ * keys and values for every slice (float32). */
+const tileBytes = (keys: number) => Math.ceil(keys / 64) * 64 * SLICES * (E + Ev) * 4;
+
+describe("memory: a capacity sizes it once, without one it doubles, close() lets it go", () => {
+  test("a capacity of 1,000 keys: its memory holds their tiles from the start, and a call's regions beside", () => {
+    const fresh = createSimdKeyValueCache([B, Hkv, E], Ev, "float32", { capacity: 1000 });
+    const made = fresh.memoryBytes;
+    assert.ok(made >= tileBytes(1000) && made < tileBytes(1000) + 2 * PAGE, `${made} bytes at creation`);
+    fresh.close();
+    const cache = generate(
+      "float32",
+      [100, 1, 63, 300, 7, 529],
+      (start) => ({ isCausal: true, queryOffset: start, enableGqa: true }),
+      { capacity: 1000 },
+      (c) => assert.ok(c.memoryBytes < made + 4 * 2 ** 20, `${c.memoryBytes} bytes`), // the 4 MiB it reserves for calls
+    );
+    assert.deepEqual([cache.capacity, cache.length], [1000, 1000]);
+    const held = cache.memoryBytes;
+    for (let n = 0; n < 10; n++) {
+      cache.attend(tensor([B, Hq, 1, E], numbers(B * Hq * E), "float32"), { enableGqa: true });
+    }
+    assert.equal(cache.memoryBytes, held, "decode steps on a full cache take no more memory");
+    const step = tensor([B, Hkv, 1, E], numbers(SLICES * E), "float32");
+    expectError(
+      () => cache.append(step, tensor([B, Hkv, 1, Ev], numbers(SLICES * Ev), "float32")),
+      "size",
+      "appending 1 keys to the cache's 1000 would hold 1001, more than its capacity 1000 (key [2, 2, 1, 16])",
+    );
+    assert.equal(cache.length, 1000, "a refused append leaves the cache as it was");
+    cache.close();
+  });
+
+  test("without a capacity: it grows (moving to larger memories), never past twice what its keys and a call need", () => {
+    const sizes = new Set<number>();
+    const cache = generate(
+      "float64",
+      Array.from({ length: 48 }, () => 50),
+      () => ({ enableGqa: true }),
+      {},
+      (c) => {
+        sizes.add(c.memoryBytes);
+        const needed = 2 * tileBytes(c.length) + 4 * PAGE; // float64 tiles, and a call's regions
+        assert.ok(c.memoryBytes <= 2 * needed, `${c.memoryBytes} bytes for ${c.length} keys`);
+      },
+    );
+    assert.equal(cache.capacity, null);
+    assert.ok(sizes.size >= 4, `it grew only to ${[...sizes].join(", ")}`);
+    cache.close();
+  });
+
+  test("close() lets its memory go: the cache refuses every use after, and the port goes on", () => {
+    const cache = generate("float32", [70, 1], () => ({ enableGqa: true }), { capacity: 80 });
+    const query = tensor([B, Hq, 1, E], numbers(B * Hq * E), "float32");
+    cache.attend(query, { enableGqa: true, workers: 2 }); // with worker threads, which close() ends
+    cache.close();
+    cache.close(); // a second time does nothing
+    assert.equal(cache.memoryBytes, 0);
+    const closed = "this resident cache was closed: close() let its memory go; create another cache to go on";
+    expectError(() => cache.attend(query, { enableGqa: true }), "value", closed);
+    expectError(() => cache.truncate(0), "value", closed);
+    const rows = (n: number, width: number) =>
+      tensor([B, Hkv, n, width], numbers(SLICES * n * width), "float32");
+    expectError(() => cache.append(rows(1, E), rows(1, Ev)), "value", closed);
+    const flat = scaledDotProductAttentionFlat(query, rows(3, E), rows(3, Ev), { enableGqa: true });
+    assert.deepEqual(flat.shape, [B, Hq, 1, Ev]);
+  });
+
+  test("a bad capacity: kind value", () => {
+    for (const capacity of [0, -1, 1.5, Number.NaN, "8"]) {
+      expectError(
+        () =>
+          createSimdKeyValueCache([B, Hkv, E], Ev, "float32", { capacity } as unknown as SimdCacheOptions),
+        "value",
+        /^a cache's capacity must be an integer >= 1 \(keys per kv head\), got /,
+      );
+    }
+  });
+
+  test("keys past the 4 GiB a WebAssembly memory holds: kind size, before any memory is taken", () => {
+    expectError(
+      () => createSimdKeyValueCache([8, 128], 128, "float64", { capacity: 1 << 20 }),
+      "size",
+      /^the resident cache needs \d+ bytes of WebAssembly memory, more than the 4294967296 bytes a WebAssembly memory can hold$/,
+    );
+  });
+});
+
+/** simd-cache-pressure.ts run under `ulimit -v` (KiB): what it reports. */
+function underLimit(kib: number, scenario: string): Record<string, unknown> {
+  const child = new URL("./simd-cache-pressure.ts", import.meta.url).pathname;
+  const run = spawnSync(
+    "bash",
+    [
+      "-c",
+      'ulimit -v "$1" && exec "$2" "$3" "$4" "$1"',
+      "bash",
+      String(kib),
+      process.execPath,
+      child,
+      scenario,
+    ],
+    { encoding: "utf8", timeout: 120_000 },
+  );
+  assert.equal(run.status, 0, `the child failed: ${run.stderr}`);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+// V8 on 64-bit Linux guards each WebAssembly memory with 8 GiB of address space; Node turns the
+// guards off where the limit leaves room for fewer than two such reservations, and each memory
+// then reserves its maximum. The two tests put a child process on each side of that line.
+const LIMITS =
+  process.platform === "linux" && process.arch === "x64" ? false : "needs ulimit -v on 64-bit Linux";
+
+describe("memory under a limit on address space (ulimit -v, a child process)", { skip: LIMITS }, () => {
+  const refusedWith = (refusal: unknown, message: RegExp) => {
+    const { name, kind, message: text } = refusal as { name: string; kind: string; message: string };
+    assert.deepEqual([name, kind], ["AttentionInputError", "size"], text);
+    assert.match(text, message);
+  };
+
+  test("64 GiB (8 GiB per memory): more caches made and closed than fit, refusals with the figures, the port unharmed", () => {
+    const report = underLimit(64 * 1024 * 1024, "guarded");
+    assert.equal(report.madeAndClosed, 24);
+    const open = report.openAtOnce as number;
+    assert.ok(open >= 1 && open < 8, `${open} caches open at once`);
+    const spent = "but the engine could allocate no WebAssembly memory at all now: this process's memory or";
+    refusedWith(
+      report.refusal,
+      new RegExp(`^the resident cache needs a WebAssembly memory of \\d+ bytes, ${spent}`),
+    );
+    // A cache without a capacity that must move to grow, when no memory is left: refused, and as it was.
+    refusedWith(
+      report.growth,
+      /^the resident cache needs a WebAssembly memory of \d+ bytes \(it holds \d+ now\), but/,
+    );
+    const [holds, after, length] = report.growingHolds as number[];
+    assert.deepEqual([after, length], [holds, 5], "the refused cache holds what it held");
+    assert.equal(report.growingSame, true, "the refused cache's answer changed");
+    assert.deepEqual(
+      [report.portWhileFull, report.afterClosing, report.portAfter],
+      [true, true, true],
+      "the port's call (the same bits as before) and a new cache once the others were closed",
+    );
+  });
+
+  test("8 GiB (each memory reserves its maximum): a cache past 1 GiB, a second refused, the port unharmed", () => {
+    const report = underLimit(8 * 1024 * 1024, "unguarded");
+    const first = report.firstBytes as number;
+    assert.ok(first > 2 ** 30, `the first cache holds ${first} bytes`);
+    assert.equal(report.second, 0);
+    const figures =
+      /^the resident cache needs a WebAssembly memory of (\d+) bytes, but the largest the engine could allocate now is (\d+) bytes/;
+    refusedWith(report.refusal, figures);
+    const [, wanted, had] = figures.exec((report.refusal as { message: string }).message)!.map(Number);
+    assert.equal(wanted, first);
+    assert.ok(had > 0 && had < wanted, `${had} of ${wanted}`);
+    assert.deepEqual([report.portWhileFull, report.afterClosing, report.portAfter], [true, first, true]);
   });
 });
