@@ -61,6 +61,10 @@ export interface RowKeys {
   readonly endShift: number; // end(i) = clamp(i + endShift, 0, limit)
   readonly limit: number; // no row sees a key from here on: kvSeqlen[b], or Lk
   readonly sinkEnd: number; // keys [0, sinkEnd) are sinks, seen up to sinkKeyEnd(i) (0: no sinks)
+  // 0 where every row is row 0 for its keys: rows that are query heads of one position folded
+  // together (batching.ts's foldDecodeHeads), not positions; absent (1) otherwise. The formulas
+  // read i · rowStep for i, so a folded block of rows sees one band and one set of sinks.
+  readonly rowStep?: 0 | 1;
 }
 
 /** Each batch index's RowKeys, and how many (batch, head) slices share one. */
@@ -142,12 +146,17 @@ export function sliceKeys(range: KeyRange, index: number): RowKeys {
 
 /** end(i): row i sees no key from here on, sinks aside. */
 export function keyEnd(keys: RowKeys, i: number): number {
-  return Math.min(keys.limit, Math.max(0, i + keys.endShift));
+  return Math.min(keys.limit, Math.max(0, rowAt(keys, i) + keys.endShift));
+}
+
+/** The row the formulas read for row i: i itself, or 0 for every row of folded heads (rowStep). */
+function rowAt(keys: RowKeys, i: number): number {
+  return keys.rowStep === 0 ? 0 : i;
 }
 
 /** start(i): row i sees no key before it, sinks aside. */
 export function keyStart(keys: RowKeys, i: number): number {
-  return Math.min(keyEnd(keys, i), Math.max(0, i + keys.startShift));
+  return Math.min(keyEnd(keys, i), Math.max(0, rowAt(keys, i) + keys.startShift));
 }
 
 /** Where the sinks row i sees end: min(sinkEnd, end(i)), since isCausal, the window's right side

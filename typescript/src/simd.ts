@@ -1669,6 +1669,8 @@ function runJob(
   fields.forEach((x, n) => job.setUint32(4 * n, x, true));
   job.setFloat64(64, problem.scale, true);
   job.setFloat64(72, problem.softcap, true);
+  // J_ROW_STEP: 0 where the rows are folded query heads, each reading its keys as row 0's
+  job.setUint32(84, range.batches.every((keys) => keys.rowStep === 0) ? 0 : 1, true);
   const { keyKv, keyTile, valueKv, valueTile, valueRow } = layout;
   [keyKv, keyTile, valueKv, valueTile, valueRow].forEach((x, n) => job.setUint32(88 + 4 * n, x, true));
   const queryRows = floats(float32, buffer, queryChunk, parts.length * chunkRows * E);

@@ -165,56 +165,112 @@ describe("a row's bits depend only on the keys it sees and their order", () => {
   }
 });
 
-describe("a ragged batch's decode step with grouped-query heads folds them, with the same bits", () => {
-  // Two sequences of 30 and 47 valid keys in a cache of 64, each decoding its next token at its own
-  // position: every query head of a group sees the same prefix of keys, so the group's heads become
-  // the rows of one block (batching.ts's foldDecodeHeads) and each key tile is scored once per
-  // key/value head. Each head computed alone (one head, no grouping: never folded) gives the bits.
-  const [Hq, Hkv, Lk, E, Ev] = [4, 2, 64, 16, 8];
-  const lengths = [30, 47];
-  const options = {
-    isCausal: true,
-    enableGqa: true,
-    kvSeqlen: lengths,
-    queryOffset: lengths.map((n) => n - 1),
+describe("a decode step with grouped-query heads folds them wherever they see the same keys, with the same bits", () => {
+  // Two sequences decoding their next token, each at its own position: every query head of a
+  // sequence sees the same keys (a prefix, or a window's band, with or without sinks before it),
+  // so the group's heads become the rows of one block (batching.ts's foldDecodeHeads) and each key
+  // tile is scored once per key/value head instead of once per query head. Each head computed
+  // alone (one head, no grouping: never folded) gives the bits; the kernel's scored tiles say
+  // whether it folded (a group's worth fewer than the heads alone).
+  const [Hq, Hkv, Lk, E, Ev] = [4, 2, 200, 16, 8];
+  const group = Hq / Hkv;
+  const lengths = [130, 197]; // kvSeqlen: the cache holds 200 keys, the sequences fewer
+  const cases: { name: string; folds: boolean; options: (b: number) => Record<string, unknown> }[] = [
+    {
+      name: "a ragged batch: a prefix each, ended by kvSeqlen",
+      folds: true,
+      options: (b) => ({ kvSeqlen: lengths[b], queryOffset: lengths[b] - 1 }),
+    },
+    {
+      name: "a window [70, 0]: a band starting inside a tile, past the last tile's start",
+      folds: true,
+      options: (b) => ({ window: [70, 0], kvSeqlen: lengths[b], queryOffset: lengths[b] - 1 }),
+    },
+    {
+      name: "a window [70, 0] and 3 sink tokens: the sinks, a gap, then the band",
+      folds: true,
+      options: (b) => ({ window: [70, 0], sinkTokens: 3, kvSeqlen: lengths[b], queryOffset: lengths[b] - 1 }),
+    },
+    {
+      name: "a window [40, 25] not causal, at positions whose band kvSeqlen cuts short",
+      folds: true,
+      options: (b) => ({
+        isCausal: false,
+        window: [40, 25],
+        sinkTokens: 5,
+        kvSeqlen: lengths[b],
+        queryOffset: 120 + b * 60,
+      }),
+    },
+    {
+      name: "sink logits: one per query head, so not folded",
+      folds: false,
+      options: (b) => ({
+        window: [70, 0],
+        sinkTokens: 3,
+        kvSeqlen: lengths[b],
+        queryOffset: lengths[b] - 1,
+        sinkLogits: [0.5, -1, 2, 0],
+      }),
+    },
+  ];
+  /** The options of the batched call: each per-sequence option as [B] of them. */
+  const batched = (options: (b: number) => Record<string, unknown>): Record<string, unknown> => {
+    const [first, second] = [options(0), options(1)];
+    const perBatch = new Set(["kvSeqlen", "queryOffset"]);
+    const together: Record<string, unknown> = { isCausal: true, enableGqa: true };
+    for (const name of Object.keys(first)) {
+      together[name] = perBatch.has(name) ? [first[name], second[name]] : first[name];
+    }
+    return together;
   };
-  for (const float32 of [false, true]) {
-    test(`simd.ts ${float32 ? "float32" : "float64"} (and flash.ts in float64)`, () => {
-      const [q, k, v] = [
-        tensor([2, Hq, 1, E], float32),
-        tensor([2, Hkv, Lk, E], float32),
-        tensor([2, Hkv, Lk, Ev], float32),
-      ];
-      const ports = float32
-        ? [simd.scaledDotProductAttentionFlat]
-        : [simd.scaledDotProductAttentionFlat, flash.scaledDotProductAttentionFlat];
-      for (const run of ports) {
-        simd.kernelScoredTiles(true);
-        const together = run(q, k, v, options).data; // [2, Hq, 1, Ev]
-        if (run === simd.scaledDotProductAttentionFlat) {
-          assert.equal(simd.kernelScoredTiles(true), 2 * Hkv); // one tile per (sequence, kv head)
-        }
-        for (let b = 0; b < 2; b++) {
-          for (let h = 0; h < Hq; h++) {
-            const kv = b * Hkv + Math.floor(h / (Hq / Hkv));
-            const part = (t: FlatTensor, at: number, size: number, shape: number[]) => ({
-              shape,
-              data: t.data.subarray(at * size, (at + 1) * size),
-            });
-            const alone = run(
-              part(q, b * Hq + h, E, [1, E]),
-              part(k, kv, Lk * E, [Lk, E]),
-              part(v, kv, Lk * Ev, [Lk, Ev]),
-              { isCausal: true, kvSeqlen: lengths[b], queryOffset: lengths[b] - 1 },
-            ).data;
-            assert.deepEqual(
-              Array.from(together.subarray((b * Hq + h) * Ev, (b * Hq + h + 1) * Ev)),
-              Array.from(alone),
-              `sequence ${b}, head ${h}`,
-            );
+  for (const c of cases) {
+    for (const float32 of [false, true]) {
+      test(`${c.name}: simd.ts ${float32 ? "float32" : "float64"}${float32 ? "" : " and flash.ts"}`, () => {
+        const [q, k, v] = [
+          tensor([2, Hq, 1, E], float32),
+          tensor([2, Hkv, Lk, E], float32),
+          tensor([2, Hkv, Lk, Ev], float32),
+        ];
+        const ports = float32
+          ? [simd.scaledDotProductAttentionFlat]
+          : [simd.scaledDotProductAttentionFlat, flash.scaledDotProductAttentionFlat];
+        for (const run of ports) {
+          simd.kernelScoredTiles(true);
+          const together = run(q, k, v, batched(c.options)).data; // [2, Hq, 1, Ev]
+          const foldedTiles = simd.kernelScoredTiles(true);
+          for (let b = 0; b < 2; b++) {
+            for (let h = 0; h < Hq; h++) {
+              const kv = b * Hkv + Math.floor(h / group);
+              const part = (t: FlatTensor, at: number, size: number, shape: number[]) => ({
+                shape,
+                data: t.data.subarray(at * size, (at + 1) * size),
+              });
+              const { sinkLogits, ...own } = c.options(b);
+              const alone = run(
+                part(q, b * Hq + h, E, [1, E]),
+                part(k, kv, Lk * E, [Lk, E]),
+                part(v, kv, Lk * Ev, [Lk, Ev]),
+                {
+                  isCausal: true,
+                  ...own,
+                  ...(sinkLogits === undefined ? {} : { sinkLogits: [(sinkLogits as number[])[h]] }),
+                },
+              ).data;
+              assert.deepEqual(
+                Array.from(together.subarray((b * Hq + h) * Ev, (b * Hq + h + 1) * Ev)),
+                Array.from(alone),
+                `sequence ${b}, head ${h}`,
+              );
+            }
+          }
+          if (run === simd.scaledDotProductAttentionFlat) {
+            const aloneTiles = simd.kernelScoredTiles(true); // every head alone: never folded
+            assert.ok(aloneTiles > 2 * Hq, `${aloneTiles} tiles: the keys span more than one tile`);
+            assert.equal(foldedTiles, c.folds ? aloneTiles / group : aloneTiles);
           }
         }
-      }
-    });
+      });
+    }
   }
 });

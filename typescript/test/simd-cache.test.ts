@@ -411,6 +411,9 @@ class History {
   }
 }
 
+/** A mask that hides no key (it broadcasts over every query head, row and key). */
+const EVERY_KEY: FlatMask = { dtype: "bool", shape: [1, 1], data: Uint8Array.of(1) };
+
 /** `steps` decode steps of 1 to STEP rows after a prefill, on a ring cache and, each, the full pass
  * over every key appended so far with the same options (window and sinks given to the cache and
  * left out of attend's options half the time): the same bits. `kvSeqlen` per step and batch. */
@@ -436,7 +439,18 @@ function ringSteps(
     };
     const full = { ...options, window: RING.window, sinkTokens: SINKS };
     const expected = scaledDotProductAttentionFlat(query, ...history.all(dtype), full);
-    assertSameBits(cache.attend(query, n % 2 === 0 ? options : full), expected, `${dtype}, step ${n}`);
+    const answer = cache.attend(query, n % 2 === 0 ? options : full);
+    assertSameBits(answer, expected, `${dtype}, step ${n}`);
+    if (rows === 1) {
+      // A one-row step folds each group's query heads into the rows of one block, in the cache and
+      // in the full pass alike; a mask (all true, over every key) keeps the full pass unfolded, each
+      // head its own slice, and changes no logit: the fold across the wrap is still those bits.
+      const unfolded = scaledDotProductAttentionFlat(query, ...history.all(dtype), {
+        ...full,
+        attnMask: EVERY_KEY,
+      });
+      assertSameBits(answer, unfolded, `${dtype}, step ${n}, unfolded`);
+    }
   }
   assert.equal(cache.length, history.length);
   return cache;

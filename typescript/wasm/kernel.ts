@@ -45,7 +45,9 @@ const J_LAST_NON_FINITE: i32 = 56; // i32 [kvSlices, Ev]: last key row with NaN/
 const J_SCALE: i32 = 64; // f64
 const J_SOFTCAP: i32 = 72; // f64
 const J_ROW0: i32 = 80; // the chunk's first query row (for the rows' keys and the mask's rows)
-// (bytes 84 to 87 are free)
+// 1, or 0 where every row reads its keys as row 0 (query heads folded into rows, key-range.ts's
+// rowStep): the rows' keys are those of row i · J_ROW_STEP
+const J_ROW_STEP: i32 = 84;
 // Where a kv slice's key tile and value rows are, in bytes: a call's own copy is [kvSlices, tiles,
 // E, BC] and [kvSlices, Lk, Ev]; a resident cache (simd.ts's SimdKeyValueCache) keeps tile after
 // tile, each holding BC keys and their values for every kv slice, so that it grows at its end.
@@ -485,6 +487,7 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   const slice = item / blocks;
   const local = (item % blocks) * BR;
   const i0 = load<i32>(job + J_ROW0) + local;
+  const rowStep = load<i32>(job + J_ROW_STEP); // row i reads its keys as row i · rowStep
   const rows = min(BR, chunkRows - local);
   const rowsPad = (rows + 3) & ~3; // whole groups of 4 rows; the extra rows repeat row rows - 1
   const sliceAt = load<usize>(job + J_SLICES) + <usize>slice * SLICE_BYTES;
@@ -537,15 +540,15 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
 
   for (let seg = 0; seg < 2; seg++) {
     // The block's keys of this segment: from its first row's start to its last row's end.
-    const first = segFrom(seg, i0, startShift, endShift, limit, sinkEnd);
-    const to = segTo(seg, i0 + rows - 1, endShift, limit, sinkEnd);
+    const first = segFrom(seg, i0 * rowStep, startShift, endShift, limit, sinkEnd);
+    const to = segTo(seg, (i0 + rows - 1) * rowStep, endShift, limit, sinkEnd);
     if (to <= first) {
       continue;
     }
     let steps = 0; // the most tiles of BC keys a row of the block walks
     for (let r = 0; r < rows; r++) {
-      const from = segFrom(seg, i0 + r, startShift, endShift, limit, sinkEnd);
-      steps = max(steps, (segTo(seg, i0 + r, endShift, limit, sinkEnd) - from + BC - 1) / BC);
+      const from = segFrom(seg, (i0 + r) * rowStep, startShift, endShift, limit, sinkEnd);
+      steps = max(steps, (segTo(seg, (i0 + r) * rowStep, endShift, limit, sinkEnd) - from + BC - 1) / BC);
     }
     const tile0 = first / BC; // the key tile holding the block's first key
     const lastTile = (to - 1) / BC;
@@ -570,9 +573,9 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
       // Steps 2-4 for each row's own tile k: keys [from + k BC, from + k BC + cols).
       for (let r = 0; r < rows; r++) {
         const i = i0 + r;
-        const from = segFrom(seg, i, startShift, endShift, limit, sinkEnd);
+        const from = segFrom(seg, i * rowStep, startShift, endShift, limit, sinkEnd);
         const j0 = from + k * BC; // the row's first key of this tile
-        const cols = min(BC, segTo(seg, i, endShift, limit, sinkEnd) - j0);
+        const cols = min(BC, segTo(seg, i * rowStep, endShift, limit, sinkEnd) - j0);
         if (cols <= 0) {
           continue; // the row has walked its keys of this segment
         }
@@ -632,7 +635,7 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
         for (let n = 0; n < 2; n++) {
           let lo = 0, hi = 0;
           if (r + n < rows) {
-            const i = i0 + r + n;
+            const i = (i0 + r + n) * rowStep;
             const from = segFrom(seg, i, startShift, endShift, limit, sinkEnd);
             const cols = min(BC, segTo(seg, i, endShift, limit, sinkEnd) - from - k * BC);
             if (cols > 0) {
