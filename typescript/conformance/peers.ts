@@ -116,8 +116,9 @@ export function rank4(test: TestCase): Rank4 | null {
 
 // ---- ONNX: one Attention node, as protobuf bytes ----------------------------------------------
 
-/** The protobuf wire format, just enough for a ModelProto (onnx/onnx.proto). */
-class Proto {
+/** The protobuf wire format, just enough for a ModelProto (onnx/onnx.proto); the adapters' test
+ * writes its GroupQueryAttention model with it too. */
+export class Proto {
   readonly bytes: number[] = [];
 
   varint(value: number | bigint): this {

@@ -45,9 +45,9 @@ import {
   type RopeOptions,
 } from "./layer-inputs.ts";
 
-// The adapters serve only the layer's weights and masks, so the package's "attention-port/layer"
-// carries them too.
-export { fromConv1d, fromPacked, torchMhaMask } from "./adapters.ts";
+// Every adapter (the layer's weights and masks; the engines' window, sink and key-count parameters
+// as the core's options) comes with the package's "attention-port/layer".
+export * from "./adapters.ts";
 export type { RopeOptions };
 export { AttentionInputError };
 
