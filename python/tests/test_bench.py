@@ -20,7 +20,8 @@ from attention_port.harness import compare
 from attention_port.inputs import resolve_scale
 from attention_port.paths import REPO_ROOT
 
-TINY = ["--sizes", "16,32", "--repeats", "2", "--max-repeats", "2", "--cell-budget", "0", "--warmup", "0",
+TINY = ["--window-prefill", "none", "--window-decode", "none",
+        "--sizes", "16,32", "--repeats", "2", "--max-repeats", "2", "--cell-budget", "0", "--warmup", "0",
         "--decode-keys", "none", "--bandwidth-mib", "0"]  # fmt: skip
 NO_EXTRAS = ["--memory-n", "0", "--linear-memory-n", "0", "--odd-shape", "none", "--no-plot"]
 OURS = ["numpy", "torch-sdpa", "torch-math", "typescript", "typescript-flash", "typescript-flash-nested"]
@@ -176,6 +177,119 @@ def test_decode_rows_and_the_limits_are_measured_checked_and_shared(tmp_path):
     assert targets[share] == "n/a"  # measured at 40 and 70 keys only
 
 
+# A windowed prefill at n = 48 with window (7, 0), beside the plain causal pass at 48, and a decode
+# step at position 40 (41 keys) with window (20, 0), beside a step over 20 keys.
+WINDOWS = ["--window-prefill", "48x7", "--window-decode", "40x20"]
+
+
+def test_windowed_rows_are_timed_checked_against_the_oracle_and_set_beside_their_base(tmp_path):
+    ports = "numpy,torch-sdpa,typescript-flash,typescript-simd,typescript-simd-2w,typescript-simd-copy"
+    code = cli.main(["bench", *TINY[4:-4], *WINDOWS, *NO_EXTRAS, "--decode-keys", "none",
+                     "--decode-shape", "4x2x16", "--bandwidth-mib", "0", "--sizes", "16", "--causal", "on",
+                     "--ports", ports, "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    results = _report(tmp_path)["results"]
+    rows = {(r["port"], r["dtype"], r["kind"], r["n"], tuple(r["window"] or ())): r for r in results}
+    expected = {
+        (port.name, dtype, kind, n, window)
+        for port in run.PORTS
+        if port.name in ports.split(",")
+        for dtype in port.dtypes
+        for kind, n, window in (
+            [] if port.decode_only else [("prefill", 48, (7, 0)), ("prefill", 48, ()), ("prefill", 16, ())]
+        )
+        + ([("decode", 41, (20, 0)), ("decode", 20, ())] if port.decode else [])
+    }
+    assert set(rows) == expected
+    for r in results:
+        assert r["status"] == "ok" and 0 <= r["budget_used"] <= 1, r
+    step = rows[("typescript-simd", "float32", "decode", 41, (20, 0))]
+    # a windowed step reads its window's 21 keys, not the cache's 41
+    assert step["read_gbps"] == pytest.approx(2 * 2 * 21 * 16 * 4 / (step["median_ms"] * 1e6))
+    markdown = (tmp_path / "bench.md").read_text(encoding="utf-8")
+    assert "## Windows: each windowed row beside the pass it replaces" in markdown
+    line = next(
+        x for x in markdown.splitlines() if x.startswith("| typescript-simd | float32 | causal prefill")
+    )
+    plain = rows[("typescript-simd", "float32", "prefill", 48, ())]
+    windowed = rows[("typescript-simd", "float32", "prefill", 48, (7, 0))]
+    assert f"{plain['median_ms'] / windowed['median_ms']:.2f}x faster" in line
+    line = next(x for x in markdown.splitlines() if x.startswith("| typescript-simd | float32 | decode step"))
+    assert "decode step at position 40 | (20, 0) |" in line
+    base = rows[("typescript-simd", "float32", "decode", 20, ())]
+    assert f"{step['median_ms'] / base['median_ms']:.2f}x the time" in line
+    # the plain rows' tables hold no windowed row
+    time_table = markdown.split("## Time")[1].split("###")[0]
+    assert "| 48 |" in time_table and time_table.count("| typescript-simd | float32 | yes | 48 |") == 1
+
+
+@pytest.mark.skipif(peers.peers_missing() is not None, reason=f"{peers.peers_missing()}")
+def test_the_peers_windowed_rows_run_and_are_checked(tmp_path):
+    code = cli.main(["bench", *TINY[4:-4], *WINDOWS, *NO_EXTRAS, "--decode-keys", "none",
+                     "--decode-shape", "4x2x16", "--bandwidth-mib", "0", "--sizes", "16", "--causal", "on",
+                     "--ports", "onnxruntime-node,onnxruntime-web", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    results = _report(tmp_path)["results"]
+    # two peers, two dtypes: the windowed prefill and its base, the windowed step and its base, n = 16
+    assert len(results) == 2 * 2 * 5
+    assert sum(bool(r["window"]) for r in results) == 2 * 2 * 2
+    assert all(r["status"] == "ok" and 0 <= r["budget_used"] <= 1 for r in results)
+
+
+def test_a_windowed_row_that_ignores_its_window_is_failed(tmp_path):
+    # The corrupt hook's 0.01 stands for any wrong answer; here the window itself is checked: the
+    # oracle's windowed output differs from the plain causal one the port would give without it.
+    rng = np.random.default_rng(5)
+    query, key, value = (rng.standard_normal((48, 16)) for _ in range(3))
+    windowed = check.expected_output(query, key, value, True, window=(7, 0), query_offset=0)
+    plain = check.expected_output(query, key, value, True)
+    assert check.check_output(plain.output.reshape(-1), windowed, "float32")[1] is not None
+    assert check.check_output(windowed.output.reshape(-1), windowed, "float32")[1] is None
+    code = cli.main(["bench", *TINY[4:-4], *WINDOWS, *NO_EXTRAS, "--decode-keys", "none",
+                     "--decode-shape", "4x2x16", "--bandwidth-mib", "0", "--sizes", "16", "--causal", "on",
+                     "--ports", "typescript-simd", "--dtypes", "float32",
+                     "--corrupt-port", "typescript-simd", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 1
+    windowed_rows = [r for r in _report(tmp_path)["results"] if r["window"]]
+    assert len(windowed_rows) == 2
+    assert all(r["status"] == "FAILED" and r["median_ms"] is None for r in windowed_rows)
+
+
+def test_a_long_reference_in_blocks_of_rows_is_the_whole_one():
+    rng = np.random.default_rng(6)
+    query, key, value = (rng.standard_normal((2 * check.ROWS + 5, 4)) for _ in range(3))
+    blocks = check.expected_output(query, key, value, True, window=(300, 0))
+    head = check.expected_output(query[:100], key, value, True, window=(300, 0))
+    tail = check.expected_output(
+        query[-100:], key, value, True, window=(300, 0), query_offset=len(query) - 100
+    )
+    # the same rows, up to the last bit the matrix products' blocking may change
+    np.testing.assert_allclose(blocks.output[:100], head.output, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(blocks.output[-100:], tail.output, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(blocks.error_scale[-100:], tail.error_scale, rtol=1e-13)
+
+
+def test_window_targets_compare_each_windowed_row_with_its_base():
+    simd = "typescript-simd"
+
+    def decode(ms, keys, window=None):
+        return run.CellResult(simd, "float32", window is not None, keys, 128, kind="decode", hq=32, hkv=8,
+                              window=window, status="ok", median_ms=ms)  # fmt: skip
+
+    results = [
+        _cell(simd, 800.0, n=16384, causal=True, dtype="float32"),
+        run.CellResult(simd, "float32", True, 16384, 64, window=(1023, 0), status="ok", median_ms=120.0),
+        decode(1.0, 4096),
+        decode(1.3, 16385, (4096, 0)),
+    ]
+    status = {t["name"]: (t["status"], t["detail"]) for t in check.check_targets(check.Measured(results, []))}
+    prefill = f"{simd} float32 causal prefill with window (1023, 0) >= 6x the causal pass at n=16384"
+    assert status[prefill][0] == "met" and status[prefill][1].startswith("6.67x")
+    step = f"{simd} float32 decode at position 16384 with window (4096, 0) within 1.25x a step over 4096 keys"
+    assert status[step][0] == "not met" and status[step][1].startswith("1.30x")
+    assert status[prefill.replace("float32", "float64")][0] == "n/a"
+
+
 def test_a_wrong_decode_answer_is_failed_and_shows_no_time(tmp_path):
     code = cli.main(["bench", *TINY[:-4], *DECODE, *NO_EXTRAS, "--sizes", "16", "--causal", "off",
                      "--ports", "typescript-simd", "--dtypes", "float32", "--bandwidth-mib", "0",
@@ -249,6 +363,32 @@ def test_the_peers_graph_is_attention(dtype, causal):
     assert not np.allclose(got, check.expected_output(query, key, value, not causal).output)
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("onnx") is None, reason="onnx (the bench extra) is not installed"
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_peers_windowed_graphs_are_the_oracles_window(dtype):
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(7)
+    query, key, value = (rng.standard_normal((12, 5)) for _ in range(3))
+    feeds = {"query": query, "key": key, "value": value, "scale": np.array(1 / np.sqrt(5))}
+    (got,) = ReferenceEvaluator(peers.attention_model(dtype, True, 3)).run(
+        None, {name: x.astype(dtype) for name, x in feeds.items()}
+    )
+    expected = check.expected_output(query, key, value, True, window=(3, 0))
+    assert check.check_output(got.astype(np.float64), expected, dtype)[1] is None
+    assert not np.allclose(got, check.expected_output(query, key, value, True).output)
+    query, key, value = rng.standard_normal((1, 4, 1, 6)), *rng.standard_normal((2, 1, 2, 9, 6))
+    feeds = {"query": query, "key": key, "value": value, "scale": np.array(1 / np.sqrt(6))}
+    (got,) = ReferenceEvaluator(peers.decode_model(dtype, 4, 2, 6, 4)).run(
+        None, {name: x.astype(dtype) for name, x in feeds.items()}
+    )
+    expected = check.expected_decode(query, key, value, True, window=(4, 0), query_offset=8)
+    assert check.check_output(got.astype(np.float64), expected, dtype)[1] is None
+    assert not np.allclose(got, check.expected_decode(query, key, value).output)
+
+
 def test_check_output_holds_each_dtype_to_compares_rule():
     rng = np.random.default_rng(7)
     query, key, value = (rng.standard_normal((24, 8)) for _ in range(3))
@@ -278,6 +418,8 @@ def test_float64_error_scale_is_the_oracles_on_every_fixture_it_applies_to():
         query, key, value = inputs["query"], inputs["key"], inputs["value"]
         if "extreme" in case.tags or not all(np.isfinite(x).all() for x in (query, key, value)):
             continue  # float64 arithmetic is no oracle at float64's edges; the benches never go there
+        if params.get("sink_logits") is not None:
+            continue  # a sink logit widens the oracle's yardstick; no bench row has one
         if params["enable_gqa"] and query.ndim > 2:
             group = query.shape[-3] // key.shape[-3]
             key, value = np.repeat(key, group, axis=-3), np.repeat(value, group, axis=-3)

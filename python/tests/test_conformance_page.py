@@ -18,14 +18,22 @@ FAILING = {
     "empty_heads": "the process died (SIGFPE)",
 }
 OUTSIDE = {"large_scale"}
+# A peer with no sink tokens: every case that sets sink_tokens is not expressible for it.
+SINK_TOKENS = {c.id for c in CASES if not c.expects_error and c.params.get("sink_tokens")}
+NO_SINK_TOKENS = "sink_tokens: no parameter keeps the first keys visible"
 
 
 def _results() -> dict:
+    def verdict(case_id: str) -> str:
+        if case_id in SINK_TOKENS:
+            return "not expressible"
+        return "fail" if case_id in FAILING else "outside" if case_id in OUTSIDE else "pass"
+
     verdicts = [
         {
             "caseId": c.id,
-            "verdict": "fail" if c.id in FAILING else "outside" if c.id in OUTSIDE else "pass",
-            "problem": FAILING.get(c.id),
+            "verdict": verdict(c.id),
+            "problem": NO_SINK_TOKENS if c.id in SINK_TOKENS else FAILING.get(c.id),
             "budgetUsed": None,
         }
         for c in CASES
@@ -42,7 +50,9 @@ def _row(page: str, start: str) -> str:
 def test_each_failure_is_counted_under_its_most_specific_rule():
     page = conformance.conformance_page(_results(), CASES)
     valid = sum(not c.expects_error for c in CASES)
-    assert _row(page, "fake |") == f"| fake | 1.0 | float32 | a fake | {valid - 4} | 3 | 1 | 1.5 |"
+    n = len(SINK_TOKENS)
+    assert n >= 3  # the fixtures' sink-token cases
+    assert _row(page, "fake |") == f"| fake | 1.0 | float32 | a fake | {valid - 4 - n} | 3 | 1 | {n} | 1.5 |"
     fully_masked = _row(page, "a row whose logits are all -inf")
     assert fully_masked.endswith("| breaks (1): `fully_masked_row_bool` |"), fully_masked
     # Step 1 carries the tags of the fully-masked case too, but is not the rule it says most about.
@@ -72,3 +82,21 @@ def test_the_command_writes_the_page(tmp_path):
     )
     assert code == 0
     assert out.read_text(encoding="utf-8") == conformance.conformance_page(_results(), CASES)
+
+
+def test_a_case_a_peer_cannot_express_counts_neither_way_and_says_why():
+    page = conformance.conformance_page(_results(), CASES)
+    sinks = {c.id for c in CASES if not c.expects_error and "sinks" in c.tags}
+    windows = {c.id for c in CASES if not c.expects_error and "window" in c.tags}
+    row = _row(page, "attention sinks (`sinks`)")
+    counts = f"{len(sinks - SINK_TOKENS)} / 0 / {len(SINK_TOKENS)}"
+    assert row == f"| attention sinks (`sinks`) | {len(sinks)} | {counts} |"
+    row = _row(page, "sliding windows (`window`)")
+    expressible = windows - SINK_TOKENS
+    counts = f"{len(expressible)} / 0 / {len(windows & SINK_TOKENS)}"
+    assert row == f"| sliding windows (`window`) | {len(windows)} | {counts} |"
+    reason = next(x for x in page.splitlines() if NO_SINK_TOKENS in x)
+    assert reason.startswith(f"- fake (float32), {len(SINK_TOKENS)} cases (")
+    # no rule breaks for it: the rules whose cases are all inexpressible say so
+    assert "breaks" not in "".join(x for x in page.splitlines() if "sink" in x.lower() and x.startswith("| "))
+    assert "| GroupQueryAttention" not in page and "`local_window_size`" in page  # the conventions table

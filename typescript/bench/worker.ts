@@ -65,6 +65,8 @@ interface Cell {
   readonly kind?: "prefill" | "decode" | "limits";
   readonly hq?: number; // decode: query heads
   readonly hkv?: number; // decode: key/value heads
+  readonly window?: readonly [number, number] | null; // a windowed cell: [left, right]
+  readonly query_offset?: number; // a windowed decode step: its row's position (the last key's)
   readonly bytes?: number; // limits: the buffer the read bandwidth streams over
 }
 
@@ -119,18 +121,42 @@ interface Port {
   readonly versions?: Record<string, string>;
 }
 
+/** The options a port is called with for a cell (timing.cell_options in Python): grouped-query
+ * heads for a decode step; a windowed cell's window and its decode row's position. */
+interface CellOptions {
+  readonly isCausal: boolean;
+  readonly enableGqa?: boolean;
+  readonly window?: readonly [number, number];
+  readonly queryOffset?: number;
+}
+
+function cellOptions(cell: Cell): CellOptions {
+  return {
+    isCausal: cell.causal,
+    ...(cell.kind === "decode" ? { enableGqa: true } : {}),
+    ...(cell.window != null ? { window: cell.window } : {}),
+    ...(cell.query_offset ? { queryOffset: cell.query_offset } : {}),
+  };
+}
+
+/** The file a cell's output is written to (timing.output_name in Python). */
+function outputName(port: string, cell: Cell): string {
+  const window = cell.window == null ? "" : `-w${cell.window[0]}-${cell.window[1]}`;
+  return `${port}-${cell.kind ?? "prefill"}-${cell.dtype}-${cell.causal ? "causal" : "full"}${window}-n${cell.n}-d${cell.d}.f64`;
+}
+
 type NestedAttention = (
   query: number[][],
   key: number[][],
   value: number[][],
-  options: { isCausal: boolean },
+  options: CellOptions,
 ) => number[][];
 /** A promise too: a port that hands the work to worker threads answers asynchronously. */
 type FlatAttention = (
   query: FlatTensor,
   key: FlatTensor,
   value: FlatTensor,
-  options: { isCausal: boolean; enableGqa?: boolean },
+  options: CellOptions,
 ) => FlatTensor | Promise<FlatTensor>;
 
 const PORTS: Record<string, (plan: Plan) => Port | Promise<Port>> = {
@@ -181,7 +207,8 @@ function residentDecode(port: Port, workers: number): Port {
       cache.append(rows(key, 0, n - 1), rows(value, 0, n - 1));
       const [newKey, newValue] = [rows(key, n - 1, n), rows(value, n - 1, n)];
       const q = { shape: shapesOf(cell)[0], data: storage(query, cell) };
-      const options = { enableGqa: true, workers };
+      // A windowed step: the cache holds every key, and the kernel reads the window's only.
+      const options = { ...cellOptions(cell), workers };
       return {
         run() {
           cache.append(newKey, newValue);
@@ -221,7 +248,7 @@ function nestedPort(attention: NestedAttention): Port {
         Array.from({ length: cell.n }, (_, i) => Array.from(x.subarray(i * cell.d, (i + 1) * cell.d))),
       ); // [n, d] each
       return {
-        run: () => attention(Q, K, V, { isCausal: cell.causal }),
+        run: () => attention(Q, K, V, cellOptions(cell)),
         flatten(output) {
           const rows = output as number[][];
           checkShape([rows.length, rows[0]?.length ?? 0], cell);
@@ -240,7 +267,7 @@ function flatPort(attention: FlatAttention): Port {
       const [Q, K, V] = [query, key, value].map(
         (x, n): FlatTensor => ({ shape: shapes[n], data: storage(x, cell) }),
       );
-      const options = { isCausal: cell.causal, enableGqa: cell.kind === "decode" };
+      const options = cellOptions(cell);
       return {
         run: () => attention(Q, K, V, options),
         flatten(output) {
@@ -268,11 +295,13 @@ interface Ort {
   readonly env: { wasm: { numThreads: number } };
 }
 
-/** peers.model_name and peers.decode_model_name: the graph file for one cell. */
+/** peers.model_name and peers.decode_model_name: the graph file for one cell (a windowed one's
+ * graph masks outside its window, peers.py says how). */
 function modelName(cell: Cell): string {
+  const window = cell.window == null ? "" : `-w${cell.window[0]}-${cell.window[1]}`;
   return cell.kind === "decode"
-    ? `decode-h${cell.hq}-kv${cell.hkv}-e${cell.d}-${cell.dtype}.onnx`
-    : `attention-d${cell.d}-${cell.dtype}-${cell.causal ? "causal" : "full"}.onnx`;
+    ? `decode-h${cell.hq}-kv${cell.hkv}-e${cell.d}-${cell.dtype}${window}.onnx`
+    : `attention-d${cell.d}-${cell.dtype}-${cell.causal ? "causal" : "full"}${window}.onnx`;
 }
 
 /** An onnxruntime package from plan.peers running the graph in plan.models, one thread by default. */
@@ -443,7 +472,8 @@ async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
   const cells: Record<string, unknown>[] = [];
   for (const cell of plan.mode === "idle" ? [] : plan.cells) {
     const record: Record<string, unknown> = { ...cell };
-    const label = `${plan.port} ${cell.kind ?? "prefill"} ${cell.dtype} n=${cell.n} d=${cell.d} causal=${cell.causal ? "on" : "off"}`;
+    const window = cell.window == null ? "" : ` window=[${cell.window.join(", ")}]`;
+    const label = `${plan.port} ${cell.kind ?? "prefill"} ${cell.dtype} n=${cell.n} d=${cell.d} causal=${cell.causal ? "on" : "off"}${window}`;
     try {
       const [query, key, value] = ["query", "key", "value"].map((w) => readInput(plan.inputs, cell, w));
       const prepared = port.prepare(query, key, value, cell);
@@ -456,8 +486,7 @@ async function runPlan(plan: Plan): Promise<Record<string, unknown>> {
         if (plan.corrupt === true) {
           out64[out64.length - 1] += 0.01; // test hook: a wrong answer the parent must catch
         }
-        const name = `${plan.port}-${cell.kind ?? "prefill"}-${cell.dtype}-${cell.causal ? "causal" : "full"}-n${cell.n}-d${cell.d}.f64`;
-        const path = join(plan.outputs, name);
+        const path = join(plan.outputs, outputName(plan.port, cell));
         writeFileSync(path, new Uint8Array(out64.buffer, out64.byteOffset, out64.byteLength));
         const medianMs = median(timed.timesMs);
         Object.assign(record, {

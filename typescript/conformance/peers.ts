@@ -20,6 +20,18 @@
  * GQA is the operator's own (fewer key/value heads than query heads). Nothing else is adapted: the
  * peer's answer is judged as it comes. The invalid-input cases are not run: the peers take typed
  * tensors, so the adapter, not the peer, would refuse a ragged array or a string.
+ *
+ * Windows, sinks and ragged batches, each passed the way the peer takes it (PEER_CONVENTIONS):
+ *     kvSeqlen      ONNX Attention's nonpad_kv_seqlen (opset 24: a count of valid keys, as ours)
+ *     window        onnxruntime's GroupQueryAttention (com.microsoft) local_window_size = left + 1
+ *                   (its keys include the query's own); it is causal, its rows are each sequence's
+ *                   last (query_offset = kv_seqlen - Lq), its key count seqlens_k = kv_seqlen - 1
+ *     sinkLogits    GroupQueryAttention's head_sink [Hq]
+ *     tfjs          every option composed: one boolean mask of the visible keys, and the sink
+ *                   logit as one more softmax column that has no value
+ * A case one peer cannot say (sink tokens in ONNX, a window that is not causal, a query offset
+ * GroupQueryAttention's alignment cannot give) is "not expressible" for it, with the reason: not
+ * a failure, since the peer was never asked the question.
  */
 
 import { spawnSync } from "node:child_process";
@@ -41,13 +53,17 @@ export interface Peer {
   readonly run: (test: TestCase) => Promise<unknown>;
 }
 
-/** One peer's verdict on one case, as the results file holds it. */
+/** One peer's verdict on one case, as the results file holds it: "not expressible" where the peer
+ * has no way to take one of the case's options (problem says which and why). */
 export interface PeerVerdict {
   readonly caseId: string;
-  readonly verdict: "pass" | "fail" | "outside";
+  readonly verdict: "pass" | "fail" | "outside" | "not expressible";
   readonly problem: string | null;
   readonly budgetUsed: number | null;
 }
+
+/** Thrown by a peer's run for a case it cannot express; runPeer records it as "not expressible". */
+export class NotExpressible extends Error {}
 
 // ---- the layout every peer takes: rank 4 ------------------------------------------------------
 
@@ -61,6 +77,20 @@ export interface Rank4 {
   readonly scale: number | null;
   readonly softcap: number;
   readonly outputShape: readonly number[]; // [B..., Hq, Lq, Ev], the case's own layout
+  /** The new options, per merged batch index b (B of the rank-4 layout) where they are per sequence. */
+  readonly queryOffset: readonly number[]; // [B]
+  readonly kvSeqlen: readonly number[] | null; // [B], null: every key
+  readonly window: readonly [number | null, number | null] | null;
+  readonly sinkTokens: number;
+  readonly sinkLogits: readonly number[] | null; // [Hq]
+}
+
+/** An option given as a number or as nested [B...] numbers, one per merged batch index. */
+function perBatch(option: unknown, batch: number): number[] {
+  if (Array.isArray(option)) {
+    return (option as unknown[]).flat(Number.POSITIVE_INFINITY) as number[];
+  }
+  return new Array(batch).fill(Number(option ?? 0));
 }
 
 function as4(t: FlatTensor): FlatTensor {
@@ -102,7 +132,14 @@ export function rank4(test: TestCase): Rank4 | null {
     mask = { dtype: m.dtype, tensor: as4({ shape: logits, data }) };
   }
   const outputShape = [...logits.slice(0, -1), rule.value.shape.at(-1) ?? 0];
+  const o = test.options;
+  const batch = query.shape[0];
   return {
+    queryOffset: perBatch(o.queryOffset, batch),
+    kvSeqlen: o.kvSeqlen == null ? null : perBatch(o.kvSeqlen, batch),
+    window: (o.window ?? null) as Rank4["window"],
+    sinkTokens: Number(o.sinkTokens ?? 0),
+    sinkLogits: o.sinkLogits == null ? null : (o.sinkLogits as number[]),
     query,
     key,
     value,
@@ -155,28 +192,100 @@ export class Proto {
   }
 }
 
-const ONNX_TYPES = { float32: 1, bool: 9, float16: 10, float64: 11 } as const;
+const ONNX_TYPES = { float32: 1, int32: 6, int64: 7, bool: 9, float16: 10, float64: 11 } as const;
+type OnnxType = keyof typeof ONNX_TYPES;
 
-/** A model of one Attention node (opset 23) for these input shapes and options. */
-export function attentionModel(layout: Rank4, dtype: "float32" | "float16"): Uint8Array {
-  const inputs: [string, readonly number[], keyof typeof ONNX_TYPES][] = [
-    ["Q", layout.query.shape, dtype],
-    ["K", layout.key.shape, dtype],
-    ["V", layout.value.shape, dtype],
-  ];
-  if (layout.mask !== null) {
-    inputs.push(["attn_mask", layout.mask.tensor.shape, layout.mask.dtype === "bool" ? "bool" : dtype]);
-  }
-  const valueInfo = (p: Proto, name: string, shape: readonly number[], type: keyof typeof ONNX_TYPES) =>
+/** One input or output of a one-node graph: its name, element type and shape (null: the shape
+ * left unsaid), or null for an optional input left out ("" in the node's list). */
+type Port = readonly [name: string, type: OnnxType, shape: readonly number[] | null] | null;
+
+/** A model of one node, as protobuf bytes (onnx/onnx.proto): `opsets` the domains it imports with
+ * their versions, attributes ints or floats. */
+export function oneNodeModel(node: {
+  readonly op: string;
+  readonly domain?: string;
+  readonly opsets: readonly (readonly [domain: string, version: number])[];
+  readonly inputs: readonly Port[];
+  readonly outputs: readonly Port[];
+  readonly attributes: readonly (readonly [name: string, kind: "int" | "float", value: number])[];
+}): Uint8Array {
+  const valueInfo = (p: Proto, [name, type, shape]: NonNullable<Port>) =>
     p.string(1, name).message(2, (t) =>
-      t.message(1, (tensor) =>
-        tensor.int(1, ONNX_TYPES[type]).message(2, (s) => {
-          for (const n of shape) {
-            s.message(1, (d) => d.int(1, n));
-          }
-        }),
-      ),
+      t.message(1, (tensor) => {
+        tensor.int(1, ONNX_TYPES[type]);
+        if (shape !== null) {
+          tensor.message(2, (s) => {
+            for (const n of shape) {
+              s.message(1, (d) => d.int(1, n));
+            }
+          });
+        }
+      }),
     );
+  const model = new Proto().int(1, 11); // ir_version
+  for (const [domain, version] of node.opsets) {
+    model.message(8, (o) => o.string(1, domain).int(2, version));
+  }
+  model.message(7, (graph) => {
+    graph.message(1, (n) => {
+      for (const input of node.inputs) {
+        n.string(1, input === null ? "" : input[0]);
+      }
+      for (const output of node.outputs) {
+        n.string(2, output === null ? "" : output[0]);
+      }
+      n.string(3, "node").string(4, node.op);
+      if (node.domain !== undefined) {
+        n.string(7, node.domain);
+      }
+      for (const [name, kind, value] of node.attributes) {
+        n.message(5, (a) => {
+          a.string(1, name);
+          if (kind === "int") {
+            a.int(3, value).int(20, 2);
+          } else {
+            a.float(2, value).int(20, 1);
+          }
+        });
+      }
+    });
+    graph.string(2, "graph");
+    for (const input of node.inputs) {
+      if (input !== null) {
+        graph.message(11, (v) => valueInfo(v, input));
+      }
+    }
+    for (const output of node.outputs) {
+      if (output !== null) {
+        graph.message(12, (v) => valueInfo(v, output));
+      }
+    }
+  });
+  return Uint8Array.from(model.bytes);
+}
+
+/** A model of one Attention node for these input shapes and options: opset 23, or 24 with its
+ * nonpad_kv_seqlen input (int64 [B], a count of valid keys per sequence) where the case has one. */
+export function attentionModel(layout: Rank4, dtype: "float32" | "float16"): Uint8Array {
+  const counts = layout.kvSeqlen !== null;
+  const past = pastKeys(layout);
+  const [key, value] = [layout.key, layout.value].map((t) => split(t, past));
+  const inputs: Port[] = [
+    ["Q", dtype, layout.query.shape],
+    ["K", dtype, key[1].shape],
+    ["V", dtype, value[1].shape],
+    layout.mask === null
+      ? null
+      : ["attn_mask", layout.mask.dtype === "bool" ? "bool" : dtype, layout.mask.tensor.shape],
+    past === 0 ? null : ["past_key", dtype, key[0].shape],
+    past === 0 ? null : ["past_value", dtype, value[0].shape],
+  ];
+  if (counts) {
+    inputs.push(["nonpad_kv_seqlen", "int64", [layout.query.shape[0]]]);
+  }
+  while (inputs.at(-1) === null) {
+    inputs.pop();
+  }
   const attributes: [string, "int" | "float", number][] = [["is_causal", "int", layout.isCausal ? 1 : 0]];
   if (layout.scale !== null) {
     attributes.push(["scale", "float", layout.scale]);
@@ -184,34 +293,147 @@ export function attentionModel(layout: Rank4, dtype: "float32" | "float16"): Uin
   if (layout.softcap !== 0) {
     attributes.push(["softcap", "float", layout.softcap]);
   }
-  const model = new Proto()
-    .int(1, 11) // ir_version
-    .message(8, (o) => o.string(1, "").int(2, 23)) // opset_import: the default domain, opset 23
-    .message(7, (graph) => {
-      graph.message(1, (node) => {
-        for (const [name] of inputs) {
-          node.string(1, name);
+  const [b, h, lq] = layout.query.shape;
+  return oneNodeModel({
+    op: "Attention",
+    opsets: [["", counts ? 24 : 23]],
+    inputs,
+    // onnxruntime's Attention refuses a past_key without the present it would write.
+    outputs: [
+      ["Y", dtype, [b, h, lq, layout.value.shape[3]]],
+      ...(past === 0 ? [] : [["present_key", dtype, null] as Port, ["present_value", dtype, null] as Port]),
+    ],
+    attributes,
+  });
+}
+
+/** How many keys an Attention node takes as past_key: a causal case's query offset where every
+ * sequence has the same one and no key count (then the mask starts after the past), else 0. */
+function pastKeys(layout: Rank4): number {
+  return layout.isCausal && layout.kvSeqlen === null ? (layout.queryOffset[0] ?? 0) : 0;
+}
+
+/** [B, H, L, E] as its first `at` rows and the rest, each [B, H, rows, E]. */
+function split(t: FlatTensor, at: number): [FlatTensor, FlatTensor] {
+  const [b, h, l, e] = t.shape;
+  const rows = (from: number, to: number): FlatTensor => {
+    const data = new Float64Array(b * h * (to - from) * e);
+    for (let m = 0; m < b * h; m++) {
+      for (let r = from; r < to; r++) {
+        for (let x = 0; x < e; x++) {
+          data[(m * (to - from) + r - from) * e + x] = Number(t.data[(m * l + r) * e + x]);
         }
-        node.string(2, "Y").string(3, "attention").string(4, "Attention");
-        for (const [name, kind, value] of attributes) {
-          node.message(5, (a) => {
-            a.string(1, name);
-            if (kind === "int") {
-              a.int(3, value).int(20, 2);
-            } else {
-              a.float(2, value).int(20, 1);
-            }
-          });
-        }
-      });
-      graph.string(2, "attention");
-      for (const [name, shape, type] of inputs) {
-        graph.message(11, (v) => valueInfo(v, name, shape, type));
       }
-      const [b, h, lq] = layout.query.shape;
-      graph.message(12, (v) => valueInfo(v, "Y", [b, h, lq, layout.value.shape[3]], dtype));
-    });
-  return Uint8Array.from(model.bytes);
+    }
+    return { shape: [b, h, to - from, e], data };
+  };
+  return [rows(0, at), rows(at, l)];
+}
+
+/** Why onnxruntime's GroupQueryAttention cannot take this case as the contract states it, or
+ * null when it can. Its conventions (its contrib-op documentation, and its own tests): always
+ * causal; local_window_size w lets a row see w keys ending at its own (the contract's window
+ * (w - 1, 0)), -1 none; seqlens_k[b] is the index of sequence b's last valid key (kv_seqlen - 1,
+ * not a count); the Lq query rows are each sequence's last, so row i sits at
+ * seqlens_k[b] + 1 - Lq + i; head_sink [Hq] is the sink logit; value's head size is the key's. */
+export function gqaProblem(layout: Rank4): string | null {
+  const [batch, hq, lq, e] = layout.query.shape;
+  const [, hkv, lk, ev] = layout.value.shape;
+  const counts = layout.kvSeqlen ?? new Array(batch).fill(lk);
+  if (layout.sinkTokens > 0) {
+    return "sink_tokens: neither ONNX Attention nor GroupQueryAttention keeps the first keys visible";
+  }
+  if (!layout.isCausal) {
+    return "a window or sink logits without is_causal: GroupQueryAttention is always causal, ONNX Attention has neither option";
+  }
+  if (layout.mask !== null) {
+    return "a mask beside a window or sink logits: the case's mask has no GroupQueryAttention input here";
+  }
+  if (e !== ev) {
+    return `E = ${e}, Ev = ${ev}: GroupQueryAttention's value has the key's head size`;
+  }
+  if (hkv === 0 || hq % hkv !== 0 || lq === 0) {
+    return `${hq} query heads on ${hkv}, Lq = ${lq}: GroupQueryAttention needs Hq a multiple of Hkv and a query row`;
+  }
+  const bad = layout.queryOffset.findIndex((o, b) => o !== counts[b] - lq);
+  if (bad >= 0) {
+    return `query_offset ${layout.queryOffset[bad]} for sequence ${bad}: GroupQueryAttention puts its ${lq} rows at the end of the sequence's ${counts[bad]} keys (offset ${counts[bad] - lq})`;
+  }
+  return null;
+}
+
+/** A model of one com.microsoft GroupQueryAttention node: the case's keys are the past (its
+ * full key tensor, [B, Hkv, Lk, E]) and each sequence's last Lq keys the new ones, so that the
+ * present it writes is the case's key tensor again. */
+export function gqaModel(layout: Rank4, dtype: "float32" | "float16"): Uint8Array {
+  const [b, hq, lq, e] = layout.query.shape;
+  const [, hkv, lk] = layout.key.shape;
+  const { window } = layout;
+  const attributes: [string, "int" | "float", number][] = [
+    ["num_heads", "int", hq],
+    ["kv_num_heads", "int", hkv],
+    ["local_window_size", "int", window === null || window[0] === null ? -1 : window[0] + 1],
+  ];
+  if (layout.scale !== null) {
+    attributes.push(["scale", "float", layout.scale]);
+  }
+  if (layout.softcap !== 0) {
+    attributes.push(["softcap", "float", layout.softcap]);
+  }
+  const inputs: Port[] = [
+    ["query", dtype, [b, lq, hq * e]],
+    ["key", dtype, [b, lq, hkv * e]],
+    ["value", dtype, [b, lq, hkv * e]],
+    ["past_key", dtype, [b, hkv, lk, e]],
+    ["past_value", dtype, [b, hkv, lk, e]],
+    ["seqlens_k", "int32", [b]],
+    ["total_sequence_length", "int32", []],
+  ];
+  if (layout.sinkLogits !== null) {
+    // cos_cache, sin_cache, position_ids and attention_bias left out, then head_sink [Hq].
+    inputs.push(null, null, null, null, ["head_sink", dtype, [hq]]);
+  }
+  return oneNodeModel({
+    op: "GroupQueryAttention",
+    domain: "com.microsoft",
+    opsets: [
+      ["", 21],
+      ["com.microsoft", 1],
+    ],
+    inputs,
+    outputs: [
+      ["output", dtype, null],
+      ["present_key", dtype, null],
+      ["present_value", dtype, null],
+    ],
+    attributes,
+  });
+}
+
+/** [B, H, L, E] as [B, L, H * E] (onnxruntime's layout for GroupQueryAttention's inputs), keeping
+ * only rows `from[b] .. from[b] + rows` of sequence b. */
+function tokensMajor(t: FlatTensor, from: readonly number[], rows: number): Float64Array {
+  const [b, h, l, e] = t.shape;
+  const out = new Float64Array(b * rows * h * e);
+  for (let n = 0; n < b; n++)
+    for (let r = 0; r < rows; r++)
+      for (let k = 0; k < h; k++)
+        for (let x = 0; x < e; x++) {
+          out[((n * rows + r) * h + k) * e + x] = Number(t.data[((n * h + k) * l + from[n] + r) * e + x]);
+        }
+  return out;
+}
+
+/** [B, L, H * E] back to [B, H, L, E]. */
+function headsMajor(data: ArrayLike<number>, [b, h, l, e]: readonly number[]): Float64Array {
+  const out = new Float64Array(b * h * l * e);
+  for (let n = 0; n < b; n++)
+    for (let r = 0; r < l; r++)
+      for (let k = 0; k < h; k++)
+        for (let x = 0; x < e; x++) {
+          out[((n * h + k) * l + r) * e + x] = data[((n * l + r) * h + k) * e + x];
+        }
+  return out;
 }
 
 /** What the kit uses of onnxruntime's JavaScript API (the same in -node and -web). */
@@ -222,7 +444,7 @@ interface OrtTensor {
 interface Ort {
   readonly Tensor: new (
     type: string,
-    data: ArrayLike<number> | Uint8Array,
+    data: ArrayLike<number> | Uint8Array | BigInt64Array,
     dims: readonly number[],
   ) => OrtTensor;
   readonly InferenceSession: {
@@ -263,6 +485,36 @@ function readBack(data: ArrayLike<number>, dtype: "float32" | "float16"): Float6
   return Float64Array.from(data);
 }
 
+/** Which operator the ONNX peers give a case: Attention for everything it takes (nonpad_kv_seqlen
+ * among them), GroupQueryAttention where the case has a window, sink logits or a causal query
+ * offset (ONNX Attention has none of the three: its causal mask is aligned top-left), or why
+ * neither can say it. */
+export function onnxOperator(layout: Rank4): "Attention" | "GroupQueryAttention" {
+  const offsets = layout.queryOffset;
+  const lq = layout.query.shape[2];
+  if (layout.window === null && layout.sinkLogits === null && layout.sinkTokens === 0) {
+    // Attention's causal mask starts after past_key's keys, else (nonpad_kv_seqlen given) after
+    // each sequence's count less Lq: a causal query offset it takes is one of those two.
+    const counts = layout.kvSeqlen;
+    const lk = layout.key.shape[2];
+    const past = counts === null && offsets.every((o) => o === offsets[0]);
+    if (layout.isCausal && past && offsets[0] > lk) {
+      throw new NotExpressible(
+        `query_offset ${offsets[0]} with ${lk} keys: Attention's causal mask starts after past_key, which cannot hold more keys than there are`,
+      );
+    }
+    const last = counts !== null && offsets.every((o, b) => o === counts[b] - lq);
+    if (!layout.isCausal || offsets.every((o) => o === 0) || past || last) {
+      return "Attention";
+    }
+  }
+  const problem = gqaProblem(layout);
+  if (problem !== null) {
+    throw new NotExpressible(problem);
+  }
+  return "GroupQueryAttention";
+}
+
 function onnxPeer(
   ort: Ort,
   name: string,
@@ -270,24 +522,35 @@ function onnxPeer(
   provider: string,
   dtype: "float32" | "float16",
 ): Peer {
+  const sessionOptions = {
+    executionProviders: [provider],
+    graphOptimizationLevel: "disabled",
+    logSeverityLevel: 4, // its own errors come back as the thrown error the kit reports
+  };
+  const tensor = (t: FlatTensor | { shape: readonly number[]; data: ArrayLike<number> }) =>
+    new ort.Tensor(dtype, storage(t.data, dtype), t.shape);
   return {
     name,
     version,
     dtype,
-    about: `ONNX Attention (opset 23), ${provider} provider`,
+    about: `ONNX Attention (opset 23; 24 for nonpad_kv_seqlen) and com.microsoft GroupQueryAttention, ${provider} provider`,
     async run(test) {
       const layout = rank4(test) as Rank4;
-      const session = await ort.InferenceSession.create(attentionModel(layout, dtype), {
-        executionProviders: [provider],
-        graphOptimizationLevel: "disabled",
-        logSeverityLevel: 4, // its own errors come back as the thrown error the kit reports
-      });
-      const tensor = (t: FlatTensor) => new ort.Tensor(dtype, storage(t.data, dtype), t.shape);
+      if (onnxOperator(layout) === "GroupQueryAttention") {
+        return runGqa(layout);
+      }
+      const session = await ort.InferenceSession.create(attentionModel(layout, dtype), sessionOptions);
+      const past = pastKeys(layout);
+      const [key, value] = [layout.key, layout.value].map((t) => split(t, past));
       const feeds: Record<string, OrtTensor> = {
         Q: tensor(layout.query),
-        K: tensor(layout.key),
-        V: tensor(layout.value),
+        K: tensor(key[1]),
+        V: tensor(value[1]),
       };
+      if (past > 0) {
+        feeds.past_key = tensor(key[0]);
+        feeds.past_value = tensor(value[0]);
+      }
       if (layout.mask !== null) {
         const m = layout.mask;
         feeds.attn_mask =
@@ -295,10 +558,40 @@ function onnxPeer(
             ? new ort.Tensor("bool", Uint8Array.from(m.tensor.data), m.tensor.shape)
             : tensor(m.tensor);
       }
+      if (layout.kvSeqlen !== null) {
+        const counts = BigInt64Array.from(layout.kvSeqlen, (n) => BigInt(n));
+        feeds.nonpad_kv_seqlen = new ort.Tensor("int64", counts, [counts.length]);
+      }
       const { Y } = await session.run(feeds);
       return { shape: layout.outputShape, data: readBack(Y.data, dtype) };
     },
   };
+
+  async function runGqa(layout: Rank4): Promise<FlatTensor> {
+    const [b, hq, lq, e] = layout.query.shape;
+    const [, hkv, lk] = layout.key.shape;
+    const counts = layout.kvSeqlen ?? new Array(b).fill(lk);
+    const session = await ort.InferenceSession.create(gqaModel(layout, dtype), sessionOptions);
+    const last = counts.map((n) => n - lq); // each sequence's first new row
+    const feeds: Record<string, OrtTensor> = {
+      query: tensor({ shape: [b, lq, hq * e], data: tokensMajor(layout.query, new Array(b).fill(0), lq) }),
+      key: tensor({ shape: [b, lq, hkv * e], data: tokensMajor(layout.key, last, lq) }),
+      value: tensor({ shape: [b, lq, hkv * e], data: tokensMajor(layout.value, last, lq) }),
+      past_key: tensor(layout.key),
+      past_value: tensor(layout.value),
+      seqlens_k: new ort.Tensor(
+        "int32",
+        Int32Array.from(counts, (n) => n - 1),
+        [b],
+      ),
+      total_sequence_length: new ort.Tensor("int32", Int32Array.of(lk), []),
+    };
+    if (layout.sinkLogits !== null) {
+      feeds.head_sink = tensor({ shape: [hq], data: layout.sinkLogits });
+    }
+    const { output } = await session.run(feeds);
+    return { shape: layout.outputShape, data: headsMajor(readBack(output.data, dtype), [b, hq, lq, e]) };
+  }
 }
 
 /** What the kit uses of tfjs-core. */
@@ -315,6 +608,8 @@ interface Tf {
   tanh(x: TfTensor): TfTensor;
   reshape(x: TfTensor, shape: readonly number[]): TfTensor;
   expandDims(x: TfTensor, axis: number): TfTensor;
+  concat(xs: TfTensor[], axis: number): TfTensor;
+  slice(x: TfTensor, begin: readonly number[], size: readonly number[]): TfTensor;
   setBackend(name: string): Promise<boolean>;
   version_core: string;
 }
@@ -323,12 +618,27 @@ interface TfTensor {
   dataSync(): ArrayLike<number>;
 }
 
+/** Whether row i of merged batch b may see key j, by the contract's definition: the row at
+ * p = i + query_offset[b] sees keys p - left .. p + right (a side null: unbounded), none after p
+ * with is_causal, none from kv_seqlen[b] on, and the first sink_tokens keys whatever the window
+ * says (causality and kv_seqlen still apply to them). */
+export function visible(layout: Rank4, b: number, i: number, j: number): boolean {
+  const p = i + layout.queryOffset[b];
+  const [left, right] = layout.window ?? [null, null];
+  const last = Math.min(layout.isCausal ? p : Infinity, right === null ? Infinity : p + right);
+  const keys = layout.kvSeqlen === null ? Infinity : layout.kvSeqlen[b];
+  if (j > last || j >= keys) {
+    return false;
+  }
+  return j < layout.sinkTokens || left === null || j >= p - left;
+}
+
 function tfjsPeer(tf: Tf): Peer {
   return {
     name: "tfjs",
     version: tf.version_core,
     dtype: "float32",
-    about: "tfjs-core, CPU backend: matMul, softmax and where, composed",
+    about: "tfjs-core, CPU backend: matMul, softmax and where, composed (windows and sinks too)",
     async run(test) {
       const layout = rank4(test) as Rank4;
       const t = (x: FlatTensor) => tf.tensor(Float32Array.from(x.data), x.shape, "float32");
@@ -347,9 +657,12 @@ function tfjsPeer(tf: Tf): Peer {
         logits = tf.mul(tf.tanh(tf.div(logits, layout.softcap)), layout.softcap);
       }
       const minusInf = tf.fill([b, hq, lq, lk], -Infinity);
-      if (layout.isCausal) {
+      const options = layout.window !== null || layout.sinkTokens > 0 || layout.kvSeqlen !== null;
+      if (layout.isCausal || options) {
+        // tfjs has no window, sink or key-count option: one boolean mask of the keys the contract
+        // lets each row see, composed here from its definition (docs/design.md).
         const allowed = Array.from({ length: b * hq * lq * lk }, (_, n) =>
-          n % lk <= Math.floor(n / lk) % lq ? 1 : 0,
+          visible(layout, Math.floor(n / (hq * lq * lk)), Math.floor(n / lk) % lq, n % lk) ? 1 : 0,
         );
         logits = tf.where(tf.tensor(allowed, [b, hq, lq, lk], "bool"), logits, minusInf);
       }
@@ -360,7 +673,20 @@ function tfjsPeer(tf: Tf): Peer {
             ? tf.where(tf.tensor(Uint8Array.from(m.data), m.shape, "bool"), logits, minusInf)
             : tf.add(logits, tf.tensor(Float32Array.from(m.data), m.shape, "float32"));
       }
-      const output = tf.matMul(tf.softmax(logits), value);
+      let weights: TfTensor;
+      if (layout.sinkLogits === null) {
+        weights = tf.softmax(logits);
+      } else {
+        // The sink logit as one more column of the softmax, whose weight then goes nowhere.
+        const sinks = layout.sinkLogits;
+        const column = tf.tensor(
+          Float32Array.from({ length: b * hq * lq }, (_, n) => sinks[Math.floor(n / lq) % hq]),
+          [b, hq, lq, 1],
+          "float32",
+        );
+        weights = tf.slice(tf.softmax(tf.concat([logits, column], 3)), [0, 0, 0, 0], [b, hq, lq, lk]);
+      }
+      const output = tf.matMul(weights, value);
       return { shape: layout.outputShape, data: Float64Array.from(output.dataSync()) };
     },
   };
@@ -392,7 +718,17 @@ export async function peers(folder: string): Promise<Peer[]> {
 export async function runPeer(peer: Peer, cases: readonly TestCase[]): Promise<PeerVerdict[]> {
   const verdicts: PeerVerdict[] = [];
   for (const test of cases) {
-    const v = judge(test, await call(() => peer.run(test), test), { dtype: peer.dtype });
+    const answer = await call(() => peer.run(test), test);
+    if (answer instanceof NotExpressible) {
+      verdicts.push({
+        caseId: test.id,
+        verdict: "not expressible",
+        problem: answer.message,
+        budgetUsed: null,
+      });
+      continue;
+    }
+    const v = judge(test, answer, { dtype: peer.dtype });
     verdicts.push({ caseId: v.caseId, verdict: v.verdict, problem: v.problem, budgetUsed: v.budgetUsed });
   }
   return verdicts;

@@ -50,6 +50,9 @@ export interface BenchCell {
   readonly causal: boolean;
   readonly shapes?: readonly [number[], number[], number[]];
   readonly enableGqa?: boolean;
+  /** A windowed cell: its window [left, right] and, for a decode step, the row's position. */
+  readonly window?: readonly [number, number] | null;
+  readonly queryOffset?: number;
   readonly query: readonly number[];
   readonly key: readonly number[];
   readonly value: readonly number[];
@@ -126,7 +129,12 @@ async function bench(cell: BenchCell): Promise<{ timesMs: number[]; warmupRuns: 
     shape: shapes[n],
     data: Float32Array.from(x),
   }));
-  const options = { isCausal: cell.causal, enableGqa: cell.enableGqa ?? false };
+  const options = {
+    isCausal: cell.causal,
+    enableGqa: cell.enableGqa ?? false,
+    window: cell.window ?? null,
+    queryOffset: cell.queryOffset ?? 0,
+  };
   const call = () => port.scaledDotProductAttentionFlat(query, key, value, options);
   let warmupRuns = 0;
   let warmupMs = 0;

@@ -17,7 +17,14 @@ import {
   TIMEOUT_SECONDS,
   type Verdict,
 } from "../conformance/kit.ts";
-import { attentionModel, rank4 } from "../conformance/peers.ts";
+import {
+  attentionModel,
+  gqaModel,
+  NotExpressible,
+  onnxOperator,
+  rank4,
+  visible,
+} from "../conformance/peers.ts";
 import { loadFixtures } from "../golden/reader.ts";
 import { AttentionInputError, scaledDotProductAttention } from "../src/attention.ts";
 
@@ -412,6 +419,71 @@ describe("the peers' adapter (peers.ts)", () => {
     const text = new TextDecoder("latin1").decode(bytes);
     for (const word of ["Attention", "softcap", "scale", "is_causal", "Q", "K", "V", "Y"]) {
       assert.ok(text.includes(word), word);
+    }
+  });
+
+  test("tfjs's composed mask hides exactly the keys the oracle hides, on every window, sink and ragged case", () => {
+    const options = loadCases().filter(
+      (c) =>
+        c.rule !== null &&
+        c.rule.attnMask === null &&
+        c.tags.some((t) => ["window", "sinks", "ragged"].includes(t)) &&
+        !c.tags.some((t) => ["nan", "inf"].includes(t)),
+    );
+    assert.ok(options.length >= 30, `${options.length} cases`);
+    for (const c of options) {
+      const layout = rank4(c);
+      assert.ok(layout !== null && c.rule !== null);
+      const logits = c.rule.expected.logits; // -inf exactly where the oracle hides a key
+      const [[, hq, lq], [, , lk]] = [layout.query.shape, layout.key.shape];
+      for (let n = 0; n < logits.data.length; n++) {
+        const b = Math.floor(n / (hq * lq * lk));
+        const hidden = logits.data[n] === -Infinity;
+        assert.equal(visible(layout, b, Math.floor(n / lk) % lq, n % lk), !hidden, `${c.id} cell ${n}`);
+      }
+    }
+  });
+
+  test("the ONNX peers take each option by its operator's parameter, or say they cannot", () => {
+    const layout = (id: string) => {
+      const c = loadCases().find((x) => x.id === id);
+      assert.ok(c !== undefined, id);
+      return rank4(c) as NonNullable<ReturnType<typeof rank4>>;
+    };
+    const text = (bytes: Uint8Array) => new TextDecoder("latin1").decode(bytes);
+    // kv_seqlen: Attention's nonpad_kv_seqlen (opset 24)
+    const counts = layout("ragged_kv_seqlen_per_batch");
+    assert.equal(onnxOperator(counts), "Attention");
+    assert.ok(text(attentionModel(counts, "float32")).includes("nonpad_kv_seqlen"));
+    // a causal window, sink logits: GroupQueryAttention's local_window_size and head_sink
+    const window = layout("adapter_gpt_oss_window_sinks");
+    assert.equal(onnxOperator(window), "GroupQueryAttention");
+    const gqa = text(gqaModel(window, "float32"));
+    for (const word of [
+      "GroupQueryAttention",
+      "com.microsoft",
+      "local_window_size",
+      "head_sink",
+      "seqlens_k",
+    ]) {
+      assert.ok(gqa.includes(word), word);
+    }
+    // a causal decode offset: past_key
+    const decode = layout("ragged_decode_sequence_0");
+    assert.equal(onnxOperator(decode), "Attention");
+    assert.ok(text(attentionModel(decode, "float32")).includes("past_key"));
+    // what neither operator has
+    for (const [id, why] of [
+      ["window_right_1", /always causal/],
+      ["sinks_streaming_window", /sink_tokens/],
+      ["window_decode_step", /head size/],
+      ["decode_offset_past_keys", /more keys than there are/],
+    ] as const) {
+      assert.throws(
+        () => onnxOperator(layout(id)),
+        (e) => e instanceof NotExpressible && why.test(e.message),
+        id,
+      );
     }
   });
 });

@@ -22,6 +22,8 @@ import numpy as np
 from attention_port import reference
 from attention_port.harness import compare
 
+ROWS = 2048  # expected_output's block of query rows for a long prompt
+
 
 @dataclass
 class Expected:
@@ -31,25 +33,40 @@ class Expected:
     error_scale: np.ndarray  # [n, d]  the oracle's yardstick, from float64 weights
 
 
-def expected_output(query, key, value, causal: bool, attention_steps=reference.attention_steps) -> Expected:
+def expected_output(
+    query, key, value, causal: bool, attention_steps=reference.attention_steps, **options
+) -> Expected:
     """numpy float64 arrays [n, d]; gpu.py passes float64 tensors on the GPU with torch_port's
-    attention_steps, so the n x n steps stay where the data is and only [n, d] comes back."""
-    steps = attention_steps(query, key, value, is_causal=causal)
+    attention_steps, so the n x n steps stay where the data is and only [n, d] comes back.
+    `options`: a windowed cell's window and query_offset, as the oracle takes them. A long
+    prompt goes in blocks of ROWS query rows (each block's rows at their own positions), so that
+    the reference at n = 16,384 holds [ROWS, n] steps, not [n, n]: every row's answer is its own."""
+    n = query.shape[0]
+    if isinstance(query, np.ndarray) and query.ndim == 2 and n > ROWS:
+        offset = options.pop("query_offset", 0)
+        parts = [
+            expected_output(query[i : i + ROWS], key, value, causal, attention_steps,
+                            query_offset=offset + i, **options)
+            for i in range(0, n, ROWS)
+        ]  # fmt: skip
+        return Expected(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("output", "error_scale")))
+    steps = attention_steps(query, key, value, is_causal=causal, **options)
     scale = 1.0 / math.sqrt(query.shape[-1])
-    allowed = steps.logits > -math.inf  # [n, n]  the keys causality leaves
+    allowed = steps.logits > -math.inf  # [n, n]  the keys causality (and a window) leave
     error_scale = compare.float64_error_scale(query, key, value, steps.weights, scale, allowed)
     return Expected(
         *(x if isinstance(x, np.ndarray) else x.cpu().numpy() for x in (steps.output, error_scale))
     )
 
 
-def expected_decode(query, key, value) -> Expected:
+def expected_decode(query, key, value, causal: bool = False, **options) -> Expected:
     """One decode step: query [1, hq, 1, e], key and value [1, hkv, n, e] with grouped-query
     heads, checked as the expanded problem (each key/value head repeated for its query heads,
-    torch's repeat_interleave), which is what grouped-query attention computes."""
+    torch's repeat_interleave), which is what grouped-query attention computes; `options`: a
+    windowed step's window and query_offset."""
     group = query.shape[-3] // key.shape[-3]
     key, value = (np.repeat(x, group, axis=-3) for x in (key, value))  # [1, hq, n, e]
-    return expected_output(query, key, value, False)
+    return expected_output(query, key, value, causal, **options)
 
 
 def check_output(got: np.ndarray, expected: Expected, dtype: str) -> tuple[float | None, str | None]:
@@ -85,18 +102,21 @@ class Measured:
     memory: list  # run.MemoryResult
     limits: dict | None = None  # run.measure_limits
 
-    def cell(self, port: str, dtype: str, n: int, causal: bool = False, d: int = 64, kind: str = "prefill"):
+    def cell(self, port: str, dtype: str, n: int, causal: bool = False, d: int = 64, kind: str = "prefill",
+             window: tuple[int, int] | None = None):  # fmt: skip
         for r in self.results:
-            key = (r.port, r.dtype, r.n, r.d, r.causal, r.kind)
-            if key == (port, dtype, n, d, causal, kind) and r.status == "ok":
+            key = (r.port, r.dtype, r.n, r.d, r.causal, r.kind, r.window)
+            if key == (port, dtype, n, d, causal, kind, window) and r.status == "ok":
                 return r
-        raise NotMeasured(f"{port} {kind} {dtype} n={n} d={d}{' causal' if causal else ''}")
+        windowed = f" window {window}" if window else ""
+        raise NotMeasured(f"{port} {kind} {dtype} n={n} d={d}{' causal' if causal else ''}{windowed}")
 
-    def decode(self, port: str, dtype: str, keys: int):
+    def decode(self, port: str, dtype: str, keys: int, window: tuple[int, int] | None = None):
         for r in self.results:
-            if (r.port, r.dtype, r.n, r.kind) == (port, dtype, keys, "decode") and r.status == "ok":
+            key = (r.port, r.dtype, r.n, r.kind, r.window)
+            if key == (port, dtype, keys, "decode", window) and r.status == "ok":
                 return r
-        raise NotMeasured(f"{port} decode {dtype} at {keys} keys")
+        raise NotMeasured(f"{port} decode {dtype} at {keys} keys" + (f" window {window}" if window else ""))
 
     def limit(self, name: str) -> float:
         if not (self.limits or {}).get(name):
@@ -140,6 +160,45 @@ def causal_speedup(port: str, times: float, n: int = 4096) -> tuple[str, Check]:
         )
 
     return f"{port} float64 causal >= {times:g}x faster than not causal at n={n}", check
+
+
+def window_speedup(
+    port: str, dtype: str, times: float, n: int = 16384, left: int = 1023
+) -> tuple[str, Check]:
+    """A causal prefill with window (left, 0) against the plain causal pass at the same n: the
+    window leaves left + 1 keys a row of the n / 2 causality leaves on average, so the ideal is
+    about n / (2 (left + 1)) (8x at n = 16,384, left = 1023)."""
+
+    def check(m: Measured) -> tuple[bool, str]:
+        plain = m.cell(port, dtype, n, causal=True)
+        windowed = m.cell(port, dtype, n, causal=True, window=(left, 0))
+        speedup = plain.median_ms / windowed.median_ms
+        return speedup >= times, (
+            f"{speedup:.2f}x ({windowed.median_ms:.1f} ms windowed vs {plain.median_ms:.1f} ms causal)"
+        )
+
+    return (
+        f"{port} {dtype} causal prefill with window ({left}, 0) >= {times:g}x the causal pass at n={n}",
+        check,
+    )
+
+
+def window_decode_within(port: str, dtype: str, times: float, position: int = 16384,
+                         left: int = 4096) -> tuple[str, Check]:  # fmt: skip
+    """A decode step at `position` with window (left, 0) against a step over `left` keys: the
+    window makes the step's cost its window's, whatever the cache holds (ideal 1x)."""
+
+    def check(m: Measured) -> tuple[bool, str]:
+        windowed = m.decode(port, dtype, position + 1, window=(left, 0))
+        base = m.decode(port, dtype, left)
+        ratio = windowed.median_ms / base.median_ms
+        return ratio <= times, (
+            f"{ratio:.2f}x ({windowed.median_ms:.3f} ms windowed vs {base.median_ms:.3f} ms over {left} keys)"
+        )
+
+    name = f"{port} {dtype} decode at position {position} with window ({left}, 0)"
+    name += f" within {times:g}x a step over {left} keys"
+    return name, check
 
 
 def memory_within(port: str, mib: float, n: int) -> tuple[str, Check]:
@@ -222,6 +281,10 @@ TARGETS: list[tuple[str, Check]] = [
     decode_bandwidth_share(SIMD, "float32", 0.60, keys=4096, how=" (its resident cache)"),
     peak_share(SIMD, "float32", 0.75),
     faster_than(SIMD, "onnxruntime-web", "float32", 1.8),
+    window_speedup(SIMD, "float32", 6.0),
+    window_speedup(SIMD, "float64", 6.0),
+    window_decode_within(SIMD, "float32", 1.25),
+    window_decode_within(SIMD, "float64", 1.25),
 ]
 
 

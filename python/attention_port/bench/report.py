@@ -59,8 +59,11 @@ def write_report(out: Path, machine, settings, results, memory, targets, skipped
     """Write bench.json, bench.md and (unless plot is False) bench.png; print the markdown. `ports`:
     every port's name and what it is, in the port table's order."""
     order = {p: i for i, p in enumerate(ports)}
-    results = sorted(results, key=lambda r: (r.kind, r.causal, r.d, r.n, order[r.port], r.dtype != "float64"))
-    prefill = [r for r in results if r.kind == "prefill"]
+    results = sorted(
+        results,
+        key=lambda r: (r.kind, r.causal, r.d, r.n, r.window or (), order[r.port], r.dtype != "float64"),
+    )
+    prefill = [r for r in results if r.kind == "prefill" and r.window is None]
     plot_note = "not written (--no-plot)" if not plot else write_plot(prefill, out / "bench.png", settings)
     document = {
         "format": "attention-port-bench",
@@ -110,7 +113,7 @@ def _versions(machine: dict) -> str:
 def format_markdown(report: dict, results: list, plot_note: str | None, order: dict) -> str:
     m, s = report["machine"], report["settings"]
     peers = _versions(m)
-    prefill = [r for r in results if r.kind == "prefill"]
+    prefill = [r for r in results if r.kind == "prefill" and r.window is None]
     limits = report.get("limits") or {}
     lines = [
         "# attention-port bench",
@@ -165,7 +168,8 @@ def format_markdown(report: dict, results: list, plot_note: str | None, order: d
         lines.append(f"- webgpu is timed up to n={s['typescript_max_n']} only (on a CPU emulation such as"
                      " SwiftShader a call at n=4096 takes minutes).")  # fmt: skip
     lines += _gflops_pivot(prefill, order)
-    lines += _decode_table([r for r in results if r.kind == "decode"], s)
+    lines += _decode_table([r for r in results if r.kind == "decode" and r.window is None], s)
+    lines += _window_table(results, s, order)
     lines += _limits_lines(limits)
     if report["memory"]:
         lines += [
@@ -245,6 +249,56 @@ def _decode_table(rows: list, s: dict) -> list[str]:
         " for the ports that run in a JavaScript engine, native for the others. A cache that fits the"
         " last-level cache is read faster than memory streams, so a share can pass 100%.",
         "- No mask: a step's one query row comes after every key, so causality hides none.",
+    ]
+    return lines
+
+
+def _window_table(results: list, s: dict, order: dict) -> list[str]:
+    """The windowed rows, each beside the pass it is measured against: a causal prefill with window
+    (left, 0) against the plain causal pass at the same n (ideal about n / (2 (left + 1))), and a
+    decode step at a position with window (left, 0) against a step over `left` keys (ideal 1x)."""
+    windowed = [r for r in results if r.window is not None]
+    if not windowed:
+        return []
+    ok = {(r.port, r.dtype, r.kind, r.n, r.d, r.causal, r.window): r for r in results if r.status == "ok"}
+    lines = [
+        "",
+        "## Windows: each windowed row beside the pass it replaces",
+        "",
+        "| port | dtype | row | window | median ms | runs | check | against | its median ms | ratio |",
+        "|---|---|---|---|---:|---:|---|---|---:|---:|",
+    ]
+    for r in sorted(windowed, key=lambda r: (r.kind != "prefill", order[r.port], r.dtype != "float64")):
+        left = r.window[0]
+        if r.kind == "prefill":
+            row, against = f"causal prefill, n={r.n}", f"causal, no window, n={r.n}"
+            base = ok.get((r.port, r.dtype, "prefill", r.n, r.d, True, None))
+        else:
+            row, against = f"decode step at position {r.n - 1}", f"decode step over {left} keys"
+            base = ok.get((r.port, r.dtype, "decode", left, r.d, False, None))
+        head = f"| {r.port} | {r.dtype} | {row} | ({left}, {r.window[1]}) |"
+        if r.status != "ok":
+            lines.append(f"{head} FAILED | | {_cell_text(r.problem)} | {against} | | |")
+            continue
+        base_ms = "" if base is None else _ms(base.median_ms)
+        # prefill: how many times faster the window makes it; decode: how many times the base step's time.
+        ratio = "" if base is None else (
+            f"{base.median_ms / r.median_ms:.2f}x faster" if r.kind == "prefill"
+            else f"{r.median_ms / base.median_ms:.2f}x the time"
+        )  # fmt: skip
+        lines.append(
+            f"{head} {_ms(r.median_ms)} | {len(r.runs_ms)} | ok ({100 * r.budget_used:.1f}%) | {against}"
+            f" | {base_ms} | {ratio} |"
+        )
+    lines += [
+        "",
+        "- A windowed prefill: a causal pass whose row i sees keys i - left .. i only (left + 1 keys, the"
+        " contract's window (left, 0)); the plain causal pass's row sees i + 1, so the ideal speed-up is"
+        " about n / (2 (left + 1)): 8x at n = 16,384 with left = 1023. Goal for simd.ts: >= 6x.",
+        "- A windowed decode step: its one row at the position shown (the last of position + 1 keys in the"
+        " cache) sees the window's left + 1 keys; the ideal is the time of a step over that many keys, 1x."
+        " Goal for simd.ts: within 1.25x. The onnxruntime peers' graphs score every key and mask outside"
+        " the window (peers.py), so their ratio shows what a window costs a graph without one.",
     ]
     return lines
 

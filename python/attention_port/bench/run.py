@@ -5,7 +5,11 @@ arrays), d = 64 by default, for every n in --sizes, causal and not, in float64 a
 the port has them, plus one odd shape (--odd-shape, n = 1000 with d = 80: tails that fill no tile),
 for every port in PORTS below. Decode rows (--decode-keys): one decode step, a query [1, Hq, 1, E]
 against a cache of n keys and values [1, Hkv, n, E] (--decode-shape, default Hq = 32, Hkv = 8,
-E = 128: grouped-query heads, no mask), for the ports that take it. Beside them the machine's
+E = 128: grouped-query heads, no mask), for the ports that take it. Windowed rows
+(--window-prefill, --window-decode): a causal prefill at n = 16,384 with window (1023, 0), beside
+the plain causal pass at the same n, and a decode step whose row sits at position 16,384 with
+window (4096, 0), beside a step over 4,096 keys, for every port and both onnxruntime peers (a
+peer's graph masks outside the window: peers.py). Beside them the machine's
 limits, measured in the same run (--bandwidth-mib): the read bandwidth of a streaming sum over a
 buffer several times the last-level cache, natively (numpy) and in WebAssembly SIMD, and the
 128-bit SIMD multiply-add peak (a WebAssembly loop of independent multiply-adds). Every row reports
@@ -141,6 +145,7 @@ class CellResult:
     kind: str = "prefill"  # or "decode": one step, query [1, hq, 1, d], key and value [1, hkv, n, d]
     hq: int = 1
     hkv: int = 1
+    window: tuple[int, int] | None = None  # a windowed cell's (left, right)
     status: str = "FAILED"  # "ok" or "FAILED"
     median_ms: float | None = None
     runs_ms: list[float] = field(default_factory=list)
@@ -269,6 +274,21 @@ def _sizes_or_none(text: str) -> list[int]:
     return [] if text == "none" else integers(text)
 
 
+def _window(text: str) -> tuple[int, int] | None:
+    """NxLEFT: n and the window's left side (its right is 0), or none."""
+    if text == "none":
+        return None
+    try:
+        n, left = (int(part) for part in text.split("x"))
+    except ValueError:
+        n, left = 0, -1
+    if n < 1 or left < 0:
+        raise argparse.ArgumentTypeError(
+            f"takes NxLEFT with N >= 1 and LEFT >= 0 (e.g. 16384x1023) or none, not {text!r}"
+        )
+    return n, left
+
+
 def _heads(text: str) -> tuple[int, int, int]:
     try:
         hq, hkv, e = (int(part) for part in text.split("x"))
@@ -340,6 +360,12 @@ def make_parser() -> argparse.ArgumentParser:
         help="keys in the cache of each decode row (default: 1024,4096,16384; none: none)")  # fmt: skip
     add("--decode-shape", type=_heads, default=(32, 8, 128), metavar="HQxHKVxE",
         help="query heads, key/value heads and features of a decode step (default: 32x8x128)")  # fmt: skip
+    add("--window-prefill", type=_window, default=(16384, 1023), metavar="NxLEFT",
+        help="a windowed causal prefill at n with window (LEFT, 0), beside the plain causal pass at"
+        " that n (default: 16384x1023; none: skip)")  # fmt: skip
+    add("--window-decode", type=_window, default=(16384, 4096), metavar="POSITIONxLEFT",
+        help="a windowed decode step, its row at POSITION (POSITION + 1 keys) with window (LEFT, 0),"
+        " beside a step over LEFT keys (default: 16384x4096; none: skip)")  # fmt: skip
     add("--bandwidth-mib", type=not_negative(int), default=None,
         help="buffer of the read-bandwidth measurement, MiB (default: 3 x the last-level cache, within"
         " 256..2048; 0: no limits measured)")  # fmt: skip
@@ -381,13 +407,31 @@ def plan_cells(port: BenchPort, args: argparse.Namespace) -> list[dict]:
     if args.odd_shape and not port.decode_only:
         n, d = args.odd_shape
         cells += [{"n": n, "d": d, "dtype": dtype, "causal": False} for dtype in dtypes]
+    if args.window_prefill and not port.decode_only:
+        n, left = args.window_prefill
+        # The windowed pass and, unless --sizes has it, the plain causal pass it is measured against.
+        plain = n in args.sizes and True in CAUSAL[args.causal]
+        cells += [
+            {"n": n, "d": args.d, "dtype": dtype, "causal": True, **window}
+            for window in [{"window": [left, 0]}, *([] if plain else [{}])]
+            for dtype in dtypes
+            if not (port.slow and n > args.typescript_max_n)
+        ]
     if port.decode:
         hq, hkv, e = args.decode_shape
+        step = {"d": e, "causal": False, "kind": "decode", "hq": hq, "hkv": hkv}
+        keys = list(args.decode_keys)
+        windowed = []
+        if args.window_decode:
+            position, left = args.window_decode
+            # The row at `position` is the last of position + 1 keys; its window reads left + 1.
+            windowed = [{"n": position + 1, "causal": True, "window": [left, 0], "query_offset": position}]
+            keys += [] if left in keys else [left]  # the step over `left` keys it is measured against
         cells += [
-            {"n": keys, "d": e, "dtype": dtype, "causal": False, "kind": "decode", "hq": hq, "hkv": hkv}
-            for keys in args.decode_keys
+            {**step, "n": n, "dtype": dtype, **extra}
+            for n, extra in [*((k, {}) for k in keys), *((w["n"], w) for w in windowed)]
             for dtype in dtypes
-            if not (port.slow and keys > args.typescript_max_n)
+            if not (port.slow and n > args.typescript_max_n)
         ]
     return cells
 
@@ -425,8 +469,7 @@ def _bench(args: argparse.Namespace) -> int:
     shapes = {(c["n"], c["d"]) for cells in cells_by_port.values() for c in cells if "kind" not in c}
     shapes |= {(n, args.d) for sizes in memory_cells.values() for n in sizes}
     decode_cells = {
-        (c["n"], c["d"], c["hq"], c["hkv"]): c
-        for cells in cells_by_port.values() for c in cells if c.get("kind") == "decode"
+        expected_key(c): c for cells in cells_by_port.values() for c in cells if c.get("kind") == "decode"
     }  # fmt: skip
     limit_bytes = bandwidth_bytes(args.bandwidth_mib)
     limits: dict = {}
@@ -440,22 +483,30 @@ def _bench(args: argparse.Namespace) -> int:
         _log(f"drawing inputs [n, d] for (n, d) in {sorted(shapes)}")
         drawn = {shape: draw_inputs(scratch / "inputs", *shape, args.seed) for shape in sorted(shapes)}
         _log("numpy float64 reference outputs, for the checks")
-        keys = {
-            (c["n"], c["d"], c["causal"])
-            for cells in cells_by_port.values()
-            for c in cells
-            if "kind" not in c
+        prefill_cells = {
+            expected_key(c): c for cells in cells_by_port.values() for c in cells if "kind" not in c
         }
-        expected = {(n, d, causal): check.expected_output(*drawn[(n, d)], causal) for n, d, causal in keys}
-        for cell in (decode_cells[key] for key in sorted(decode_cells)):
+        expected = {
+            key: check.expected_output(*drawn[(c["n"], c["d"])], c["causal"], **window_options(c))
+            for key, c in prefill_cells.items()
+        }
+        for key, cell in sorted(decode_cells.items(), key=lambda item: repr(item[0])):
             _log(f"decode inputs and reference: {cell['hq']} query heads, {cell['hkv']} key/value heads,"
-                 f" {cell['n']} keys, E = {cell['d']}")  # fmt: skip
-            expected[decode_key(cell)] = check.expected_decode(
-                *draw_decode_inputs(scratch / "inputs", cell, args.seed)
+                 f" {cell['n']} keys, E = {cell['d']}"
+                 + (f", window {tuple(cell['window'])}" if cell.get("window") else ""))  # fmt: skip
+            expected[key] = check.expected_decode(
+                *draw_decode_inputs(scratch / "inputs", cell, args.seed),
+                cell["causal"],
+                **window_options(cell),
             )
         if any(p.peer for p in ports):
             heads = sorted({(c["hq"], c["hkv"], c["d"]) for c in decode_cells.values()})
-            peers.write_models(scratch / "models", sorted({d for _, d in shapes}), heads)
+            windowed = [c for c in [*prefill_cells.values(), *decode_cells.values()] if c.get("window")]
+            peers.write_models(
+                scratch / "models", sorted({d for _, d in shapes}), heads,
+                sorted({(c["d"], c["window"][0]) for c in windowed if "kind" not in c}),
+                sorted({(c["hq"], c["hkv"], c["d"], c["window"][0]) for c in windowed if "kind" in c}),
+            )  # fmt: skip
         workers = Workers(scratch, args, node)
         if limit_bytes > 0:
             limits = measure_limits(workers, limit_bytes, node, args)
@@ -489,6 +540,7 @@ def _bench(args: argparse.Namespace) -> int:
         "memory_n": args.memory_n, "linear_memory_n": args.linear_memory_n,
         "flops_per_pass": "4*n*n*d (causal counted the same); decode: 4*hq*n*d",
         "decode_keys": args.decode_keys, "decode_shape": list(args.decode_shape),
+        "window_prefill": args.window_prefill, "window_decode": args.window_decode,
         "bandwidth_bytes": limit_bytes,
     }  # fmt: skip
     written = report.write_report(
@@ -513,8 +565,23 @@ def draw_inputs(folder: Path, n: int, d: int, seed: int) -> tuple[np.ndarray, ..
     return arrays
 
 
-def decode_key(cell: dict) -> tuple:
-    return ("decode", cell["n"], cell["d"], cell["hq"], cell["hkv"])
+def _window_of(cell: dict) -> tuple[int, int] | None:
+    return None if cell.get("window") is None else tuple(cell["window"])
+
+
+def expected_key(cell: dict) -> tuple:
+    """The reference a cell is checked against: its shapes, causality and window."""
+    if cell.get("kind") == "decode":
+        return ("decode", cell["n"], cell["d"], cell["hq"], cell["hkv"], cell["causal"], _window_of(cell))
+    return ("prefill", cell["n"], cell["d"], cell["causal"], _window_of(cell))
+
+
+def window_options(cell: dict) -> dict:
+    """A windowed cell's options as the oracle takes them (timing.cell_options's window and
+    query_offset); none for the others."""
+    if cell.get("window") is None:
+        return {}
+    return {"window": _window_of(cell), "query_offset": int(cell.get("query_offset", 0))}
 
 
 def draw_decode_inputs(folder: Path, cell: dict, seed: int) -> tuple[np.ndarray, ...]:
@@ -528,7 +595,14 @@ def draw_decode_inputs(folder: Path, cell: dict, seed: int) -> tuple[np.ndarray,
 
 
 def _cell_key(cell: dict) -> tuple:
-    return (cell.get("kind", "prefill"), cell["n"], cell["d"], cell["dtype"], cell["causal"])
+    return (
+        cell.get("kind", "prefill"),
+        cell["n"],
+        cell["d"],
+        cell["dtype"],
+        cell["causal"],
+        _window_of(cell),
+    )
 
 
 def judge_cells(port: str, cells: list[dict], document, problem, expected) -> list[CellResult]:
@@ -538,8 +612,8 @@ def judge_cells(port: str, cells: list[dict], document, problem, expected) -> li
     for cell in cells:
         n, d, dtype, causal = cell["n"], cell["d"], cell["dtype"], cell["causal"]
         kind = cell.get("kind", "prefill")
-        result = CellResult(port=port, dtype=dtype, causal=causal, n=n, d=d, kind=kind,
-                            hq=cell.get("hq", 1), hkv=cell.get("hkv", 1))  # fmt: skip
+        result = CellResult(port=port, dtype=dtype, causal=causal, n=n, d=d, kind=kind, hq=cell.get("hq", 1),
+                            hkv=cell.get("hkv", 1), window=_window_of(cell))  # fmt: skip
         results.append(result)
         record = by_key.get(_cell_key(cell))
         if record is None:
@@ -553,7 +627,7 @@ def judge_cells(port: str, cells: list[dict], document, problem, expected) -> li
         except (OSError, KeyError) as error:
             result.problem = f"no output file: {error}"
             continue
-        truth = expected[decode_key(cell) if kind == "decode" else (n, d, causal)]
+        truth = expected[expected_key(cell)]
         result.budget_used, result.problem = check.check_output(got, truth, dtype)
         result.backend = record.get("backend")
         if result.problem is None:
@@ -562,9 +636,11 @@ def judge_cells(port: str, cells: list[dict], document, problem, expected) -> li
             result.warmup_runs = record.get("warmup_runs")
             result.median_ms = float(np.median(result.runs_ms))
             if kind == "decode":
-                result.gflops = 4.0 * result.hq * n * d / (result.median_ms * 1e6)
+                # A windowed step reads its window's keys only (left + 1 of them), not the cache.
+                keys = n if result.window is None else min(n, result.window[0] + 1)
+                result.gflops = 4.0 * result.hq * keys * d / (result.median_ms * 1e6)
                 itemsize = 4 if dtype == "float32" else 8
-                result.read_gbps = 2.0 * result.hkv * n * d * itemsize / (result.median_ms * 1e6)
+                result.read_gbps = 2.0 * result.hkv * keys * d * itemsize / (result.median_ms * 1e6)
             else:
                 result.gflops = 4.0 * n * n * d / (result.median_ms * 1e6)
     return results
@@ -612,10 +688,12 @@ def add_ratios(results: list[CellResult]) -> None:
     """vs_numpy: numpy float64's median over this median, at the same n, d and causal (numpy has
     float64 only, so float32 rows are compared with numpy float64)."""
     numpy_ms = {
-        (r.kind, r.n, r.d, r.causal): r.median_ms for r in results if r.port == "numpy" and r.status == "ok"
+        (r.kind, r.n, r.d, r.causal, r.window): r.median_ms
+        for r in results
+        if r.port == "numpy" and r.status == "ok"
     }
     for r in results:
-        base = numpy_ms.get((r.kind, r.n, r.d, r.causal))
+        base = numpy_ms.get((r.kind, r.n, r.d, r.causal, r.window))
         if r.status == "ok" and base:
             r.vs_numpy = base / r.median_ms
 

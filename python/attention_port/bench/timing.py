@@ -75,6 +75,29 @@ def cell_shapes(cell: dict) -> tuple[tuple[int, ...], ...]:
     return (n, d), (n, d), (n, d)
 
 
+def cell_options(cell: dict) -> dict:
+    """The options a Python port is called with for a cell, by name: is_causal; enable_gqa for a
+    decode step (grouped-query heads); for a windowed cell its window (left, right) and, for a
+    windowed decode step, the query's position (query_offset: the step's row comes after the
+    cache, so it is the last key's position)."""
+    options: dict = {"is_causal": bool(cell["causal"])}
+    if cell.get("kind") == "decode":
+        options["enable_gqa"] = True
+    if cell.get("window") is not None:
+        options["window"] = tuple(cell["window"])
+    if cell.get("query_offset"):
+        options["query_offset"] = int(cell["query_offset"])
+    return options
+
+
+def output_name(port: str, cell: dict) -> str:
+    """The file a worker writes a cell's output to (bench/worker.ts spells it too): a windowed
+    cell's name says its window, so that it never overwrites the plain cell of the same n."""
+    kind, causal = cell.get("kind", "prefill"), "causal" if cell["causal"] else "full"
+    window = "" if cell.get("window") is None else "-w{}-{}".format(*cell["window"])
+    return f"{port}-{kind}-{cell['dtype']}-{causal}{window}-n{cell['n']}-d{cell['d']}.f64"
+
+
 def cell_input_path(folder: Path, cell: dict, which: str) -> Path:
     n, d = int(cell["n"]), int(cell["d"])
     if cell.get("kind") == "decode":

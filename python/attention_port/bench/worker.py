@@ -17,7 +17,8 @@ The plan (JSON, written by the parent):
     inputs     folder with n{n}-d{d}-query.f64, -key.f64, -value.f64 ([n, d] row-major)
     cells      [{"n", "d", "dtype": "float64" | "float32", "causal": bool}, ...]; with "kind":
                "decode", one decode step: query [1, hq, 1, d], key and value [1, hkv, n, d]
-               (timing.cell_shapes), grouped-query heads, no mask
+               (timing.cell_shapes), grouped-query heads, no mask; with "window": [left, right]
+               (and, for a decode step, "query_offset"), a windowed cell (timing.cell_options)
     min_runs, max_runs, budget_s, warmup_s   the timing loop (see timing.time_cell)
     threads    torch.set_num_threads; the parent also sets OMP/OPENBLAS/MKL_NUM_THREADS
     outputs    folder for the outputs, raw little-endian float64 [n, d]
@@ -47,7 +48,14 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_port.bench.timing import cell_input_path, cell_shapes, sdpa_backend, time_cell
+from attention_port.bench.timing import (
+    cell_input_path,
+    cell_options,
+    cell_shapes,
+    output_name,
+    sdpa_backend,
+    time_cell,
+)
 from attention_port.files import write_atomic
 
 
@@ -101,7 +109,16 @@ def load_port(name: str, threads: int) -> Port:
         if name == "torch-sdpa":
             import torch.nn.functional as F
 
-            run = F.scaled_dot_product_attention
+            def run(q, k, v, window=None, query_offset=0, **options):
+                if window is None:
+                    return F.scaled_dot_product_attention(q, k, v, **options)
+                # torch's SDPA has no window: a windowed cell is the boolean mask a torch user
+                # builds, row i (at i + query_offset) seeing keys p - left .. p (causal, right 0).
+                rows = torch.arange(q.shape[-2])[:, None] + query_offset  # [Lq, 1]
+                keys = torch.arange(k.shape[-2])[None, :]  # [1, Lk]
+                mask = (keys <= rows) & (keys >= rows - window[0])  # [Lq, Lk]
+                options.pop("is_causal")
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
         else:
             from attention_port import torch_port
 
@@ -198,14 +215,15 @@ def run_browser_plan(plan: dict) -> dict:
                 shapes = [list(shape) for shape in cell_shapes(cell)]
                 timed = page.call("bench", {
                     "n": n, "d": d, "causal": causal, "query": q, "key": k, "value": v,
-                    "shapes": shapes, "enableGqa": kind == "decode",
+                    "shapes": shapes, "enableGqa": kind == "decode", "window": cell.get("window"),
+                    "queryOffset": cell.get("query_offset", 0),
                     "minRuns": plan["min_runs"], "maxRuns": plan["max_runs"],
                     "budgetS": plan["budget_s"], "warmupS": plan["warmup_s"],
                 })  # fmt: skip
                 out64 = np.asarray(timed["output"], dtype="<f8")
                 if plan.get("corrupt"):
                     out64[-1] += 0.01  # test hook: a wrong answer the parent must catch
-                path = outputs / f"webgpu-{kind}-{dtype}-{'causal' if causal else 'full'}-n{n}-d{d}.f64"
+                path = outputs / output_name("webgpu", cell)
                 out64.tofile(path)
                 record.update(warmup_runs=timed["warmupRuns"], runs_ms=timed["timesMs"],
                               median_ms=statistics.median(timed["timesMs"]), output=str(path))  # fmt: skip
@@ -232,12 +250,10 @@ def run_plan(plan: dict) -> dict:
         kind = cell.get("kind", "prefill")
         record: dict = dict(cell)
         label = f"{plan['port']} {kind} {dtype} n={n} d={d} causal={'on' if causal else 'off'}"
+        label += f" window={cell['window']}" if cell.get("window") else ""
         try:
             q, k, v = (port.prepare(read_input(inputs, cell, w), dtype) for w in ("query", "key", "value"))
-            # a decode step: grouped-query heads (hq query heads on hkv key/value heads)
-            run = partial(
-                port.run, q, k, v, is_causal=causal, **({"enable_gqa": True} if kind == "decode" else {})
-            )
+            run = partial(port.run, q, k, v, **cell_options(cell))
             if plan["mode"] == "memory":
                 run()  # exactly one pass: the peak is read at exit
                 record["runs_ms"] = []
@@ -248,9 +264,7 @@ def run_plan(plan: dict) -> dict:
                 out64 = np.ascontiguousarray(port.to_float64(out), dtype="<f8")
                 if plan.get("corrupt"):
                     out64.reshape(-1)[-1] += 0.01  # test hook: a wrong answer the parent must catch
-                path = (
-                    outputs / f"{plan['port']}-{kind}-{dtype}-{'causal' if causal else 'full'}-n{n}-d{d}.f64"
-                )
+                path = outputs / output_name(plan["port"], cell)
                 out64.tofile(path)
                 record.update(warmup_runs=warmup_runs, runs_ms=times_ms,
                               median_ms=statistics.median(times_ms), output=str(path))  # fmt: skip

@@ -6,7 +6,8 @@ JSON file; `attention-port conformance-page --results FILE` turns that file into
 of the contract (cases.CONTRACT) is broken by a peer when a case fails whose most specific rule it
 is (of the rules whose tags the case carries, the one with the most tags), and kept otherwise: so
 each failure is counted once, under the rule it says most about, and the page names the case and
-says what the peer gave. A case outside the contract in the peer's dtype counts for nothing. Some
+says what the peer gave. A case outside the contract in the peer's dtype counts for nothing, and so
+does one the peer cannot express (an option it has no parameter for: the page says which). Some
 rules are conventions, the project's and torch's, where plain arithmetic gives another answer; the
 page says so beside them.
 """
@@ -34,6 +35,33 @@ CONVENTIONS = {
 # the peer, would refuse ragged arrays) and score overflow (outside the contract by definition).
 LEFT_OUT = ("error", "outside_contract")
 PROBLEM_CHARACTERS = 140
+VERDICTS = ("pass", "fail", "outside", "not expressible")
+# The case groups of the options a peer may have no parameter for, each with its tag.
+GROUPS = (("window", "sliding windows"), ("sinks", "attention sinks"), ("ragged", "ragged batches"))
+# Each engine's convention for those options, in the contract's words (docs/design.md): what the
+# peers' adapter (typescript/conformance/peers.ts) passes, and what it cannot.
+ENGINE_CONVENTIONS = (
+    ("ONNX Attention (opset 23, 24)", "`nonpad_kv_seqlen` [B] (opset 24)",
+     "a count of valid keys per sequence: keys j >= nonpad_kv_seqlen[b] hidden, the contract's"
+     " `kv_seqlen` as it is. With is_causal its rows are each sequence's last: `query_offset` ="
+     " nonpad_kv_seqlen - Lq. No window, no sinks."),
+    ("ONNX Attention (opset 23, 24)", "`past_key` [B, H, P, E]",
+     "P keys before the new ones: its causal mask starts after them, the contract's `query_offset`"
+     " P (one for the whole batch, at most Lk); without either input the mask is aligned top-left."),
+    ("onnxruntime GroupQueryAttention (com.microsoft)", "`local_window_size`",
+     "w keys ending at the row's own: the contract's window (w - 1, 0); -1 (its default): no window."
+     " Always causal, so a window that is not causal has no parameter."),
+    ("onnxruntime GroupQueryAttention (com.microsoft)", "`seqlens_k` [B]",
+     "the index of sequence b's last valid key: the contract's `kv_seqlen` - 1, not a count. Its Lq"
+     " rows are each sequence's last, at positions seqlens_k + 1 - Lq ..: the contract's per-sequence"
+     " `query_offset` = kv_seqlen - Lq, and no other."),
+    ("onnxruntime GroupQueryAttention (com.microsoft)", "`head_sink` [Hq]",
+     "one logit per query head added to the softmax's denominator, with no value: the contract's"
+     " `sink_logits`. No sink tokens: `sink_tokens` > 0 has no parameter in either ONNX operator."),
+    ("tfjs", "none",
+     "no attention operator: the adapter composes every option, one boolean mask of the keys the"
+     " contract lets each row see and the sink logit as one more softmax column without a value."),
+)  # fmt: skip
 
 
 def rule_cases(rule: Rule, cases: list[FixtureCase]) -> list[str]:
@@ -59,8 +87,9 @@ def most_specific(case_id: str, rules: list[Rule], cases: list[FixtureCase]) -> 
 
 
 def rule_verdict(rule: Rule, rules: list[Rule], cases: list[FixtureCase], verdicts: dict[str, dict]):
-    """ "keeps", "breaks" or "outside" (every case outside the peer's dtype), and the failures the
-    rule is the most specific one for."""
+    """ "keeps", "breaks", "outside" (every case outside the peer's dtype) or "not expressible"
+    (every case the peer could be given carries an option it has no parameter for), and the
+    failures the rule is the most specific one for."""
     judged = [verdicts[i] for i in rule_cases(rule, cases) if i in verdicts]
     failed = [
         v for v in judged if v["verdict"] == "fail" and most_specific(v["caseId"], rules, cases) == rule
@@ -69,14 +98,71 @@ def rule_verdict(rule: Rule, rules: list[Rule], cases: list[FixtureCase], verdic
         return "breaks", failed
     if judged and all(v["verdict"] == "outside" for v in judged):
         return "outside", []
+    if judged and all(v["verdict"] in ("outside", "not expressible") for v in judged):
+        return "not expressible", []
     return "keeps", []
+
+
+def _peer_table_head(first: str, peers: list[dict]) -> list[str]:
+    """A table's head: `first`, the case count, then one column per peer and dtype."""
+    column = [f"{p['name']} ({p['dtype']})" for p in peers]
+    return [f"| {first} | cases | " + " | ".join(column) + " |", "|---|---:|" + "---|" * len(peers)]
+
+
+def group_lines(peers: list[dict], cases: list[FixtureCase]) -> list[str]:
+    """The peers on each group of the options a peer may not have: pass / fail / not expressible
+    per peer (outside, where any, in the cell too), and each peer's reasons."""
+    lines = [
+        "## Windows, sinks and ragged batches",
+        "",
+        "Each peer on the cases of each group: passed / failed / not expressible (and outside its",
+        "dtype, where any). *Not expressible*: the case has an option the peer has no parameter for;",
+        "it was not run, and counts neither way.",
+        "",
+        *_peer_table_head("group", peers),
+    ]
+    valid = [c for c in cases if not c.expects_error]
+    for tag, words in GROUPS:
+        ids = {c.id for c in valid if tag in c.tags}
+        cells = []
+        for peer in peers:
+            counts = {
+                k: sum(v["verdict"] == k and v["caseId"] in ids for v in peer["verdicts"]) for k in VERDICTS
+            }
+            cell = f"{counts['pass']} / {counts['fail']} / {counts['not expressible']}"
+            cells.append(cell + (f" ({counts['outside']} outside)" if counts["outside"] else ""))
+        lines.append(f"| {words} (`{tag}`) | {len(ids)} | " + " | ".join(cells) + " |")
+    lines += ["", "Why a case is not expressible, per peer (each reason once, with the cases it covers):", ""]
+    for peer in peers:
+        reasons: dict[str, list[str]] = {}
+        for v in peer["verdicts"]:
+            if v["verdict"] == "not expressible":
+                reasons.setdefault(v["problem"] or "", []).append(v["caseId"])
+        if not reasons:
+            lines.append(f"- {peer['name']} ({peer['dtype']}): every case is expressible.")
+            continue
+        for reason, ids in reasons.items():
+            shown = ", ".join(f"`{i}`" for i in ids[:3]) + (
+                f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+            )
+            count = f"{len(ids)} case{'s' if len(ids) > 1 else ''}"
+            lines.append(f"- {peer['name']} ({peer['dtype']}), {count} ({shown}): {_short(reason)}")
+    lines += [
+        "",
+        "### Each engine's convention, in the contract's words",
+        "",
+        "| engine | parameter | what it attends to |",
+        "|---|---|---|",
+        *(f"| {engine} | {parameter} | {meaning} |" for engine, parameter, meaning in ENGINE_CONVENTIONS),
+        "",
+    ]
+    return lines
 
 
 def conformance_page(results: dict, cases: list[FixtureCase]) -> str:
     """The page, from peers.ts's results and the fixture cases they were run on."""
     peers = results["peers"]
     rules = [r for r in CONTRACT if not set(r.tags) & set(LEFT_OUT) and rule_cases(r, cases)]
-    column = [f"{p['name']} ({p['dtype']})" for p in peers]
     lines = [
         "# The peers through the conformance kit",
         "",
@@ -87,27 +173,29 @@ def conformance_page(results: dict, cases: list[FixtureCase]) -> str:
         "(docs/design.md): where a peer gives another answer, the page says what it gave and, where the",
         "rule is a convention rather than arithmetic, says that too.",
         "",
-        "| peer | version | dtype | what runs | pass | fail | outside | seconds |",
-        "|---|---|---|---|---:|---:|---:|---:|",
+        "| peer | version | dtype | what runs | pass | fail | outside | not expressible | seconds |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for peer in peers:
-        counts = {k: sum(v["verdict"] == k for v in peer["verdicts"]) for k in ("pass", "fail", "outside")}
+        counts = {k: sum(v["verdict"] == k for v in peer["verdicts"]) for k in VERDICTS}
         lines.append(
             f"| {peer['name']} | {peer['version']} | {peer['dtype']} | {peer['about']} | {counts['pass']}"
-            f" | {counts['fail']} | {counts['outside']} | {peer['seconds']:.1f} |"
+            f" | {counts['fail']} | {counts['outside']} | {counts['not expressible']}"
+            f" | {peer['seconds']:.1f} |"
         )
     lines += [
         "",
         "*outside*: a case whose inputs or scores the peer's dtype cannot hold, where the contract",
-        "defines no answer. The invalid-input cases are not run: the peers take typed tensors, so the",
-        "adapter would refuse a ragged array or a string before the peer saw it.",
+        "defines no answer. *not expressible*: a case with an option the peer has no parameter for",
+        "(below, with the reasons). The invalid-input cases are not run: the peers take typed tensors,",
+        "so the adapter would refuse a ragged array or a string before the peer saw it.",
         "",
+        *group_lines(peers, cases),
         "## Rule by rule",
         "",
         "A failing case is counted once, under the most specific rule whose tags it carries.",
         "",
-        "| rule | cases | " + " | ".join(column) + " |",
-        "|---|---:|" + "---|" * len(peers),
+        *_peer_table_head("rule", peers),
     ]
     by_peer = [{v["caseId"]: v for v in peer["verdicts"]} for peer in peers]
     details: list[list[str]] = [[] for _ in peers]
@@ -149,7 +237,9 @@ def conformance_page(results: dict, cases: list[FixtureCase]) -> str:
         "",
         f"Node {results['node']}. Each peer runs in a child process of its own, restarted after a",
         "case that ends it (a native crash is reported as such). The ONNX graph is one Attention",
-        "node (opset 23) built by typescript/conformance/peers.ts; tfjs has no attention operator,",
+        "node (opset 23, or 24 for nonpad_kv_seqlen) or one GroupQueryAttention node (com.microsoft)",
+        "for a window, sink logits or a causal query offset, built by typescript/conformance/peers.ts;",
+        "tfjs has no attention operator,",
         "so its column is the textbook composition of tfjs's matMul, softmax and where.",
         "onnxruntime-node has no float16 column: its binding refuses every float16 tensor from",
         "JavaScript (`not enough space: expected 24, got 0` for 12 values), whatever the case.",
