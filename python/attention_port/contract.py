@@ -29,7 +29,7 @@ class Option:
 
     python: str  # snake_case: the keyword argument
     javascript: str  # camelCase: the options object's property
-    type: str  # "boolean", "number", "integer", "mask", "tensor" or "object"
+    type: str  # "boolean", "number", "integer", "integers", "numbers", "window", "mask", "tensor" or "object"
     default: object  # None, False, 0.0, ...: the JSON value as Python reads it
     doc: str  # one line: the TypeScript doc comment
     fixture: str  # "every", "set", "inputs" or "none": where a case holds it
@@ -42,6 +42,12 @@ class Option:
     maximum: float | None = None  # inclusive
     error_kind: str | None = None  # the AttentionInputError's kind for a wrong value
     error_message: str | None = None  # "{name} must be ..., got {value}"
+    # (kind, message) of the errors an option of several numbers may raise besides its own: one of
+    # its numbers wrong (a window's side, a sink logit), its shape not fitting the tensors', an
+    # integer of it beyond key's length (kv_seqlen).
+    element_error: tuple[str, str] | None = None
+    shape_error: tuple[str, str] | None = None
+    limit_error: tuple[str, str] | None = None
 
     @property
     def in_params(self) -> bool:
@@ -69,7 +75,15 @@ def _option(record: dict) -> Option:
         maximum=record.get("maximum"),
         error_kind=error.get("kind"),
         error_message=error.get("message"),
+        element_error=_error(record, "elementError"),
+        shape_error=_error(record, "shapeError"),
+        limit_error=_error(record, "limitError"),
     )
+
+
+def _error(record: dict, field: str) -> tuple[str, str] | None:
+    error = record.get(field)
+    return None if error is None else (error["kind"], error["message"])
 
 
 # The attention core's options, in the order the contract declares them (the order of the

@@ -15,7 +15,9 @@ Checks run in this order, and the first failure is raised:
                                                                   kinds: rank, size, ragged, type
   4. shapes: ranks, batch dims, heads, feature sizes, key/value length  kinds: rank, shape, heads
   5. attn_mask shape: broadcasts to the scores [..., Hq, Lq, Lk]        kind: mask
-  6. size: the memory the computation needs, within memory_limit       kind: size
+  6. the options the shapes size: sink_logits [Hq], kv_seqlen and a per-batch query_offset [B...]
+     (or one integer), kv_seqlen's integers at most Lk                 kinds: shape, value
+  7. size: the memory the computation needs, within memory_limit       kind: size
 
 A few inputs exist in one language only and are checked where they arise: Python numbers too
 large for a float64 (10**400), numpy object arrays and torch tensors (read exactly, on the CPU, in
@@ -352,20 +354,22 @@ def to_mask_array(data: object, memory_limit: float = DEFAULT_MEMORY_LIMIT) -> n
     return np.array(values, dtype=bool if bools else np.float64).reshape(shape)
 
 
-def _accepts(option: Option, x: object) -> bool:
-    """Whether `x` is a value of `option`: its type, then its range (contract/options.json)."""
+def _accepts(option: Option, x: object, type: str | None = None) -> bool:
+    """Whether `x` is a value of `option`: its type, then its range (contract/options.json). `type`:
+    the type of one of its numbers ("integer" for a side of a window or one of integers)."""
+    type = type or option.type
     if option.nullable and x is None:
         return True
-    if option.type == "boolean":
+    if type == "boolean":
         return _is_boolean(x)
-    if option.type == "object":
+    if type == "object":
         return isinstance(x, dict)
-    if option.type not in ("number", "integer") or not is_number(x):
+    if type not in ("number", "integer") or not is_number(x):
         return False
     number = float(x)  # type: ignore[arg-type]
     return (
-        (not (option.finite or option.type == "integer") or math.isfinite(number))
-        and (option.type != "integer" or number.is_integer())
+        (not (option.finite or type == "integer") or math.isfinite(number))
+        and (type != "integer" or number.is_integer())
         and (option.minimum is None or x >= option.minimum)  # type: ignore[operator]
         and (option.exclusive_minimum is None or x > option.exclusive_minimum)  # type: ignore[operator]
         and (option.maximum is None or x <= option.maximum)  # type: ignore[operator]
@@ -395,10 +399,112 @@ def option_error(option: Option, x: object, **words: object) -> AttentionInputEr
 
 def check_option(option: Option, x: object) -> object:
     """`x` as a value of `option` (contract/options.json), or the option's error; an integer
-    comes back as a Python int."""
+    comes back as a Python int, integers as ints or nested lists of them, a window as a tuple
+    (left, right), numbers as a tuple of floats."""
+    if option.type in _SEVERAL and not (option.nullable and x is None):
+        return _SEVERAL[option.type](option, _as_list(x))
     if not _accepts(option, x):
         raise option_error(option, x)
     return int(x) if option.type == "integer" and x is not None else x  # type: ignore[call-overload]
+
+
+def _as_list(x: object) -> object:
+    """A numpy array or a torch tensor as nested lists (a 0-d one as its number), anything else as
+    it is: an option of several numbers is read from its lists."""
+    if isinstance(x, np.ndarray) or (type(x).__module__.split(".")[0] == "torch" and hasattr(x, "tolist")):
+        return x.tolist()  # type: ignore[union-attr]
+    return x
+
+
+def _element(option: Option, error: tuple[str, str], name: str, x: object, type: str) -> object:
+    """One number of an option of several: `x` of `type` in the option's range, or `error` naming
+    it (`name`: its path, window[0] or kv_seqlen[1][0])."""
+    if not _accepts(option, x, type) or x is None:
+        kind, message = error
+        raise AttentionInputError(kind, message.format(name=name, value=describe_value(x)))
+    return int(x) if type == "integer" else float(x)  # type: ignore[arg-type]
+
+
+def _check_integers(option: Option, x: object) -> object:
+    """An integer, or nested arrays of them (one per batch index; their shape is checked against
+    key's batch dims with the shapes): rectangular first, then each integer in the option's range."""
+    error = (option.error_kind, option.error_message)
+    if not _is_array(x):
+        return _element(option, error, option.python, x, "integer")  # type: ignore[arg-type]
+    infer_shape(option.python, x)
+
+    def walk(node: object, where: str) -> object:
+        if _is_array(node):
+            return [walk(child, f"{where}[{i}]") for i, child in enumerate(node)]  # type: ignore[arg-type]
+        return _element(option, error, where, node, "integer")  # type: ignore[arg-type]
+
+    return walk(x, option.python)
+
+
+def _check_window(option: Option, x: object) -> tuple[int | None, int | None]:
+    """A pair [left, right], each side an integer in the option's range or None (unbounded)."""
+    if not (_is_array(x) and len(x) == 2):  # type: ignore[arg-type]
+        what = f"an array of length {len(x)}" if _is_array(x) else describe_value(x)  # type: ignore[arg-type]
+        raise AttentionInputError(
+            option.error_kind, option.error_message.format(name=option.python, value=what)
+        )  # type: ignore[arg-type, union-attr]
+    return tuple(  # type: ignore[return-value]
+        None
+        if side is None
+        else _element(option, option.element_error, f"{option.python}[{i}]", side, "integer")  # type: ignore[arg-type]
+        for i, side in enumerate(x)  # type: ignore[arg-type]
+    )
+
+
+def _check_numbers(option: Option, x: object) -> tuple[float, ...]:
+    """An array of numbers (NaN and the infinities among them); its length is checked against the
+    query's heads with the shapes."""
+    if not _is_array(x):
+        raise option_error(option, x)
+    return tuple(
+        _element(option, option.element_error, f"{option.python}[{i}]", v, "number")  # type: ignore[arg-type, misc]
+        for i, v in enumerate(x)  # type: ignore[arg-type]
+    )
+
+
+# The options of several numbers, by type: their checks name the number that is wrong.
+_SEVERAL: dict[str, Callable[[Option, object], object]] = {
+    "integers": _check_integers,
+    "window": _check_window,
+    "numbers": _check_numbers,
+}
+
+
+def check_option_shapes(
+    options: dict[str, object],
+    shapes: AttentionShapes,
+    query_shape: Sequence[int],
+    key_shape: Sequence[int],
+) -> None:
+    """The options whose shape the tensors decide, checked once their shapes are (check_options
+    has read them): numbers one per query head [Hq], integers an integer or one per batch index
+    [B...], and an integer of kv_seqlen at most key's length Lk (a count of valid keys)."""
+    for option in CORE_CHECK_ORDER:
+        x = options.get(option.python)
+        if option.shape_error is None or x is None:
+            continue
+        given = (len(x),) if option.type == "numbers" else tuple(nested_shape(x))  # type: ignore[arg-type]
+        expected = (shapes.query_heads,) if option.type == "numbers" else shapes.batch
+        words = {
+            "shape": format_shape(given),
+            "batch": format_shape(shapes.batch),
+            "heads": shapes.query_heads,
+            "query": format_shape(query_shape),
+            "key": format_shape(key_shape),
+            "length": shapes.key_length,
+        }
+        if given not in (expected, ()):
+            kind, message = option.shape_error
+            raise AttentionInputError(kind, message.format(name=option.python, **words))
+        for where, n in leaves(x, len(given)) if option.limit_error else ():
+            if n > shapes.key_length:
+                kind, message = option.limit_error
+                raise AttentionInputError(kind, message.format(name=option.python + where, value=n, **words))
 
 
 # The largest query_offset: JavaScript's largest exact integer, so that both languages accept the

@@ -113,6 +113,10 @@ def layer_with(core: Core):
         is_causal: bool = False,
         scale: float | None = None,
         softcap: float = 0.0,
+        window: tuple[int | None, int | None] | None = None,
+        sink_tokens: int = 0,
+        sink_logits=None,
+        kv_seqlen: int | list | None = None,
         rope: dict | None = None,
         need_weights: bool = False,
         past_key=None,
@@ -127,6 +131,7 @@ def layer_with(core: Core):
         past_key [B..., Hkv, P, E] and past_value [B..., Hkv, P, Ev] are the keys (after RoPE) and
         values of P earlier positions: the new rows sit at positions P, P+1, ..., so RoPE turns
         them there and the causal rule lets row i see keys j <= i + P (the core's query_offset = P).
+        window, sink_tokens, sink_logits and kv_seqlen are the core's, over the P + Lk keys.
         memory_limit bounds the bytes the layer's tensors may need, and the core's (kind "size")."""
         num_heads, num_kv_heads = check_heads(num_heads, num_kv_heads)
         check_memory_limit(memory_limit)  # before any tensor is read: each is read within it
@@ -186,10 +191,12 @@ def layer_with(core: Core):
             v = core.concatenate(past["past_value"], v)  # [B..., Hkv, P+Lk, Ev]
 
         # Step 4: attend. The core, once for every head (query head h reads key/value head
-        # h // (Hq / Hkv) when there are fewer key/value heads); row i is at position i + P.
+        # h // (Hq / Hkv) when there are fewer key/value heads); row i is at position i + P. The
+        # window, the sinks and kv_seqlen are the core's, over the P + Lk keys (the core checks them).
         steps = core.attention_steps(
             q, k, v, mask, is_causal=is_causal, scale=scale, enable_gqa=num_kv_heads != num_heads,
-            softcap=softcap, query_offset=cached, memory_limit=memory_limit,
+            softcap=softcap, window=window, sink_tokens=sink_tokens, sink_logits=sink_logits,
+            kv_seqlen=kv_seqlen, query_offset=cached, memory_limit=memory_limit,
         )  # fmt: skip
         heads = steps.output  # [B..., Hq, Lq, Ev]  a fully-masked row is +0.0
 

@@ -67,16 +67,17 @@ def apply_rotary(x, positions, *, theta=10000.0, rotary_dim=None, interleaved=Fa
 
 def multi_head_attention(
     x_q, x_kv=None, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, num_heads,
-    num_kv_heads=None, attn_mask=None, is_causal=False, scale=None, softcap=0.0, rope=None,
-    need_weights=False, past_key=None, past_value=None, return_cache=False,
-    memory_limit=DEFAULT_MEMORY_LIMIT, device=None, dtype=None,
+    num_kv_heads=None, attn_mask=None, is_causal=False, scale=None, softcap=0.0, window=None, sink_tokens=0,
+    sink_logits=None, kv_seqlen=None, rope=None, need_weights=False, past_key=None, past_value=None,
+    return_cache=False, memory_limit=DEFAULT_MEMORY_LIMIT, device=None, dtype=None,
 ):  # fmt: skip
     """layer.multi_head_attention in torch: the same six steps, in `dtype` on `device`; the cache
     (past_key, past_value, present_key, present_value) in that dtype too, copied bit for bit."""
     return layer_with(TorchCore(device, dtype))(
         x_q, x_kv, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
         num_heads=num_heads, num_kv_heads=num_kv_heads, attn_mask=attn_mask, is_causal=is_causal,
-        scale=scale, softcap=softcap, rope=rope, need_weights=need_weights, past_key=past_key,
+        scale=scale, softcap=softcap, window=window, sink_tokens=sink_tokens, sink_logits=sink_logits,
+        kv_seqlen=kv_seqlen, rope=rope, need_weights=need_weights, past_key=past_key,
         past_value=past_value, return_cache=return_cache, memory_limit=memory_limit,
     )  # fmt: skip
 

@@ -55,6 +55,7 @@ from attention_port.inputs import (
     DEFAULT_MEMORY_LIMIT,
     AttentionInputError,
     AttentionShapes,
+    check_option_shapes,
     check_options,
     check_shapes,
     check_size,
@@ -63,7 +64,7 @@ from attention_port.inputs import (
     to_array,
     to_mask_array,
 )
-from attention_port.key_range import KeyRange, key_range, visible_keys
+from attention_port.key_range import KeyRange, key_range, sees_every_key, visible_keys
 
 try:
     import torch
@@ -259,6 +260,7 @@ def _prepare(query, key, value, attn_mask, device, dtype, options: dict[str, obj
     shapes = check_shapes(
         query.shape, key.shape, value.shape, None if mask is None else mask.shape, enable_gqa
     )
+    check_option_shapes(options, shapes, query.shape, key.shape)  # sink_logits [Hq], kv_seqlen [B...]
     check_size(shapes, memory_limit)  # before the [B..., Hq, Lq, Lk] steps are allocated
     scale = resolve_scale(scale, shapes.features)
 
@@ -280,8 +282,9 @@ def _prepare(query, key, value, attn_mask, device, dtype, options: dict[str, obj
 # The port
 
 
-def softmax(logits: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last axis, stable, with fully-masked rows giving +0.0.
+def softmax(logits: torch.Tensor, sinks: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax over the last axis, stable, with fully-masked rows giving +0.0; `sinks` [..., 1, 1]
+    (one per head, or None) joins each row's max and denominator without a value.
 
     Why subtract the row max: exp(1000) overflows float64 to inf and inf/inf is NaN, but softmax
     is unchanged by shifting a row by a constant, so exp(x - max) (every exponent <= 0, the largest
@@ -289,17 +292,24 @@ def softmax(logits: torch.Tensor) -> torch.Tensor:
 
     Why a fully-masked row needs care: its max is -inf, and -inf - (-inf) is NaN, so the tutorial's
     softmax returns a row of NaN there. Such a row has no key to attend to; torch and ONNX define
-    its weights (and its output) as zero, and so do we: by construction here, not by relying on
-    what torch.softmax happens to do with such a row.
+    its weights (and its output) as zero, and so do we (whatever its sink): by construction here,
+    not by relying on what torch.softmax happens to do with such a row.
+
+    A sink logit s is one more logit with no value: the max is max(s, the row's), the denominator
+    gains exp(s - max), so the row's weights sum to less than 1. It follows the logits' rules: NaN
+    or +inf makes the row NaN (inf - inf), -inf adds exp(-inf) = 0, nothing.
     """
     if logits.shape[-1] > 0:
         row_max = logits.amax(dim=-1, keepdim=True)  # [..., Lq, 1]  NaN if the row holds NaN
     else:  # Lk == 0: amax refuses an empty axis; numpy's initial=-inf gives -inf
         row_max = logits.new_full((*logits.shape[:-1], 1), -math.inf)  # [..., Lq, 1]
     fully_masked = row_max == -math.inf  # [..., Lq, 1]  (also true when Lk == 0)
-    shifted = logits - torch.where(fully_masked, 0.0, row_max)  # [..., Lq, Lk]  every cell <= 0
+    top = row_max if sinks is None else torch.maximum(row_max, sinks)  # [..., Lq, 1]  NaN meets NaN
+    shifted = logits - torch.where(fully_masked, 0.0, top)  # [..., Lq, Lk]  every cell <= 0
     exps = torch.exp(shifted)  # [..., Lq, Lk]  masked cells: exp(-inf) = 0
-    sums = exps.sum(dim=-1, keepdim=True)  # [..., Lq, 1]  >= 1 in every row that has a key
+    sums = exps.sum(dim=-1, keepdim=True)  # [..., Lq, 1]  >= 1 in every row that has a key and no sink
+    if sinks is not None:
+        sums = sums + torch.exp(sinks - torch.where(fully_masked, 0.0, top))  # [..., Lq, 1]  the sink's share
     weights = torch.where(fully_masked, 0.0, exps / sums)  # [..., Lq, Lk]  0/0 replaced by +0.0
     return weights
 
@@ -314,18 +324,22 @@ def attention_steps(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
-    query_offset: int = 0,
+    query_offset: int | list = 0,
+    window: tuple[int | None, int | None] | None = None,
+    sink_tokens: int = 0,
+    sink_logits=None,
+    kv_seqlen: int | list | None = None,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     memory_limit: float = DEFAULT_MEMORY_LIMIT,
 ) -> AttentionSteps:
     """Scaled dot-product attention, returning every step. Arguments as in torch, plus the
     device and dtype to compute in (see the module docstring for the defaults) and memory_limit,
-    the most bytes the steps may need (kind "size" above it; see inputs.py). query_offset is
-    reference.py's: the position of query row 0 among the keys for is_causal."""
+    the most bytes the steps may need (kind "size" above it; see inputs.py). query_offset, window,
+    sink_tokens, sink_logits and kv_seqlen are reference.py's."""
     inputs = _prepare(query, key, value, attn_mask, device, dtype, _core_options(locals()))
     query, key, value, mask = inputs.query, inputs.key, inputs.value, inputs.mask
-    shapes, scale, query_offset = inputs.shapes, inputs.scale, inputs.options["query_offset"]
+    shapes, scale, options = inputs.shapes, inputs.scale, inputs.options
 
     if shapes.group_size != 1:
         # Grouped-query attention: each key/value head serves group_size consecutive query heads,
@@ -348,8 +362,10 @@ def attention_steps(
     allowed = torch.ones(logits.shape, dtype=torch.bool, device=logits.device)  # [B..., Hq, Lq, Lk]
     # key_range.py decides which keys each row sees. With is_causal, query i sits at position
     # i + query_offset and may look at keys j <= i + query_offset only (offset 0 is torch's
-    # top-left rule; a decode step after P cached keys has offset P).
-    keys = key_range(shapes, is_causal=is_causal, query_offset=query_offset)
+    # top-left rule; a decode step after P cached keys has offset P). A window (left, right) shows
+    # it keys p - left .. p + right of its position p, the sink tokens besides; kv_seqlen hides
+    # every key from kv_seqlen[b] on.
+    keys = _key_range(shapes, options)
     allowed &= _visible_keys(keys, logits.device)  # [B..., 1, Lq, Lk]
     if mask is not None and mask.dtype == torch.bool:
         allowed &= mask  # True = may attend; broadcasts numpy-style
@@ -357,8 +373,14 @@ def attention_steps(
         logits = logits + mask  # a float mask is added; -inf in it masks, a finite value is a bias
     logits = torch.where(allowed, logits, -math.inf)  # [B..., Hq, Lq, Lk]
 
-    # Step 4: weights. Softmax over the keys turns each row of logits into a distribution.
-    weights = softmax(logits)  # [B..., Hq, Lq, Lk]
+    # Step 4: weights. Softmax over the keys turns each row of logits into a distribution; a sink
+    # logit per head takes a share of it and gives no value back.
+    sinks = options["sink_logits"]
+    if sinks is not None:
+        heads = (shapes.query_heads,) if shapes.has_heads else ()
+        sinks = torch.tensor(sinks, dtype=torch.float64).to(logits.dtype).to(logits.device)
+        sinks = sinks.reshape(*heads, 1, 1)  # [Hq, 1, 1] ([1, 1] for rank 2)
+    weights = softmax(logits, sinks)  # [B..., Hq, Lq, Lk]
 
     # Step 5: output. Each query's output is the weights-average of the value rows.
     output = weights @ value  # [B..., Hq, Lq, Ev]
@@ -368,6 +390,12 @@ def attention_steps(
     output = torch.where(fully_masked, 0.0, output)  # [B..., Hq, Lq, Ev]
 
     return AttentionSteps(scores=scores, logits=logits, weights=weights, output=output)
+
+
+def _key_range(shapes: AttentionShapes, options: dict[str, object]) -> KeyRange:
+    """key_range.py's key range from the checked options (those it reads)."""
+    names = ("is_causal", "query_offset", "window", "sink_tokens", "kv_seqlen")
+    return key_range(shapes, **{name: options[name] for name in names})  # type: ignore[arg-type]
 
 
 def _visible_keys(keys: KeyRange, device: torch.device) -> torch.Tensor:
@@ -386,7 +414,11 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
-    query_offset: int = 0,
+    query_offset: int | list = 0,
+    window: tuple[int | None, int | None] | None = None,
+    sink_tokens: int = 0,
+    sink_logits=None,
+    kv_seqlen: int | list | None = None,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     memory_limit: float = DEFAULT_MEMORY_LIMIT,
@@ -422,7 +454,11 @@ def torch_sdpa(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
-    query_offset: int = 0,
+    query_offset: int | list = 0,
+    window: tuple[int | None, int | None] | None = None,
+    sink_tokens: int = 0,
+    sink_logits=None,
+    kv_seqlen: int | list | None = None,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
@@ -434,8 +470,10 @@ def torch_sdpa(
     query offset, so the causal rule is folded into a mask here when either is given (the port's
     contract combines the two); and a 1-D mask is given a
     leading 1, because torch 2.13's fused CPU kernel raises IndexError for a 1-D mask.
-    `softcap` is accepted so that the port's keyword arguments can be passed unchanged, but torch
-    has no softcap: anything other than 0 raises ValueError.
+    The window, the sink tokens, kv_seqlen and a per-batch query_offset are folded into the mask
+    the same way (the key range's visible keys). `softcap` and `sink_logits` are accepted so that
+    the port's keyword arguments can be passed unchanged, but torch has neither: a softcap other
+    than 0, or sink logits, raise ValueError.
     """
     # No size limit: the kernel does not hold the [..., Lq, Lk] steps (its fused kernels never
     # make them), and it is torch's to refuse what does not fit.
@@ -444,17 +482,23 @@ def torch_sdpa(
     )
     if softcap > 0:
         raise ValueError("torch's scaled_dot_product_attention has no softcap; use softcap=0")
+    if inputs.options["sink_logits"] is not None:
+        raise ValueError("torch's scaled_dot_product_attention has no sink logits; use sink_logits=None")
     query, key, value, mask = inputs.query, inputs.key, inputs.value, inputs.mask
-    shapes, query_offset = inputs.shapes, inputs.options["query_offset"]
-    if is_causal and (mask is not None or query_offset != 0):
-        # Fold the causal rule into the mask: a cell is allowed only if both allow it.
-        keys = key_range(shapes, is_causal=True, query_offset=query_offset)
-        causal = _visible_keys(keys, query.device)  # [B..., 1, Lq, Lk]
-        if mask is None:
-            mask = causal
-        else:
-            blocked = False if mask.dtype == torch.bool else -math.inf
-            mask = torch.where(causal, mask, blocked)  # [..., Lq, Lk]
+    shapes, options = inputs.shapes, inputs.options
+    narrowed = any(
+        options[name] not in (None, 0) for name in ("window", "sink_tokens", "kv_seqlen", "query_offset")
+    )
+    if not (is_causal and mask is None and not narrowed):  # else torch's own is_causal says it all
+        keys = _key_range(shapes, options)
+        if not sees_every_key(keys, shapes.query_length):
+            # Fold the key range into the mask: a cell is allowed only if both allow it.
+            seen = _visible_keys(keys, query.device)  # [B..., 1, Lq, Lk]
+            if mask is None:
+                mask = seen
+            else:
+                blocked = False if mask.dtype == torch.bool else -math.inf
+                mask = torch.where(seen, mask, blocked)  # [..., Lq, Lk]
         is_causal = False
     if mask is not None and mask.dim() < 2:
         mask = mask.reshape(1, *mask.shape)  # [1, Lk]
@@ -479,14 +523,18 @@ def sdpa_shares_semantics(
     scale: float | None = None,
     enable_gqa: bool = False,
     softcap: float = 0.0,
-    query_offset: int = 0,
+    query_offset: int | list = 0,
+    window: tuple[int | None, int | None] | None = None,
+    sink_tokens: int = 0,
+    sink_logits=None,
+    kv_seqlen: int | list | None = None,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
 ) -> bool:
     """Whether `torch_sdpa` should match the port (to rounding) for these inputs.
 
     The rules, from what torch 2.13's CPU kernels (math and fused flash) were measured to do:
-      1. softcap > 0: never; torch's kernel has no softcap.
+      1. softcap > 0 or sink logits: never; torch's kernel has neither.
       2. A non-finite value in query, key or value, or NaN or +inf in a float attn_mask: no.
          torch lets NaN through where the port masks it: a masked key holding NaN still makes
          every row NaN (the NaN score survives the mask), NaN in value turns a fully-masked row's
@@ -507,7 +555,7 @@ def sdpa_shares_semantics(
     Bad inputs raise AttentionInputError, as in the port.
     """
     inputs = _prepare(query, key, value, attn_mask, device, dtype, _core_options(locals()))
-    if softcap > 0:
+    if softcap > 0 or inputs.options["sink_logits"] is not None:
         return False
     for tensor in (inputs.query, inputs.key, inputs.value):
         if not bool(torch.isfinite(tensor).all()):

@@ -143,7 +143,54 @@ def _large_finite_mask(case) -> bool:
 
 
 def _offset(case) -> int:
-    return case.params.get("query_offset", 0)
+    """The case's one query_offset (0 for a per-batch one: the rules below are about one offset)."""
+    offset = case.params.get("query_offset", 0)
+    return offset if isinstance(offset, int) else 0
+
+
+def _sinks(case) -> np.ndarray | None:
+    sinks = case.params.get("sink_logits")
+    return None if sinks is None else np.array(sinks, dtype=np.float64)
+
+
+def _sink_rows(case, sink: Callable[[float], bool]):
+    """The rows of the heads whose sink logit `sink` accepts: (logits, weights, output) per row."""
+    sinks = _sinks(case)
+    if sinks is None:
+        return []
+    e = case.expected
+    heads = e.logits.shape[-3] if e.logits.ndim >= 3 else 1
+    logits = e.logits.reshape(-1, heads, *e.logits.shape[-2:])  # [B, Hq, Lq, Lk]
+    weights = e.weights.reshape(logits.shape)
+    output = e.output.reshape(-1, heads, *e.output.shape[-2:])  # [B, Hq, Lq, Ev]
+    return [
+        (logits[b, h, i], weights[b, h, i], output[b, h, i])
+        for b in range(logits.shape[0])
+        for h in range(heads)
+        if sink(sinks[h])
+        for i in range(logits.shape[-2])
+    ]
+
+
+def _sink_takes_a_share(case) -> bool:
+    """A row that sees keys, with a finite sink, whose weights sum to less than 1."""
+    return any(
+        not _fully_masked(lg) and np.isfinite(w).all() and w.sum() < 1 - 1e-9
+        for lg, w, _ in _sink_rows(case, math.isfinite)
+    )
+
+
+def _sink_special(value: float) -> Callable[[FixtureCase], bool]:
+    """A head whose sink logit is `value` (NaN or +inf) gives NaN in every row that sees a key, and
+    +0.0 in a row that sees none."""
+
+    def witness(case) -> bool:
+        rows = _sink_rows(case, lambda s: s == value or (math.isnan(value) and math.isnan(s)))
+        seeing = [np.isnan(out).all() for lg, _, out in rows if not _fully_masked(lg)]
+        hidden = [_plus_zero(out) for lg, _, out in rows if _fully_masked(lg)]
+        return bool(seeing) and all(seeing) and bool(hidden) and all(hidden)
+
+    return witness
 
 
 def _offset_moves_the_causal_rule(case) -> bool:
@@ -191,6 +238,16 @@ WITNESSES: dict[str, Callable[[FixtureCase], bool]] = {
         and np.isfinite(c.expected.output).all()
     ),
     "score-overflow": lambda c: c.expected.score_bound > np.finfo(np.float64).max,
+    "sink-logits": _sink_takes_a_share,
+    "sink-fully-hidden": lambda c: any(
+        _fully_masked(lg) and _plus_zero(out) for lg, _, out in _sink_rows(c, math.isfinite)
+    ),
+    "sink-nan": _sink_special(math.nan),
+    "sink-inf": _sink_special(math.inf),
+    "kv-seqlen": lambda c: 0 in np.ravel(c.params.get("kv_seqlen", [])) and any(
+        _fully_masked(lg) and _plus_zero(out) for lg, _, out, _, _, _ in _rows(c)
+    ),
+    "ragged-offset": lambda c: isinstance(c.params.get("query_offset"), list) and c.params["is_causal"],
 }  # fmt: skip
 
 

@@ -368,3 +368,49 @@ def test_both_languages_refuse_malformed_trees_with_the_same_kind_and_message(pr
             if answer is not None:
                 answer = [answer[0], normalize_message(answer[1])]
             assert answer == python, (port, problem)
+
+
+@pytest.mark.parametrize(
+    "port", [reference.scaled_dot_product_attention, torch_port.scaled_dot_product_attention]
+)
+def test_the_options_of_several_numbers_take_python_arrays_and_tensors_as_lists(port):
+    """kv_seqlen, query_offset and sink_logits as numpy arrays or torch tensors read as the lists
+    they hold; a window's side 2.0 is the integer 2, as query_offset's is."""
+    q, k = np.ones((2, 2, 3, 4)) / 3, np.arange(2 * 2 * 5 * 4).reshape(2, 2, 5, 4) / 40  # [B, H, L, E]
+    as_lists = {"kv_seqlen": [5, 2], "query_offset": [2, 1], "sink_logits": [0.5, -1.0], "window": (2, None)}
+    as_arrays = {
+        "kv_seqlen": np.array([5, 2]),
+        "query_offset": torch.tensor([2, 1]),
+        "sink_logits": torch.tensor([0.5, -1.0], dtype=torch.float64),
+        "window": (2.0, None),
+    }
+    expected = np.asarray(port(q, k, k, is_causal=True, **as_lists))
+    assert np.array_equal(np.asarray(port(q, k, k, is_causal=True, **as_arrays)), expected)
+    # One integer stands for every batch index.
+    both = np.asarray(port(q, k, k, kv_seqlen=np.int64(3)))
+    assert np.array_equal(both, np.asarray(port(q, k, k, kv_seqlen=[3, 3])))
+
+
+INTEGER = "an integer from 0 to 2^53 - 1"
+SIDE = f"{INTEGER}, or null (unbounded)"
+
+
+@pytest.mark.parametrize(
+    "port", [reference.scaled_dot_product_attention, torch_port.scaled_dot_product_attention]
+)
+@pytest.mark.parametrize(
+    ("options", "kind", "message"),
+    [
+        ({"window": (HUGE, 0)}, "value", f"window[0] must be {SIDE}, got a number beyond the float64 range"),
+        ({"window": (True, 0)}, "value", f"window[0] must be {SIDE}, got a boolean"),
+        ({"kv_seqlen": np.array([1.5, 2.0])}, "value", f"kv_seqlen[0] must be {INTEGER}, got 1.5"),
+        ({"sink_logits": np.array([[1.0], [2.0]])}, "value", "sink_logits[0] must be a number, got an array"),
+        ({"sink_logits": [True, 1.0]}, "value", "sink_logits[0] must be a number, got a boolean"),
+        ({"query_offset": [2, 2**53]}, "value", f"query_offset[1] must be {INTEGER}, got 9007199254740992"),
+        ({"kv_seqlen": 6}, "value",
+         "kv_seqlen is 6, more than key's length Lk = 5: it counts the valid keys (key [2, 2, 5, 4])"),
+    ],
+)  # fmt: skip
+def test_a_window_sinks_and_key_counts_name_the_number_that_is_wrong(port, options, kind, message):
+    q, k = np.ones((2, 2, 3, 4)), np.ones((2, 2, 5, 4))  # [B, H, L, E]
+    _raises(kind, message, lambda: port(q, k, k, **options))

@@ -39,8 +39,9 @@ def _to_float(x: Decimal) -> float:
     return float(Fraction(x))
 
 
-def _decimal_attention(q, k, v, scale, mask=None, causal=False, softcap=0.0):
-    """softmax(q kᵀ scale [softcap] [+ mask]) v for finite rank-2 inputs, a second way."""
+def _decimal_attention(q, k, v, scale, mask=None, causal=False, softcap=0.0, sink=None):
+    """softmax(q kᵀ scale [softcap] [+ mask]) v for finite rank-2 inputs, a second way; `sink`, a
+    finite sink logit, joins the max and the denominator without a value."""
     with localcontext(_CONTEXT):
         lq, lk = q.shape[0], k.shape[0]
         out = np.zeros((lq, v.shape[1]))
@@ -61,9 +62,9 @@ def _decimal_attention(q, k, v, scale, mask=None, causal=False, softcap=0.0):
             kept = [x for x in logits if x is not None]
             if not kept:
                 continue
-            top = max(kept)
+            top = max(kept) if sink is None else max(*kept, Decimal(float(sink)))
             exps = [(x - top).exp() if x is not None else Decimal(0) for x in logits]
-            total = sum(exps, Decimal(0))
+            total = sum(exps, Decimal(0)) + (0 if sink is None else (Decimal(float(sink)) - top).exp())
             for j in range(lk):
                 weights[i, j] = _to_float(exps[j] / total)
             for t in range(v.shape[1]):
@@ -90,6 +91,58 @@ def test_oracle_agrees_with_the_second_method(seed):
         with localcontext(_CONTEXT):
             scale = 1 / Decimal(6).sqrt()  # the exact 1/sqrt(E), as the oracle uses
         _agree(result, *_decimal_attention(q, k, v, scale, mask, causal))
+
+
+@pytest.mark.parametrize(
+    ("window", "sink_tokens", "kv_seqlen", "query_offset", "causal", "sink"),
+    [
+        ((2, 0), 0, None, 0, True, None),
+        ((1, 1), 0, None, 3, False, None),
+        ((None, 0), 0, 5, 2, False, None),
+        ((1, 0), 2, None, 1, True, 0.75),
+        (None, 0, 4, 0, False, -2.0),
+        ((0, 0), 3, 6, 4, True, 30.0),
+    ],
+)
+def test_windows_sinks_and_key_counts_agree_with_the_second_method(
+    window, sink_tokens, kv_seqlen, query_offset, causal, sink
+):
+    """The oracle's window, sinks and kv_seqlen against a mask written from the contract's
+    inequalities, and its sink logit against the second method's denominator."""
+    rng = np.random.default_rng(sink_tokens + (kv_seqlen or 0))
+    q, k, v = rng.standard_normal((5, 4)), rng.standard_normal((7, 4)), rng.standard_normal((7, 3))
+    left, right = window if window is not None else (None, None)
+    seen = np.zeros((5, 7), dtype=bool)
+    for i in range(5):
+        p = i + query_offset
+        for j in range(7):
+            hidden = j >= (kv_seqlen or 7) or (causal and j > p) or (right is not None and j > p + right)
+            seen[i, j] = not hidden and (j < sink_tokens or left is None or j >= p - left)
+    result = oracle.attention(
+        q, k, v, is_causal=causal, window=window, sink_tokens=sink_tokens, kv_seqlen=kv_seqlen,
+        query_offset=query_offset, sink_logits=None if sink is None else [sink],
+    )  # fmt: skip
+    with localcontext(_CONTEXT):
+        scale = 1 / Decimal(4).sqrt()
+    _agree(result, *_decimal_attention(q, k, v, scale, seen, sink=sink))
+    assert np.array_equal(result.logits == -np.inf, ~seen)
+    if sink is not None:  # the sink takes a share: every row that sees a key sums to less than 1
+        sums = result.weights[seen.any(axis=1)].sum(axis=1)
+        assert np.all(sums < 1)
+
+
+def test_a_sink_logit_follows_the_logits_rules():
+    """NaN and +inf make a row NaN, -inf adds nothing; a row that sees no key is +0.0 whatever."""
+    rng = np.random.default_rng(4)
+    q, k, v = rng.standard_normal((3, 3, 4)), rng.standard_normal((3, 5, 4)), rng.standard_normal((3, 5, 2))
+    mask = np.ones((3, 5), dtype=bool)
+    mask[1] = False  # row 1 sees no key
+    result = oracle.attention(q, k, v, mask, sink_logits=[np.nan, np.inf, -np.inf])
+    plain = oracle.attention(q, k, v, mask)
+    for head in (0, 1):
+        assert np.isnan(result.output[head, [0, 2]]).all()
+    assert np.array_equal(result.output[:, 1], np.zeros((3, 2))) and not np.signbit(result.output[:, 1]).any()
+    assert np.array_equal(result.output[2], plain.output[2])  # -inf: the plain softmax
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,8 @@ export function matMul(A: Matrix, B: Matrix): number[][] {
   });
 }
 
-/** Softmax of one row, stable, with a fully-masked row giving +0.0.
+/** Softmax of one row, stable, with a fully-masked row giving +0.0; `sinkLogit` (the head's, or
+ * null) joins the row's max and sum without a value.
  *
  * Why subtract the row max: Math.exp(1000) overflows to Infinity and Infinity / Infinity is NaN,
  * but softmax is unchanged by shifting a row by a constant, so exp(x - max) (every exponent <= 0,
@@ -58,9 +59,13 @@ export function matMul(A: Matrix, B: Matrix): number[][] {
  *
  * Why a fully-masked row needs care: its max is -Infinity, and -Infinity - (-Infinity) is NaN, so
  * the tutorial's softmax returns a row of NaN there. Such a row has no key to attend to; torch and
- * ONNX define its weights (and its output) as zero, and so do we.
+ * ONNX define its weights (and its output) as zero, and so do we (whatever its sink).
+ *
+ * A sink logit s is one more logit with no value: the max is max(s, the row's), the sum gains
+ * exp(s - max), so the row's weights sum to less than 1. It follows the logits' rules: NaN or
+ * Infinity makes the row NaN (Infinity - Infinity), -Infinity adds exp(-Infinity) = 0, nothing.
  */
-export function softmax(row: readonly number[]): number[] {
+export function softmax(row: readonly number[], sinkLogit: number | null = null): number[] {
   let rowMax = -Infinity; // stays -Infinity for an empty row (Lk == 0): fully masked too
   for (const x of row) {
     rowMax = Math.max(rowMax, x); // Math.max, not `>`: a NaN cell makes the max NaN, as in numpy
@@ -68,9 +73,13 @@ export function softmax(row: readonly number[]): number[] {
   if (rowMax === -Infinity) {
     return row.map(() => 0); // [Lk]  every cell masked: nothing to attend to
   }
+  if (sinkLogit !== null) {
+    rowMax = Math.max(rowMax, sinkLogit); // the sink joins the max (a NaN sink makes it NaN)
+  }
   const exps = row.map((x) => Math.exp(x - rowMax)); // [Lk]  masked cells: exp(-Infinity) = 0
-  const sum = exps.reduce((a, e) => a + e, 0); // >= 1: the max cell contributes exp(0) = 1
-  return exps.map((e) => e / sum); // [Lk]
+  const sum = exps.reduce((a, e) => a + e, 0); // >= 1 without a sink: the max cell contributes exp(0) = 1
+  const sinkShare = sinkLogit === null ? 0 : Math.exp(sinkLogit - rowMax); // the sink's part, no value
+  return exps.map((e) => e / (sum + sinkShare)); // [Lk]
 }
 
 /** Options for one head; Part 2 fills them from the user's options. */
@@ -79,10 +88,18 @@ export interface HeadOptions {
   readonly mask?: readonly (readonly (boolean | number)[])[] | null;
   /** Query i may attend to key j only when j <= i + queryOffset. */
   readonly isCausal?: boolean;
-  /** The position of query row 0 among the keys, for isCausal (0: top-left). */
+  /** The position of query row 0 among the keys (0: top-left). */
   readonly queryOffset?: number;
-  /** Which keys each query row may see (key-range.ts); given, it stands for isCausal and queryOffset. */
+  /** A sliding window [left, right]: row i at p = i + queryOffset sees keys p - left .. p + right. */
+  readonly window?: readonly [number | null, number | null] | null;
+  /** Keys 0..sinkTokens-1 stay visible whatever the window's left side says. */
+  readonly sinkTokens?: number;
+  /** Keys from kvSeqlen on are hidden (null: every key). */
+  readonly kvSeqlen?: number | null;
+  /** Which keys each query row may see (key-range.ts); given, it stands for the five options above. */
   readonly keys?: RowKeys;
+  /** The head's sink logit, which joins softmax without a value (null: none). */
+  readonly sinkLogit?: number | null;
   /** Multiplies the scores; defaults to 1/sqrt(E). */
   readonly scale?: number;
   /** If > 0, logits become softcap * tanh(logits / softcap). */
@@ -106,7 +123,8 @@ export function attentionHead(
 ): HeadSteps {
   const E = query[0]?.length ?? 0;
   const { mask = null, isCausal = false, queryOffset = 0, scale = 1 / Math.sqrt(E), softcap = 0 } = options;
-  const keys = options.keys ?? rowKeys({ isCausal, queryOffset }, query.length, key.length);
+  const { sinkLogit = null } = options;
+  const keys = options.keys ?? rowKeys({ ...options, isCausal, queryOffset }, query.length, key.length);
 
   // Step 1: scores. How well each query matches each key: a dot product per (query, key) pair.
   const scores = matMul(query, transpose(key)); // [Lq, E] · [E, Lk] -> [Lq, Lk]
@@ -125,7 +143,9 @@ export function attentionHead(
     for (let j = 0; j < logits[i].length; j++) {
       // key-range.ts decides which keys each row sees. With isCausal, query i sits at position
       // i + queryOffset and may look at keys j <= i + queryOffset only (offset 0 is torch's
-      // top-left rule; a decode step after P cached keys has offset P).
+      // top-left rule; a decode step after P cached keys has offset P). A window [left, right] shows
+      // it keys p - left .. p + right of its position p, the sink tokens besides; kvSeqlen hides
+      // every key from kvSeqlen[b] on.
       const visible = seesKey(keys, i, j);
       const cell = mask === null ? true : mask[i][j];
       if (cell === false || !visible) {
@@ -136,8 +156,9 @@ export function attentionHead(
     }
   } // logits: [Lq, Lk]
 
-  // Step 4: weights. Softmax over the keys turns each row of logits into a distribution.
-  const weights = logits.map(softmax); // [Lq, Lk]
+  // Step 4: weights. Softmax over the keys turns each row of logits into a distribution; a sink
+  // logit takes a share of it and gives no value back.
+  const weights = logits.map((row) => softmax(row, sinkLogit)); // [Lq, Lk]
 
   // Step 5: output. Each query's output is the weights-average of the value rows.
   // A fully-masked row's output is +0.0 by construction, even where value holds NaN or Infinity
@@ -159,6 +180,7 @@ import {
   AttentionInputError,
   type AttentionOptions,
   type AttentionSteps,
+  checkOptionShapes,
   checkShapes,
   checkSize,
   ERROR_KINDS,
@@ -196,17 +218,19 @@ export function attentionSteps(
   value: TensorInput,
   options?: AttentionOptions,
 ): AttentionSteps {
-  const { attnMask, isCausal, scale, enableGqa, softcap, queryOffset, memoryLimit } =
-    readOptions<MaskInput>(options);
+  const checked = readOptions<MaskInput>(options);
+  const { attnMask, scale, enableGqa, softcap, sinkLogits, memoryLimit } = checked;
   const q = toArray("query", query, memoryLimit); // [B..., Hq, Lq, E]
   const k = toArray("key", key, memoryLimit); // [B..., Hkv, Lk, E]
   const v = toArray("value", value, memoryLimit); // [B..., Hkv, Lk, Ev]
   const mask = attnMask === null ? null : toMaskArray(attnMask, memoryLimit); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
+  checkOptionShapes(checked, shapes, q.shape, k.shape); // sinkLogits [Hq], kvSeqlen [B...]
   checkSize(shapes, memoryLimit); // before the [B..., Hq, Lq, Lk] steps are allocated
-  const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = shapes;
+  const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev, queryHeads: Hq } = shapes;
   const headOptions = { softcap, scale: resolveScale(scale, E) };
-  const range = keyRange({ isCausal, queryOffset }, shapes); // which keys each row sees
+  // Which keys each row sees: isCausal, queryOffset, window, sinkTokens and kvSeqlen, per batch index.
+  const range = keyRange(checked, shapes);
 
   const steps: HeadSteps[] = []; // one per (batch, head), in row-major order
   for (const at of slices(shapes, mask === null ? null : mask.shape)) {
@@ -218,6 +242,7 @@ export function attentionSteps(
         ...headOptions,
         keys: sliceKeys(range, at.index), // the keys each row of this slice sees
         mask: mask === null ? null : maskOf(mask, at, Lq, Lk), // [Lq, Lk]
+        sinkLogit: sinkLogits === null ? null : sinkLogits[at.index % Hq], // this head's
       },
     );
     // With no key (Lk = 0), value has no row to tell Ev: every row is fully masked, so zeros.

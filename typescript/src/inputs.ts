@@ -15,7 +15,9 @@
  *                                                                   kinds: rank, size, ragged, type
  *   4. shapes: ranks, batch dims, heads, feature sizes, key/value length  kinds: rank, shape, heads
  *   5. attnMask shape: broadcasts to the scores [..., Hq, Lq, Lk]        kind: mask
- *   6. size: the memory the computation needs, within memoryLimit        kind: size
+ *   6. the options the shapes size: sinkLogits [Hq], kvSeqlen and a per-batch queryOffset [B...]
+ *      (or one integer), kvSeqlen's integers at most Lk                 kinds: shape, value
+ *   7. size: the memory the computation needs, within memoryLimit        kind: size
  *
  * A few inputs exist in one language only and are checked where they arise: the options object
  * itself here (`null` is not one); Python numbers too large for a float64, numpy object arrays
@@ -34,6 +36,7 @@
  */
 
 import { CORE_CHECKS, CORE_DEFAULTS, type CoreOptions, type OptionCheck } from "./generated/options.ts";
+import { type KeyRange, keyRange } from "./key-range.ts";
 
 // Every `kind` an AttentionInputError can carry, shared with the Python ports.
 export const ERROR_KINDS = ["ragged", "type", "rank", "shape", "heads", "mask", "value", "size"] as const;
@@ -520,23 +523,24 @@ function checkFlatMask(mask: unknown): KernelMask {
   return { shape, bool, float };
 }
 
-/** Whether `x` is a value of `option`: its type, then its range (contract/options.json). */
-function accepts(option: OptionCheck, x: unknown): boolean {
+/** Whether `x` is a value of `option`: its type, then its range (contract/options.json). `type`:
+ * the type of one of its numbers ("integer" for a side of a window or one of integers). */
+function accepts(option: OptionCheck, x: unknown, type: string = option.type): boolean {
   if (option.nullable && x === null) {
     return true;
   }
-  if (option.type === "boolean") {
+  if (type === "boolean") {
     return isBoolean(x);
   }
-  if (option.type === "object") {
+  if (type === "object") {
     return typeof x === "object" && x !== null && !isArray(x);
   }
   if (!isNumber(x)) {
     return false;
   }
   return (
-    (!(option.finite || option.type === "integer") || Number.isFinite(x)) &&
-    (option.type !== "integer" || Number.isInteger(x)) &&
+    (!(option.finite || type === "integer") || Number.isFinite(x)) &&
+    (type !== "integer" || Number.isInteger(x)) &&
     (option.minimum === null || x >= option.minimum) &&
     (option.exclusiveMinimum === null || x > option.exclusiveMinimum) &&
     (option.maximum === null || x <= option.maximum)
@@ -558,17 +562,131 @@ export function optionError(
   x: unknown,
   words: Readonly<Record<string, string>> = {},
 ): AttentionInputError {
-  let message = option.message.replace("{name}", option.name).replace("{value}", describeValue(x));
+  return fillError({ kind: option.kind, message: option.message }, option.name, describeValue(x), words);
+}
+
+/** An AttentionInputError of `error`'s kind, its message's {name}, {value} and other blanks filled in. */
+function fillError(
+  error: { readonly kind: ErrorKind; readonly message: string },
+  name: string,
+  value: string,
+  words: Readonly<Record<string, string>> = {},
+): AttentionInputError {
+  let message = error.message.replace("{name}", name).replace("{value}", value);
   for (const [blank, word] of Object.entries(words)) {
     message = message.replace(`{${blank}}`, word);
   }
-  return new AttentionInputError(option.kind, message);
+  return new AttentionInputError(error.kind, message);
 }
 
 /** `x` as a value of `option` (contract/options.json), or the option's error. */
 export function checkOption(option: OptionCheck, x: unknown): void {
-  if (!accepts(option, x)) {
+  const several = SEVERAL[option.type];
+  if (several !== undefined && !(option.nullable && x === null)) {
+    several(option, x);
+  } else if (!accepts(option, x)) {
     throw optionError(option, x);
+  }
+}
+
+/** One number of an option of several: `x` of `type` in the option's range, or `error` naming it
+ * (`name`: its path, window[0] or kvSeqlen[1][0]). */
+function checkElement(
+  option: OptionCheck,
+  error: { readonly kind: ErrorKind; readonly message: string },
+  name: string,
+  x: unknown,
+  type: "integer" | "number",
+): void {
+  if (!accepts(option, x, type) || x === null) {
+    throw fillError(error, name, describeValue(x));
+  }
+}
+
+/** An integer, or nested arrays of them (one per batch index; their shape is checked against
+ * key's batch dims with the shapes): rectangular first, then each integer in the option's range. */
+function checkIntegers(option: OptionCheck, x: unknown): void {
+  const error = { kind: option.kind, message: option.message };
+  if (!isArray(x)) {
+    checkElement(option, error, option.name, x, "integer");
+    return;
+  }
+  inferShape(option.name, x);
+  const walk = (node: unknown, where: string): void => {
+    if (isArray(node)) {
+      node.forEach((child, i) => walk(child, `${where}[${i}]`));
+    } else {
+      checkElement(option, error, where, node, "integer");
+    }
+  };
+  walk(x, option.name);
+}
+
+/** A pair [left, right], each side an integer in the option's range or null (unbounded). */
+function checkWindow(option: OptionCheck, x: unknown): void {
+  if (!(isArray(x) && x.length === 2)) {
+    const what = isArray(x) ? `an array of length ${x.length}` : describeValue(x);
+    throw fillError({ kind: option.kind, message: option.message }, option.name, what);
+  }
+  x.forEach((side, i) => {
+    if (side !== null) {
+      checkElement(option, option.element!, `${option.name}[${i}]`, side, "integer");
+    }
+  });
+}
+
+/** An array of numbers (NaN and the infinities among them; a Float64Array or Float32Array too); its
+ * length is checked against the query's heads with the shapes. */
+function checkNumbers(option: OptionCheck, x: unknown): void {
+  if (!(isArray(x) || x instanceof Float64Array || x instanceof Float32Array)) {
+    throw optionError(option, x);
+  }
+  Array.from(x as ArrayLike<unknown>).forEach((v, i) =>
+    checkElement(option, option.element!, `${option.name}[${i}]`, v, "number"),
+  );
+}
+
+// The options of several numbers, by type: their checks name the number that is wrong.
+const SEVERAL: Readonly<Record<string, (option: OptionCheck, x: unknown) => void>> = {
+  integers: checkIntegers,
+  window: checkWindow,
+  numbers: checkNumbers,
+};
+
+/** The options whose shape the tensors decide, checked once their shapes are (readOptions has read
+ * them): numbers one per query head [Hq], integers an integer or one per batch index [B...], and
+ * an integer of kvSeqlen at most key's length Lk (a count of valid keys). */
+export function checkOptionShapes(
+  options: Readonly<Record<string, unknown>>,
+  shapes: AttentionShapes,
+  queryShape: readonly number[],
+  keyShape: readonly number[],
+): void {
+  for (const option of CORE_CHECKS) {
+    const x = options[option.name];
+    if (option.shape === null || x === null || x === undefined) {
+      continue;
+    }
+    const given = option.type === "numbers" ? [(x as ArrayLike<unknown>).length] : firstShape(option.name, x);
+    const expected = option.type === "numbers" ? [shapes.queryHeads] : shapes.batch;
+    const words = {
+      shape: formatShape(given),
+      batch: formatShape(shapes.batch),
+      heads: String(shapes.queryHeads),
+      query: formatShape(queryShape),
+      key: formatShape(keyShape),
+      length: String(shapes.keyLength),
+    };
+    if (given.length > 0 && formatShape(given) !== formatShape(expected)) {
+      throw fillError(option.shape, option.name, "", words);
+    }
+    const integers = option.limit === null ? [] : leaves(x, given.length);
+    integers.forEach((n, flat) => {
+      if ((n as number) > shapes.keyLength) {
+        const where = option.name + path(indicesOf(flat, given));
+        throw fillError(option.limit!, where, String(n), words);
+      }
+    });
   }
 }
 
@@ -738,15 +856,18 @@ export function resolveScale(scale: number | null | undefined, features: number)
  * read: flat row-major tensors, the mask as a KernelMask (read in place through strides), the
  * scale resolved. `Data` is Float64Array for the nested entry, either float type for the flat one. */
 export interface CheckedInputs<Data extends Float64Array | Float32Array = Float64Array>
-  extends Omit<CheckedOptions, "attnMask" | "enableGqa" | "scale"> {
+  extends Omit<CheckedOptions, "attnMask" | "enableGqa" | "scale" | "sinkLogits"> {
   readonly query: Data; // [B..., Hq, Lq, E]
   readonly key: Data; // [B..., Hkv, Lk, E]
   readonly value: Data; // [B..., Hkv, Lk, Ev]
   readonly mask: KernelMask | null; // broadcasts to [B..., Hq, Lq, Lk]
   readonly shapes: AttentionShapes; // what enableGqa allowed is in the heads
   readonly scale: number; // resolved: 1/sqrt(E) where none was given
-  // Every other option, checked: isCausal, softcap, queryOffset (an integer from 0 to 2^53 - 1),
-  // memoryLimit (bytes; each port says what it needs against it).
+  readonly keys: KeyRange; // which keys each row sees (key-range.ts): what a kernel reads of the options below
+  readonly sinkLogits: Float64Array | null; // [Hq]: head h's sink logit, or null for no sink
+  // Every other option, checked: isCausal, softcap, queryOffset, window, sinkTokens, kvSeqlen (as
+  // given: the key range is what a kernel reads of them), memoryLimit (bytes; each port says what
+  // it needs against it).
 }
 
 /** Every option once read and checked: given, or its default. */
@@ -818,21 +939,24 @@ function checkEntry<Data extends Float64Array | Float32Array, Mask>(
   ) => { readonly shape: readonly number[]; readonly data: Data },
   readMask: (mask: Mask, memoryLimit: number) => KernelMask,
 ): CheckedInputs<Data> {
-  const { attnMask, enableGqa, scale, ...checked } = readOptions<Mask>(options);
+  const { attnMask, enableGqa, scale, sinkLogits, ...checked } = readOptions<Mask>(options);
   const { memoryLimit } = checked;
   const q = readTensor("query", query, memoryLimit); // [B..., Hq, Lq, E]
   const k = readTensor("key", key, memoryLimit); // [B..., Hkv, Lk, E]
   const v = readTensor("value", value, memoryLimit); // [B..., Hkv, Lk, Ev]
   const mask = attnMask === null ? null : readMask(attnMask, memoryLimit); // broadcasts to the scores
   const shapes = checkShapes(q.shape, k.shape, v.shape, mask === null ? null : mask.shape, enableGqa);
+  checkOptionShapes({ ...checked, sinkLogits }, shapes, q.shape, k.shape);
   return {
     query: q.data,
     key: k.data,
     value: v.data,
     mask,
     shapes,
-    ...checked, // isCausal, softcap, queryOffset, memoryLimit, ...
+    ...checked, // isCausal, softcap, queryOffset, window, sinkTokens, kvSeqlen, memoryLimit, ...
     scale: resolveScale(scale, shapes.features),
+    keys: keyRange(checked, shapes),
+    sinkLogits: sinkLogits === null ? null : Float64Array.from(sinkLogits), // [Hq]
   };
 }
 

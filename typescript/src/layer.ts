@@ -254,6 +254,10 @@ function layerOver(
     isCausal = false,
     scale = null,
     softcap = 0,
+    window = null,
+    sinkTokens = 0,
+    sinkLogits = null,
+    kvSeqlen = null,
     rope = null,
     needWeights = false,
     pastKey = null,
@@ -324,12 +328,17 @@ function layerOver(
   }
 
   // Step 4: attend. The core, once for every head (query head h reads key/value head
-  // h // (Hq / Hkv) when there are fewer key/value heads); row i is at position i + P.
+  // h // (Hq / Hkv) when there are fewer key/value heads); row i is at position i + P. The window,
+  // the sinks and kvSeqlen are the core's, over the P + Lk keys (the core checks them).
   const attended = core(q, k, v, {
     attnMask,
     isCausal,
     scale,
     softcap,
+    window,
+    sinkTokens,
+    sinkLogits,
+    kvSeqlen,
     enableGqa: numKvHeads !== numHeads,
     queryOffset: cached,
     memoryLimit,

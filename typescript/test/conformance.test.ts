@@ -58,6 +58,23 @@ describe("loadCases", () => {
     assert.ok(invalid.every((c) => c.expected.error !== null && c.rule === null));
   });
 
+  test("windows, sinks and ragged batches come with their options as the ports take them", () => {
+    const byId = new Map(loadCases().map((c) => [c.id, c]));
+    const options = (id: string) => byId.get(id)!.options as Record<string, unknown>;
+    assert.deepEqual(options("window_gqa_offset_kv_seqlen").window, [3, 0]); // [left, right]
+    assert.deepEqual(options("window_gqa_offset_kv_seqlen").kvSeqlen, [9, 5]);
+    assert.deepEqual(options("window_both_sides_unbounded").window, [null, null]);
+    assert.deepEqual(options("ragged_decode_batch").queryOffset, [6, 3, 4]); // one per sequence
+    assert.deepEqual(options("ragged_kv_seqlen_causal_per_batch").kvSeqlen, [
+      [5, 3],
+      [4, 1],
+    ]);
+    assert.equal(options("sinks_streaming_window").sinkTokens, 2);
+    const [nan, half] = options("sinks_logits_nan").sinkLogits as number[]; // NaN as a number, not a string
+    assert.ok(Number.isNaN(nan) && half === 0.5);
+    assert.deepEqual(options("sinks_logits_minus_inf").sinkLogits, [-Infinity, -Infinity]);
+  });
+
   test("a tensor with a zero dim comes with its shape, as the ports take it", () => {
     const empty = loadCases().find((c) => c.id === "empty_keys");
     assert.ok(empty !== undefined);

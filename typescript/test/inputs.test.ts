@@ -603,3 +603,56 @@ describe("the layer's and RoPE's options, in the words Python writes (TypeScript
     expectError(() => checkRope({ base: 10 }, 4), "value", "rope has an unknown option 'base'");
   });
 });
+
+describe("a window, sinks and key counts", () => {
+  const q = tensor(2, 2, 3, 4); // [B, Hq, Lq, E]
+  const k = tensor(2, 2, 5, 4); // [B, Hkv, Lk, E]
+
+  test("sinkLogits may be a Float64Array or a Float32Array; one integer stands for every batch index", () => {
+    const plain = call(q, k, k, { sinkLogits: [0.5, -1] });
+    assert.deepEqual(call(q, k, k, { sinkLogits: Float64Array.of(0.5, -1) }), plain);
+    assert.deepEqual(call(q, k, k, { sinkLogits: Float32Array.of(0.5, -1) }), plain);
+    assert.deepEqual(call(q, k, k, { kvSeqlen: 3 }), call(q, k, k, { kvSeqlen: [3, 3] }));
+    assert.deepEqual(
+      call(q, k, k, { isCausal: true, queryOffset: 2 }),
+      call(q, k, k, { isCausal: true, queryOffset: [2, 2] }),
+    );
+    assert.deepEqual(call(q, k, k, { window: [null, null] }), call(q, k, k));
+  });
+
+  test("each wrong number is named by its path, in Python's words", () => {
+    const side = "an integer from 0 to 2^53 - 1, or null (unbounded)";
+    expectError(
+      () => call(q, k, k, { window: [true, 0] }),
+      "value",
+      `window[0] must be ${side}, got a boolean`,
+    );
+    expectError(() => call(q, k, k, { window: [0, NaN] }), "value", `window[1] must be ${side}, got NaN`);
+    expectError(
+      () => call(q, k, k, { sinkLogits: [[1], [2]] }),
+      "value",
+      "sinkLogits[0] must be a number, got an array",
+    );
+    expectError(
+      () => call(q, k, k, { sinkLogits: "0.5" }),
+      "value",
+      "sinkLogits must be an array of numbers, one per query head, or null, got a string",
+    );
+    expectError(
+      () => call(q, k, k, { queryOffset: [2, 2 ** 53] }),
+      "value",
+      "queryOffset[1] must be an integer from 0 to 2^53 - 1, got 9007199254740992",
+    );
+    expectError(
+      () => call(q, k, k, { kvSeqlen: 6 }),
+      "value",
+      "kvSeqlen is 6, more than key's length Lk = 5: it counts the valid keys (key [2, 2, 5, 4])",
+    );
+    // The options before the tensors: a bad window before a ragged query.
+    expectError(
+      () => call([[1], [2, 3]], k, k, { window: [-1, 0] }),
+      "value",
+      `window[0] must be ${side}, got -1`,
+    );
+  });
+});

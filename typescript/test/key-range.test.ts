@@ -1,6 +1,7 @@
-// key-range.ts, which decides which keys each query row sees: held to the contract's sentence
+// key-range.ts, which decides which keys each query row sees: held to the contract's sentences
 // (docs/design.md, section 3: with isCausal, key j is allowed for query i only when
-// j <= i + queryOffset) and to the two properties the tiled ports rely on, for any RowKeys.
+// j <= i + queryOffset; a window, sink tokens and kvSeqlen as the contract's inequalities) and to
+// the two properties the tiled ports rely on, for any RowKeys.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -16,6 +17,7 @@ import {
   rowKeys,
   seesEveryKey,
   seesKey,
+  sinkKeyEnd,
   sliceKeys,
 } from "../src/key-range.ts";
 
@@ -97,6 +99,68 @@ describe("key range", () => {
           assert.equal(seesEveryKey(range, rows), every, `rows ${rows}`);
         }
       }),
+    );
+  });
+
+  test("a window, sink tokens and kvSeqlen show a row exactly the keys the contract allows", () => {
+    const side = fc.oneof(fc.constant(null), fc.integer({ min: 0, max: 8 }), fc.constant(MAX_QUERY_OFFSET));
+    const window = fc.oneof(fc.constant(null), fc.tuple(side, side));
+    const problem = fc
+      .tuple(lengths, lengths)
+      .chain(([Lq, Lk]) =>
+        fc.tuple(
+          fc.constant(Lq),
+          fc.constant(Lk),
+          fc.boolean(),
+          offsets,
+          window,
+          fc.integer({ min: 0, max: 6 }),
+          fc.oneof(fc.constant(null), fc.integer({ min: 0, max: Lk })),
+        ),
+      );
+    fc.assert(
+      fc.property(problem, ([Lq, Lk, isCausal, queryOffset, window, sinkTokens, kvSeqlen]) => {
+        const keys = rowKeys({ isCausal, queryOffset, window, sinkTokens, kvSeqlen }, Lq, Lk);
+        const [left, right] = window ?? [null, null];
+        for (let i = 0; i < Lq; i++) {
+          // The contract's words, in exact integers (p may pass 2^53): row i sits at p.
+          const p = BigInt(i) + BigInt(queryOffset);
+          for (let j = 0; j < Lk; j++) {
+            const k = BigInt(j);
+            const hidden =
+              j >= (kvSeqlen ?? Lk) || (isCausal && k > p) || (right !== null && k > p + BigInt(right));
+            const seen = !hidden && (j < sinkTokens || left === null || k >= p - BigInt(left));
+            assert.equal(seesKey(keys, i, j), seen, `row ${i}, key ${j}`);
+          }
+          assert.ok(sinkKeyEnd(keys, i) <= keyEnd(keys, i));
+          assert.ok(i === 0 || sinkKeyEnd(keys, i - 1) <= sinkKeyEnd(keys, i), "sinks shrank");
+        }
+        for (const x of [keys.startShift, keys.endShift, keys.limit, keys.sinkEnd]) {
+          assert.ok(Number.isInteger(x) && x >= -Lq && x <= Lk, `${x} for Lq ${Lq}, Lk ${Lk}`);
+        }
+      }),
+    );
+  });
+
+  test("a ragged batch has the RowKeys of each sequence alone, per batch index", () => {
+    const shapes = checkShapes([2, 3, 2, 1, 4], [2, 3, 2, 9, 4], [2, 3, 2, 9, 4], null, false);
+    const queryOffset = [
+      [8, 3, 0],
+      [5, 6, 7],
+    ];
+    const kvSeqlen = [
+      [9, 4, 1],
+      [6, 7, 0],
+    ];
+    const options = { isCausal: true, window: [2, 0] as const, sinkTokens: 1 };
+    const range = keyRange({ ...options, queryOffset, kvSeqlen }, shapes);
+    const alone = queryOffset
+      .flat()
+      .map((o, b) => rowKeys({ ...options, queryOffset: o, kvSeqlen: kvSeqlen.flat()[b] }, 1, 9));
+    assert.deepEqual(range.batches, alone);
+    assert.deepEqual(
+      Array.from({ length: 12 }, (_, index) => sliceKeys(range, index)),
+      Array.from({ length: 12 }, (_, index) => alone[Math.floor(index / 2)]),
     );
   });
 

@@ -19,11 +19,15 @@ _HEADER = """\
 """
 
 # What each type of option takes in TypeScript: `Mask`, `Tensor` and `Rope` are the generic
-# interfaces' parameters, the forms inputs.ts and layer-inputs.ts name.
+# interfaces' parameters, the forms inputs.ts and layer-inputs.ts name; `Integers` is declared
+# beside them (an integer, or nested arrays of them: one per batch index).
 _TS_TYPES = {
     "boolean": "boolean",
     "number": "number",
     "integer": "number",
+    "integers": "Integers",
+    "numbers": "readonly number[] | Float64Array | Float32Array",
+    "window": "readonly [left: number | null, right: number | null]",
     "mask": "Mask",
     "tensor": "Tensor",
     "object": "Rope",
@@ -79,7 +83,42 @@ def _check_record(option: Option, indent: str = "  ", key: bool = False) -> list
         "message": json.dumps(option.error_message),
     }
     opening = f"{indent}{option.javascript}: {{" if key else f"{indent}{{"
-    return [opening, *(f"{indent}  {name}: {value}," for name, value in fields.items()), f"{indent}}},"]
+    errors = [
+        line
+        for name, error in _several_errors(option).items()
+        for line in _error_record(name, error, indent + "  ")
+    ]
+    lines = [line for name, value in fields.items() for line in _field(name, value, indent + "  ")]
+    return [opening, *lines, *errors, f"{indent}}},"]
+
+
+def _field(name: str, value: str, indent: str) -> list[str]:
+    """`name: value,`, the value on a line of its own where the whole is wider than Biome's 110."""
+    one = f"{indent}{name}: {value},"
+    return [one] if len(one) <= 110 else [f"{indent}{name}:", f"{indent}  {value},"]
+
+
+def _several_errors(option: Option) -> dict[str, tuple[str, str] | None]:
+    """An option's errors beside its own, by their names in OptionCheck: one of its numbers wrong,
+    its shape not fitting the tensors', an integer beyond key's length."""
+    return {"element": option.element_error, "shape": option.shape_error, "limit": option.limit_error}
+
+
+def _error_record(name: str, error: tuple[str, str] | None, indent: str) -> list[str]:
+    """`name: { kind, message },` as Biome lays it out: on one line where it fits in 110 columns."""
+    if error is None:
+        return [f"{indent}{name}: null,"]
+    kind, message = (json.dumps(part) for part in error)
+    one = f"{indent}{name}: {{ kind: {kind}, message: {message} }},"
+    if len(one) <= 110:
+        return [one]
+    inner = indent + "  "
+    return [
+        f"{indent}{name}: {{",
+        f"{inner}kind: {kind},",
+        *_field("message", message, inner),
+        f"{indent}}},",
+    ]
 
 
 def _checked(options: list[Option]) -> list[Option]:
@@ -95,11 +134,18 @@ def render_typescript() -> str:
     layer, rope = list(LAYER_OPTIONS.values()), list(ROPE_OPTIONS.values())
     every_check = [*CORE_CHECK_ORDER, *_checked(layer), *_checked(rope)]
     scalar_types = sorted({o.type for o in every_check})
-    kinds = sorted({o.error_kind for o in every_check})
+    kinds = sorted(
+        {o.error_kind for o in every_check}
+        | {error[0] for o in every_check for error in _several_errors(o).values() if error is not None}
+    )
+    kind_union = " | ".join(json.dumps(k) for k in kinds)
     in_params = [o for o in options if o.in_params]
     in_cases = [o for o in options if o.fixture != "none"]
     lines = [
         _HEADER.rstrip("\n"),
+        "",
+        "/** An integer, or nested arrays of them: one per batch index, [B...] (queryOffset, kvSeqlen). */",
+        "export type Integers = number | readonly Integers[];",
         "",
         "/** The attention core's options as the ports take them. `Mask` is the mask's form: nested or",
         " * shaped for the nested entries (AttentionOptions), flat for the flat ones (FlatAttentionOptions);",
@@ -130,8 +176,15 @@ def render_typescript() -> str:
         "  readonly minimum: number | null; // inclusive",
         "  readonly exclusiveMinimum: number | null;",
         "  readonly maximum: number | null; // inclusive",
-        f"  readonly kind: {' | '.join(json.dumps(k) for k in kinds)};",
+        f"  readonly kind: {kind_union};",
         "  readonly message: string;",
+        "  // An option of several numbers: the error of one of them ({name}: its path, window[0]), of its",
+        "  // shape against the tensors' ({shape}, {batch}, {heads}, {query}, {key}) and of an integer",
+        "  // beyond key's length ({length}); null where the option has none.",
+        *(
+            f"  readonly {name}: {{ readonly kind: {kind_union}; readonly message: string }} | null;"
+            for name in ("element", "shape", "limit")
+        ),
         "}",
         "",
         "/** The core's scalar options in the order they are checked, before any tensor is read: the first",

@@ -1,6 +1,9 @@
 // Generated from contract/options.json by `attention-port contract`: do not edit. Change the
 // declaration, then run `attention-port contract` (scripts/generate-contract) to write this again.
 
+/** An integer, or nested arrays of them: one per batch index, [B...] (queryOffset, kvSeqlen). */
+export type Integers = number | readonly Integers[];
+
 /** The attention core's options as the ports take them. `Mask` is the mask's form: nested or
  * shaped for the nested entries (AttentionOptions), flat for the flat ones (FlatAttentionOptions);
  * inputs.ts gives both their public names. */
@@ -15,9 +18,25 @@ export interface CoreOptions<Mask> {
   readonly enableGqa?: boolean;
   /** If > 0, logits become softcap * tanh(logits / softcap). */
   readonly softcap?: number;
-  /** The position of query row 0 among the keys, for isCausal: 0 (the default) is torch's top-left rule,
-   * Lk - Lq its causal_lower_right (a decode step after Lk - Lq cached keys). An integer >= 0. */
-  readonly queryOffset?: number;
+  /** The position of query row 0 among the keys, for isCausal and window: 0 (the default) is torch's top-
+   * left rule, Lk - Lq its causal_lower_right (a decode step after Lk - Lq cached keys). An integer >= 0,
+   * or [B...] integers, one per sequence of a ragged batch. */
+  readonly queryOffset?: Integers;
+  /** A sliding window [left, right]: query row i at position p = i + queryOffset sees only keys p - left
+   * <= j <= p + right (left + 1 + right keys at most, FlashAttention's convention); a null side is
+   * unbounded, null (the default) no window. isCausal still hides j > p. */
+  readonly window?: readonly [left: number | null, right: number | null] | null;
+  /** Keys 0..sinkTokens-1 stay visible to every row whatever the window's left side says (StreamingLLM's
+   * attention sinks); the mask, isCausal, the window's right side and kvSeqlen still apply. */
+  readonly sinkTokens?: number;
+  /** A learned sink logit per query head [Hq] (gpt-oss): head h's weights are exp(l - m) / (exp(s_h - m) +
+   * sum_j exp(l_j - m)), m = max(s_h, max_j l_j), so a row's weights sum to less than 1; null (the
+   * default) is no sink. */
+  readonly sinkLogits?: readonly number[] | Float64Array | Float32Array | null;
+  /** How many keys are valid in each sequence: an integer, or [B...] integers (the key's batch dims), each
+   * 0..Lk; keys j >= kvSeqlen[b] are hidden (ONNX's nonpad_kv_seqlen, a count, not onnxruntime's
+   * seqlens_k index). null (the default): every key. */
+  readonly kvSeqlen?: Integers | null;
   /** The most bytes one call may need; larger inputs are refused (kind "size"). 2 GiB by default. */
   readonly memoryLimit?: number;
 }
@@ -38,6 +57,21 @@ export interface LayerOptionsOf<Mask, Tensor, Rope> {
   readonly scale?: number | null;
   /** If > 0, logits become softcap * tanh(logits / softcap). */
   readonly softcap?: number;
+  /** A sliding window [left, right]: query row i at position p = i + queryOffset sees only keys p - left
+   * <= j <= p + right (left + 1 + right keys at most, FlashAttention's convention); a null side is
+   * unbounded, null (the default) no window. isCausal still hides j > p. */
+  readonly window?: readonly [left: number | null, right: number | null] | null;
+  /** Keys 0..sinkTokens-1 stay visible to every row whatever the window's left side says (StreamingLLM's
+   * attention sinks); the mask, isCausal, the window's right side and kvSeqlen still apply. */
+  readonly sinkTokens?: number;
+  /** A learned sink logit per query head [Hq] (gpt-oss): head h's weights are exp(l - m) / (exp(s_h - m) +
+   * sum_j exp(l_j - m)), m = max(s_h, max_j l_j), so a row's weights sum to less than 1; null (the
+   * default) is no sink. */
+  readonly sinkLogits?: readonly number[] | Float64Array | Float32Array | null;
+  /** How many keys are valid in each sequence: an integer, or [B...] integers (the key's batch dims), each
+   * 0..Lk; keys j >= kvSeqlen[b] are hidden (ONNX's nonpad_kv_seqlen, a count, not onnxruntime's
+   * seqlens_k index). null (the default): every key. */
+  readonly kvSeqlen?: Integers | null;
   /** Rotary position embeddings of queries and keys: an object of the rope options, or null for none. */
   readonly rope?: Rope | null;
   /** Also return each head's attention weights [B..., Hq, Lq, Lk]. */
@@ -67,14 +101,20 @@ export interface RotaryOptions {
  * the checking code's). */
 export interface OptionCheck {
   readonly name: string;
-  readonly type: "boolean" | "integer" | "number" | "object";
+  readonly type: "boolean" | "integer" | "integers" | "number" | "numbers" | "object" | "window";
   readonly nullable: boolean; // null is a value of its own, the default's
   readonly finite: boolean;
   readonly minimum: number | null; // inclusive
   readonly exclusiveMinimum: number | null;
   readonly maximum: number | null; // inclusive
-  readonly kind: "value";
+  readonly kind: "shape" | "value";
   readonly message: string;
+  // An option of several numbers: the error of one of them ({name}: its path, window[0]), of its
+  // shape against the tensors' ({shape}, {batch}, {heads}, {query}, {key}) and of an integer
+  // beyond key's length ({length}); null where the option has none.
+  readonly element: { readonly kind: "shape" | "value"; readonly message: string } | null;
+  readonly shape: { readonly kind: "shape" | "value"; readonly message: string } | null;
+  readonly limit: { readonly kind: "shape" | "value"; readonly message: string } | null;
 }
 
 /** The core's scalar options in the order they are checked, before any tensor is read: the first
@@ -90,6 +130,9 @@ export const CORE_CHECKS: readonly OptionCheck[] = [
     maximum: null,
     kind: "value",
     message: "{name} must be a boolean, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   {
     name: "enableGqa",
@@ -101,6 +144,9 @@ export const CORE_CHECKS: readonly OptionCheck[] = [
     maximum: null,
     kind: "value",
     message: "{name} must be a boolean, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   {
     name: "scale",
@@ -112,6 +158,9 @@ export const CORE_CHECKS: readonly OptionCheck[] = [
     maximum: null,
     kind: "value",
     message: "{name} must be a finite number, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   {
     name: "softcap",
@@ -123,6 +172,9 @@ export const CORE_CHECKS: readonly OptionCheck[] = [
     maximum: null,
     kind: "value",
     message: "{name} must be a finite number >= 0, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   {
     name: "memoryLimit",
@@ -134,9 +186,48 @@ export const CORE_CHECKS: readonly OptionCheck[] = [
     maximum: null,
     kind: "value",
     message: "{name} must be a number of bytes > 0, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   {
     name: "queryOffset",
+    type: "integers",
+    nullable: false,
+    finite: false,
+    minimum: 0,
+    exclusiveMinimum: null,
+    maximum: 9007199254740991,
+    kind: "value",
+    message: "{name} must be an integer from 0 to 2^53 - 1, got {value}",
+    element: null,
+    shape: {
+      kind: "shape",
+      message:
+        "{name} has shape {shape} but key has batch dims {batch}: give one integer, or one per batch index (key {key})",
+    },
+    limit: null,
+  },
+  {
+    name: "window",
+    type: "window",
+    nullable: true,
+    finite: false,
+    minimum: 0,
+    exclusiveMinimum: null,
+    maximum: 9007199254740991,
+    kind: "value",
+    message:
+      "{name} must be [left, right] (each side an integer from 0 to 2^53 - 1, or null for unbounded), or null for no window, got {value}",
+    element: {
+      kind: "value",
+      message: "{name} must be an integer from 0 to 2^53 - 1, or null (unbounded), got {value}",
+    },
+    shape: null,
+    limit: null,
+  },
+  {
+    name: "sinkTokens",
     type: "integer",
     nullable: false,
     finite: false,
@@ -145,6 +236,49 @@ export const CORE_CHECKS: readonly OptionCheck[] = [
     maximum: 9007199254740991,
     kind: "value",
     message: "{name} must be an integer from 0 to 2^53 - 1, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
+  },
+  {
+    name: "sinkLogits",
+    type: "numbers",
+    nullable: true,
+    finite: false,
+    minimum: null,
+    exclusiveMinimum: null,
+    maximum: null,
+    kind: "value",
+    message: "{name} must be an array of numbers, one per query head, or null, got {value}",
+    element: { kind: "value", message: "{name} must be a number, got {value}" },
+    shape: {
+      kind: "shape",
+      message:
+        "{name} has shape {shape} but query has Hq = {heads} heads: give one number per query head (query {query})",
+    },
+    limit: null,
+  },
+  {
+    name: "kvSeqlen",
+    type: "integers",
+    nullable: true,
+    finite: false,
+    minimum: 0,
+    exclusiveMinimum: null,
+    maximum: 9007199254740991,
+    kind: "value",
+    message: "{name} must be an integer from 0 to 2^53 - 1, got {value}",
+    element: null,
+    shape: {
+      kind: "shape",
+      message:
+        "{name} has shape {shape} but key has batch dims {batch}: give one integer, or one per batch index (key {key})",
+    },
+    limit: {
+      kind: "value",
+      message:
+        "{name} is {value}, more than key's length Lk = {length}: it counts the valid keys (key {key})",
+    },
   },
 ];
 
@@ -161,6 +295,9 @@ export const LAYER_CHECKS = {
     maximum: null,
     kind: "value",
     message: "{name} must be a positive integer, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   numKvHeads: {
     name: "numKvHeads",
@@ -172,6 +309,9 @@ export const LAYER_CHECKS = {
     maximum: null,
     kind: "value",
     message: "{name} must be a positive integer, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   rope: {
     name: "rope",
@@ -183,6 +323,9 @@ export const LAYER_CHECKS = {
     maximum: null,
     kind: "value",
     message: "{name} must be an object of {options}, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   needWeights: {
     name: "needWeights",
@@ -194,6 +337,9 @@ export const LAYER_CHECKS = {
     maximum: null,
     kind: "value",
     message: "{name} must be a boolean, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   returnCache: {
     name: "returnCache",
@@ -205,6 +351,9 @@ export const LAYER_CHECKS = {
     maximum: null,
     kind: "value",
     message: "{name} must be a boolean, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
 } as const satisfies Readonly<Record<string, OptionCheck>>;
 
@@ -220,6 +369,9 @@ export const ROPE_CHECKS = {
     maximum: null,
     kind: "value",
     message: "{name} must be a finite number > 0, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   rotaryDim: {
     name: "rotaryDim",
@@ -231,6 +383,9 @@ export const ROPE_CHECKS = {
     maximum: null,
     kind: "value",
     message: "{name} must be an even integer from 2 to the feature size {features}, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
   interleaved: {
     name: "interleaved",
@@ -242,6 +397,9 @@ export const ROPE_CHECKS = {
     maximum: null,
     kind: "value",
     message: "{name} must be a boolean, got {value}",
+    element: null,
+    shape: null,
+    limit: null,
   },
 } as const satisfies Readonly<Record<string, OptionCheck>>;
 
@@ -260,6 +418,10 @@ export const CORE_DEFAULTS = {
   enableGqa: false,
   softcap: 0,
   queryOffset: 0,
+  window: null,
+  sinkTokens: 0,
+  sinkLogits: null,
+  kvSeqlen: null,
   memoryLimit: 2147483648,
 } as const;
 
@@ -273,6 +435,10 @@ export const FIXTURE_OPTIONS = [
   { python: "enable_gqa", javascript: "enableGqa", held: "every" },
   { python: "softcap", javascript: "softcap", held: "every" },
   { python: "query_offset", javascript: "queryOffset", held: "set" },
+  { python: "window", javascript: "window", held: "set" },
+  { python: "sink_tokens", javascript: "sinkTokens", held: "set" },
+  { python: "sink_logits", javascript: "sinkLogits", held: "set" },
+  { python: "kv_seqlen", javascript: "kvSeqlen", held: "set" },
 ] as const;
 
 /** A fixture case's options as the TypeScript readers give them (golden/reader.ts, the kit),
@@ -285,4 +451,12 @@ export type FixtureOptions = {
   readonly softcap: unknown;
   /** Only where the case sets it. */
   readonly queryOffset?: unknown;
+  /** Only where the case sets it. */
+  readonly window?: unknown;
+  /** Only where the case sets it. */
+  readonly sinkTokens?: unknown;
+  /** Only where the case sets it. */
+  readonly sinkLogits?: unknown;
+  /** Only where the case sets it. */
+  readonly kvSeqlen?: unknown;
 };
