@@ -220,6 +220,31 @@ def test_a_prefill_and_decode_steps_give_the_rows_of_one_causal_pass(page):
         assert used <= 1, f"rows {start}..{end - 1}: {used:.1%} of the budget"
 
 
+def test_a_windowed_prefill_and_decode_steps_with_sinks_give_the_rows_of_one_pass(page):
+    """The same blocks with a sliding window shorter than the prefill, sink tokens and a sink logit
+    per head: each block, with queryOffset at its first row, within float32's budget of the
+    oracle's whole windowed pass (the shader skips the tiles outside each block's sinks and band)."""
+    from test_decode import BLOCKS, HQ, KEY, QUERY, VALUE
+
+    from attention_port.golden import oracle
+
+    extra = {"window": (9, 0), "sink_tokens": 2, "sink_logits": [0.5, -1.0, 2.0, 0.0][:HQ]}
+    truth = oracle.attention(QUERY, KEY, VALUE, is_causal=True, enable_gqa=True, **extra)
+    budget = truth.budgets["float32"].output
+    options = {"window": [9, 0], "sinkTokens": 2, "sinkLogits": extra["sink_logits"]}
+    for start, rows in BLOCKS:
+        end = start + rows
+        answer = page.call("attend", {
+            "query": QUERY[..., start:end, :].tolist(), "key": KEY[..., :end, :].tolist(),
+            "value": VALUE[..., :end, :].tolist(),
+            "options": {"isCausal": True, "enableGqa": True, "queryOffset": start, **options},
+        })  # fmt: skip
+        assert "output" in answer, answer
+        error = np.abs(np.asarray(answer["output"], dtype=np.float64) - truth.output[..., start:end, :])
+        used = float(np.max(error / budget[..., start:end, :]))
+        assert used <= 1, f"rows {start}..{end - 1}: {used:.1%} of the budget"
+
+
 def test_a_layer_prefill_and_decode_steps_with_the_cache_give_one_causal_pass(page):
     """test_layer_cache.py's prefill and decode steps through the shared layer over the WebGPU
     port's core: each block's output and the final cache within float32's budget of the oracle's

@@ -14,7 +14,7 @@
 
 import type { AttentionShapes, AttentionSteps, CheckedInputs, NestedArray } from "./inputs.ts";
 import { product } from "./inputs.ts";
-import { keyRange, seesEveryKey } from "./key-range.ts";
+import { keyEnd, keyStart, type RowKeys, sinkKeyEnd } from "./key-range.ts";
 
 /** Where one (batch, head) slice starts in each flat row-major tensor. */
 export interface Slice {
@@ -129,36 +129,40 @@ export function nestSteps(
  * best case: the group's query heads, consecutive in memory ([B..., Hkv, group, E] is the same
  * memory as [B..., Hq, 1, E]), become the rows of one key/value slice, so each key and value is
  * read once per key/value head instead of once per query head, and a block holds `group` rows
- * instead of one. Only where no row can tell the difference: no mask, and no key hidden from the
- * one row (key-range.ts; with isCausal, queryOffset >= Lk - 1 lets it see every key). The output
- * [B..., Hkv, group, Ev] is the same memory as [B..., Hq, 1, Ev], and each row's arithmetic is the
- * same as unfolded (flash.ts and simd.ts order a row's work the same whatever rows share its block).
- * Folded, the rows are heads, not positions: every one sees every key, which keyRange then says too
- * (isCausal false). */
+ * instead of one. Only where no row can tell the difference: no mask, no sink logits (each is one
+ * query head's), and the one row of each batch index sees a prefix of the keys, [0, end) (its
+ * sinks, if any, reach its band's start: no window's gap; with isCausal, queryOffset >= Lk - 1
+ * lets it see every key, and kvSeqlen ends the prefix early, a ragged batch's decode step). The
+ * output [B..., Hkv, group, Ev] is the same memory as [B..., Hq, 1, Ev], and each row's arithmetic
+ * is the same as unfolded (flash.ts and simd.ts order a row's work by the keys it sees alone).
+ * Folded, the rows are heads, not positions: every one sees the same prefix, which the folded key
+ * range says (start 0, end clamped to the prefix's end for every row). */
 export function foldDecodeHeads<Problem extends CheckedInputs<Float64Array | Float32Array>>(
   problem: Problem,
 ): Problem {
-  const { shapes, mask } = problem;
-  const { queryLength: Lq, groupSize, keyValueHeads: Hkv, batch } = shapes;
-  if (
-    Lq !== 1 ||
-    groupSize === 1 ||
-    !shapes.hasHeads ||
-    mask !== null ||
-    !seesEveryKey(keyRange(problem, shapes), 1) // the one row of each slice sees every key
-  ) {
+  const { shapes, mask, keys } = problem;
+  const { queryLength: Lq, groupSize, keyValueHeads: Hkv, keyLength: Lk, batch } = shapes;
+  if (Lq !== 1 || groupSize === 1 || !shapes.hasHeads || mask !== null || problem.sinkLogits !== null) {
     return problem;
   }
+  if (keys.batches.some((row) => keyStart(row, 0) > sinkKeyEnd(row, 0))) {
+    return problem; // a window hides keys between the sinks and the band: no prefix
+  }
   const rows = [...batch, Hkv, groupSize];
+  const prefix = (row: RowKeys): RowKeys => {
+    const end = keyEnd(row, 0);
+    return { startShift: -groupSize, endShift: Lk, limit: end, sinkEnd: Math.min(row.sinkEnd, end) };
+  };
   return {
     ...problem,
     isCausal: false,
+    keys: { batches: keys.batches.map(prefix), heads: Hkv, keyLength: Lk },
     shapes: {
       ...shapes,
       queryHeads: Hkv,
       queryLength: groupSize,
       groupSize: 1,
-      scoresShape: [...rows, shapes.keyLength],
+      scoresShape: [...rows, Lk],
       outputShape: [...rows, shapes.valueFeatures],
     },
   };

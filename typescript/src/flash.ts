@@ -21,9 +21,12 @@
  *  5. Register blocking: the inner loops take 2 query rows x 4 keys at a time with 8 separate
  *     accumulators. Each loaded number is used 2 or 4 times (fewer loads per multiply-add), and the
  *     8 sums do not wait on each other, so the CPU overlaps them.
- *  6. Tile skipping: the keys a block's rows may see end at key-range.ts's blockEnd (with isCausal,
- *     past the last row's position i + queryOffset); the tiles from there on are masked for every
- *     row of the block and never computed (about half the work for causal self-attention).
+ *  6. Tile skipping: a row sees its sinks [0, sinkKeyEnd) and its band [keyStart, keyEnd)
+ *     (key-range.ts; with isCausal, up to its position i + queryOffset; with a window, from
+ *     i + queryOffset - left). A block walks those two segments alone, each a tile at a time from
+ *     its own first key; every other tile is masked for every row of the block and never computed
+ *     (about half the work for causal self-attention; a windowed prefill costs O(Lq x window), a
+ *     windowed decode step O(window)).
  *  7. The mask is read in place through strides (a broadcast dim has stride 0): no [B..., Hq, Lq,
  *     Lk] copy is made. Grouped-query heads are index arithmetic too: no repeated key/value.
  *  8. Normalisation once per row: acc / l at the end, instead of dividing every weight by the sum.
@@ -33,19 +36,28 @@
  *  9. Monomorphic kernels: every kernel sees Float64Array only (Float32Array inputs of the flat
  *     entry point are widened once), so V8 compiles one fast version of each loop.
  *
- * Row independence: the order of each row's arithmetic does not depend on which other rows share
- * its call or its block. Tiles start at the same keys for every row (multiples of Bc), the
- * weighted sum adds keys in groups of 4 from the tile's start whatever the tile's length (a short
- * last group is summed as a whole one whose missing keys weigh 0), and the keys a block reads that
- * a row may not see (key-range.ts) are masked for that row: they add exactly 0 to its running sums. So the rows of one causal pass and the same rows computed a few at a time with
- * queryOffset set to their first row's position (a prefill, then decode steps) are bit for bit equal.
+ * Row independence: the order of each row's arithmetic depends only on the keys it sees and their
+ * order, not on which other rows share its call or its block, nor on where its keys sit. Its sinks
+ * are tiled from key 0 and its band from its own first key (rows of a block whose bands start
+ * apart, as a sliding window's do, walk them apart), the weighted sum adds keys in groups of 4
+ * from the tile's start whatever the tile's length (a short last group is summed as a whole one
+ * whose missing keys weigh 0), and the keys a tile holds that a row may not see (key-range.ts) are
+ * masked for that row: they add exactly 0 to its running sums. So the rows of one causal pass and
+ * the same rows computed a few at a time with queryOffset set to their first row's position (a
+ * prefill, then decode steps) are bit for bit equal, and so is a row against a key tensor holding
+ * only its sinks and its band.
+ *
+ * Sink logits: a head's sink logit s is one more logit without a value. The online softmax starts
+ * with it (m = s, l = exp(s - m) = 1, acc = 0), so the weights sum to less than 1; a row that sees
+ * no key still gives exactly +0.0.
  *
  * Numerics: the scores and the scaled/masked logits are bitwise those of the readable port (the
  * same dot products summed in the same order); the softmax and the weighted sum are rounded in a
  * different order, so the output differs in the last bits, well inside the tolerance rule of
- * docs/design.md (section 5). Special values are the readable port's: a NaN logit makes its row NaN, NaN
- * (or an infinity) in value reaches every row that is not fully masked (0 * NaN is NaN, even for a
- * key the row cannot see), and a fully-masked row is exactly +0.0.
+ * docs/design.md (section 5). Special values are the readable port's: a NaN logit (or sink logit)
+ * makes its row NaN, NaN (or an infinity) in value reaches every row that is not fully masked
+ * (0 * NaN is NaN, even for a key the row cannot see: where a row skipped keys and value holds one,
+ * the row is computed again the readable port's way), and a fully-masked row is exactly +0.0.
  *
  * `attentionSteps` also returns scores, logits and weights [B..., Hq, Lq, Lk]: a diagnostic-only
  * path for teaching and for the fixture harness, which costs the O(Lq x Lk) memory the fast path
@@ -81,7 +93,15 @@ import {
   product,
   type TensorInput,
 } from "./inputs.ts";
-import { blockEnd, type KeyRange, keyEnd, keyRange, keyStart, type RowKeys, sliceKeys } from "./key-range.ts";
+import {
+  type KeyRange,
+  keyEnd,
+  keyStart,
+  type RowKeys,
+  seesEveryKey,
+  sinkKeyEnd,
+  sliceKeys,
+} from "./key-range.ts";
 
 export * from "./port-exports.ts";
 
@@ -212,14 +232,26 @@ interface Recording {
 /** Scratch for one query block, allocated once per call: O(Br x Bc + Br x Ev + Ev). */
 interface Scratch {
   readonly tile: Float64Array; // [Br, Bc]  scores, then logits, then exp(logit - m)
-  readonly rowMax: Float64Array; // [Br]  m: the largest logit seen so far in each row
-  readonly rowSum: Float64Array; // [Br]  l: sum of exp(logit - m) over the keys seen so far
+  readonly rowMax: Float64Array; // [Br]  m: the largest logit seen so far in each row, the sink's included
+  readonly rowSum: Float64Array; // [Br]  l: sum of exp(logit - m) over the keys seen so far, and the sink's
+  readonly keyMax: Float64Array; // [Br]  the largest logit of a key (the sink aside): -Infinity while none is seen
   readonly acc: Float64Array; // [Br, Ev]  sum of exp(logit - m) * value row, over the keys seen
-  readonly lastNonFinite: Int32Array; // [Ev]  last key row whose value is NaN or ±Infinity, per column
+  readonly nonFinite: Uint8Array; // [Ev]  1 where some key row's value is NaN or ±Infinity, per column
+}
+
+/** Scores the last call computed in its tiles (rows x keys of each tile): the work its tile
+ * skipping left, for the tests that hold it to O(Lq x window). */
+let cellsScored = 0;
+
+/** How many (query row, key) scores the last call of this module computed in its tiles; the tiles
+ * it skipped are not among them (nor a row computed again plainly). For the tests. */
+export function scoredCells(): number {
+  return cellsScored;
 }
 
 /** The whole computation; returns the output [B..., Hq, Lq, Ev]. */
 function attend(given: Problem, recording: Recording | null): Float64Array {
+  cellsScored = 0;
   const problem = foldDecodeHeads(given); // a decode step's query heads as rows of their kv head
   const { shapes, mask } = problem;
   const Ev = shapes.valueFeatures;
@@ -228,76 +260,90 @@ function attend(given: Problem, recording: Recording | null): Float64Array {
     tile: new Float64Array(QUERY_BLOCK * KEY_TILE), // [Br, Bc]
     rowMax: new Float64Array(QUERY_BLOCK), // [Br]
     rowSum: new Float64Array(QUERY_BLOCK), // [Br]
+    keyMax: new Float64Array(QUERY_BLOCK), // [Br]
     acc: new Float64Array(QUERY_BLOCK * Ev), // [Br, Ev]
-    lastNonFinite: new Int32Array(Ev), // [Ev]
+    nonFinite: new Uint8Array(Ev), // [Ev]
   };
-  const range: KeyRange = keyRange(problem, shapes); // which keys each row sees
+  const range: KeyRange = problem.keys; // which keys each row sees (the checks decided it)
+  // Where some row skips keys, a NaN or an infinity in a skipped key's value must still reach it
+  // (the readable port multiplies it by the weight 0): such rows are computed again (normalisedRow).
+  const skips = !seesEveryKey(range, shapes.queryLength);
+  const sinkLogits = problem.sinkLogits;
   // One (batch, head) slice at a time; batching.ts says where each starts, grouped-query heads
   // and the mask's broadcast strides included.
   for (const at of slices(shapes, mask === null ? null : mask.shape)) {
-    attendSlice(problem, scratch, recording, at, sliceKeys(range, at.index), output);
+    const sink = sinkLogits === null ? -Infinity : sinkLogits[at.index % shapes.queryHeads];
+    attendSlice(problem, scratch, recording, at, sliceKeys(range, at.index), sink, skips, output);
   }
   return output;
 }
 
+/** Where row i's band starts: its keys [keyStart, keyEnd) past the sinks it sees, which the sink
+ * segment has already taken (a key in both is seen once). */
+function bandStart(keys: RowKeys, i: number): number {
+  return Math.max(keyStart(keys, i), sinkKeyEnd(keys, i));
+}
+
 /** One (batch, head): query [Lq, E] against key [Lk, E] and value [Lk, Ev] -> output [Lq, Ev],
- * a block of Br query rows at a time, walking the keys a tile of Bc at a time. `keys` says which
- * keys each of its rows sees. */
+ * a block of Br query rows at a time. `keys` says which keys each of its rows sees, `sink` is the
+ * head's sink logit (-Infinity for none).
+ *
+ * A block walks two segments of keys, each a tile of Bc at a time from its own first key: the
+ * sinks [0, sinkKeyEnd), then the band [bandStart, keyEnd). Every other tile is skipped: a windowed
+ * prefill costs O(Lq x window), a windowed decode step O(window). Rows of a block whose bands start
+ * at different keys (a sliding window moves by one key a row) walk their bands apart, each from its
+ * own start, so that a row's arithmetic depends only on the keys it sees and their order: the same
+ * bits in a prefill, one decode step at a time, or against a cache that holds only those keys. */
 function attendSlice(
   problem: Problem,
   scratch: Scratch,
   recording: Recording | null,
   at: Slice,
   keys: RowKeys,
+  sink: number,
+  skips: boolean,
   output: Float64Array,
 ): void {
-  const { query, key, value, scale, softcap, mask } = problem;
-  const { queryLength: Lq, keyLength: Lk, features: E, valueFeatures: Ev } = problem.shapes;
-  const { tile, rowMax, rowSum, acc, lastNonFinite } = scratch;
-  if (blockEnd(keys, Math.min(QUERY_BLOCK, Lq) - 1) < Lk) {
-    // Some block skips keys (the first ends earliest): they are masked, so they carry weight 0 in
-    // the readable port, where 0 * NaN still makes NaN: remember, per value column t, the last key
-    // row j holding NaN or ±Infinity (-1 for none).
-    lastNonFinite.fill(-1);
+  const { value } = problem;
+  const { queryLength: Lq, keyLength: Lk, valueFeatures: Ev } = problem.shapes;
+  const { rowMax, rowSum, keyMax, acc, nonFinite } = scratch;
+  nonFinite.fill(0);
+  if (skips) {
     for (let j = 0; j < Lk; j++) {
       for (let t = 0; t < Ev; t++) {
         const y = value[at.value + j * Ev + t];
         if (y - y !== 0) {
-          lastNonFinite[t] = j; // y - y is NaN exactly when y is NaN or ±Infinity
+          nonFinite[t] = 1; // y - y is NaN exactly when y is NaN or ±Infinity
         }
       }
     }
   }
+  // The sink's share of the denominator, exp(s - m) with m = s: 1, or 0 for no sink (-Infinity,
+  // shifted by 0 as softmaxTile does); NaN or +Infinity make it NaN, and the row with it.
+  const sinkSum = Math.exp(sink - (sink === -Infinity ? 0 : sink));
 
   for (let i0 = 0; i0 < Lq; i0 += QUERY_BLOCK) {
     const rows = Math.min(QUERY_BLOCK, Lq - i0); // this block: query rows i0 .. i0 + rows - 1
-    rowMax.fill(-Infinity, 0, rows); // m = -Infinity: no logit seen yet
-    rowSum.fill(0, 0, rows); // l = 0
-    acc.fill(0, 0, rows * Ev); // acc = 0
-    // Tile skipping: no row of the block sees a key from keyEnd on (with isCausal, past
-    // i0 + rows - 1 + queryOffset), so those keys are masked for every row of it. They are never
-    // computed.
-    const keyEnd = blockEnd(keys, i0 + rows - 1);
-
-    for (let j0 = 0; j0 < keyEnd; j0 += KEY_TILE) {
-      const cols = Math.min(KEY_TILE, keyEnd - j0); // this tile: keys j0 .. j0 + cols - 1
-      // Step 1: scores for the tile [rows, cols], query rows · key rows.
-      scoreTile(query, at.query + i0 * E, rows, key, at.key + j0 * E, cols, E, tile);
-      if (recording !== null) {
-        copyTile(tile, rows, cols, recording.scores, at.scores + i0 * Lk + j0, Lk);
-      }
-      // Steps 2-3: scale, softcap, mask: the tile becomes softmax's input (logits).
-      logitTile(tile, rows, cols, i0, j0, scale, softcap, keys, mask, at);
-      if (recording !== null) {
-        copyTile(tile, rows, cols, recording.logits, at.scores + i0 * Lk + j0, Lk);
-      }
-      // Step 4, online: update m, l and acc for the tile; the tile becomes exp(logit - m).
-      softmaxTile(tile, rows, cols, rowMax, rowSum, acc, Ev);
-      // Step 5, online: acc += exp(logit - m) · value rows of the tile.
-      accumulateTile(tile, rows, cols, value, at.value + j0 * Ev, Ev, acc);
+    const last = i0 + rows - 1;
+    rowMax.fill(sink, 0, rows); // m starts at the sink logit: the online softmax's first term
+    rowSum.fill(sinkSum, 0, rows); // l = exp(s - m)
+    keyMax.fill(-Infinity, 0, rows); // no key's logit seen yet
+    acc.fill(0, 0, rows * Ev); // acc = 0: the sink has no value
+    if (recording !== null) {
+      recordRows(problem, recording, at, i0, rows); // the cells no tile computes
     }
-    if (recording !== null && keyEnd < Lk) {
-      skippedTile(problem, recording, at, i0, rows, keyEnd);
+    // The sinks: one segment from key 0 for every row of the block (the rows' ends grow with the
+    // row, so the last row's is the block's).
+    walkTiles(problem, scratch, recording, at, keys, i0, 0, rows, 0, sinkKeyEnd(keys, last), "sinks");
+    // The band: rows with the same start walk it together, from that start.
+    for (let r0 = 0; r0 < rows; ) {
+      const start = bandStart(keys, i0 + r0);
+      let r1 = r0 + 1;
+      while (r1 < rows && bandStart(keys, i0 + r1) === start) {
+        r1++;
+      }
+      walkTiles(problem, scratch, recording, at, keys, i0, r0, r1, start, keyEnd(keys, i0 + r1 - 1), "band");
+      r0 = r1;
     }
 
     // Finish the block: output = acc / l, the normalisation done once per row.
@@ -308,62 +354,105 @@ function attendSlice(
         recording.rowMax[at.index * Lq + i] = rowMax[r];
         recording.rowSum[at.index * Lq + i] = rowSum[r];
       }
-      if (rowMax[r] === -Infinity) {
-        // Every logit of the row was -Infinity (or Lk = 0): it attends to nothing, and its output
-        // is +0.0 by the contract (already there: the output starts as zeros), even where value
-        // holds NaN.
+      if (keyMax[r] === -Infinity) {
+        // Every key's logit was -Infinity (or Lk = 0): the row attends to no key (with a sink, all
+        // its weight is the sink's, which has no value), and its output is +0.0 by the contract
+        // (already there: the output starts as zeros), whatever the sink and value hold.
         continue;
       }
       const l = rowSum[r]; // >= 1: the row's largest logit contributes exp(0) = 1
       let finite = true;
+      let reaches = false; // a column's NaN or infinity (in a key this row may have skipped)
       for (let t = 0; t < Ev; t++) {
         // `+ 0` turns a -0.0 (from an underflowed negative acc) into +0.0, as the readable port's
         // sum, which starts at +0.0, gives.
         output[out + t] = acc[r * Ev + t] / l + 0;
         finite &&= Number.isFinite(output[out + t]);
+        reaches ||= nonFinite[t] === 1;
       }
-      if (!finite && Number.isFinite(rowMax[r])) {
-        normalisedRow(problem, tile, at, keys, i, keyEnd, rowMax[r], l, output, out);
-      }
-      for (let t = 0; t < Ev; t++) {
-        if (keyEnd < Lk && lastNonFinite[t] >= keyEnd) {
-          output[out + t] = NaN; // a skipped key's value is NaN or infinite: 0 * it is NaN
-        }
+      if ((!finite || reaches) && Number.isFinite(rowMax[r])) {
+        normalisedRow(problem, scratch.tile, at, keys, i, rowMax[r], l, output, out);
       }
     }
   }
 }
 
-/** Query row i again, the readable port's way: each weight exp(logit - m) / l first, then their
- * average of the value rows, into output[out .. out + Ev).
+/** Rows r0 .. r1 - 1 of the block at i0 against one segment of keys, [from, to), a tile of Bc at a
+ * time from `from`: scores, logits, the online softmax and the weighted sum. `part` says which of
+ * a row's keys the segment holds (masked cell by cell: the rows' sinks, or their bands). */
+function walkTiles(
+  problem: Problem,
+  scratch: Scratch,
+  recording: Recording | null,
+  at: Slice,
+  keys: RowKeys,
+  i0: number,
+  r0: number,
+  r1: number,
+  from: number,
+  to: number,
+  part: "sinks" | "band",
+): void {
+  const { query, key, value, scale, softcap, mask } = problem;
+  const { keyLength: Lk, features: E, valueFeatures: Ev } = problem.shapes;
+  const { tile } = scratch;
+  const rows = r1 - r0;
+  const first = i0 + r0; // the first row of the run
+  // The run's share of the block's running sums (views, not copies).
+  const rowMax = r0 === 0 ? scratch.rowMax : scratch.rowMax.subarray(r0);
+  const rowSum = r0 === 0 ? scratch.rowSum : scratch.rowSum.subarray(r0);
+  const keyMax = r0 === 0 ? scratch.keyMax : scratch.keyMax.subarray(r0);
+  const acc = r0 === 0 ? scratch.acc : scratch.acc.subarray(r0 * Ev);
+  for (let j0 = from; j0 < to; j0 += KEY_TILE) {
+    const cols = Math.min(KEY_TILE, to - j0); // this tile: keys j0 .. j0 + cols - 1
+    // Step 1: scores for the tile [rows, cols], query rows · key rows.
+    scoreTile(query, at.query + first * E, rows, key, at.key + j0 * E, cols, E, tile);
+    cellsScored += rows * cols;
+    if (recording !== null) {
+      copyTile(tile, rows, cols, recording.scores, at.scores + first * Lk + j0, Lk);
+    }
+    // Steps 2-3: scale, softcap, mask: the tile becomes softmax's input (logits).
+    logitTile(tile, rows, cols, first, j0, scale, softcap, keys, part, mask, at);
+    if (recording !== null) {
+      copyTile(tile, rows, cols, recording.logits, at.scores + first * Lk + j0, Lk);
+    }
+    // Step 4, online: update m, l and acc for the tile; the tile becomes exp(logit - m).
+    softmaxTile(tile, rows, cols, rowMax, rowSum, keyMax, acc, Ev);
+    // Step 5, online: acc += exp(logit - m) · value rows of the tile.
+    accumulateTile(tile, rows, cols, value, at.value + j0 * Ev, Ev, acc);
+  }
+}
+
+/** Query row i again, the readable port's way: each weight exp(logit - m) / l first (m and l the
+ * online pass's, the sink's share included), then their sum times the value rows of every key,
+ * into output[out .. out + Ev).
  *
  * The contract defines the output wherever the exact result is representable, and the readable
  * port's sums, whose weights are already divided by the row sum, stay within the values' own size.
  * acc does not: it sums exp(logit - m) * value before dividing by l, so with |value| near the
  * largest double it can overflow (to Infinity, or NaN once rescaled by alpha = 0) where the exact
  * output is an ordinary number. A row whose output is not finite while its max is (a NaN or +inf
- * logit would make the row NaN anyway) is computed again here, which costs one more pass over the
- * keys for that row only; where value itself holds NaN or ±Infinity this gives what the readable
- * port gives, too. */
+ * logit would make the row NaN anyway) is computed again here, and so is a row that skipped keys
+ * where some value is NaN or infinite (the readable port's weight 0 times it is NaN); this costs
+ * one more pass over every key for that row only, and gives what the readable port gives. */
 function normalisedRow(
   problem: Problem,
   tile: Float64Array, // scratch [Br, Bc]; this uses its first row
   at: Slice,
   keys: RowKeys,
   i: number,
-  keyEnd: number,
   m: number,
   l: number,
   output: Float64Array,
   out: number,
 ): void {
   const { query, key, value, scale, softcap, mask } = problem;
-  const { features: E, valueFeatures: Ev } = problem.shapes;
+  const { keyLength: Lk, features: E, valueFeatures: Ev } = problem.shapes;
   output.fill(0, out, out + Ev);
-  for (let j0 = 0; j0 < keyEnd; j0 += KEY_TILE) {
-    const cols = Math.min(KEY_TILE, keyEnd - j0);
+  for (let j0 = 0; j0 < Lk; j0 += KEY_TILE) {
+    const cols = Math.min(KEY_TILE, Lk - j0);
     scoreTile(query, at.query + i * E, 1, key, at.key + j0 * E, cols, E, tile);
-    logitTile(tile, 1, cols, i, j0, scale, softcap, keys, mask, at);
+    logitTile(tile, 1, cols, i, j0, scale, softcap, keys, "row", mask, at);
     for (let c = 0; c < cols; c++) {
       const weight = Math.exp(tile[c] - m) / l; // the row's weight on key j0 + c
       const v = at.value + (j0 + c) * Ev;
@@ -498,6 +587,7 @@ function logitTile(
   scale: number,
   softcap: number,
   keys: RowKeys,
+  part: "sinks" | "band" | "row",
   mask: KernelMask | null,
   at: Slice,
 ): void {
@@ -526,15 +616,16 @@ function logitTile(
         tile[row + c] += mask.float[cell + c * at.maskJ]; // -Infinity masks; a finite value is a bias
       }
     }
-    // Row i sees the keys [keyStart, keyEnd) and the sinks [0, sinkEnd) only (key-range.ts; with
-    // isCausal, j <= i + queryOffset): the other cells are masked whatever the mask said, and a
-    // mask can only mask more: both must allow a cell.
-    const sinks = keys.sinkEnd - j0; // cells before it are sinks
-    for (let c = Math.max(sinks, 0); c < Math.min(keyStart(keys, i) - j0, cols); c++) {
-      tile[row + c] = -Infinity; // before the row's start
+    // Row i sees its sinks [0, sinkKeyEnd) and its band [bandStart, keyEnd) only (key-range.ts;
+    // with isCausal, j <= i + queryOffset), and of those only the ones of this segment (`part`):
+    // the other cells are masked whatever the mask said, and a mask can only mask more.
+    const sinks = (part === "band" ? 0 : sinkKeyEnd(keys, i)) - j0; // cells before it are sinks
+    const [from, to] = part === "sinks" ? [sinks, sinks] : [bandStart(keys, i) - j0, keyEnd(keys, i) - j0];
+    for (let c = Math.max(sinks, 0); c < Math.min(from, cols); c++) {
+      tile[row + c] = -Infinity; // past the sinks, before the band
     }
-    for (let c = Math.max(keyEnd(keys, i) - j0, sinks, 0); c < cols; c++) {
-      tile[row + c] = -Infinity; // from the row's end on
+    for (let c = Math.max(to, sinks, 0); c < cols; c++) {
+      tile[row + c] = -Infinity; // from the band's end on
     }
   }
 }
@@ -556,6 +647,7 @@ function softmaxTile(
   cols: number,
   rowMax: Float64Array, // [Br] m
   rowSum: Float64Array, // [Br] l
+  keyMax: Float64Array, // [Br] the largest key logit so far
   acc: Float64Array, // [Br, Ev]
   Ev: number,
 ): void {
@@ -565,6 +657,7 @@ function softmaxTile(
     for (let c = 0; c < cols; c++) {
       tileMax = Math.max(tileMax, tile[row + c]); // Math.max, not `>`: a NaN logit makes m NaN, so its row is NaN
     }
+    keyMax[r] = Math.max(keyMax[r], tileMax);
     const mOld = rowMax[r];
     const mNew = Math.max(mOld, tileMax);
     // The reference the exponents are taken from. While every logit so far is -Infinity, mNew is
@@ -706,20 +799,14 @@ function copyTile(
   }
 }
 
-/** The cells the fast path skips (keys keyEnd .. Lk - 1 of a block): their scores, plainly, and
- * their logits, -Infinity (no row of the block sees them, whatever the score or the mask). */
-function skippedTile(
-  problem: Problem,
-  recording: Recording,
-  at: Slice,
-  i0: number,
-  rows: number,
-  keyEnd: number,
-): void {
+/** Rows i0 .. i0 + rows - 1 before their tiles: every score, plainly, and every logit -Infinity.
+ * The tiles then write the cells they compute; the others are the ones the fast path skips, which
+ * no row of the block sees, whatever the score or the mask. */
+function recordRows(problem: Problem, recording: Recording, at: Slice, i0: number, rows: number): void {
   const { query, key } = problem;
   const { keyLength: Lk, features: E } = problem.shapes;
   for (let i = i0; i < i0 + rows; i++) {
-    for (let j = keyEnd; j < Lk; j++) {
+    for (let j = 0; j < Lk; j++) {
       let s = 0;
       for (let t = 0; t < E; t++) {
         s += query[at.query + i * E + t] * key[at.key + j * E + t];

@@ -49,14 +49,18 @@
  *     cross-origin-isolated page (elsewhere a browser cannot share the memory: one thread). Every
  *     item is computed by the same code on the same data whichever thread takes it, so the output
  *     is bit for bit the same for every N.
- *  7. The same tile skipping (each row's keys from key-range.ts, passed to the kernel per slice),
- *     mask strides (a broadcast mask is never expanded) and grouped-query indexing as flash.ts,
- *     done in the kernel.
- *  8. Row independence: the order of each row's arithmetic does not depend on which other rows
- *     share its call, its chunk or its block (tiles start at multiples of 64 keys for every row,
- *     and the keys a block reads that a row may not see add exactly 0 to that row's sums). So
- *     a causal pass and the same rows computed a few at a time, with queryOffset at their first
- *     row's position (a prefill, then decode steps), give the same bits.
+ *  7. The same tile skipping (each row's keys from key-range.ts, passed to the kernel per slice:
+ *     its sinks, then its band, each walked from its own first key; a windowed prefill costs
+ *     O(Lq x window), a windowed decode step O(window)), sink logits (the online softmax starts
+ *     at the head's), mask strides (a broadcast mask is never expanded) and grouped-query indexing
+ *     as flash.ts, done in the kernel.
+ *  8. Row independence: the order of each row's arithmetic depends only on the keys it sees and
+ *     their order, not on which other rows share its call, its chunk or its block, nor on where
+ *     the keys sit (each row reads its own tiles of 64 keys, from its band's first key, out of the
+ *     scores of the block's key tiles; kernel.ts's runItem says how). So a causal pass and the
+ *     same rows computed a few at a time, with queryOffset at their first row's position (a
+ *     prefill, then decode steps), give the same bits, windowed or not, and so does a row against
+ *     only the keys it sees.
  *  9. A cache resident in the kernel's memory, for decoding (SimdKeyValueCache). A decode step
  *     handed to the flat entry brings the whole key/value cache into the kernel's memory at every
  *     call: copied, its keys transposed into tiles and their largest |k| found, before the one pass
@@ -69,10 +73,12 @@
  * Numerics: float64 inputs are computed in float64 and float32 in float32, each within the
  * tolerance rule's budget for its dtype (verify runs both as their own ports). The special values
  * are the readable port's: a NaN logit makes its row NaN; NaN or an infinity in value reaches every
- * row that is not fully masked (0 · NaN is NaN, even for a key the row cannot see); a fully-masked
- * row, and Lk = 0, give exactly +0.0. Two cases take a plain float64 path in this file instead of the
- * kernel (computeRowsPlainly, the readable port's order): a whole call whose logits could reach a
- * quarter of the dtype's largest number, or whose query or key holds NaN or ±Infinity, since the
+ * row that is not fully masked (0 · NaN is NaN, even for a key the row cannot see: the kernel
+ * makes such a row NaN and it is computed again plainly); a fully-masked row, and Lk = 0, give
+ * exactly +0.0. Two cases take a plain float64 path in this file instead of the
+ * kernel (computeRowsPlainly, the readable port's order): a whole call whose logits or sink logits
+ * could reach a quarter of the dtype's largest number, or whose query, key or sink logits hold NaN
+ * or +Infinity, since the
  * log2 units of item 4 would overflow there (kernelCanCarry decides, in O((Lq + Lk) · E)); and, after
  * the kernel, any row whose output is not finite, since the unnormalised sum of weights times value
  * can overflow where the exact output is an ordinary number (as flash.ts recomputes such rows).
@@ -86,7 +92,7 @@
  * Memory: the kernel's memory holds a copy of value, the key's transposed tiles and the mask as
  * given (not broadcast), each read by every query block; the query goes in and the output comes out
  * by chunks of at most 256 KiB (a job is one chunk of query rows of every slice), and the key is
- * transposed a chunk at a time, so none of those three is ever whole there. Plus O(64 x 64 +
+ * transposed a chunk at a time, so none of those three is ever whole there. Plus O(64 x 192 +
  * 64 x Ev) scratch per thread: linear in the inputs, and about the size of key and value beside the
  * caller's own inputs and output. A WebAssembly memory only grows, so after a large call the
  * process keeps that much reserved; so does the nested entry's float64 copy of its inputs and
@@ -126,7 +132,7 @@ import {
   product,
   type TensorInput,
 } from "./inputs.ts";
-import { keyRange, type RowKeys, seesEveryKey, seesKey, sliceKeys } from "./key-range.ts";
+import { type RowKeys, seesEveryKey, seesKey, sliceKeys } from "./key-range.ts";
 import {
   CONTROL,
   CONTROL_BYTES,
@@ -212,6 +218,18 @@ function kernelFlatOutput(
 export function kernelBlocks(): { queryBlock: number; keyTile: number; chunkBytes: number } {
   const { exports } = loadKernel(kernelBuild());
   return { queryBlock: exports.queryBlock(), keyTile: exports.keyTile(), chunkBytes: CHUNK_BYTES };
+}
+
+/** How many key tiles (a block of query rows against a tile of keys) the kernel scored on this
+ * thread since the last `reset`: the work its tile skipping left (the tiles it skipped are not
+ * among them; workers count their own). For the tests. */
+export function kernelScoredTiles(reset = false): number {
+  const { exports } = loadKernel(kernelBuild());
+  const count = exports.scoredKeyTiles();
+  if (reset) {
+    exports.resetScoredKeyTiles();
+  }
+  return count;
 }
 
 /** The kernel's two builds: "relaxed" (fused multiply-add; relaxed SIMD) and "baseline". */
@@ -837,6 +855,8 @@ interface KernelExports extends ItemRunner {
     tileBytes: number,
   ): number;
   heapBase(): number;
+  scoredKeyTiles(): number;
+  resetScoredKeyTiles(): void;
   queryBlock(): number;
   keyTile(): number;
 }
@@ -855,7 +875,7 @@ interface Kernel {
 const PAGE = 65536;
 const MAX_BYTES = 65536 * PAGE; // a 32-bit memory: 4 GiB
 const JOB_BYTES = 108; // the job descriptor: i32 fields, scale and softcap as f64, row0, layout (kernel.ts)
-const SLICE_FIELDS = 6; // i32 per slice in the kernel's slice table: kv slice, mask offset, RowKeys (kernel.ts)
+const SLICE_FIELDS = 8; // i32 per slice in the kernel's slice table: kv slice, mask offset, RowKeys, sink f64 (kernel.ts)
 const CHUNK_BYTES = 1 << 18; // a chunk of query, output or key rows in the kernel's memory, at most
 const kernels = new Map<BuildName, Kernel>();
 const loadedBytes = new Map<BuildName, Uint8Array<ArrayBuffer>>(); // given to initSimd
@@ -1098,7 +1118,7 @@ function attend(given: Problem, into?: Float64Array): Float64Array | Float32Arra
   }
   floats(float32, buffer, value, problem.value.length).set(problem.value); // rounded to float32 if so
   new Int32Array(buffer, lastNonFinite, kvSlices * Ev).fill(-1);
-  if (!seesEveryKey(keyRange(problem, shapes), Lq)) {
+  if (!seesEveryKey(problem.keys, Lq)) {
     // Keys a block skips carry weight 0 in the readable port, where 0 · NaN is still NaN: the
     // kernel needs, per value column, the last key row holding NaN or ±inf.
     const scan = float32 ? kernel.exports.scanValueF32 : kernel.exports.scanValueF64;
@@ -1142,13 +1162,19 @@ function jobPlan(kernel: Kernel, problem: Problem, sliceCount: number): JobPlan 
   const maskBytes = mask === null ? 0 : mask.bool !== null ? mask.bool.length : mask.float!.length * bytes;
   const stride = kernel.exports.scratchBytes(E, Ev);
   const sizes = [
-    sliceCount * SLICE_FIELDS * 4, // per slice: kv slice, mask offset, its RowKeys (i32 each)
+    sliceCount * SLICE_FIELDS * 4, // per slice: kv slice, mask offset, its RowKeys (i32 each), sink logit (f64)
     maskBytes, // the mask as given, broadcast by strides
     stride * threads, // one scratch slot per thread
     sliceCount * chunkRows * E * bytes, // one chunk of query rows [B..., Hq, chunkRows, E]
     sliceCount * chunkRows * Ev * bytes, // their output rows [B..., Hq, chunkRows, Ev]
   ];
   return { sizes, chunkRows, threads, stride };
+}
+
+/** The sink logit of a (batch, head) slice's query head (-Infinity for none). */
+function sliceSink(problem: Problem, part: Slice): number {
+  const { sinkLogits, shapes } = problem;
+  return sinkLogits === null ? -Infinity : sinkLogits[part.index % shapes.queryHeads];
 }
 
 /** The kernel over every query row, the key and value already in its memory where `layout` says:
@@ -1182,7 +1208,8 @@ function runJob(
   // its mask starts, and which keys its rows see (key-range.ts's four numbers, which the kernel
   // evaluates); the mask's strides along Lq and Lk are the same for every slice.
   const table = new Int32Array(buffer, sliceTable, parts.length * SLICE_FIELDS);
-  const range = keyRange(problem, shapes);
+  const sinks = new Float64Array(buffer, sliceTable, (parts.length * SLICE_FIELDS) / 2); // the same bytes
+  const range = problem.keys;
   parts.forEach((part, n) => {
     const keys = sliceKeys(range, part.index);
     table.set(
@@ -1196,6 +1223,7 @@ function runJob(
       ],
       n * SLICE_FIELDS,
     );
+    sinks[(n * SLICE_FIELDS + 6) / 2] = sliceSink(problem, part); // f64 at byte 24 of the entry
   });
   const [maskI, maskJ] = [parts[0].maskI, parts[0].maskJ];
 
@@ -1411,8 +1439,12 @@ function kernelCanCarry(problem: Problem, keys: number): boolean {
       masks = Math.max(masks, Math.abs(x));
     }
   }
+  let sinks = 0; // the largest |sink logit| (-Infinity is no sink; NaN and +Infinity need IEEE's answer)
+  for (const x of problem.sinkLogits ?? []) {
+    sinks = x === -Infinity ? sinks : Math.max(sinks, Math.abs(x)); // NaN stays NaN
+  }
   const scaled = Math.abs(scale) * queryRows * keys; // bounds every |score · scale|
-  const logits = (softcap > 0 ? Math.min(softcap, scaled) : scaled) + masks;
+  const logits = Math.max((softcap > 0 ? Math.min(softcap, scaled) : scaled) + masks, sinks);
   const largest = float32 ? 3.4028234663852886e38 : Number.MAX_VALUE;
   return logits * 4 * Math.LOG2E < largest && queryRows * keys * 4 < largest; // false for NaN and Infinity
 }
@@ -1436,9 +1468,10 @@ function computeRowsPlainly(
   const { queryLength: Lq, keyLength: Lk, valueFeatures: Ev } = shapes;
   const logits = new Float64Array(Lk); // [Lk]  one row at a time
   const row = new Float64Array(Ev); // [Ev]
-  const range = keyRange(problem, shapes);
+  const range = problem.keys;
   for (const at of parts) {
     const keys = sliceKeys(range, at.index);
+    const sink = sliceSink(problem, at);
     for (let i = 0; i < Lq; i++) {
       const out = at.output + i * Ev;
       let finite = true;
@@ -1448,12 +1481,13 @@ function computeRowsPlainly(
       if (onlyNonFinite && finite) {
         continue;
       }
-      const max = rowLogits(problem, at, keys, i, logits);
-      if (max === -Infinity) {
-        output.fill(0, out, out + Ev); // fully masked: +0.0, whatever value holds
+      const keysMax = rowLogits(problem, at, keys, i, logits);
+      if (keysMax === -Infinity) {
+        output.fill(0, out, out + Ev); // fully masked: +0.0 (all weight on the sink, if any), whatever value holds
         continue;
       }
-      let sum = 0;
+      const max = Math.max(sink, keysMax); // the sink logit takes part in the max and the sum
+      let sum = sink === -Infinity ? 0 : Math.exp(sink - max);
       for (let j = 0; j < Lk; j++) {
         sum += Math.exp(logits[j] - max);
       }

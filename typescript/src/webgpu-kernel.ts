@@ -23,13 +23,16 @@ export const VALUE_ROWS = 16;
 /** Bytes of the uniform block Params below (a multiple of 16). */
 export const PARAMS_BYTES = 64;
 /** Bytes of one slice's entry (the struct Slice below) in binding 5. */
-export const SLICE_BYTES = 24;
+export const SLICE_BYTES = 40;
+/** A logit's kinds, the shader's FINITE .. NOT_A_NUMBER below: the host says with one what a sink
+ * logit is. */
+export const LOGIT_KIND = { FINITE: 0, MASKED: 1, PLUS_INFINITY: 2, NOT_A_NUMBER: 3 } as const;
 
 /** The shader. Bindings: 0 the uniform Params; 1 query, 2 key, 3 value (float32, read as their
  * 32-bit patterns); 4 the mask (raw 32-bit words: bool bytes four to a word, or float32 bits); 5 one
- * Slice per slice (its kv slice, mask offset and which keys its rows see); 6 per kv slice and value
- * column, the last key row whose value is NaN or ±inf (-1 for none; read only where a block skips
- * keys); 7 the output (float32 bit patterns).
+ * Slice per slice (its kv slice, mask offset, which keys its rows see and its sink logit); 6 per kv
+ * slice, key and value column, how many key rows before it hold NaN or ±inf there (read only where
+ * a block skips keys and value holds one); 7 the output (float32 bit patterns).
  *
  * No IEEE special value is ever a number inside this shader. WGSL lets an implementation assume
  * that NaN and the infinities do not occur (its isNan was removed for that reason, and a shader
@@ -60,10 +63,10 @@ const NEGATIVE_INFINITY_BITS: u32 = 0xff800000u;
 const LOG2_E: f32 = 1.4426950408889634;
 
 // A logit's kind, beside its value (the value is meaningful only for FINITE).
-const FINITE: u32 = 0u;
-const MASKED: u32 = 1u;                       // -inf: weight 0
-const PLUS_INFINITY: u32 = 2u;                // makes its row NaN (inf - inf in softmax)
-const NOT_A_NUMBER: u32 = 3u;                 // makes its row NaN
+const FINITE: u32 = ${LOGIT_KIND.FINITE}u;
+const MASKED: u32 = ${LOGIT_KIND.MASKED}u;                       // -inf: weight 0
+const PLUS_INFINITY: u32 = ${LOGIT_KIND.PLUS_INFINITY}u;                // makes its row NaN (inf - inf in softmax)
+const NOT_A_NUMBER: u32 = ${LOGIT_KIND.NOT_A_NUMBER}u;                 // makes its row NaN
 
 struct Params {
   rows: u32,           // query rows of each slice in this dispatch
@@ -77,7 +80,7 @@ struct Params {
   scale: f32,          // finite (the host clamps it to float32's range)
   softcap: f32,        // 0: none; finite
   accMayOverflow: u32, // 1: sum p · value could overflow float32: normalise every cell (see below)
-  pad0: u32,
+  countsGiven: u32,    // 1: nonFiniteBefore holds, per column, the NaN or ±inf values before each key
   pad1: u32,
   pad2: u32,
   pad3: u32,
@@ -94,6 +97,10 @@ struct Slice {
   endShift: i32,
   limit: i32,
   sinkEnd: i32,
+  sink: f32,           // the head's sink logit, finite (sinkKind says what else it is)
+  sinkKind: u32,       // FINITE, MASKED (no sink: -inf), PLUS_INFINITY or NOT_A_NUMBER
+  pad0: u32,
+  pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -102,7 +109,7 @@ struct Slice {
 @group(0) @binding(3) var<storage, read> value: array<u32>;        // [kv slices, Lk, Ev] float32 bits
 @group(0) @binding(4) var<storage, read> mask: array<u32>;         // as given, read through strides
 @group(0) @binding(5) var<storage, read> slices: array<Slice>;
-@group(0) @binding(6) var<storage, read> lastNonFinite: array<i32>; // [kv slices, Ev]
+@group(0) @binding(6) var<storage, read> nonFiniteBefore: array<u32>; // [kv slices, Lk + 1, Ev] (params.countsGiven)
 @group(0) @binding(7) var<storage, read_write> output: array<u32>; // [slices, rows, Ev] float32 bits
 
 // Workgroup memory: 13.6 KiB, under the 16 KiB every WebGPU device offers.
@@ -114,6 +121,7 @@ var<workgroup> rowMax: array<f32, ${QUERY_BLOCK}>;                    // m per r
 var<workgroup> rowSum: array<f32, ${QUERY_BLOCK}>;                    // l per row
 var<workgroup> rowAlpha: array<f32, ${QUERY_BLOCK}>;                  // exp(m_old - m_new) of this tile
 var<workgroup> rowState: array<u32, ${QUERY_BLOCK}>;                  // 0 nothing seen, 1 a finite logit, 2 NaN row
+var<workgroup> rowKeySeen: array<u32, ${QUERY_BLOCK}>;                // 1 once a key's finite logit is seen (the sink aside)
 var<workgroup> rowSpecial: array<atomic<u32>, ${QUERY_BLOCK}>;        // the query row holds NaN or ±inf
 var<workgroup> keySpecial: array<atomic<u32>, ${KEY_TILE}>;           // the tile's key row holds NaN or ±inf
 
@@ -227,8 +235,22 @@ fn keyEnd(part: Slice, i: u32) -> u32 {
 fn keyStart(part: Slice, i: u32) -> u32 {
   return u32(min(i32(keyEnd(part, i)), max(0, i32(i) + part.startShift)));
 }
+fn sinkKeyEnd(part: Slice, i: u32) -> u32 {
+  return min(u32(part.sinkEnd), keyEnd(part, i));  // sinks obey the row's end (causality, kvSeqlen)
+}
 fn seesKey(part: Slice, i: u32, j: u32) -> bool {
-  return j < u32(part.sinkEnd) || (keyStart(part, i) <= j && j < keyEnd(part, i));
+  return j < sinkKeyEnd(part, i) || (keyStart(part, i) <= j && j < keyEnd(part, i));
+}
+// Whether key j of row i belongs to the segment a tile walks: the sinks the row sees, or the rest
+// (its band; seesKey says which of those it sees). A key in both is the sinks' alone.
+fn inSegment(part: Slice, i: u32, j: u32, sinks: bool) -> bool {
+  return (j < sinkKeyEnd(part, i)) == sinks;
+}
+// How many keys of [first, end) hold NaN or ±inf in value column \`column\` of kv slice kv.
+fn nonFiniteIn(kv: u32, column: u32, first: u32, end: u32) -> u32 {
+  let stride = params.valueFeatures;
+  let at = kv * (params.keyLength + 1u) * stride + column;
+  return nonFiniteBefore[at + end * stride] - nonFiniteBefore[at + first * stride];
 }
 
 // The boolean mask's cell at offset n (bytes, four to a word): whether it allows the cell.
@@ -323,9 +345,13 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
   let column = c0 + t;                      // this thread's output column
 
   if (t < QUERY_BLOCK) {
-    rowMax[t] = 0.0;                        // meaningful once rowState says a logit was seen
-    rowSum[t] = 0.0;
-    rowState[t] = NOTHING_SEEN;
+    // The online softmax starts with the sink: m = s, l = exp(s - m) = 1 (it has no value). A NaN
+    // or +inf sink makes the row NaN (IEEE's softmax: inf - inf), once it sees a key.
+    rowMax[t] = select(0.0, part.sink, part.sinkKind == FINITE);  // meaningful once rowState says a logit was seen
+    rowSum[t] = select(0.0, 1.0, part.sinkKind == FINITE);
+    rowState[t] = select(select(NOTHING_SEEN, SEEN, part.sinkKind == FINITE), NAN_ROW,
+                         part.sinkKind == NOT_A_NUMBER || part.sinkKind == PLUS_INFINITY);
+    rowKeySeen[t] = 0u;
     atomicStore(&rowSpecial[t], 0u);
   }
   atomicStore(&keySpecial[t], 0u);
@@ -344,13 +370,33 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
   var valuePlus = 0u;
   var valueMinus = 0u;
 
-  // Tile skipping: no row of the block sees a key from blockEnd on (the rows' bounds grow with the
-  // row, so the last row's end; with isCausal, past its position + queryOffset), so those keys are
-  // masked for every row of it: their tiles are never computed.
-  let blockEnd = max(u32(part.sinkEnd), keyEnd(part, params.rowStart + i0 + max(rows, 1u) - 1u));
+  // Tile skipping: the block's rows see the sinks [0, sinkStop) and the band [bandFrom, blockEnd)
+  // (the rows' bounds grow with the row, so the first row's start and the last row's end; with
+  // isCausal, blockEnd is past the last row's position + queryOffset). Each segment is walked a
+  // tile at a time; the keys between and after are masked for every row of the block, and their
+  // tiles are never computed. The tiles start at multiples of Bc, the same keys for every row
+  // whichever block it is in, so a row's arithmetic does not depend on its block (a prefill and
+  // decode steps give the same bits); a tile holding both sinks and band keys is walked once for
+  // each, and each of its cells counts in one.
+  let firstRow = params.rowStart + i0;
+  let lastRow = firstRow + max(rows, 1u) - 1u;
+  let blockEnd = keyEnd(part, lastRow);
+  let sinkStop = sinkKeyEnd(part, lastRow);
+  let bandFrom = max(keyStart(part, firstRow), sinkStop);
+  let bandTile = (bandFrom / KEY_TILE) * KEY_TILE;
 
-  for (var j0 = 0u; j0 < blockEnd; j0 += KEY_TILE) {
-    let cols = min(KEY_TILE, blockEnd - j0);
+  var sinks = sinkStop > 0u;                // walking the sinks (else the band)
+  var j0 = select(bandTile, 0u, sinks);
+  loop {
+    if (j0 >= select(blockEnd, sinkStop, sinks)) {
+      if (sinks) {
+        sinks = false;                      // past the sinks: on to the band
+        j0 = bandTile;
+        continue;
+      }
+      break;
+    }
+    let cols = min(KEY_TILE, select(blockEnd, sinkStop, sinks) - j0);
 
     // Step 1: scores of key j0 + t against the block's rows, E a chunk at a time: the query
     // chunk [Br, FEATURE_CHUNK] and the key chunk, transposed to [FEATURE_CHUNK, Bc], are loaded
@@ -390,7 +436,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     atomicStore(&keySpecial[t], 0u);        // read by this thread only: ready for the next tile
     for (var r = 0u; r < rows; r++) {
       var x = Logit(0.0, MASKED);
-      if (t < cols) {
+      if (t < cols && inSegment(part, firstRow + r, j0 + t, sinks)) {
         if (keyHasSpecial || atomicLoad(&rowSpecial[r]) != 0u) {
           x = cellLogit(slice * params.rows + i0 + r, part, i0 + r, j0 + t);
         } else {
@@ -413,10 +459,12 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         let kind = tileKind[t * KEY_TILE + c];
         if (kind == NOT_A_NUMBER || kind == PLUS_INFINITY) {
           state = NAN_ROW;
+          rowKeySeen[t] = 1u;
         } else if (kind == FINITE) {
           let x = tile[t * KEY_TILE + c];
           m = select(x, max(m, x), state != NOTHING_SEEN);
           state = max(state, SEEN);
+          rowKeySeen[t] = 1u;
         }
       }
       var alpha = 0.0;
@@ -484,6 +532,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
       }
     }
     workgroupBarrier();                     // the tile and rowAlpha are rewritten by the next tile
+    j0 += KEY_TILE;
   }
 
   // Finish the block: output = acc / l, the normalisation done once per row, written as bits.
@@ -491,11 +540,14 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     return;
   }
   var skippedNonFinite = false;             // a key the block skipped holds NaN or ±inf here
-  if (blockEnd < Lk) {
-    skippedNonFinite = lastNonFinite[kv * Ev + column] >= i32(blockEnd);
+  if (params.countsGiven != 0u) {
+    skippedNonFinite = nonFiniteIn(kv, column, sinkStop, max(sinkStop, bandTile)) +
+                       nonFiniteIn(kv, column, blockEnd, Lk) > 0u;
   }
   for (var r = 0u; r < rows; r++) {
-    let state = rowState[r];
+    // A row that sees no key's logit gives +0.0 (with a sink, all its weight is the sink's, which
+    // has no value), whatever its sink logit or value hold.
+    let state = select(NOTHING_SEEN, rowState[r], rowKeySeen[r] != 0u);
     let bit = 1u << r;
     var out = 0u;                           // fully masked (or Lk = 0): +0.0, whatever value holds
     if (state == NAN_ROW || (state == SEEN && (skippedNonFinite || (valueNan & bit) != 0u ||

@@ -36,8 +36,10 @@
  *
  * So no [Lq, Lk] matrix exists anywhere (workgroup memory holds 13.6 KiB, under the 16 KiB every
  * WebGPU device offers), each key and value number is read from GPU memory once per block of 16
- * rows, and every barrier guards one hand-over between threads. The key tiles past the keys a
- * block's rows may see (key-range.ts; with isCausal, past its last row) are skipped, as in flash.ts. Ev > 64 takes more workgroups along the dispatch's
+ * rows, and every barrier guards one hand-over between threads. The key tiles outside the keys a
+ * block's rows may see (key-range.ts: their sinks and their band; with isCausal, past its last
+ * row; with a window, before its first row's start) are skipped, as in flash.ts; a sink logit
+ * starts each row's online softmax, as in flash.ts. Ev > 64 takes more workgroups along the dispatch's
  * z dimension, each recomputing the scores of its rows for its 64 columns: a thread then still
  * holds only 16 sums, for any Ev. Grouped-query heads and the mask's broadcast are a per-slice
  * table of (key/value slice, first mask cell) that batching.ts computes; the same table carries
@@ -64,8 +66,9 @@
  *    Lk = 0: +0.0) or seen; value's NaN and infinities reach a column as per-row bits (NaN, or an
  *    infinity weighed 0: NaN; an infinity weighed > 0: ±inf; both signs: NaN). The output is
  *    written as bits, so NaN and ±inf are patterns, not results. A key a block skips is never
- *    read, so the host marks, per key/value slice and column, the last key whose value is NaN or
- *    ±inf (lastNonFiniteRows) and the kernel makes such a column NaN, as flash.ts does. The host
+ *    read, so the host counts, per key/value slice and column, the keys before each key whose value
+ *    is NaN or ±inf (nonFiniteBefore) and the kernel makes a column NaN where a skipped key holds
+ *    one, as flash.ts does. A NaN or +inf sink logit makes a row that sees a key NaN. The host
  *    holds scale and softcap within float32's range. scripts/gpu-check runs the special-value
  *    fixtures on a real GPU.
  *  - Limits. One storage binding holds at most maxStorageBufferBindingSize bytes and one dispatch
@@ -109,8 +112,15 @@ import {
   product,
   type TensorInput,
 } from "./inputs.ts";
-import { keyRange, seesEveryKey, sliceKeys } from "./key-range.ts";
-import { ATTENTION_WGSL, PARAMS_BYTES, QUERY_BLOCK, SLICE_BYTES, VALUE_COLUMNS } from "./webgpu-kernel.ts";
+import { seesEveryKey, sliceKeys } from "./key-range.ts";
+import {
+  ATTENTION_WGSL,
+  LOGIT_KIND,
+  PARAMS_BYTES,
+  QUERY_BLOCK,
+  SLICE_BYTES,
+  VALUE_COLUMNS,
+} from "./webgpu-kernel.ts";
 
 export * from "./port-exports.ts";
 
@@ -550,7 +560,7 @@ function checkMemory(problem: Problem, plan: readonly Dispatch[], maskBytesPerCe
     const rows = (d.slice1 - d.slice0) * (d.row1 - d.row0);
     const device =
       4 * rows * (E + 2 * Ev) + // query, output and its read-back copy
-      4 * (d.kv1 - d.kv0) * Lk * (E + 2 * Ev) + // key, value, lastNonFinite
+      4 * (d.kv1 - d.kv0) * (Lk * (E + Ev) + (Lk + 1) * Ev) + // key, value, the NaN counts
       (d.mask1 - d.mask0) * maskBytesPerCell +
       SLICE_BYTES * (d.slice1 - d.slice0);
     largest = Math.max(largest, device);
@@ -618,10 +628,12 @@ async function runDispatch(
   // Per slice (the shader's struct Slice): kv slice, first mask cell, and which keys its rows see
   // (key-range.ts's RowKeys, whose formula the shader evaluates).
   const table = new Int32Array((SLICE_BYTES / 4) * sliceCount);
-  const range = keyRange(problem, shapes);
+  const tableFloats = new Float32Array(table.buffer); // the same bytes: the sink logit's field
+  const range = problem.keys;
   for (let n = 0; n < sliceCount; n++) {
     const at = parts[d.slice0 + n];
     const keys = sliceKeys(range, at.index);
+    const sink = problem.sinkLogits === null ? -Infinity : problem.sinkLogits[at.index % shapes.queryHeads];
     table.set(
       [
         (Lk * E === 0 ? 0 : at.key / (Lk * E)) - d.kv0,
@@ -630,9 +642,18 @@ async function runDispatch(
         keys.endShift,
         keys.limit,
         keys.sinkEnd,
+        0, // the sink logit, below
+        Number.isNaN(sink)
+          ? LOGIT_KIND.NOT_A_NUMBER
+          : sink === Infinity
+            ? LOGIT_KIND.PLUS_INFINITY
+            : sink === -Infinity
+              ? LOGIT_KIND.MASKED
+              : LOGIT_KIND.FINITE,
       ],
       (SLICE_BYTES / 4) * n,
     );
+    tableFloats[(SLICE_BYTES / 4) * n + 6] = Number.isFinite(sink) ? finiteFloat32(sink) : 0;
   }
   const params = new DataView(new ArrayBuffer(PARAMS_BYTES));
   const fields = [rows, d.row0, Lk, E, Ev, maskKind, parts[d.slice0].maskI, parts[d.slice0].maskJ];
@@ -640,8 +661,10 @@ async function runDispatch(
   params.setFloat32(32, finiteFloat32(problem.scale), true);
   params.setFloat32(36, shaderSoftcap(problem.softcap), true);
   params.setUint32(40, accMayOverflow(value, Lk) ? 1 : 0, true);
-  // Where a block may skip keys, the shader needs each value column's last non-finite key.
-  const skips = !seesEveryKey(range, Lq);
+  // Where a block may skip keys, the shader needs to know whether a skipped key's value is NaN or
+  // ±inf in a column: per column, how many are before each key.
+  const counts = seesEveryKey(range, Lq) ? null : nonFiniteBefore(value, d.kv1 - d.kv0, Lk, Ev);
+  params.setUint32(44, counts === null ? 0 : 1, true);
 
   device.pushErrorScope("out-of-memory");
   device.pushErrorScope("validation");
@@ -668,7 +691,7 @@ async function runDispatch(
     upload(value, storage),
     upload(maskWords, storage),
     upload(table, storage),
-    upload(skips ? lastNonFiniteRows(value, d.kv1 - d.kv0, Lk, Ev) : new Int32Array(1), storage),
+    upload(counts ?? new Uint32Array(1), storage),
   ];
   const out = device.createBuffer({
     size: Math.max(4, 4 * outputLength),
@@ -744,22 +767,25 @@ function accMayOverflow(value: Float32Array, Lk: number): boolean {
   return largest * Lk >= 2 ** 127;
 }
 
-/** Per key/value slice and value column, the last key row whose value is NaN or ±inf (-1 for
- * none): a block skips the keys none of its rows sees, and such a value must still make the row
- * NaN (0 · NaN is NaN in the readable port, even for a key the row cannot see). */
-function lastNonFiniteRows(value: Float32Array, kvSlices: number, Lk: number, Ev: number): Int32Array {
-  const last = new Int32Array(Math.max(1, kvSlices * Ev)).fill(-1); // [kv slices, Ev]
+/** Per key/value slice and value column, how many of the key rows before each key (0 .. Lk) hold
+ * NaN or ±inf there ([kv slices, Lk + 1, Ev]); null where none does. A block skips the keys none of
+ * its rows sees, and such a value must still make the row NaN (0 · NaN is NaN in the readable port,
+ * even for a key the row cannot see): the shader counts those in the keys it skipped. */
+function nonFiniteBefore(value: Float32Array, kvSlices: number, Lk: number, Ev: number): Uint32Array | null {
+  const counts = new Uint32Array(Math.max(1, kvSlices * (Lk + 1) * Ev)); // [kv slices, Lk + 1, Ev]
+  let any = false;
   for (let kv = 0; kv < kvSlices; kv++) {
     for (let j = 0; j < Lk; j++) {
+      const at = (kv * (Lk + 1) + j) * Ev;
       for (let t = 0; t < Ev; t++) {
         const y = value[(kv * Lk + j) * Ev + t];
-        if (y - y !== 0) {
-          last[kv * Ev + t] = j; // y - y is NaN exactly when y is NaN or ±inf
-        }
+        const special = y - y !== 0; // NaN exactly when y is NaN or ±inf
+        any ||= special;
+        counts[at + Ev + t] = counts[at + t] + (special ? 1 : 0);
       }
     }
   }
-  return last;
+  return any ? counts : null;
 }
 
 /** The output in the type of query.data: Float32Array as computed, or widened to Float64Array. */

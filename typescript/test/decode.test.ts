@@ -2,7 +2,8 @@
 // time (a prefill, then decode steps of 1, 3, 7 and 4 rows), each block against the keys up to
 // its last row and with queryOffset = its first row's position, are the same rows bit for bit in
 // attention.ts, flash.ts and simd.ts (float64 and float32, one thread and workers): each port
-// orders a row's arithmetic the same way whatever other rows share its call. The lengths cross
+// orders a row's arithmetic the same way whatever other rows share its call, with a sliding window
+// and sinks too (each row walks its band from its own first key). The lengths cross
 // the tiled ports' key tiles (64) and query blocks (32 and 64), so a block's tile skipping and its
 // shorter last tile are exercised. The numbers are checked against the fixtures elsewhere
 // (verify); this file holds the ports to the equality alone.
@@ -48,16 +49,23 @@ type Run = (
   query: Tensor,
   key: Tensor,
   value: Tensor,
-  options: { isCausal: true; enableGqa: true; queryOffset: number },
+  options: { isCausal: true; enableGqa: true; queryOffset: number } & Extra,
 ) => number[];
 
+/** Options beside causality that every block takes as the whole pass does. */
+type Extra = { window?: [number, number]; sinkTokens?: number; sinkLogits?: number[] };
+
+/** A sliding window of 41 keys (shorter than the prefill, longer than a step), 3 sink tokens and a
+ * sink logit per query head: the tiled ports then walk each row's band from its own first key. */
+const WINDOWED: Extra = { window: [40, 0], sinkTokens: 3, sinkLogits: [0.25, -1.5, 2, 0] };
+
 /** The whole pass's output rows [start, start + rows) of each head, and the block's own output. */
-function compareBlocks(run: Run): void {
+function compareBlocks(run: Run, extra: Extra = {}): void {
   const whole = run(
     { shape: [B, Hq, N, E], data: QUERY },
     { shape: [B, Hkv, N, E], data: KEY },
     { shape: [B, Hkv, N, Ev], data: VALUE },
-    { isCausal: true, enableGqa: true, queryOffset: 0 },
+    { ...extra, isCausal: true, enableGqa: true, queryOffset: 0 },
   ); // [B, Hq, N, Ev]
   for (const { start, rows } of BLOCKS) {
     const end = start + rows; // the block sees the keys up to its last row: the cache and itself
@@ -65,7 +73,7 @@ function compareBlocks(run: Run): void {
       { shape: [B, Hq, rows, E], data: rowsOf(QUERY, Hq, E, start, end) },
       { shape: [B, Hkv, end, E], data: rowsOf(KEY, Hkv, E, 0, end) },
       { shape: [B, Hkv, end, Ev], data: rowsOf(VALUE, Hkv, Ev, 0, end) },
-      { isCausal: true, enableGqa: true, queryOffset: start },
+      { ...extra, isCausal: true, enableGqa: true, queryOffset: start },
     ); // [B, Hq, rows, Ev]
     const expected = rowsOf(whole, Hq, Ev, start, end);
     assert.equal(block.length, product([B, Hq, rows, Ev]));
@@ -106,6 +114,16 @@ describe("a prefill and decode steps give the rows of one causal pass, bit for b
     for (const float32 of [false, true]) {
       compareBlocks(flat(simd.scaledDotProductAttentionFlat, float32));
       compareBlocks(flat(simd.scaledDotProductAttentionFlat, float32, 2));
+    }
+  });
+  test("with a sliding window, sink tokens and sink logits: attention.ts, flash.ts, simd.ts", () => {
+    compareBlocks(nested(readable), WINDOWED);
+    compareBlocks(nested(flash), WINDOWED);
+    compareBlocks(flat(flash.scaledDotProductAttentionFlat, true), WINDOWED);
+    compareBlocks(nested(simd), WINDOWED);
+    for (const float32 of [false, true]) {
+      compareBlocks(flat(simd.scaledDotProductAttentionFlat, float32), WINDOWED);
+      compareBlocks(flat(simd.scaledDotProductAttentionFlat, float32, 2), WINDOWED);
     }
   });
   test("the blocks are not trivially equal: queryOffset 0 (top-left) gives other rows", () => {

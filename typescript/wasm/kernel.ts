@@ -20,6 +20,7 @@
 // BR: query rows per work item (a multiple of 4, the score blocking). BC: keys per tile.
 const BR: i32 = 64;
 const BC: i32 = 64;
+const WIDE: i32 = 3 * BC; // the scores buffer's row: three key tiles (runItem)
 const LOG2E: f64 = 1.4426950408889634; // log2(e): exp(x) = exp2(x * log2(e))
 
 // ---- The job descriptor, written by simd.ts (attend; J_BLOCKS, J_ROWS and J_ROW0 once per chunk). ----
@@ -33,7 +34,8 @@ const J_K: i32 = 24; // key, transposed by tiles of [BC / 2L, E, 2L] (transposeK
 const J_V: i32 = 28; // value rows [Ev], placed by J_V_KV, J_V_TILE and J_V_ROW
 const J_OUT: i32 = 32; // the chunk's output rows [slices, rows, Ev]
 const J_SLICES: i32 = 36; // per slice, SLICE_BYTES: i32 kv slice, i32 mask offset (elements), then
-// the four i32 of key-range.ts's RowKeys for the slice: startShift, endShift, limit, sinkEnd
+// the four i32 of key-range.ts's RowKeys for the slice: startShift, endShift, limit, sinkEnd; then
+// the slice's sink logit, f64 (-inf for none)
 const J_MASK_KIND: i32 = 40; // 0 none, 1 bool (u8, 0 = masked), 2 float (T, added)
 const J_MASK: i32 = 44;
 const J_MASK_I: i32 = 48; // mask stride along Lq (elements; 0 when broadcast)
@@ -52,11 +54,12 @@ const J_K_TILE: i32 = 92; // from one key tile to the next of the same kv slice
 const J_V_KV: i32 = 96; // from one kv slice's value row 0 to the next's
 const J_V_TILE: i32 = 100; // from value row j to row j + BC of the same kv slice
 const J_V_ROW: i32 = 104; // from value row j to row j + 1 within a tile
-const SLICE_BYTES: usize = 24; // one slice's entry in the J_SLICES table
+const SLICE_BYTES: usize = 32; // one slice's entry in the J_SLICES table
 
-// Which keys query row i of a slice sees: [rowStart(i), rowEnd(i)) and the sinks [0, sinkEnd).
-// The formula of key-range.ts's keyEnd and keyStart, from the four numbers simd.ts passes per
-// slice (key-range.ts decides them; this file knows nothing of causality).
+// Which keys query row i of a slice sees: [rowStart(i), rowEnd(i)) and the sinks
+// [0, min(sinkEnd, rowEnd(i))). The formula of key-range.ts's keyEnd, keyStart and sinkKeyEnd, from
+// the four numbers simd.ts passes per slice (key-range.ts decides them; this file knows nothing of
+// causality or windows).
 // @ts-ignore: decorator
 @inline function rowEnd(i: i32, endShift: i32, limit: i32): i32 {
   return min(limit, max(0, i + endShift));
@@ -69,7 +72,7 @@ const SLICE_BYTES: usize = 24; // one slice's entry in the J_SLICES table
 /** Bytes of scratch one thread needs for features E and Ev (the same for f32 and f64). */
 export function scratchBytes(E: i32, Ev: i32): i32 {
   const evPad = (Ev + 1) & ~1; // Ev rounded up to whole f64x2 vectors
-  return 8 * (BR * BC + 2 * BR + BR * evPad) + 64;
+  return 8 * (BR * WIDE + 3 * BR + BR * evPad) + 64;
 }
 
 // ---- Vector helpers, generic over the lane type T (f32 or f64). ----
@@ -248,8 +251,228 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
 
 // ---- One work item. ----
 
+/** Where row i's keys of segment `seg` start: 0 for the sinks, and for the band its start past the
+ * sinks it sees (a key in both is the sinks' alone). */
+// @ts-ignore: decorator
+@inline function segFrom(seg: i32, i: i32, startShift: i32, endShift: i32, limit: i32, sinkEnd: i32): i32 {
+  if (seg == 0) {
+    return 0;
+  }
+  const end = rowEnd(i, endShift, limit);
+  return max(rowStart(i, startShift, end), min(sinkEnd, end));
+}
+/** Where row i's keys of segment `seg` end: its sinks end at min(sinkEnd, end(i)), its band at end(i). */
+// @ts-ignore: decorator
+@inline function segTo(seg: i32, i: i32, endShift: i32, limit: i32, sinkEnd: i32): i32 {
+  const end = rowEnd(i, endShift, limit);
+  return seg == 0 ? min(sinkEnd, end) : end;
+}
+
+/** Step 1 for one key tile: scores[r][c] = query row (i0 + r) · key row c of the tile at keyT, into
+ * `scores` (rows WIDE numbers apart). Register blocking: 4 query rows x 2 vectors of keys, 8
+ * independent sums, each over t from 0 in order (so a score's bits do not depend on its tile). */
+// @ts-ignore: decorator
+@inline function scoreTile<T>(query: usize, rows: i32, rowsPad: i32, E: i32, keyT: usize, scores: usize): void {
+  tilesScored++;
+  const S = <usize>sizeof<T>();
+  const L = 16 / <i32>sizeof<T>();
+  const zero = v128.splat<T>(<T>0);
+  if (rows == 1) {
+    // One row (a decode step's): 4 blocks of keys at a time, 8 independent sums, instead of the
+    // 4-row blocking's three copies of the row. Each sum runs over t from 0 in order, as below, so
+    // the scores are the same bits.
+    const W = <usize>(2 * L) * S; // one block's numbers for one feature
+    const blockBytes = <usize>E * W; // one block of 2L keys: [E, 2L]
+    for (let c = 0; c < BC; c += 8 * L) {
+      let s0 = zero, s1 = zero, s2 = zero, s3 = zero, s4 = zero, s5 = zero, s6 = zero, s7 = zero;
+      let kp = keyT + <usize>c * <usize>E * S;
+      for (let t = 0; t < E; t++) {
+        const x = v128.load_splat<T>(query + <usize>t * S);
+        s0 = madd<T>(x, v128.load(kp), s0);
+        s1 = madd<T>(x, v128.load(kp, 16), s1);
+        s2 = madd<T>(x, v128.load(kp + blockBytes), s2);
+        s3 = madd<T>(x, v128.load(kp + blockBytes, 16), s3);
+        s4 = madd<T>(x, v128.load(kp + 2 * blockBytes), s4);
+        s5 = madd<T>(x, v128.load(kp + 2 * blockBytes, 16), s5);
+        s6 = madd<T>(x, v128.load(kp + 3 * blockBytes), s6);
+        s7 = madd<T>(x, v128.load(kp + 3 * blockBytes, 16), s7);
+        kp += W;
+      }
+      const at = scores + <usize>c * S;
+      v128.store(at, s0);
+      v128.store(at, s1, 16);
+      v128.store(at + W, s2);
+      v128.store(at + W, s3, 16);
+      v128.store(at + 2 * W, s4);
+      v128.store(at + 2 * W, s5, 16);
+      v128.store(at + 3 * W, s6);
+      v128.store(at + 3 * W, s7, 16);
+    }
+    return;
+  }
+  for (let r = 0; r < rowsPad; r += 4) {
+    const qa = query + <usize>min(r, rows - 1) * <usize>E * S;
+    const qb = query + <usize>min(r + 1, rows - 1) * <usize>E * S;
+    const qc = query + <usize>min(r + 2, rows - 1) * <usize>E * S;
+    const qd = query + <usize>min(r + 3, rows - 1) * <usize>E * S;
+    for (let c = 0; c < BC; c += 2 * L) {
+      let s00 = zero, s01 = zero, s10 = zero, s11 = zero;
+      let s20 = zero, s21 = zero, s30 = zero, s31 = zero;
+      let kp = keyT + <usize>c * <usize>E * S; // the block of keys c .. c + 2L - 1: [E, 2L]
+      for (let t = 0; t < E; t++) {
+        const y0 = v128.load(kp);
+        const y1 = v128.load(kp, 16);
+        const off = <usize>t * S;
+        const xa = v128.load_splat<T>(qa + off);
+        const xb = v128.load_splat<T>(qb + off);
+        s00 = madd<T>(xa, y0, s00);
+        s01 = madd<T>(xa, y1, s01);
+        s10 = madd<T>(xb, y0, s10);
+        s11 = madd<T>(xb, y1, s11);
+        const xc = v128.load_splat<T>(qc + off);
+        const xd = v128.load_splat<T>(qd + off);
+        s20 = madd<T>(xc, y0, s20);
+        s21 = madd<T>(xc, y1, s21);
+        s30 = madd<T>(xd, y0, s30);
+        s31 = madd<T>(xd, y1, s31);
+        kp += <usize>(2 * L) * S;
+      }
+      const at = scores + <usize>(r * WIDE + c) * S;
+      v128.store(at, s00);
+      v128.store(at, s01, 16);
+      v128.store(at + <usize>WIDE * S, s10);
+      v128.store(at + <usize>WIDE * S, s11, 16);
+      v128.store(at + <usize>(2 * WIDE) * S, s20);
+      v128.store(at + <usize>(2 * WIDE) * S, s21, 16);
+      v128.store(at + <usize>(3 * WIDE) * S, s30);
+      v128.store(at + <usize>(3 * WIDE) * S, s31, 16);
+    }
+  }
+}
+
+/** Step 5 for a run of n keys that two rows both see: acc_a += p_a[c] · value row c, and the same
+ * for b, each key in order. Register blocking: 2 rows x 4 vectors of value features, summed over
+ * the run in registers. Loads past Ev in a value row read the next row (or the padding after
+ * value): those lanes only reach acc lanes past Ev, which are never written out. */
+// @ts-ignore: decorator
+@inline function weighPair<T>(pa: usize, pb: usize, aa: usize, ab: usize, v0: usize, n: i32, vrow: usize, evPad: i32): void {
+  const S = <usize>sizeof<T>();
+  const L = 16 / <i32>sizeof<T>();
+  let t = 0;
+  for (; t + 4 * L <= evPad; t += 4 * L) {
+    const ta = aa + <usize>t * S;
+    const tb = ab + <usize>t * S;
+    let a0 = v128.load(ta), a1 = v128.load(ta, 16), a2 = v128.load(ta, 32), a3 = v128.load(ta, 48);
+    let b0 = v128.load(tb), b1 = v128.load(tb, 16), b2 = v128.load(tb, 32), b3 = v128.load(tb, 48);
+    let vp = v0 + <usize>t * S;
+    for (let c = 0; c < n; c++) {
+      const wa = v128.load_splat<T>(pa + <usize>c * S);
+      const wb = v128.load_splat<T>(pb + <usize>c * S);
+      const y0 = v128.load(vp);
+      const y1 = v128.load(vp, 16);
+      const y2 = v128.load(vp, 32);
+      const y3 = v128.load(vp, 48);
+      a0 = madd<T>(wa, y0, a0);
+      a1 = madd<T>(wa, y1, a1);
+      a2 = madd<T>(wa, y2, a2);
+      a3 = madd<T>(wa, y3, a3);
+      b0 = madd<T>(wb, y0, b0);
+      b1 = madd<T>(wb, y1, b1);
+      b2 = madd<T>(wb, y2, b2);
+      b3 = madd<T>(wb, y3, b3);
+      vp += vrow;
+    }
+    v128.store(ta, a0);
+    v128.store(ta, a1, 16);
+    v128.store(ta, a2, 32);
+    v128.store(ta, a3, 48);
+    v128.store(tb, b0);
+    v128.store(tb, b1, 16);
+    v128.store(tb, b2, 32);
+    v128.store(tb, b3, 48);
+  }
+  for (; t < evPad; t += L) {
+    const ta = aa + <usize>t * S;
+    const tb = ab + <usize>t * S;
+    let a0 = v128.load(ta);
+    let b0 = v128.load(tb);
+    let vp = v0 + <usize>t * S;
+    for (let c = 0; c < n; c++) {
+      const y0 = v128.load(vp);
+      a0 = madd<T>(v128.load_splat<T>(pa + <usize>c * S), y0, a0);
+      b0 = madd<T>(v128.load_splat<T>(pb + <usize>c * S), y0, b0);
+      vp += vrow;
+    }
+    v128.store(ta, a0);
+    v128.store(tb, b0);
+  }
+}
+
+/** weighPair for a run of keys that one row alone sees: a decode step's one row, and the ends of
+ * two rows' runs that differ. 8 vectors of value features at a time, so that 8 independent sums
+ * keep the multiply-adds busy (one sum per vector would wait on itself). */
+// @ts-ignore: decorator
+@inline function weighOne<T>(pa: usize, aa: usize, v0: usize, n: i32, vrow: usize, evPad: i32): void {
+  const S = <usize>sizeof<T>();
+  const L = 16 / <i32>sizeof<T>();
+  let t = 0;
+  for (; t + 8 * L <= evPad; t += 8 * L) {
+    const ta = aa + <usize>t * S;
+    let a0 = v128.load(ta), a1 = v128.load(ta, 16), a2 = v128.load(ta, 32), a3 = v128.load(ta, 48);
+    let a4 = v128.load(ta, 64), a5 = v128.load(ta, 80), a6 = v128.load(ta, 96), a7 = v128.load(ta, 112);
+    let vp = v0 + <usize>t * S;
+    for (let c = 0; c < n; c++) {
+      const w = v128.load_splat<T>(pa + <usize>c * S);
+      a0 = madd<T>(w, v128.load(vp), a0);
+      a1 = madd<T>(w, v128.load(vp, 16), a1);
+      a2 = madd<T>(w, v128.load(vp, 32), a2);
+      a3 = madd<T>(w, v128.load(vp, 48), a3);
+      a4 = madd<T>(w, v128.load(vp, 64), a4);
+      a5 = madd<T>(w, v128.load(vp, 80), a5);
+      a6 = madd<T>(w, v128.load(vp, 96), a6);
+      a7 = madd<T>(w, v128.load(vp, 112), a7);
+      vp += vrow;
+    }
+    v128.store(ta, a0);
+    v128.store(ta, a1, 16);
+    v128.store(ta, a2, 32);
+    v128.store(ta, a3, 48);
+    v128.store(ta, a4, 64);
+    v128.store(ta, a5, 80);
+    v128.store(ta, a6, 96);
+    v128.store(ta, a7, 112);
+  }
+  for (; t < evPad; t += L) {
+    const ta = aa + <usize>t * S;
+    let a0 = v128.load(ta);
+    let vp = v0 + <usize>t * S;
+    for (let c = 0; c < n; c++) {
+      a0 = madd<T>(v128.load_splat<T>(pa + <usize>c * S), v128.load(vp), a0);
+      vp += vrow;
+    }
+    v128.store(ta, a0);
+  }
+}
+
+/** The smallest of `next` and `point`, where point lies past c: the sweep's next break. */
+// @ts-ignore: decorator
+@inline function nextBreak(next: i32, c: i32, point: i32): i32 {
+  return point > c && point < next ? point : next;
+}
+
+// ---- One work item. ----
+
 /** One query block of one (batch, head) slice: output rows i0 .. i0 + rows - 1, where i0 counts
- * from the start of Lq and `local` from the start of the job's chunk. */
+ * from the start of Lq and `local` from the start of the job's chunk.
+ *
+ * Each row walks two segments of keys, each a tile of BC at a time from its own first key: its
+ * sinks [0, min(sinkEnd, end)) and its band [max(start, sinks' end), end). Every other key is
+ * skipped, and a row's arithmetic depends only on the keys it sees and their order, not on the
+ * other rows of its block nor on where its keys sit: the same bits in a prefill, in decode steps,
+ * or against a cache holding only those keys. Rows' bands start at different keys (a sliding
+ * window moves by one key a row), at most BR - 1 apart in a block (start and end grow by at most
+ * one a row), so a block scores whole key tiles as laid out, three at a time in a [BR, 3 BC]
+ * buffer, and each row reads its own tile of BC keys out of it at its own offset. */
 // @ts-ignore: decorator
 @inline function runItem<T>(job: usize, item: i32, scratch: usize): void {
   const S = <usize>sizeof<T>(); // bytes per number
@@ -271,11 +494,13 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   const endShift = load<i32>(sliceAt, 12);
   const limit = load<i32>(sliceAt, 16);
   const sinkEnd = load<i32>(sliceAt, 20);
+  const sink = <T>(load<f64>(sliceAt, 24) * LOG2E); // the head's sink logit in log2 units (-inf: none)
   const query = load<usize>(job + J_Q) + <usize>(slice * chunkRows + local) * <usize>E * S; // row i0
   const key = load<usize>(job + J_K) + <usize>kv * <usize>load<i32>(job + J_K_KV);
   const keyTileBytes = <usize>load<i32>(job + J_K_TILE);
   const value = load<usize>(job + J_V) + <usize>kv * <usize>load<i32>(job + J_V_KV);
   const valueTileBytes = <usize>load<i32>(job + J_V_TILE);
+  const vrow = <usize>load<i32>(job + J_V_ROW);
   const output = load<usize>(job + J_OUT) + <usize>(slice * chunkRows + local) * <usize>Ev * S; // row i0
   const maskKind = load<i32>(job + J_MASK_KIND);
   const mask = load<usize>(job + J_MASK);
@@ -285,210 +510,176 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   const softcap = load<f64>(job + J_SOFTCAP);
   const evPad = (Ev + L - 1) & ~(L - 1); // acc rows hold whole vectors
 
-  // Scratch: tile [BR, BC] scores -> logits (log2 units) -> p; rowMax m and rowSum l [BR];
-  // acc [BR, evPad].
+  // Scratch: scores [BR, WIDE] (three key tiles) -> logits (log2 units) -> p; rowMax m, rowSum l
+  // and keyMax (the largest key logit, the sink aside) [BR]; acc [BR, evPad].
   const tile = (scratch + 15) & ~(<usize>15);
-  const rowMax = tile + <usize>(BR * BC) * S;
+  const rowMax = tile + <usize>(BR * WIDE) * S;
   const rowSum = rowMax + <usize>BR * S;
-  const acc = rowSum + <usize>BR * S;
+  const keyMax = rowSum + <usize>BR * S;
+  const acc = keyMax + <usize>BR * S;
 
   const negInf = v128.splat<T>(<T>-Infinity);
   const zero = v128.splat<T>(<T>0);
+  // The online softmax starts with the sink: m = s, l = exp(s - m) = 1 (0 for no sink, shifted by
+  // 0 as below; NaN for a NaN or +inf sink, which makes the row NaN), acc = 0 (it has no value).
+  const sinkSum: T = sink == <T>-Infinity ? <T>0 : <T>1 + (sink - sink);
   for (let r = 0; r < rowsPad; r++) {
-    store<T>(rowMax + <usize>r * S, <T>-Infinity); // m = -inf: no logit seen yet
-    store<T>(rowSum + <usize>r * S, <T>0); // l = 0
+    store<T>(rowMax + <usize>r * S, sink);
+    store<T>(rowSum + <usize>r * S, sinkSum);
+    store<T>(keyMax + <usize>r * S, <T>-Infinity); // no key's logit seen yet
     for (let t = 0; t < evPad; t += L) {
       v128.store(acc + <usize>(r * evPad + t) * S, zero); // acc = 0
     }
   }
-  // Tile skipping: no row of the block sees a key from keyEnd on (the rows' bounds grow with the
-  // row, so the last row's end; with isCausal, i0 + rows + queryOffset), so those tiles are never
-  // computed. The keys a block reads that one row may not see are -inf for it and add exactly 0
-  // to its sums, so a row's result does not depend on the other rows of its block.
-  const keyEnd = max(sinkEnd, rowEnd(i0 + rows - 1, endShift, limit));
   // Without softcap and float mask the logit in log2 units is one multiply: score * scale·log2(e).
   const simpleLogits = softcap <= 0 && maskKind != 2;
   const scaleLog2 = v128.splat<T>(<T>(scale * LOG2E));
 
-  for (let j0 = 0; j0 < keyEnd; j0 += BC) {
-    const cols = min(BC, keyEnd - j0);
-    const colsPad = (cols + 2 * L - 1) & ~(2 * L - 1); // whole pairs of vectors
-
-    // The key tile, transposed by transposeKey (once per call, or once per key in a resident
-    // cache): keyT[t][c] = key[j0 + c][t].
-    const keyT = key + <usize>(j0 / BC) * keyTileBytes;
-
-    // Step 1: scores tile[r][c] = query row (i0 + r) · key row (j0 + c). Register blocking: 4
-    // query rows x 2 vectors of keys, 8 independent sums, each over t from 0 in order.
-    for (let r = 0; r < rowsPad; r += 4) {
-      const qa = query + <usize>min(r, rows - 1) * <usize>E * S;
-      const qb = query + <usize>min(r + 1, rows - 1) * <usize>E * S;
-      const qc = query + <usize>min(r + 2, rows - 1) * <usize>E * S;
-      const qd = query + <usize>min(r + 3, rows - 1) * <usize>E * S;
-      for (let c = 0; c < colsPad; c += 2 * L) {
-        let s00 = zero, s01 = zero, s10 = zero, s11 = zero;
-        let s20 = zero, s21 = zero, s30 = zero, s31 = zero;
-        let kp = keyT + <usize>c * <usize>E * S; // the block of keys c .. c + 2L - 1: [E, 2L]
-        for (let t = 0; t < E; t++) {
-          const y0 = v128.load(kp);
-          const y1 = v128.load(kp, 16);
-          const off = <usize>t * S;
-          const xa = v128.load_splat<T>(qa + off);
-          const xb = v128.load_splat<T>(qb + off);
-          s00 = madd<T>(xa, y0, s00);
-          s01 = madd<T>(xa, y1, s01);
-          s10 = madd<T>(xb, y0, s10);
-          s11 = madd<T>(xb, y1, s11);
-          const xc = v128.load_splat<T>(qc + off);
-          const xd = v128.load_splat<T>(qd + off);
-          s20 = madd<T>(xc, y0, s20);
-          s21 = madd<T>(xc, y1, s21);
-          s30 = madd<T>(xd, y0, s30);
-          s31 = madd<T>(xd, y1, s31);
-          kp += <usize>(2 * L) * S;
-        }
-        const at = tile + <usize>(r * BC + c) * S;
-        v128.store(at, s00);
-        v128.store(at, s01, 16);
-        v128.store(at + <usize>BC * S, s10);
-        v128.store(at + <usize>BC * S, s11, 16);
-        v128.store(at + <usize>(2 * BC) * S, s20);
-        v128.store(at + <usize>(2 * BC) * S, s21, 16);
-        v128.store(at + <usize>(3 * BC) * S, s30);
-        v128.store(at + <usize>(3 * BC) * S, s31, 16);
-      }
+  for (let seg = 0; seg < 2; seg++) {
+    // The block's keys of this segment: from its first row's start to its last row's end.
+    const first = segFrom(seg, i0, startShift, endShift, limit, sinkEnd);
+    const to = segTo(seg, i0 + rows - 1, endShift, limit, sinkEnd);
+    if (to <= first) {
+      continue;
     }
-
-    for (let r = 0; r < rowsPad; r++) {
-      const i = i0 + min(r, rows - 1); // query row (extra rows repeat the last one)
-      const row = tile + <usize>(r * BC) * S;
-      // The cells of the tile row i may not see: [hidden, visible) before its start (sinks aside)
-      // and [past, colsPad) from its end on (sinks aside), the padding included.
-      const end = rowEnd(i, endShift, limit);
-      const hidden = max(sinkEnd - j0, 0);
-      const visible = min(rowStart(i, startShift, end) - j0, cols);
-      const past = min(max(max(end - j0, sinkEnd - j0), 0), cols);
-      // Steps 2-3: scale, softcap, mask, then log2 units (x · log2(e)) so that exp is exp2.
-      if (simpleLogits && maskKind == 0 && visible <= hidden && past == cols) {
-        // Nothing masks: scale and take the tile's max in one pass (padding is masked below).
-        let vmax = negInf;
-        const full = cols & ~(L - 1); // whole vectors of real keys
-        for (let c = 0; c < full; c += L) {
-          const x = v128.mul<T>(v128.load(row + <usize>c * S), scaleLog2);
-          v128.store(row + <usize>c * S, x);
-          vmax = v128.pmax<T>(x, vmax);
-        }
-        for (let c = full; c < colsPad; c++) {
-          store<T>(row + <usize>c * S, c < cols ? load<T>(row + <usize>c * S) * <T>(scale * LOG2E) : <T>-Infinity);
-        }
-        for (let c = full; c < colsPad; c += L) {
-          vmax = v128.pmax<T>(v128.load(row + <usize>c * S), vmax);
-        }
-        softmaxRow<T>(row, colsPad, laneMax<T>(vmax), r, rowMax, rowSum, acc, evPad);
-        continue;
-      }
-      if (simpleLogits) {
-        for (let c = 0; c < colsPad; c += L) {
-          v128.store(row + <usize>c * S, v128.mul<T>(v128.load(row + <usize>c * S), scaleLog2));
+    let steps = 0; // the most tiles of BC keys a row of the block walks
+    for (let r = 0; r < rows; r++) {
+      const from = segFrom(seg, i0 + r, startShift, endShift, limit, sinkEnd);
+      steps = max(steps, (segTo(seg, i0 + r, endShift, limit, sinkEnd) - from + BC - 1) / BC);
+    }
+    const tile0 = first / BC; // the key tile holding the block's first key
+    const lastTile = (to - 1) / BC;
+    for (let k = 0; k < steps; k++) {
+      // The buffer holds key tiles tile0 + k .. tile0 + k + 2: scored as they come, moved down one
+      // tile a step (each row's own tile k starts at buffer column `from - tile0 · BC`, in
+      // [0, 2 BC), and ends within the three).
+      if (k == 0) {
+        for (let n = 0; n < 3 && tile0 + n <= lastTile; n++) {
+          scoreTile<T>(query, rows, rowsPad, E, key + <usize>(tile0 + n) * keyTileBytes, tile + <usize>(n * BC) * S);
         }
       } else {
-        const cell = maskBase + i * maskI + j0 * maskJ;
-        for (let c = 0; c < cols; c++) {
-          let x = <f64>load<T>(row + <usize>c * S) * scale;
-          x = <f64><T>x; // rounded to T, as a T port rounds the scaled score
-          if (softcap > 0) {
-            x = <f64><T>(softcap * Math.tanh(x / softcap));
-          }
-          let y = <T>x;
-          if (maskKind == 2) {
-            y += load<T>(mask + <usize>(cell + c * maskJ) * S); // -inf masks; finite is a bias
-          }
-          store<T>(row + <usize>c * S, y * <T>LOG2E);
+        for (let r = 0; r < rowsPad; r++) {
+          const row = tile + <usize>(r * WIDE) * S;
+          memory.copy(row, row + <usize>BC * S, <usize>(2 * BC) * S);
         }
-      }
-      if (maskKind == 1) {
-        const cell = maskBase + i * maskI + j0 * maskJ;
-        for (let c = 0; c < cols; c++) {
-          if (load<u8>(mask + <usize>(cell + c * maskJ)) == 0) {
-            store<T>(row + <usize>c * S, <T>-Infinity); // false: may not attend, whatever the score
-          }
+        if (tile0 + k + 2 <= lastTile) {
+          scoreTile<T>(query, rows, rowsPad, E, key + <usize>(tile0 + k + 2) * keyTileBytes, tile + <usize>(2 * BC) * S);
         }
-      }
-      // The keys row i may not see (with isCausal, j > i + queryOffset), and the padding past
-      // cols: -inf (weight 0).
-      for (let c = hidden; c < visible; c++) {
-        store<T>(row + <usize>c * S, <T>-Infinity);
-      }
-      for (let c = past; c < colsPad; c++) {
-        store<T>(row + <usize>c * S, <T>-Infinity);
       }
 
-      let vmax = negInf;
-      for (let c = 0; c < colsPad; c += L) {
-        vmax = v128.pmax<T>(v128.load(row + <usize>c * S), vmax);
+      // Steps 2-4 for each row's own tile k: keys [from + k BC, from + k BC + cols).
+      for (let r = 0; r < rows; r++) {
+        const i = i0 + r;
+        const from = segFrom(seg, i, startShift, endShift, limit, sinkEnd);
+        const j0 = from + k * BC; // the row's first key of this tile
+        const cols = min(BC, segTo(seg, i, endShift, limit, sinkEnd) - j0);
+        if (cols <= 0) {
+          continue; // the row has walked its keys of this segment
+        }
+        const colsPad = (cols + 2 * L - 1) & ~(2 * L - 1); // whole pairs of vectors (only a last tile is short)
+        const row = tile + <usize>(r * WIDE + from - tile0 * BC) * S;
+        let vmax = negInf;
+        // Steps 2-3: scale, softcap, mask, then log2 units (x · log2(e)) so that exp is exp2. Every
+        // key of the row's own tile is one it may see (masks aside); the padding is -inf.
+        if (simpleLogits) {
+          const full = cols & ~(L - 1); // whole vectors of keys
+          for (let c = 0; c < full; c += L) {
+            v128.store(row + <usize>c * S, v128.mul<T>(v128.load(row + <usize>c * S), scaleLog2));
+          }
+          for (let c = full; c < cols; c++) {
+            store<T>(row + <usize>c * S, load<T>(row + <usize>c * S) * <T>(scale * LOG2E));
+          }
+        } else {
+          const cell = maskBase + i * maskI + j0 * maskJ;
+          for (let c = 0; c < cols; c++) {
+            let x = <f64>load<T>(row + <usize>c * S) * scale;
+            x = <f64><T>x; // rounded to T, as a T port rounds the scaled score
+            if (softcap > 0) {
+              x = <f64><T>(softcap * Math.tanh(x / softcap));
+            }
+            let y = <T>x;
+            if (maskKind == 2) {
+              y += load<T>(mask + <usize>(cell + c * maskJ) * S); // -inf masks; finite is a bias
+            }
+            store<T>(row + <usize>c * S, y * <T>LOG2E);
+          }
+        }
+        if (maskKind == 1) {
+          const cell = maskBase + i * maskI + j0 * maskJ;
+          for (let c = 0; c < cols; c++) {
+            if (load<u8>(mask + <usize>(cell + c * maskJ)) == 0) {
+              store<T>(row + <usize>c * S, <T>-Infinity); // false: may not attend, whatever the score
+            }
+          }
+        }
+        for (let c = cols; c < colsPad; c++) {
+          store<T>(row + <usize>c * S, <T>-Infinity); // past the row's last key: weight 0
+        }
+        for (let c = 0; c < colsPad; c += L) {
+          vmax = v128.pmax<T>(v128.load(row + <usize>c * S), vmax);
+        }
+        const tileMax = laneMax<T>(vmax);
+        store<T>(keyMax + <usize>r * S, max<T>(load<T>(keyMax + <usize>r * S), tileMax));
+        softmaxRow<T>(row, colsPad, tileMax, r, rowMax, rowSum, acc, evPad);
       }
-      softmaxRow<T>(row, colsPad, laneMax<T>(vmax), r, rowMax, rowSum, acc, evPad);
-    }
 
-    // Step 5, online: acc[r] += sum over c of p[r][c] · value row (j0 + c). Register blocking:
-    // 2 rows x 4 vectors of value features, summed over the whole tile in registers. Every key
-    // of the tile is used, even p = 0 (masked): 0 · NaN is NaN, as in the readable port. Loads
-    // past Ev in a value row read the next row (or the padding after value): those lanes only
-    // reach acc lanes past Ev, which are never written out.
-    const vrow = <usize>load<i32>(job + J_V_ROW);
-    const v0 = value + <usize>(j0 / BC) * valueTileBytes;
-    for (let r = 0; r < rowsPad; r += 2) {
-      const pa = tile + <usize>(r * BC) * S;
-      const pb = pa + <usize>BC * S;
-      const aa = acc + <usize>(r * evPad) * S;
-      const ab = aa + <usize>evPad * S;
-      let t = 0;
-      for (; t + 4 * L <= evPad; t += 4 * L) {
-        const ta = aa + <usize>t * S;
-        const tb = ab + <usize>t * S;
-        let a0 = v128.load(ta), a1 = v128.load(ta, 16), a2 = v128.load(ta, 32), a3 = v128.load(ta, 48);
-        let b0 = v128.load(tb), b1 = v128.load(tb, 16), b2 = v128.load(tb, 32), b3 = v128.load(tb, 48);
-        let vp = v0 + <usize>t * S;
-        for (let c = 0; c < cols; c++) {
-          const wa = v128.load_splat<T>(pa + <usize>c * S);
-          const wb = v128.load_splat<T>(pb + <usize>c * S);
-          const y0 = v128.load(vp);
-          const y1 = v128.load(vp, 16);
-          const y2 = v128.load(vp, 32);
-          const y3 = v128.load(vp, 48);
-          a0 = madd<T>(wa, y0, a0);
-          a1 = madd<T>(wa, y1, a1);
-          a2 = madd<T>(wa, y2, a2);
-          a3 = madd<T>(wa, y3, a3);
-          b0 = madd<T>(wb, y0, b0);
-          b1 = madd<T>(wb, y1, b1);
-          b2 = madd<T>(wb, y2, b2);
-          b3 = madd<T>(wb, y3, b3);
-          vp += vrow;
+      // Step 5, online: acc[r] += p[r][c] · value row (j0 + c) over each row's own keys, in order,
+      // two rows at a time. Two rows' runs of keys are in buffer columns [lo, hi) each; a sweep
+      // over both takes, between any two of their ends and the tiles' edges (where value rows
+      // jump to the next tile), the keys both see together and the others row by row.
+      for (let r = 0; r < rows; r += 2) {
+        let loA = 0, hiA = 0, loB = 0, hiB = 0;
+        for (let n = 0; n < 2; n++) {
+          let lo = 0, hi = 0;
+          if (r + n < rows) {
+            const i = i0 + r + n;
+            const from = segFrom(seg, i, startShift, endShift, limit, sinkEnd);
+            const cols = min(BC, segTo(seg, i, endShift, limit, sinkEnd) - from - k * BC);
+            if (cols > 0) {
+              lo = from - tile0 * BC;
+              hi = lo + cols;
+            }
+          }
+          if (n == 0) {
+            loA = lo;
+            hiA = hi;
+          } else {
+            loB = lo;
+            hiB = hi;
+          }
         }
-        v128.store(ta, a0);
-        v128.store(ta, a1, 16);
-        v128.store(ta, a2, 32);
-        v128.store(ta, a3, 48);
-        v128.store(tb, b0);
-        v128.store(tb, b1, 16);
-        v128.store(tb, b2, 32);
-        v128.store(tb, b3, 48);
-      }
-      for (; t < evPad; t += L) {
-        const ta = aa + <usize>t * S;
-        const tb = ab + <usize>t * S;
-        let a0 = v128.load(ta);
-        let b0 = v128.load(tb);
-        let vp = v0 + <usize>t * S;
-        for (let c = 0; c < cols; c++) {
-          const y0 = v128.load(vp);
-          a0 = madd<T>(v128.load_splat<T>(pa + <usize>c * S), y0, a0);
-          b0 = madd<T>(v128.load_splat<T>(pb + <usize>c * S), y0, b0);
-          vp += vrow;
+        if (hiA == loA) {
+          loA = hiA = loB; // empty: never inside the sweep
         }
-        v128.store(ta, a0);
-        v128.store(tb, b0);
+        if (hiB == loB) {
+          loB = hiB = loA;
+        }
+        const pa = tile + <usize>(r * WIDE) * S;
+        const pb = pa + <usize>WIDE * S;
+        const aa = acc + <usize>(r * evPad) * S;
+        const ab = aa + <usize>evPad * S;
+        let c = min(loA, loB);
+        const end = max(hiA, hiB);
+        while (c < end) {
+          let next = end;
+          next = nextBreak(next, c, loA);
+          next = nextBreak(next, c, hiA);
+          next = nextBreak(next, c, loB);
+          next = nextBreak(next, c, hiB);
+          next = nextBreak(next, c, BC);
+          next = nextBreak(next, c, 2 * BC);
+          const inA = c >= loA && c < hiA;
+          const inB = c >= loB && c < hiB;
+          const v0 = value + <usize>(tile0 + k + c / BC) * valueTileBytes + <usize>(c % BC) * vrow;
+          if (inA && inB) {
+            weighPair<T>(pa + <usize>c * S, pb + <usize>c * S, aa, ab, v0, next - c, vrow, evPad);
+          } else if (inA) {
+            weighOne<T>(pa + <usize>c * S, aa, v0, next - c, vrow, evPad);
+          } else if (inB) {
+            weighOne<T>(pb + <usize>c * S, ab, v0, next - c, vrow, evPad);
+          }
+          c = next;
+        }
       }
     }
   }
@@ -498,11 +689,12 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
   for (let r = 0; r < rows; r++) {
     const out = output + <usize>r * <usize>Ev * S;
     const a = acc + <usize>(r * evPad) * S;
-    const m = load<T>(rowMax + <usize>r * S);
     const l = load<T>(rowSum + <usize>r * S);
-    if (m == <T>-Infinity && l == <T>0) {
-      // Every logit was -inf (or Lk = 0): the row attends to nothing; +0.0 by the contract, even
-      // where value holds NaN. (m = -inf with l = NaN is a NaN logit among -inf ones: a NaN row.)
+    if (load<T>(keyMax + <usize>r * S) == <T>-Infinity && l == l) {
+      // Every key's logit was -inf (or the row sees no key): the row attends to no key (with a
+      // sink, all its weight is the sink's, which has no value); +0.0 by the contract, even where
+      // value holds NaN. (keyMax = -inf with l = NaN is a NaN logit among -inf ones, which pmax
+      // missed: a NaN row.)
       for (let t = 0; t < Ev; t++) {
         store<T>(out + <usize>t * S, <T>0);
       }
@@ -511,8 +703,11 @@ const EXP2_BIAS_F64: usize = memory.data<i64>([1023 + 64]); // exponent bias + 6
     for (let t = 0; t < Ev; t++) {
       // `+ 0` turns -0.0 (an underflowed negative acc) into +0.0, as a sum that starts at +0.0 gives.
       let y = load<T>(a + <usize>t * S) / l + <T>0;
-      if (keyEnd < Lk && load<i32>(lastNonFinite + <usize>t * 4) >= keyEnd) {
-        y = <T>NaN; // a skipped key's value is NaN or infinite: its weight 0 times it is NaN
+      if (load<i32>(lastNonFinite + <usize>t * 4) >= 0) {
+        // Some key's value is NaN or infinite in this column, maybe one this row skipped (the
+        // readable port's weight 0 times it is NaN): NaN here, and simd.ts computes the row again
+        // plainly, which gives the readable port's answer.
+        y = <T>NaN;
       }
       store<T>(out + <usize>t * S, y);
     }
@@ -650,6 +845,15 @@ export function expF32(ptr: usize, n: i32): void {
 }
 export function expF64(ptr: usize, n: i32): void {
   expInPlace<f64>(ptr, n);
+}
+/** Key tiles scored (one block of rows against one tile of BC keys) since the last reset: the work
+ * the tile skipping left, for the tests (counted per instance, unsynchronised: one thread's count). */
+let tilesScored: i32 = 0;
+export function scoredKeyTiles(): i32 {
+  return tilesScored;
+}
+export function resetScoredKeyTiles(): void {
+  tilesScored = 0;
 }
 /** Where simd.ts may start placing data: the end of this module's static data. */
 export function heapBase(): usize {
