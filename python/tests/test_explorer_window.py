@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 # The page's fixtures (browser, built_page, page) are test_explorer_browser.py's, imported by name.
-from test_explorer_browser import _grid, _masked, browser, built_page, page  # noqa: F401
+from test_explorer_browser import TUTORIAL, _grid, _masked, browser, built_page, page  # noqa: F401
 
 from attention_port import reference
 from attention_port.harness.node import find_node
@@ -48,7 +48,7 @@ def _oracle(example, offset=6, keys=3, sinks=1, sink_logit=0.0, seqlen=7, left=N
 def _set(tab, control: str, value) -> None:
     """Sets a control and waits for the view to redraw with it (its data-drawn counts the draws)."""
     before = tab.get_attribute("#window-view", "data-drawn")
-    if control == "window-mistake":
+    if control in ("window-mistake", "window-example"):
         tab.select_option(f"#{control}", value)
     else:
         tab.fill(f"#{control}", str(value))
@@ -203,3 +203,32 @@ def test_at_400_px_the_page_is_no_wider_than_the_screen(browser, built_page):  #
         assert right <= 400
     finally:
         context.close()
+
+
+def test_the_loaded_preset_shows_its_viewed_head_where_it_fits(page):
+    tab = page.page
+    tab.wait_for_selector("[id='table-window-weights-1'] td.num")
+    _set(tab, "window-mistake", "too-wide")
+    _set(tab, "window-example", "preset")
+    # The tutorial example: 3 rows over 3 keys, one sequence (no kvSeqlen slider), offsets up to 0.
+    assert (
+        tab.get_attribute("#window-offset", "max") == "0" and tab.get_attribute("#window-keys", "max") == "3"
+    )
+    assert tab.is_hidden("#window-seqlen") and not tab.query_selector("[id='table-window-weights-1']")
+    query, key, value = (np.array(TUTORIAL[name], dtype=np.float64) for name in ("query", "key", "value"))
+    keys, sinks = int(tab.input_value("#window-keys")), int(tab.input_value("#window-sinks"))
+    options = {"is_causal": True, "sink_tokens": sinks, "sink_logits": [0.0]}
+    right = reference.attention_steps(query, key, value, window=(keys - 1, 0), **options)
+    wrong = reference.attention_steps(query, key, value, window=(keys, 0), **options)
+    np.testing.assert_array_equal(_masked(tab, "window-weights-0"), right.logits == -np.inf)
+    np.testing.assert_allclose(_grid(tab, "window-weights-0"), right.weights, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(_grid(tab, "window-output-0"), right.output, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(
+        _changed(tab, "window-weights-0"), (right.logits == -np.inf) != (wrong.logits == -np.inf)
+    )
+    # Inputs too large for the view: it says so and shows the ragged batch.
+    tab.fill("#random-lk", "20")
+    tab.click("#random-draw")
+    tab.wait_for_function("() => document.getElementById('window-preset-note').textContent !== ''")
+    assert "do not fit here" in tab.inner_text("#window-preset-note")
+    tab.wait_for_selector("[id='table-window-weights-1'] td.num")

@@ -28,7 +28,7 @@ export interface WindowSettings {
   readonly windowKeys: number; // w: the keys a row may see, itself included (onnxruntime's local_window_size)
   readonly sinkTokens: number; // keys 0..sinkTokens-1 always visible
   readonly sinkLogit: number | null; // the one head's sink logit, or none
-  readonly kvSeqlen: readonly number[]; // [2]: the keys each sequence holds
+  readonly kvSeqlen: readonly number[]; // [B]: the keys each sequence holds
   readonly mistake: WindowMistake;
 }
 
@@ -42,7 +42,7 @@ export const WINDOW_DEFAULTS: WindowSettings = {
 };
 
 /** The example's inputs: query [2, 1, 4, 4], key [2, 1, 10, 4], value [2, 1, 10, 2], seeded. */
-export function windowInputs(): { query: number[][][][]; key: number[][][][]; value: number[][][][] } {
+export function windowInputs(): WindowInputs {
   const { sequences, queries, keys, features, valueFeatures, seed } = WINDOW_EXAMPLE;
   const normal = normalDraws(seededRandom(seed));
   const draw = (rows: number, cols: number) =>
@@ -90,14 +90,29 @@ export type StepsOf = (
 
 const headOf = (tensor: NestedArray, b: number) => (tensor as number[][][][])[b][0];
 
-/** The example under the settings, computed by `steps` (a backend's), per sequence. */
-export async function windowExample(settings: WindowSettings, steps: StepsOf): Promise<WindowSequence[]> {
-  const { query, key, value } = windowInputs();
+/** Inputs of [B, 1, L, E]: the example's, or one head of the explorer's loaded inputs as B = 1. */
+export interface WindowInputs {
+  readonly query: number[][][][];
+  readonly key: number[][][][];
+  readonly value: number[][][][];
+}
+
+/** The most query rows and keys a loaded preset may have to be shown here (its grids fit a phone). */
+export const WINDOW_PRESET_LIMIT = 12;
+
+/** The example under the settings, computed by `steps` (a backend's), per sequence; settings.kvSeqlen
+ * has one count per sequence of `inputs`. */
+export async function windowExample(
+  settings: WindowSettings,
+  steps: StepsOf,
+  inputs: WindowInputs = windowInputs(),
+): Promise<WindowSequence[]> {
+  const { query, key, value } = inputs;
   const right = await steps(query, key, value, windowOptions(settings));
   const wrong =
     settings.mistake === "none" ? null : await steps(query, key, value, windowOptions(settings, true));
   const hiddenOf = (logits: Matrix) => logits.map((row) => row.map((x) => x === -Infinity));
-  return Array.from({ length: WINDOW_EXAMPLE.sequences }, (_, b) => {
+  return Array.from({ length: query.length }, (_, b) => {
     const weights = headOf(right.weights, b);
     const hidden = hiddenOf(headOf(right.logits, b));
     const output = headOf(right.output, b);

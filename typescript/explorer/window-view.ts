@@ -12,14 +12,17 @@
 
 import { element, type GridWords, grid, wireGrids } from "./grid.ts";
 import { shortNumber } from "./model.ts";
-import { state } from "./page.ts";
+import { currentOuter, inputMatrix, state } from "./page.ts";
 import {
   WINDOW_DEFAULTS,
   WINDOW_EXAMPLE,
+  WINDOW_PRESET_LIMIT,
+  type WindowInputs,
   type WindowMistake,
   type WindowSequence,
   type WindowSettings,
   windowExample,
+  windowInputs,
   windowOptions,
 } from "./window-model.ts";
 
@@ -29,15 +32,56 @@ const SAID = "window-said";
 
 let generation = 0; // an answer that arrives after a newer request is dropped
 
-/** The settings the controls hold. */
-function settingsOnPage(): WindowSettings {
+/** The viewed head of the explorer's loaded inputs as one sequence [1, 1, L, E], or why not. */
+function presetInputs(): WindowInputs | string {
+  const outer = currentOuter();
+  const [query, key, value] = (["query", "key", "value"] as const).map((name) =>
+    outer === null ? null : inputMatrix(name, outer),
+  );
+  if (query === null || key === null || value === null) {
+    return "the loaded inputs have no head to show";
+  }
+  if (query.length > WINDOW_PRESET_LIMIT || key.length > WINDOW_PRESET_LIMIT || key.length === 0) {
+    return `the loaded inputs (${query.length} query rows, ${key.length} keys) do not fit here: from 1 to ${WINDOW_PRESET_LIMIT} keys and at most ${WINDOW_PRESET_LIMIT} rows`;
+  }
+  return { query: [[query]], key: [[key]], value: [[value]] };
+}
+
+/** Each slider's largest value for inputs of Lq rows over Lk keys; a value past it comes down. */
+function fitSliders(Lq: number, Lk: number): void {
+  const maxima: Record<string, number> = {
+    "window-offset": Math.max(0, Lk - Lq),
+    "window-keys": Lk,
+    "window-sinks": Math.min(3, Lk),
+    "window-seqlen": Lk,
+  };
+  for (const [id, max] of Object.entries(maxima)) {
+    const input = $<HTMLInputElement>(id);
+    input.max = String(max);
+    input.value = String(Math.min(max, Number(input.value)));
+  }
+}
+
+/** The inputs on view: the ragged batch, or the loaded preset's viewed head where it fits. */
+function inputsOnPage(): WindowInputs {
+  const preset = $<HTMLSelectElement>("window-example").value === "preset" ? presetInputs() : null;
+  $("window-preset-note").textContent =
+    typeof preset === "string" ? `${preset}: showing the ragged batch` : "";
+  const inputs = preset === null || typeof preset === "string" ? windowInputs() : preset;
+  $("window-seqlen").closest("label")!.hidden = inputs.query.length === 1;
+  fitSliders(inputs.query[0][0].length, inputs.key[0][0].length);
+  return inputs;
+}
+
+/** The settings the controls hold, for inputs of `sequences` sequences over Lk keys. */
+function settingsOnPage(sequences: number, Lk: number): WindowSettings {
   const number = (id: string) => Number($<HTMLInputElement>(id).value);
   return {
     queryOffset: number("window-offset"),
     windowKeys: number("window-keys"),
     sinkTokens: number("window-sinks"),
     sinkLogit: $<HTMLInputElement>("window-sink-on").checked ? number("window-sink-logit") : null,
-    kvSeqlen: [WINDOW_EXAMPLE.keys, number("window-seqlen")],
+    kvSeqlen: sequences === 1 ? [Lk] : [Lk, number("window-seqlen")],
     mistake: $<HTMLSelectElement>("window-mistake").value as WindowMistake,
   };
 }
@@ -168,7 +212,7 @@ function textOf(settings: WindowSettings, sequences: readonly WindowSequence[]):
   const { queryOffset: o, windowKeys: w, sinkTokens: S } = settings;
   const lines = [
     `Query row i sits at position i + ${o} (queryOffset ${o}) and, with a window of ${w} keys, itself included, sees keys from i + ${o} − ${w - 1} to i + ${o}: window [${w - 1}, 0] in the contract's words (FlashAttention's window_size=(${w - 1}, 0), onnxruntime's local_window_size = ${w}).`,
-    `${S === 0 ? "No sink tokens." : `Keys 0 to ${S - 1} are sink tokens (sinkTokens ${S}): every row sees them whatever the window.`} ${settings.sinkLogit === null ? "No sink logit: each row's weights sum to 1." : `The sink logit ${settings.sinkLogit} joins each row's softmax without a value, so the row's weights sum to less than 1; the sink column is its share.`} Sequence 1 holds ${settings.kvSeqlen[1]} keys (kvSeqlen [${settings.kvSeqlen.join(", ")}]): the keys after them are padding and hidden.`,
+    `${S === 0 ? "No sink tokens." : `Keys 0 to ${S - 1} are sink tokens (sinkTokens ${S}): every row sees them whatever the window.`} ${settings.sinkLogit === null ? "No sink logit: each row's weights sum to 1." : `The sink logit ${settings.sinkLogit} joins each row's softmax without a value, so the row's weights sum to less than 1; the sink column is its share.`} ${sequences.length === 1 ? `One sequence of ${settings.kvSeqlen[0]} keys (the loaded inputs' viewed head).` : `Sequence 1 holds ${settings.kvSeqlen[1]} keys (kvSeqlen [${settings.kvSeqlen.join(", ")}]): the keys after them are padding and hidden.`}`,
   ];
   if (settings.mistake !== "none") {
     const changed = sequences.reduce((n, s) => n + s.changed.flat().filter(Boolean).length, 0);
@@ -185,7 +229,8 @@ function textOf(settings: WindowSettings, sequences: readonly WindowSequence[]):
 }
 
 async function draw(): Promise<void> {
-  const settings = settingsOnPage();
+  const inputs = inputsOnPage();
+  const settings = settingsOnPage(inputs.query.length, inputs.key[0][0].length);
   const ticket = ++generation;
   $("window-offset-value").textContent = String(settings.queryOffset);
   $("window-keys-value").textContent = String(settings.windowKeys);
@@ -195,7 +240,7 @@ async function draw(): Promise<void> {
   const backend = state.backend;
   let sequences: WindowSequence[];
   try {
-    sequences = await windowExample(settings, (q, k, v, options) => backend.steps(q, k, v, options));
+    sequences = await windowExample(settings, (q, k, v, options) => backend.steps(q, k, v, options), inputs);
   } catch (error) {
     if (ticket === generation) {
       $("window-error").textContent = `${backend.label}: ${(error as Error).message}`;
@@ -218,16 +263,14 @@ async function draw(): Promise<void> {
 }
 
 export function startWindowView(): void {
-  const { queries, keys } = WINDOW_EXAMPLE;
-  const set = (id: string, value: number, max: number) => {
-    const input = $<HTMLInputElement>(id);
-    input.max = String(max);
-    input.value = String(value);
+  fitSliders(WINDOW_EXAMPLE.queries, WINDOW_EXAMPLE.keys);
+  const set = (id: string, value: number) => {
+    $<HTMLInputElement>(id).value = String(value);
   };
-  set("window-offset", WINDOW_DEFAULTS.queryOffset, keys - queries);
-  set("window-keys", WINDOW_DEFAULTS.windowKeys, keys);
-  set("window-sinks", WINDOW_DEFAULTS.sinkTokens, 3);
-  set("window-seqlen", WINDOW_DEFAULTS.kvSeqlen[1], keys);
+  set("window-offset", WINDOW_DEFAULTS.queryOffset);
+  set("window-keys", WINDOW_DEFAULTS.windowKeys);
+  set("window-sinks", WINDOW_DEFAULTS.sinkTokens);
+  set("window-seqlen", WINDOW_DEFAULTS.kvSeqlen[1]);
   $<HTMLInputElement>("window-sink-logit").value = String(WINDOW_DEFAULTS.sinkLogit);
   for (const id of [
     "window-offset",
@@ -237,10 +280,26 @@ export function startWindowView(): void {
     "window-sink-on",
     "window-sink-logit",
     "window-mistake",
+    "window-example",
   ]) {
     $(id).addEventListener("input", draw);
   }
+  // The loaded preset's head is redrawn once the core view's recompute has its result (recompute.ts
+  // marks the page busy meanwhile), so that this view never imports the module that computes it.
+  new MutationObserver(() => {
+    if (
+      document.body.dataset.busy === undefined &&
+      $<HTMLSelectElement>("window-example").value === "preset"
+    ) {
+      draw();
+    }
+  }).observe(document.body, { attributes: true, attributeFilter: ["data-busy"] });
   $("backend").addEventListener("change", draw);
+  $("head").addEventListener("change", () => {
+    if ($<HTMLSelectElement>("window-example").value === "preset") {
+      draw();
+    }
+  });
   wireGrids($("window-maps"));
   draw();
 }
