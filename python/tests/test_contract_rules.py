@@ -376,3 +376,31 @@ def test_a_port_making_a_decode_mistake_fails_a_decode_case(mistake, wrong_optio
 def _lower_right(case) -> int:
     lq, lk = case.expected.logits.shape[-2:]
     return max(lk - lq, 0)
+
+
+def test_a_ragged_batch_decoded_in_one_call_gives_each_sequence_alone():
+    """The oracle's values: each sequence of ragged_decode_batch is, bit for bit, that sequence
+    decoded alone (its padding hidden by kv_seqlen, its row at its own query_offset), and the
+    chunked prefill across the window's edge is the full windowed pass's rows."""
+    by_id = {case.id: case for case in VALID_CASES}
+    batch = by_id["ragged_decode_batch"].expected
+    for b, length in enumerate(cases.RAGGED_KEYS):
+        alone = by_id[f"ragged_decode_sequence_{b}"].expected
+        assert np.array_equal(batch.output[b], alone.output[0])
+        assert np.array_equal(batch.weights[b, ..., :length], alone.weights[0])
+        assert not batch.weights[b, ..., length:].any()  # the padding: weight +0.0
+    chunk = by_id["window_chunk_across_edge"].expected.output  # rows 5-7
+    assert np.array_equal(chunk, by_id["window_left_3_causal"].expected.output[5:])
+
+
+def test_each_window_and_its_neighbours_one_key_wider_and_narrower_differ():
+    """The off-by-one pairs share their inputs: a window one key too wide or too narrow on either
+    side gives another output in each of rows 3-5 (away from both ends of the 8 keys)."""
+    by_id = {case.id: case.expected.output for case in VALID_CASES}
+    for group in (
+        ("window_left_1_causal", "window_left_2_causal", "window_left_3_causal"),
+        ("window_right_0", "window_right_1", "window_right_2"),
+    ):
+        outputs = [by_id[name] for name in group]
+        for a, b in ((0, 1), (1, 2)):
+            assert not np.any(np.all(outputs[a][3:6] == outputs[b][3:6], axis=-1)), (group[a], group[b])

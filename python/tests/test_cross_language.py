@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import stat
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ALL_CASES, FIXTURES_DIR, INVALID_CASES, VALID_CASES, case_params
+from conftest import (
+    ALL_CASES,
+    FIXTURES_DIR,
+    INVALID_CASES,
+    VALID_CASES,
+    case_params,
+    copy_with_edit,
+    same_figures,
+)
 
 from attention_port import cli
 from attention_port.golden import reader as fixtures
@@ -86,28 +93,18 @@ def test_simd_fallback_build_within_budget(port, dtype, case):
     assert not compare.failed(verdict), compare.format_verdict(verdict)
 
 
-def _same(a: object, b: object) -> bool:
-    """Equal, floats to 1e-12 (the kit's step yardsticks sum |query| |key| in their own order)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or math.isclose(a, b, rel_tol=1e-12)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
-
-
 @pytest.mark.parametrize("port", TYPESCRIPT_PORTS + FLOAT32_PORTS)
 def test_the_verdicts_node_sends_are_compare_pys_on_the_same_answers(port):
     """What verify reports for a TypeScript port it judged in Node is what compare.py says of the
-    same answers, figure for figure and step by step; and Node keeps back only clean passes and
-    cases outside the contract (the rest cross as answers, for compare.py to word)."""
+    same answers, figure for figure and step by step; and Node keeps back only clean passes (a
+    refusal with the case's kind and message too) and cases outside the contract (the rest cross as
+    answers, for compare.py to word)."""
     run, dtype = typescript_run(port), ports.typescript_port(FIXTURES_DIR, port).dtype
     by_id = {case.id: case for case in ALL_CASES}
     assert len(run.verdicts) >= 50  # most valid cases
     for case_id, verdict in run.verdicts.items():
         ours = compare.judge(by_id[case_id], port, dtype, run.answers[case_id])
-        assert _same(verdict.to_json(), ours.to_json()), (verdict, ours)
+        assert same_figures(verdict.to_json(), ours.to_json()), (verdict, ours)
         assert ours.passed or ours.outside
         assert all(step.passed for step in ours.steps)
     for case in ALL_CASES:
@@ -124,6 +121,24 @@ def test_typescript_raises_the_same_error(port, case):
     assert answer.error is not None, answer
     kind, message = answer.error
     assert (kind, compare.normalize_message(message)) == case.expected_error
+
+
+def test_a_refusal_with_another_message_than_the_cases_fails_in_compare_pys_words(tmp_path, capsys):
+    """Node keeps back a refusal's verdict only where the kind and the message are the case's; the
+    fixture's message edited (and the case resealed), the port's answer crosses and compare.py says
+    which message it gave."""
+    message = next(c for c in INVALID_CASES if c.id == "error_ragged_mask").expected_error[1]
+    expected = f"{message} (edited)"
+    folder = copy_with_edit(
+        tmp_path, "error_ragged_mask", lambda d: d["expected_error"].update(message=expected)
+    )
+    status = cli.main(
+        ["verify", "--ports", "typescript", "--case", "error_ragged_mask", "--fixtures", str(folder)]
+    )
+    out = capsys.readouterr().out
+    assert status == 1, out
+    (line,) = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert "message 'attnMask is ragged: attnMask[1] has length 2" in line and repr(expected) in line, line
 
 
 @pytest.mark.parametrize("case", case_params(ALL_CASES))

@@ -4,16 +4,13 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import FIXTURES_DIR
+from conftest import FIXTURES_DIR, copy_with_edit
 
 from attention_port import cli, reference
 from attention_port.golden import reader as fixtures
@@ -78,17 +75,7 @@ def test_an_unknown_device_is_one_line_and_exit_2(capsys):
 def test_a_resealed_case_with_a_string_scale_is_reported_not_a_crash(tmp_path, capsys):
     """A case edited to "scale": "x" and resealed (sha256 updated): refused as a fixture (exit 2) or
     failed by every port that reads it (exit 1) -- never a traceback from inside a port's checks."""
-    folder = tmp_path / "fixtures"
-    shutil.copytree(FIXTURES_DIR, folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    entry = next(e for e in manifest["cases"] if e["id"] == "rank2_square")
-    path = folder / entry["file"]
-    document = json.loads(path.read_text())
-    document["params"]["scale"] = "x"
-    text = json.dumps(document)
-    path.write_text(text)
-    entry["sha256"] = hashlib.sha256(text.encode()).hexdigest()
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    folder = copy_with_edit(tmp_path, "rank2_square", lambda d: d["params"].update(scale="x"))
     status, lines = _run(capsys, "verify", "--ports", "numpy,torch-sdpa", "--fixtures", str(folder))
     assert not any("Traceback" in line for line in lines)
     if status == 2:

@@ -272,14 +272,26 @@ def test_torch_tensor_inputs_are_checked_like_arrays():
 # ---------------------------------------------------------------------------------------------
 # torch's own kernel
 
-# Cases without softcap (torch's kernel has none), without NaN or infinities (its fused kernels
-# place them differently) and away from float64's extremes: torch's kernel must share our
-# semantics on every one. HUGE_LOGITS are held to compare.py's rule instead (test_ports_on_fixtures).
+# Cases without softcap or sink logits (torch's kernel has neither), without NaN or infinities
+# (its fused kernels place them differently) and away from float64's extremes: torch's kernel must
+# share our semantics on every one (a window, sink tokens and kv_seqlen folded into its mask).
+# HUGE_LOGITS are held to compare.py's rule instead (test_ports_on_fixtures).
 SDPA_CASES = [
     pytest.param(case, id=case.id)
     for case in cases.VALID_CASES
-    if not {"softcap", "nan", "inf", "extreme"} & set(case.tags) and case.id not in HUGE_LOGITS
+    if not {"softcap", "nan", "inf", "extreme"} & set(case.tags)
+    and case.id not in HUGE_LOGITS
+    and case.params.get("sink_logits") is None
 ]
+
+
+def test_torch_sdpa_has_no_sink_logits():
+    """Sink logits are not torch's: the kernel shares no semantics with them, and refuses them."""
+    query, key, value = random_inputs(3, (2, 3, 4), (2, 5, 4), (2, 5, 4))
+    sinks = {"sink_logits": [0.5, -1.0]}
+    assert not torch_port.sdpa_shares_semantics(query, key, value, **sinks, device=CPU)
+    with pytest.raises(ValueError, match="no sink logits"):
+        torch_port.torch_sdpa(query, key, value, **sinks, device=CPU)
 
 
 @pytest.mark.parametrize("case", SDPA_CASES)

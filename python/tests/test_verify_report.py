@@ -4,33 +4,14 @@ and tag, the case list, and a warning when the fixtures no longer match cases.py
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 from pathlib import Path
 
-from conftest import ALL_CASES, FIXTURES_DIR
+from conftest import ALL_CASES, copy_with_edit
 
 from attention_port import cli
 from attention_port.golden import generate
 from attention_port.harness import compare
-
-
-def _copy_with_edit(tmp_path: Path, case_id: str, edit) -> Path:
-    """A copy of the fixtures with one case document edited, and the manifest's sha256 resealed so
-    that the folder still loads."""
-    folder = tmp_path / "fixtures"
-    shutil.copytree(FIXTURES_DIR, folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    entry = next(e for e in manifest["cases"] if e["id"] == case_id)
-    path = folder / entry["file"]
-    document = json.loads(path.read_text())
-    edit(document)
-    text = json.dumps(document)
-    path.write_text(text)
-    entry["sha256"] = hashlib.sha256(text.encode()).hexdigest()
-    (folder / "manifest.json").write_text(json.dumps(manifest))
-    return folder
 
 
 def _copy_with_wrong_output(tmp_path: Path, case_id: str, shift: float) -> Path:
@@ -40,7 +21,7 @@ def _copy_with_wrong_output(tmp_path: Path, case_id: str, shift: float) -> Path:
         rows = document["expected"]["output"]["data"]
         document["expected"]["output"]["data"] = [[x + shift for x in row] for row in rows]
 
-    return _copy_with_edit(tmp_path, case_id, shift_output)
+    return copy_with_edit(tmp_path, case_id, shift_output)
 
 
 def test_stale_fixtures_get_one_warning_line(tmp_path, capsys):
@@ -48,7 +29,7 @@ def test_stale_fixtures_get_one_warning_line(tmp_path, capsys):
     def describe(document: dict) -> None:
         document["description"] = "edited by hand"
 
-    folder = _copy_with_edit(tmp_path / "a", "gqa_4q_2kv", describe)
+    folder = copy_with_edit(tmp_path / "a", "gqa_4q_2kv", describe)
     status, _, err = _verify(capsys, "--ports", "numpy", "--fixtures", str(folder))
     assert status == 0
     (warning,) = err.strip().splitlines()

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from attention_port import cli, reference
-from attention_port.harness import browser, compare
+from attention_port.harness import browser, compare, runners
 
 pytestmark = pytest.mark.browser
 
@@ -56,6 +56,30 @@ def test_verify_runs_every_fixture_case_and_each_in_the_contract_passes(tmp_path
             assert result["budget_used"] <= 0.5, result  # comfortably inside (measured: under 10%)
     assert report["failed"] == 0
     assert "ms inside Chromium on google swiftshader (CPU emulation)" in capsys.readouterr().out
+
+
+# A few cases of each sort: clean passes, special values, an empty dim, a refusal, a case outside
+# float32's contract, and a layer case (whose answer always crosses: the kit has no layer rule).
+SORTS = ["tutorial_seq3_dk4", "gqa_causal_masked", "nan_in_value", "empty_keys", "error_ragged_mask",
+         "error_gqa_not_multiple", "score_overflow", "layer_gqa"]  # fmt: skip
+
+
+def test_the_page_judges_its_port_as_compare_py_does_and_sends_only_what_python_needs():
+    """The page judges the port with the conformance kit, as cli.ts judges the Node ports: what it
+    passed cleanly, refused rightly or found outside the contract comes back as its verdict, which
+    is compare.py's on the same answer; only the layer's answers cross, unless every answer is asked
+    for (verify's webgpu~torch cross-check)."""
+    cases = [{**CASES, **LAYER_CASES}[case_id] for case_id in SORTS]
+    lean = runners.webgpu_port(conftest.FIXTURES_DIR, 120).run(cases)
+    every = runners.webgpu_port(conftest.FIXTURES_DIR, 120, every_answer=True).run(cases)
+    assert set(lean.answers) == {"layer_gqa"}, lean.answers
+    assert set(lean.verdicts) == set(SORTS) - {"layer_gqa"}
+    assert set(every.answers) == set(SORTS) and set(every.verdicts) == set(lean.verdicts)
+    assert lean.verdicts["score_overflow"].outside is not None
+    for case_id, verdict in every.verdicts.items():
+        ours = compare.judge(CASES[case_id], "webgpu", "float32", every.answers[case_id])
+        assert conftest.same_figures(verdict.to_json(), ours.to_json()), (verdict, ours)
+        assert conftest.same_figures(lean.verdicts[case_id].to_json(), verdict.to_json())
 
 
 def _nested(case_id: str) -> dict:

@@ -9,14 +9,14 @@
  *     {"port", "elapsed_ms", "verdicts": {id: verdict}, "answers": {id: answer}}
  * The fixture folder is read and checked against its manifest once per process, each case the
  * first time a request names it, and shared by every port after. An attention case is called
- * through the conformance kit's `call` and judged by its `judge` (typescript/conformance/, held to
- * compare.py by a test) in the dtype of the port's row: a clean pass or a case outside the contract
- * crosses as its verdict alone. The answer itself crosses where Python has more to say of it: a
- * failure (verify's report words it, step by step), an error (compare.py checks the message's
- * words as well as its kind), a layer or RoPE case (the kit has no layer rule), and with
- * every_answer every attention case (verify's typescript~torch cross-check holds the answers to
- * torch's). A request that cannot be served (an unknown port or case, a fixture file that fails
- * its check) is answered {"port", "problem": "..."}; the process stays up for the next.
+ * through the conformance kit and judged by its `judge` (typescript/conformance/, held to
+ * compare.py by a test) in the dtype of the port's row, as kit-cases.ts does for the WebGPU page
+ * too: a clean pass, a case outside the contract and an invalid case refused with its kind and
+ * message cross as their verdicts alone; a failure crosses as its answer (verify's report words
+ * it, step by step), and with every_answer every attention case does (verify's typescript~torch
+ * cross-check holds the answers to torch's). A layer or RoPE case crosses as its answer (the kit
+ * has no layer rule). A request that cannot be served (an unknown port or case, a fixture file
+ * that fails its check) is answered {"port", "problem": "..."}; the process stays up for the next.
  *
  * --port's table is contract/ports.json: what this runner needs to know of a port is a property of
  * its row, never its name. A port that records its own steps (attention.ts, flash.ts) is called
@@ -33,26 +33,18 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { rawCasesIn } from "../conformance/fixture-data.ts";
-import {
-  type AttentionFunction,
-  call,
-  judge,
-  type TestCase,
-  testCase,
-  type Verdict,
-} from "../conformance/kit.ts";
+import { type AttentionFunction, type TestCase, testCase } from "../conformance/kit.ts";
 import {
   DEFAULT_FIXTURES,
   FixtureError,
-  type FixtureTensor,
   type LayerFixtureCase,
   loadLayerFixtures,
 } from "../golden/reader.ts";
-import type { FlatMask, FlatTensor } from "../src/inputs.ts";
 import { oneLine } from "../src/inputs.ts";
 import { type AttentionCore, layerWith } from "../src/layer.ts";
+import { type FlatEntry, float32Entry, type Judged, runCase } from "./kit-cases.ts";
 import { type LayerCase, runLayerCase } from "./layer-cases.ts";
-import { answerJson, flat, flatMask, float32Tensor, replyJson, thrownJson } from "./results.ts";
+import { replyJson, thrownJson } from "./results.ts";
 
 export { numberJson } from "./results.ts";
 
@@ -100,33 +92,6 @@ type AttentionSteps = (
   readonly output: unknown;
   readonly outputShape: readonly number[];
 };
-type FlatEntry = (query: FlatTensor, key: FlatTensor, value: FlatTensor, options: unknown) => FlatTensor;
-
-/** A tensor as the kit hands it over (nested arrays, or { shape, data } where a dim is zero), flat. */
-function flatForm(x: unknown): { shape: number[]; data: unknown[] } {
-  if (x !== null && typeof x === "object" && !Array.isArray(x)) {
-    const { shape, data } = x as { shape: readonly number[]; data: ArrayLike<unknown> };
-    return { shape: [...shape], data: Array.from(data) };
-  }
-  const shape: number[] = [];
-  for (let node = x; Array.isArray(node); node = node[0]) {
-    shape.push(node.length);
-  }
-  return { shape, data: flat(x) };
-}
-
-const float32 = (x: unknown): FlatTensor =>
-  float32Tensor(flatForm(x) as Pick<FixtureTensor, "shape" | "data">);
-
-/** A mask as the kit hands it over, in flat form (booleans as bytes, numbers as float64). */
-function maskOf(mask: unknown): FlatMask | null {
-  if (mask === null || mask === undefined) {
-    return null;
-  }
-  const { shape, data } = flatForm(mask);
-  return flatMask({ dtype: typeof data[0] === "boolean" ? "bool" : "float64", shape, data } as FixtureTensor);
-}
-
 async function loadPort(row: PortRow): Promise<LoadedPort> {
   const file = row.node_entry ?? row.module;
   let module: { attentionSteps?: unknown; scaledDotProductAttentionFlat?: unknown };
@@ -154,9 +119,7 @@ async function loadPort(row: PortRow): Promise<LoadedPort> {
   }
   // A port in float32: its flat entry with Float32Array tensors, which computes in float32. (A
   // float32 row has no float32 layer: its layer cases run its module's float64 attentionSteps.)
-  const entry = module.scaledDotProductAttentionFlat as FlatEntry;
-  const flatEntry: AttentionFunction = (query, key, value, options = {}) =>
-    entry(float32(query), float32(key), float32(value), { ...options, attnMask: maskOf(options.attnMask) });
+  const flatEntry = float32Entry(module.scaledDotProductAttentionFlat as FlatEntry);
   return { row, attention: (test) => (test.rule === null ? nested : flatEntry), layer: runLayer };
 }
 
@@ -213,20 +176,11 @@ async function serveRequest(
   const { attention, layer } = folder.cases(request.cases);
   const dtype = row.dtypes[0] as "float64" | "float32";
   const start = performance.now();
-  const verdicts: Record<string, Verdict> = {};
-  const answers: Record<string, string> = {};
+  const reply: Judged = { verdicts: {}, answers: {} };
   for (const test of attention) {
-    const got = await call(port.attention(test), test);
-    const verdict = judge(test, got, { dtype, matchKind: true });
-    const clean =
-      !(got instanceof Error) && verdict.verdict !== "fail" && verdict.steps.every((s) => s.passed);
-    if (clean) {
-      verdicts[test.id] = verdict;
-    }
-    if (!clean || request.every_answer) {
-      answers[test.id] = answerJson(got);
-    }
+    await runCase(reply, port.attention(test), test, dtype, request.every_answer);
   }
+  const { verdicts, answers } = reply;
   for (const c of layer) {
     try {
       answers[c.id] = await port.layer(c);

@@ -1,9 +1,8 @@
 /**
  * What a TypeScript port's run sends the Python harness: one reply per port (replyJson). cli.ts
- * under Node judges its ports itself: the kit's verdicts, and the answers that cross (cli.ts's
- * header says which). The WebGPU page (webgpu-browser.ts), which judges nothing, sends every
- * answer. Also the float32 form of a fixture case's inputs. Nothing here touches Node's modules,
- * so a browser bundle can hold it.
+ * under Node and the WebGPU page (webgpu-browser.ts) in a browser judge their ports themselves:
+ * the kit's verdicts, and the answers that cross (kit-cases.ts says which). Also the float32 form
+ * of a fixture case's inputs. Nothing here touches Node's modules, so a browser bundle can hold it.
  *
  * An answer is {"scores", "logits", "weights", "output"} (each {"shape", "data"}, data flat
  * row-major; a port that gives the output only writes "output" alone), {"error": {"kind",

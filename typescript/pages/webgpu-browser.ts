@@ -2,23 +2,29 @@
  * The script of the WebGPU port's page (webgpu-page.ts builds it): what the Python harness calls
  * in headless Chromium, through playwright, to verify and to time the port.
  *
- *     attentionPort.runFixtureCases()  every fixture case written into the page, in one device:
- *                                      every answer, in a reply as cli.ts's (results.ts), as a string
+ *     attentionPort.runFixtureCases(everyAnswer)
+ *                                      every fixture case written into the page, in one device,
+ *                                      judged as cli.ts judges (kit-cases.ts): a reply as cli.ts's
+ *                                      (results.ts), as a string
  *     attentionPort.bench(plan)        time one port call per cell on the given inputs
  *     attentionPort.adapter()          the adapter the port runs on, described
  *     attentionPort.attend(call)       one call on nested arrays, for the tests
  *     attentionPort.layer(call)        one call of the shared layer over the port's core, for the tests
  *
- * Valid cases go through the flat entry with Float32Array tensors (the port computes in float32
- * whatever it is given, and judged in float32), invalid ones through the nested entry with their
- * inputs as written, whose checks are the same. Only the output is written: compare.py judges the
- * output, and the other steps would be the readable port's (webgpu.ts's attentionSteps). The
- * layer's and RoPE's cases go through the shared layer (layer.ts) over the port's attentionSteps.
+ * The attention cases are the kit's (the page holds them as fixture-data.ts gives them), run and
+ * judged in float32 through the conformance kit as cli.ts runs the Node ports: valid cases go
+ * through the flat entry with Float32Array tensors (the port computes in float32 whatever it is
+ * given), invalid ones through the nested entry with their inputs as written, whose checks are the
+ * same. Only the output is judged: the other steps would be the readable port's (webgpu.ts's
+ * attentionSteps). The layer's and RoPE's cases go through the shared layer (layer.ts) over the
+ * port's attentionSteps, and their answers cross (the kit has no layer rule).
  */
 
-import type { FixtureTensor } from "../golden/reader.ts";
+import { type AttentionFunction, testCase } from "../conformance/kit.ts";
+import type { RawCase } from "../conformance/raw-case.ts";
+import { type FlatEntry, float32Entry, type Judged, runCase } from "../harness/kit-cases.ts";
 import { type LayerCase, runLayerCase } from "../harness/layer-cases.ts";
-import { flatMask, float32Tensor, replyJson, stepsJson, thrownJson } from "../harness/results.ts";
+import { replyJson, thrownJson } from "../harness/results.ts";
 import { type LayerOptions, type LayerParams, type LayerResult, layerWithAsync } from "../src/layer.ts";
 import {
   type AdapterDescription,
@@ -30,14 +36,8 @@ import {
   type WebGpuSetup,
 } from "../src/webgpu.ts";
 
-/** A fixture case as the page holds it (webgpu-page.ts writes them): valid inputs as
- * FixtureTensors, invalid ones as written. */
-export interface PageCase {
-  readonly id: string;
-  readonly valid: boolean;
-  readonly inputs: Readonly<Record<"query" | "key" | "value" | "attnMask", unknown>>;
-  readonly params: Readonly<Record<string, unknown>>; // every option but the mask, by name: passed on as one record
-}
+/** An attention case as the page holds it (webgpu-page.ts writes them): the kit's. */
+export type PageCase = RawCase;
 
 /** A layer or RoPE case as the page holds it: as golden/reader.ts's loadLayerFixtures reads it. */
 export type PageLayerCase = LayerCase;
@@ -73,51 +73,44 @@ function device(): Promise<WebGpuAttention> {
   return attention;
 }
 
-async function answer(port: WebGpuAttention, c: PageCase | PageLayerCase): Promise<string> {
+/** A layer or RoPE case's answer: the shared layer over the port's core (projections and RoPE in
+ * float64 on the CPU, each head attended on the GPU in float32). */
+async function layerAnswer(port: WebGpuAttention, c: PageLayerCase): Promise<string> {
   try {
-    if ("kind" in c) {
-      // The shared layer over the port's core: projections and RoPE in float64 on the CPU, each
-      // head attended on the GPU in float32.
-      return await runLayerCase(layerWithAsync(port.attentionSteps.bind(port)), c);
-    }
-    if (!c.valid) {
-      const { query, key, value, attnMask } = c.inputs;
-      const options = { attnMask, ...c.params } as Parameters<
-        WebGpuAttention["scaledDotProductAttention"]
-      >[3];
-      const output = await port.scaledDotProductAttention(
-        query as never,
-        key as never,
-        value as never,
-        options,
-      );
-      return stepsJson({ output, scoresShape: [], outputShape: [] });
-    }
-    const tensor = (name: "query" | "key" | "value") => float32Tensor(c.inputs[name] as FixtureTensor);
-    const options = { attnMask: flatMask(c.inputs.attnMask as FixtureTensor | null), ...c.params };
-    const out = await port.scaledDotProductAttentionFlat(
-      tensor("query"),
-      tensor("key"),
-      tensor("value"),
-      options as Parameters<WebGpuAttention["scaledDotProductAttentionFlat"]>[3],
-    );
-    return stepsJson({ output: out.data, scoresShape: [], outputShape: out.shape });
+    return await runLayerCase(layerWithAsync(port.attentionSteps.bind(port)), c);
   } catch (error) {
     return thrownJson(error);
   }
 }
 
-/** Every case in the page, one after the other on one device: a reply as cli.ts's, every case's
- * answer in it (the page judges none), and the adapter it ran on. */
-async function runFixtureCases(): Promise<string> {
+/** Every case in the page, one after the other on one device, each attention case judged by the
+ * kit in float32: a reply as cli.ts's (what crosses as kit-cases.ts says; with everyAnswer, every
+ * attention case's answer too, for verify's cross-check), and the adapter it ran on. */
+async function runFixtureCases(everyAnswer = false): Promise<string> {
   const port = await device();
   const cases = globalThis.WEBGPU_CASES ?? [];
+  // An invalid case through the nested entry (the same checks as the flat one); the output only.
+  const nested: AttentionFunction = async (query, key, value, options) => {
+    // Its inputs as written (ragged, strings, null): the port's checks refuse them.
+    const steps = port.attentionSteps.bind(port) as unknown as (
+      ...args: unknown[]
+    ) => Promise<{ readonly output: unknown; readonly outputShape: readonly number[] }>;
+    const { output, outputShape } = await steps(query, key, value, options);
+    return { output, scoresShape: [], outputShape };
+  };
+  const flat = float32Entry(port.scaledDotProductAttentionFlat.bind(port) as FlatEntry);
   const start = performance.now();
-  const answers: Record<string, string> = {};
+  const reply: Judged = { verdicts: {}, answers: {} };
   for (const c of cases) {
-    answers[c.id] = await answer(port, c);
+    if ("kind" in c) {
+      reply.answers[c.id] = await layerAnswer(port, c);
+      continue;
+    }
+    const test = testCase(c);
+    await runCase(reply, test.rule === null ? nested : flat, test, "float32", everyAnswer);
   }
-  return replyJson("webgpu", performance.now() - start, {}, answers, { adapter: port.adapter.summary });
+  const elapsed = performance.now() - start;
+  return replyJson("webgpu", elapsed, reply.verdicts, reply.answers, { adapter: port.adapter.summary });
 }
 
 /** One cell of the bench: warm up, then time whole calls (upload, dispatch, read back) as

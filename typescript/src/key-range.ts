@@ -44,10 +44,16 @@
  * the truth the ports are held to, so it shares no code with them.
  */
 
-// Only a type from inputs.ts, which hands every port its key range (CheckedInputs.keys): erased,
-// so the two modules import each other in no circle.
 import type { Integers } from "./generated/options.ts";
-import type { AttentionShapes } from "./inputs.ts";
+
+/** The sizes a key range is laid against: inputs.ts's AttentionShapes has them (and imports this
+ * module, to hand every port its key range, so this one names them itself). */
+export interface KeyRangeShapes {
+  readonly batch: readonly number[]; // B...
+  readonly queryHeads: number; // Hq
+  readonly queryLength: number; // Lq
+  readonly keyLength: number; // Lk
+}
 
 /** The keys the query rows of one batch index see (see the header for the formula). */
 export interface RowKeys {
@@ -83,7 +89,7 @@ export interface BatchKeyOptions extends Omit<KeyRangeOptions, "queryOffset" | "
 
 /** The key range of a call, from its checked options (inputs.ts's readOptions and the checks of
  * their shapes: queryOffset and kvSeqlen an integer or [B...] of them) and shapes. */
-export function keyRange(options: KeyRangeOptions, shapes: AttentionShapes): KeyRange {
+export function keyRange(options: KeyRangeOptions, shapes: KeyRangeShapes): KeyRange {
   const count = shapes.batch.reduce((a, n) => a * n, 1);
   const offsets = perBatch(options.queryOffset ?? 0, count); // o_b
   const lengths = perBatch(options.kvSeqlen ?? shapes.keyLength, count); // n_b

@@ -2,6 +2,7 @@
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -49,15 +50,21 @@ function serve(requests: object[], args: string[] = []): Reply[] {
 
 const CASES = ["tutorial_seq3_dk4", "nan_in_value", "empty_keys", "error_ragged_mask", "layer_gqa"];
 
-test("serve judges each port: a clean pass crosses as its verdict, an error and a layer case as answers", () => {
+test("serve judges each port: a clean pass and a refusal cross as their verdicts, a layer case as its answer", () => {
   const [reply, everything] = serve([
     { port: "typescript", cases: CASES, every_answer: false },
     { port: "typescript", cases: CASES, every_answer: true },
   ]);
   assert.equal(reply.port, "typescript");
   assert.equal(typeof reply.elapsed_ms, "number");
-  assert.deepEqual(Object.keys(reply.verdicts).sort(), ["empty_keys", "nan_in_value", "tutorial_seq3_dk4"]);
-  assert.deepEqual(Object.keys(reply.answers).sort(), ["error_ragged_mask", "layer_gqa"]);
+  assert.deepEqual(Object.keys(reply.verdicts).sort(), [
+    "empty_keys",
+    "error_ragged_mask",
+    "nan_in_value",
+    "tutorial_seq3_dk4",
+  ]);
+  assert.deepEqual(Object.keys(reply.answers), ["layer_gqa"]);
+  assert.deepEqual(reply.verdicts.error_ragged_mask, { verdict: "pass", problem: null, steps: [] });
   const tutorial = reply.verdicts.tutorial_seq3_dk4;
   assert.equal(tutorial.verdict, "pass");
   assert.deepEqual(
@@ -65,19 +72,40 @@ test("serve judges each port: a clean pass crosses as its verdict, an error and 
     ["scores", "logits", "weights", "output"],
   );
   assert.ok(tutorial.steps.every((s) => s.passed && s.problem === null));
-  assert.deepEqual(reply.answers.error_ragged_mask.error, {
+  assert.ok(reply.answers.layer_gqa.output.shape.length === 2);
+  // every_answer: each attention case's answer too, special numbers written as in the fixtures.
+  assert.deepEqual(Object.keys(everything.answers).sort(), [...CASES].sort());
+  assert.deepEqual(everything.answers.error_ragged_mask.error, {
     kind: "ragged",
     message:
       "attnMask is ragged: attnMask[1] has length 2, expected 3 (shape from the first elements: [2, 3])",
   });
-  assert.ok(reply.answers.layer_gqa.output.shape.length === 2);
-  // every_answer: each attention case's answer too, special numbers written as in the fixtures.
-  assert.deepEqual(Object.keys(everything.answers).sort(), [...CASES].sort());
   assert.deepEqual(everything.verdicts, reply.verdicts);
   assert.deepEqual(everything.answers.tutorial_seq3_dk4.scores.data, [2, 0, 1, 0, 2, 1, 1, 1, 2]);
   assert.ok((decodeNumbers(everything.answers.nan_in_value.output.data) as number[]).some(Number.isNaN));
   assert.deepEqual(everything.answers.empty_keys.weights, { shape: [2, 3, 0], data: [] });
   assert.deepEqual(everything.answers.empty_keys.output.data, new Array(24).fill(0));
+});
+
+test("a refusal whose message is not the case's crosses as its answer, for compare.py to word", () => {
+  // The fixture's message edited, and the case resealed (its sha256 in the manifest updated).
+  const edited = join(scratch, "edited-message");
+  cpSync(DEFAULT_FIXTURES, edited, { recursive: true });
+  const manifest = JSON.parse(readFileSync(join(edited, "manifest.json"), "utf8"));
+  const entry = manifest.cases.find((c: { id: string }) => c.id === "error_ragged_mask");
+  const document = JSON.parse(readFileSync(join(edited, entry.file), "utf8"));
+  document.expected_error.message = `${document.expected_error.message} (edited)`;
+  const text = JSON.stringify(document);
+  writeFileSync(join(edited, entry.file), text);
+  entry.sha256 = createHash("sha256").update(text).digest("hex");
+  writeFileSync(join(edited, "manifest.json"), JSON.stringify(manifest));
+  const [reply] = serve(
+    [{ port: "typescript", cases: ["error_ragged_mask"], every_answer: false }],
+    ["--fixtures", edited],
+  );
+  assert.deepEqual(reply.verdicts, {});
+  assert.equal(reply.answers.error_ragged_mask.error?.kind, "ragged");
+  assert.match(reply.answers.error_ragged_mask.error?.message ?? "", /^attnMask is ragged: /);
 });
 
 test("numbers keep NaN, infinities and the sign of zero", () => {

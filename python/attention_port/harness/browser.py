@@ -3,7 +3,8 @@
 Node builds one page (typescript/pages/webgpu-page.ts: the port bundled by esbuild, with the fixture
 cases written in), Chromium opens it from disk (a file:// page is a secure context, where
 `navigator.gpu` exists), and the page's script (typescript/pages/webgpu-browser.ts) runs every case
-on one device and gives back every answer, in a reply as cli.ts's (typescript/harness/results.ts
+on one device, judges it with the conformance kit as cli.ts judges the Node ports
+(typescript/harness/kit-cases.ts), and gives back a reply as cli.ts's (typescript/harness/results.ts
 writes both). The bench calls the same page to time the port (bench/browser.py).
 
 Playwright never downloads a browser here: it drives the Chromium found on the machine (Debian's
@@ -170,11 +171,15 @@ def open_page(fixtures_dir: Path | None, case_ids: list[str], timeout: float) ->
                 browser.close()
 
 
-def run_webgpu(fixtures_dir: Path | str, case_ids: list[str], timeout: float) -> dict:
+def run_webgpu(
+    fixtures_dir: Path | str, case_ids: list[str], timeout: float, every_answer: bool = False
+) -> dict:
     """The WebGPU port on these fixture cases, in one page load: its reply, as cli.ts's ({"port",
-    "adapter", "elapsed_ms", "verdicts": {}, "answers": {id: answer}}: the page judges none)."""
+    "adapter", "elapsed_ms", "verdicts": {id: verdict}, "answers": {id: answer}}: the page judges
+    its port with the conformance kit as cli.ts does; every_answer: every attention case's answer
+    comes back too, for a cross-check)."""
     with open_page(Path(fixtures_dir), case_ids, timeout) as page:
-        text = page.call("runFixtureCases")
+        text = page.call("runFixtureCases", every_answer)
     try:
         document = json.loads(text)
     except (TypeError, json.JSONDecodeError) as error:

@@ -6,10 +6,11 @@ Port per dtype it runs in: a row that runs in Node through cli.ts, one that runs
 through browser.py, and a Python port through its entry in PYTHON_RUNNERS. A Port is a report
 name, the row it came from, the dtype it computes in and a function from cases to a PortRun (the
 answers, the verdicts, and notes such as the time spent inside Node). The TypeScript ports of a
-run share one Node process, which judges them with the conformance kit: a case it passed cleanly
-(or found outside the contract) comes back as its verdict, the rest as answers (cli.ts's header
-says which). The ports themselves (reference.py, torch_port.py, the TypeScript files) know nothing
-of fixtures.
+run share one Node process, which judges them with the conformance kit (the WebGPU port's page
+judges it alike): a case it passed cleanly (an invalid one refused with its kind and message too)
+or found outside the contract comes back as its verdict, the rest as answers (kit-cases.ts says
+which). The ports themselves
+(reference.py, torch_port.py, the TypeScript files) know nothing of fixtures.
 """
 
 from __future__ import annotations
@@ -227,13 +228,19 @@ def decode_step(entry: dict) -> StepCheck:
     )
 
 
-def decode_verdict(case_id: str, port: str, dtype: str, entry: object) -> CaseVerdict:
+def decode_verdict(case: FixtureCase, port: str, dtype: str, entry: object) -> CaseVerdict:
     """The kit's verdict on a case cli.ts passed cleanly or found outside the contract, as compare.py
-    words it: the output's figures, every step's check."""
+    words it: the output's figures, every step's check; an invalid case refused with its kind and
+    message is a pass with no steps, as compare.py's own."""
+    case_id = case.id
     if not isinstance(entry, dict) or entry.get("verdict") not in ("pass", "outside"):
         raise ValueError("a verdict is not a pass or a case outside the contract")
     if entry["verdict"] == "outside":
         return CaseVerdict(case_id, port, dtype, False, problem=entry["problem"], outside=entry["problem"])
+    if case.expects_error:
+        if entry["steps"] or entry["problem"] is not None:
+            raise ValueError("a refusal's verdict has steps or a problem")
+        return CaseVerdict(case_id, port, dtype, True)
     steps = [decode_step(step) for step in entry["steps"]]
     output = steps[-1]
     return CaseVerdict(
@@ -259,7 +266,7 @@ def decode_reply(reply: dict, cases: list[FixtureCase], port: Port, who: str, cl
     for case in cases:
         if case.id in reply["verdicts"]:
             try:
-                verdicts[case.id] = decode_verdict(case.id, port.name, port.dtype, reply["verdicts"][case.id])
+                verdicts[case.id] = decode_verdict(case, port.name, port.dtype, reply["verdicts"][case.id])
             except (ValueError, TypeError, KeyError, IndexError) as error:
                 raise NodeError(f"{who} wrote a malformed verdict for {case.id!r}: {error}") from None
         elif case.id not in answers:
@@ -299,12 +306,14 @@ def typescript_port(
     return port
 
 
-def webgpu_port(fixtures_dir, timeout: float = DEFAULT_TIMEOUT) -> Port:
-    """webgpu.ts in headless Chromium (browser.py), every case in one page load, in float32."""
+def webgpu_port(fixtures_dir, timeout: float = DEFAULT_TIMEOUT, every_answer: bool = False) -> Port:
+    """webgpu.ts in headless Chromium (browser.py), every case in one page load, in float32, judged
+    there by the conformance kit as cli.ts judges the Node ports. every_answer: every attention
+    case's answer comes back too, for a cross-check."""
     from attention_port.harness import browser
 
     def run(cases: list[FixtureCase]) -> PortRun:
-        reply = browser.run_webgpu(fixtures_dir, [case.id for case in cases], timeout)
+        reply = browser.run_webgpu(fixtures_dir, [case.id for case in cases], timeout, every_answer)
         return decode_reply(reply, cases, port, "the WebGPU port", "browser_ms")
 
     port = Port("webgpu", "webgpu", "float32", run)
@@ -360,7 +369,7 @@ def _builder(row: PortRow) -> Callable[[PortOptions], list[Port]]:
             )
         ]
     if row.runs_in == "browser":
-        return lambda options: [webgpu_port(options.fixtures_dir, options.node_timeout)]
+        return lambda options: [webgpu_port(options.fixtures_dir, options.node_timeout, options.every_answer)]
     return PYTHON_RUNNERS[row.name]
 
 
@@ -368,8 +377,9 @@ PORTS: dict[str, Callable[[PortOptions], list[Port]]] = {row.name: _builder(row)
 
 
 def build_ports(names: list[str], options: PortOptions) -> list[Port]:
-    """The ports `names` give, in order. The TypeScript ones share one Node process, and send back
-    every attention case's answer where verify cross-checks them against torch in float64."""
+    """The ports `names` give, in order. The TypeScript ones share one Node process, and they (the
+    WebGPU port too) send back every attention case's answer where verify cross-checks them against
+    torch in float64."""
     in_node = [name for name in names if BY_NAME[name].runs_in == "node"]
     options = dataclasses.replace(
         options,
