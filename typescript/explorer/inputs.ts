@@ -155,16 +155,17 @@ export function readOptions(attnMask: unknown): AttentionOptions {
       ? rawFlags.enableGqa
       : $<HTMLInputElement>("gqa").checked) as boolean,
     softcap: softcap as number,
-    ...(caseQueryOffset === undefined ? {} : { queryOffset: caseQueryOffset as number }),
+    ...caseOptions,
   };
 }
 
 // A fixture case may hold a flag that is not a boolean (to test the port's check), which a checkbox
 // cannot show: it is passed to the port as it is until the checkbox is touched.
 let rawFlags: { isCausal?: unknown; enableGqa?: unknown } = {};
-// A decode case's queryOffset: the page has no control for it, so it is passed to the port as the
-// case gives it, until another case (or the reset) is loaded.
-let caseQueryOffset: unknown;
+// A case's options the page has no control for (queryOffset, window, sinkTokens, sinkLogits,
+// kvSeqlen): passed to the port as the case gives them, until another case (or the reset) is loaded.
+let caseOptions: Record<string, unknown> = {};
+const PAGE_CONTROLS = new Set(["isCausal", "enableGqa", "scale", "softcap"]);
 
 /** Seeded random inputs set no flag: the checkboxes say them again. */
 export function forgetRawFlags(): void {
@@ -173,7 +174,7 @@ export function forgetRawFlags(): void {
 
 export function applyParams(params: ExplorerCase["params"]): void {
   rawFlags = {};
-  caseQueryOffset = params.queryOffset;
+  caseOptions = Object.fromEntries(Object.entries(params).filter(([name]) => !PAGE_CONTROLS.has(name)));
   if (typeof params.isCausal !== "boolean") {
     rawFlags.isCausal = params.isCausal;
   }

@@ -15,6 +15,7 @@
  *     narrow.ts         the one-column layout of a narrow screen
  *     sqrt-dk-view.ts   the √d_k experiment
  *     layer-view.ts, decode-view.ts  the layer, RoPE and decode views
+ *     window-view.ts    the window and sink view (window-model.ts computes it)
  *
  * Nothing here throws to the console: every input goes through the port's own checks, and an
  * AttentionInputError is shown next to the input it names while the last good result stays on
@@ -32,6 +33,7 @@ import { $, element, wireRecompute } from "./page.ts";
 import { drawRandom, fillBackends, fillPresets, loadPreset } from "./pickers.ts";
 import { recompute } from "./recompute.ts";
 import { drawSqrtDk } from "./sqrt-dk-view.ts";
+import { startWindowView } from "./window-view.ts";
 
 async function start(): Promise<void> {
   wireRecompute(recompute);
@@ -60,6 +62,7 @@ async function start(): Promise<void> {
   window.setTimeout(drawSqrtDk, 0);
   startLayerViews();
   startDecodeView();
+  startWindowView();
 }
 
 start().catch((error: unknown) => {
