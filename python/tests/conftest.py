@@ -4,14 +4,18 @@ decided by the code, not by the luck of a draw; on a developer's machine it keep
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from attention_port.cli import DEFAULT_FIXTURES
 from attention_port.golden import reader as fixtures
+from attention_port.learner import check
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
@@ -25,6 +29,38 @@ ALL_CASES = [case for case in _EVERY_CASE if case.kind == "attention"]
 LAYER_CASES = [case for case in _EVERY_CASE if case.kind in ("layer", "rope")]
 VALID_CASES = [case for case in ALL_CASES if not case.expects_error]
 INVALID_CASES = [case for case in ALL_CASES if case.expects_error]
+
+# Reading the committed folder again costs about half a second of CPU (JSON, then the tensors), and
+# the suite did it about 300 times: check and verify read it on every in-process run, and modules
+# read it at import. So, in the test processes, `reader.load_fixtures` of the committed folder hands
+# out the cases read above, each call with inputs and params of its own (deep copies, as a fresh
+# read gives: a port that changes its inputs in place reaches no later call). Any other folder, a
+# case id the folder lacks, or a manifest changed since (its bytes are compared) goes to the real
+# reader, which the tests of the reader itself call on folders of their own. conformance.py keeps
+# the real reader too: its tests hold each load_cases to fresh inputs by reading again.
+_READ_FIXTURES = fixtures.load_fixtures
+_COMMITTED = (FIXTURES_DIR.resolve(), (FIXTURES_DIR / "manifest.json").read_bytes())
+
+
+def _committed_fixtures(folder, case_ids=None, kinds=("attention",), *, schema=True):
+    try:
+        committed = Path(folder).resolve() == _COMMITTED[0]
+        committed = committed and (_COMMITTED[0] / "manifest.json").read_bytes() == _COMMITTED[1]
+    except OSError:
+        committed = False
+    wanted = None if case_ids is None else set(case_ids)
+    if not committed or (wanted is not None and wanted - {case.id for case in _EVERY_CASE}):
+        return _READ_FIXTURES(folder, case_ids, kinds, schema=schema)
+    kinds = set(kinds)
+    return [
+        dataclasses.replace(case, inputs=copy.deepcopy(case.inputs), params=copy.deepcopy(case.params))
+        for case in _EVERY_CASE
+        if case.kind in kinds and (wanted is None or case.id in wanted)
+    ]
+
+
+fixtures.load_fixtures = _committed_fixtures
+check.load_fixtures = _committed_fixtures  # imported by name there
 
 
 def case_params(cases):
