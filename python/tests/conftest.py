@@ -8,8 +8,10 @@ import copy
 import dataclasses
 import os
 import signal
+import time
 from pathlib import Path
 
+import leftovers
 import pytest
 from hypothesis import settings
 
@@ -72,3 +74,34 @@ def interruptible() -> None:
     it. A test runner started in the background (`pytest &` in a script) has SIGINT ignored, and its
     children would inherit that and never see the SIGINT a test sends them."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+# Every process the run starts inherits this (leftovers.py says how it is found again at the end).
+LEFTOVER_VARIABLE = "ATTENTION_PORT_PYTEST_RUN"
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the run itself, not one of pytest-xdist's workers
+        os.environ[LEFTOVER_VARIABLE] = f"{os.getpid()}-{time.time_ns()}"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if a process it started is still alive at its end (a server, a browser, a Node
+    run), naming each; each is stopped, so that it does not outlive the run either."""
+    if hasattr(session.config, "workerinput"):
+        return
+    found = leftovers.left_behind(LEFTOVER_VARIABLE, os.environ[LEFTOVER_VARIABLE])
+    if found:
+        leftovers.stop(found)
+        session.config.stash[_LEFT_BEHIND] = found
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_LEFT_BEHIND = pytest.StashKey[list]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    for pid, command in config.stash.get(_LEFT_BEHIND, []):
+        terminalreporter.write_line(
+            f"left running after the tests (stopped now): pid {pid}: {command}", red=True
+        )
