@@ -16,6 +16,7 @@ import pytest
 from hypothesis import settings
 
 from attention_port.cli import DEFAULT_FIXTURES
+from attention_port.golden import generate
 from attention_port.golden import reader as fixtures
 from attention_port.learner import check
 
@@ -63,6 +64,38 @@ def _committed_fixtures(folder, case_ids=None, kinds=("attention",), *, schema=T
 
 fixtures.load_fixtures = _committed_fixtures
 check.load_fixtures = _committed_fixtures  # imported by name there
+
+# verify compares every case it loads with what generate would write (generate.stale_cases: the
+# table's inputs drawn and serialized again, about 1.3 s of CPU), on every in-process run. For the
+# committed folder the answer is the same each time in a process (test_fixture_files holds the folder
+# fresh), so it is worked out once per set of cases; a folder of a test's own, a changed manifest, or
+# a table or renderer a test swapped in is worked out afresh.
+_STALE_CASES = generate.stale_cases
+_STALE_ANSWERS: dict[tuple, list[str]] = {}
+
+
+def _stale_once(on_disk):
+    on_disk = list(on_disk)
+    try:
+        committed = (_COMMITTED[0] / "manifest.json").read_bytes() == _COMMITTED[1] and all(
+            Path(case.path).resolve().is_relative_to(_COMMITTED[0]) for case in on_disk
+        )
+    except OSError:
+        committed = False
+    if not committed:
+        return _STALE_CASES(on_disk)
+    key = (
+        tuple(case.id for case in on_disk),
+        id(generate.FIXTURE_CASES),
+        generate.render_case,
+        generate.case_document,
+    )
+    if key not in _STALE_ANSWERS:
+        _STALE_ANSWERS[key] = _STALE_CASES(on_disk)
+    return list(_STALE_ANSWERS[key])
+
+
+generate.stale_cases = _stale_once
 
 
 def case_params(cases):
