@@ -33,7 +33,7 @@ VALUE = _rng.standard_normal((B, HKV, N, EV))
 
 
 @functools.cache
-def _truth():
+def exact_pass():
     """The oracle's whole pass, exact: computed where a test asks for it (about 2 s of CPU), not
     in every process that collects this module."""
     return oracle.attention(QUERY, KEY, VALUE, is_causal=True, enable_gqa=True)
@@ -78,7 +78,7 @@ PORTS = {
 @pytest.mark.parametrize("port", PORTS)
 def test_a_prefill_and_decode_steps_give_the_rows_of_one_causal_pass(port):
     run, dtype = PORTS[port]
-    truth = _truth()
+    truth = exact_pass()
     budget = truth.budgets[dtype].output  # [B, Hq, N, Ev]
     whole = run(QUERY, KEY, VALUE, is_causal=True, enable_gqa=True)
     assert np.all(np.abs(whole - truth.output) <= budget)
