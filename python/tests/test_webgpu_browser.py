@@ -228,9 +228,10 @@ def test_a_chromium_without_webgpu_gives_webgpu_unavailable_error(page, tmp_path
 def test_a_prefill_and_decode_steps_give_the_rows_of_one_causal_pass(page):
     """test_decode.py's prefill and decode steps through the WebGPU port: each block, with
     queryOffset at its first row, within float32's budget of the oracle's whole causal pass."""
-    from test_decode import BLOCKS, KEY, QUERY, TRUTH, VALUE
+    from test_decode import BLOCKS, KEY, QUERY, VALUE, exact_pass
 
-    budget = TRUTH.budgets["float32"].output
+    truth = exact_pass()
+    budget = truth.budgets["float32"].output
     for start, rows in BLOCKS:
         end = start + rows
         answer = page.call("attend", {
@@ -239,7 +240,7 @@ def test_a_prefill_and_decode_steps_give_the_rows_of_one_causal_pass(page):
             "options": {"isCausal": True, "enableGqa": True, "queryOffset": start},
         })  # fmt: skip
         assert "output" in answer, answer
-        error = np.abs(np.asarray(answer["output"], dtype=np.float64) - TRUTH.output[..., start:end, :])
+        error = np.abs(np.asarray(answer["output"], dtype=np.float64) - truth.output[..., start:end, :])
         used = float(np.max(error / budget[..., start:end, :]))
         assert used <= 1, f"rows {start}..{end - 1}: {used:.1%} of the budget"
 
