@@ -458,18 +458,20 @@ def test_the_worst_cell_and_the_example_line():
 # ---- the starter implementations -------------------------------------------------------------
 
 
-def _starter_transcript_lines() -> list[tuple[str, str]]:
-    """(page, line) for each line of the docs' transcripts of check on the TypeScript starter: the
-    fenced blocks of README.md and docs/*.md with a "level N of M: " line (only that starter's
-    report is shown so), but their "..." lines. Each must be a line of today's report, so that a
-    new level or case fails the test instead of leaving a page's counts stale."""
+def _starter_transcript_lines(starter: str = "typescript/examples/my-attention.ts") -> list[tuple[str, str]]:
+    """(page, line) for each line of the docs' transcripts of check on a TypeScript starter: the
+    fenced blocks of README.md and docs/*.md with a "level N of M: " line (only the starters'
+    reports are shown so) whose first line is "Checking <starter> ...", or, for the core's starter,
+    names no file, but their "..." lines. Each must be a line of today's report, so that a new
+    level or case fails the test instead of leaving a page's counts stale."""
     found = []
     for page in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
         for block in page.read_text(encoding="utf-8").split("```")[1::2]:
             lines = block.splitlines()[1:]  # the first is the fence's language, or empty
-            if any(re.match(r"level \d+ of \d+: ", line) for line in lines):
+            named = re.match(r"Checking (\S+) ", lines[0]) if lines else None
+            ours = named.group(1) == starter if named else starter.endswith("my-attention.ts")
+            if ours and any(re.match(r"level \d+ of \d+: ", line) for line in lines):
                 found += [(page.name, line) for line in lines if line not in ("", "...")]
-    assert {page for page, _ in found} >= {"README.md", "learn.md"}, found
     return found
 
 
@@ -493,7 +495,9 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
             " same steps\n"
         ) in text, text
         report = text.replace(f"{REPO_ROOT}/", "").splitlines()  # as run from the checkout
-        for page, line in _starter_transcript_lines():
+        shown = _starter_transcript_lines()
+        assert {page for page, _ in shown} >= {"README.md", "learn.md"}, shown
+        for page, line in shown:
             assert line in report, (page, line)
     else:
         assert "ValueError: matmul: " in line, line
@@ -505,6 +509,49 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
     # The first report guides: what the first level not attempted teaches, and the lesson's lines.
     assert "Level 4 was not attempted (your function takes no options). Level 4 teaches " in text, text
     assert "Level 8 teaches inputs of rank 3 and more" in text, text
+
+
+LAYER_STARTERS = ["typescript/examples/my-layer.ts", "python/examples/my_layer.py"]
+
+
+@pytest.mark.parametrize("path", LAYER_STARTERS)
+def test_the_layer_starter_runs_the_layer_levels_and_stops_at_the_first_on_its_first_stub(path):
+    # The starter is the layer's six steps as stubs around the learner's own core (my-attention.ts,
+    # my_attention.py, imported and not exported): check runs the layer's levels only, and its
+    # first report says to start at the layer's first level, every case there failing on step 1.
+    code, text = run_check(str(REPO_ROOT / path))
+    assert code == 1, text
+    language = _language(path)
+    core = check.spoken("scaled_dot_product_attention", language)
+    assert f"it has no {core}, so levels 1-{TOTAL} are not run.\n" in text, text
+    layer = level_number_of(LAYER_LEVEL)
+    valid = [c for c in LAYER_CASES if cases.level_of(c.tags) == layer and not c.expects_error]
+    assert valid, LAYER_CASES
+    threw = "Error" if language == "JavaScript" else "NotImplementedError"
+    stub = f"your function threw {threw}: step 1, project, is not written yet: x · weightᵀ + bias (line "
+    for case in valid:
+        assert f"  fail {case.id}: {stub}" in text, (case.id, text)
+    assert f"Stopped at level {layer} of {LAYERED_TOTAL}: {LAYER_LEVEL} — {len(valid)} of " in text, text
+    assert check.level_guide(layer, language) in text, text
+    assert f"Levels {layer + 1}-{LAYERED_TOTAL} were not run" in text, text
+    if language == "JavaScript":
+        report = text.replace(f"{REPO_ROOT}/", "").splitlines()  # as run from the checkout
+        shown = _starter_transcript_lines(path)
+        assert {page for page, _ in shown} == {"learn.md"}, shown
+        for page, line in shown:
+            assert line in report, (page, line)
+
+
+@pytest.mark.parametrize(
+    ("starter", "lesson_file"),
+    list(zip(LAYER_STARTERS, ["typescript/src/layer.ts", "python/attention_port/layer.py"], strict=True)),
+)
+def test_the_layer_starter_labels_its_steps_as_the_lesson_does(starter, lesson_file):
+    labels = [
+        re.findall(r"Step \d: [^.]+\.", (REPO_ROOT / f).read_text(encoding="utf-8"))
+        for f in (starter, lesson_file)
+    ]
+    assert labels[0] == labels[1] and len(labels[0]) == 6, labels
 
 
 # ---- the dtype a learner's function computes in ----------------------------------------------
