@@ -542,6 +542,38 @@ def test_the_layer_starter_runs_the_layer_levels_and_stops_at_the_first_on_its_f
             assert line in report, (page, line)
 
 
+# The Python starter's stubs written as a learner would (the rotation the project's own), over the
+# project's core: what the starter holds besides its stubs (the options it passes its core, the
+# positions, the cache's way in and out) must then pass every layer level.
+FILLED_STUBS = {
+    "step 1, project": "    y = x @ np.asarray(weight).T\n    return y if bias is None else y + bias",
+    "step 2, split heads": "    return np.swapaxes(x.reshape(*x.shape[:-1], heads, -1), -2, -3)",
+    "step 3, rotate": "    return layer.apply_rotary(x, positions, theta=theta, rotary_dim=rotary_dim,"
+    " interleaved=interleaved)",
+    "the cache in": "    return np.concatenate([np.asarray(past, dtype=np.float64), x], axis=-2)",
+    "step 5, merge heads": "    x = np.swapaxes(x, -2, -3)\n    return x.reshape(*x.shape[:-2], -1)",
+    "need_weights": "        steps = reference.attention_steps(q, k, v, *mask, **options)\n"
+    '        result["weights"] = steps.weights',
+}
+
+
+def test_the_python_layer_starter_with_its_stubs_written_passes_every_layer_level(tmp_path):
+    lines = (REPO_ROOT / "python/examples/my_layer.py").read_text(encoding="utf-8").splitlines()
+    written, stubs = [], dict(FILLED_STUBS)
+    for line in lines:
+        stub = re.match(r'\s*raise NotImplementedError\("(.+?) is not written yet', line)
+        written.append(stubs.pop(stub.group(1).rstrip(",")) if stub else line)
+    assert not stubs, stubs  # every stub found, and written
+    header = "from attention_port import layer, reference\n"
+    (tmp_path / "my_layer.py").write_text(header + "\n".join(written), encoding="utf-8")
+    (tmp_path / "my_attention.py").write_text(
+        "from attention_port.reference import scaled_dot_product_attention  # noqa: F401\n", encoding="utf-8"
+    )
+    code, text = run_check(str(tmp_path / "my_layer.py"))
+    assert code == 0, text
+    assert text.endswith(f"Every case of levels {TOTAL + 1}-{LAYERED_TOTAL} passes."), text
+
+
 @pytest.mark.parametrize(
     ("starter", "lesson_file"),
     list(zip(LAYER_STARTERS, ["typescript/src/layer.ts", "python/attention_port/layer.py"], strict=True)),
