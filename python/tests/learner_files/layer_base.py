@@ -14,14 +14,16 @@ def make_rotary(mistake=None):
     def apply_rotary(x, positions, theta=10000.0, rotary_dim=None, interleaved=False):
         x, positions = np.asarray(x, dtype=np.float64), np.asarray(positions, dtype=np.float64)
         features = x.shape[-1]
-        dim = features if rotary_dim is None else rotary_dim
+        dim = features if rotary_dim is None or mistake == "rope_rotary_dim_ignored" else rotary_dim
+        theta = 10000.0 if mistake == "rope_theta_ignored" else theta
         if dim % 2 or not 2 <= dim <= features:
             raise ValueError(f"rotary_dim must be even, from 2 to {features}, got {dim}")
         if positions.shape[-1] != x.shape[-2]:
             raise ValueError(f"{positions.shape[-1]} positions for {x.shape[-2]} rows")
         half = dim // 2
         denominator = features if mistake == "rope_denominator_e" else dim
-        angle = positions[..., :, None] * theta ** (-2.0 * np.arange(half) / denominator)
+        two = 1.0 if mistake == "rope_exponent_halved" else 2.0  # the exponent -2i/d
+        angle = positions[..., :, None] * theta ** (-two * np.arange(half) / denominator)
         if positions.ndim > 1:
             angle = angle[..., None, :, :]  # every head of a batch row alike
         if interleaved != (mistake == "rope_conventions_swapped"):
@@ -46,6 +48,8 @@ def make_layer(mistake=None):
     def split(x, heads):
         if mistake == "split_without_transpose":
             return x.reshape(*x.shape[:-2], heads, x.shape[-2], -1)
+        if mistake == "heads_split_on_wrong_axis":
+            return np.moveaxis(x.reshape(*x.shape[:-1], -1, heads), -1, -3)  # [L, E, H], heads first
         return np.swapaxes(x.reshape(*x.shape[:-1], heads, -1), -2, -3)
 
     def merge(x):
@@ -63,6 +67,8 @@ def make_layer(mistake=None):
     ):  # fmt: skip
         if rope is not None and x_kv is not None:
             raise ValueError("rope needs self-attention")
+        if mistake == "rope_ignored":
+            rope = None  # taken, never read
         if (past_key is None) != (past_value is None):
             raise ValueError("past_key and past_value come together")
         kv_heads = num_kv_heads or num_heads
@@ -94,10 +100,12 @@ def make_layer(mistake=None):
             k = np.concatenate([np.asarray(past_key, dtype=np.float64), k], axis=-2)
             v = np.concatenate([np.asarray(past_value, dtype=np.float64), v], axis=-2)
         offset = 0 if mistake == "cache_offset_ignored" else cached  # the new rows sit after the cache
+        if mistake == "scaled_by_model_dim" and scale is None:
+            scale = 1 / np.sqrt(x_q.shape[-1])  # the layer's D, not the head's E
         core = dict(is_causal=is_causal, scale=scale, softcap=softcap, enable_gqa=kv_heads != num_heads)
         core["query_offset"] = offset
         heads = np.asarray(attend(q, k, v, attn_mask, **core))
-        output = linear(merge(heads), w_o, b_o)
+        output = merge(heads) if mistake == "out_projection_forgotten" else linear(merge(heads), w_o, b_o)
         if not need_weights and not return_cache:
             return output
         result = {"output": output}
