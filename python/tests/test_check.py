@@ -205,6 +205,9 @@ LAYER_MISTAKE_FILES = {
         "cache_offset_ignored": CACHE_LEVEL,
         "rope_positions_from_zero": CACHE_LEVEL,
         "past_ignored": CACHE_LEVEL,
+        "cache_expanded_to_query_heads": CACHE_LEVEL,
+        "keys_cached_before_rope": CACHE_LEVEL,
+        "new_keys_prepended": CACHE_LEVEL,
     }.items()
     for prefix, suffix in (("mistake-", ".mjs"), ("mistake_", ".py"))
 }
@@ -265,6 +268,18 @@ def _variant(mistake: layer_mistakes.LayerMistake, case):
         return None
 
 
+def _differs(mistake: layer_mistakes.LayerMistake, case) -> bool:
+    """Whether the variant's answer differs from the fixture's on a case: the output, and for the
+    cache's mistakes present_key and present_value too (their output can be right)."""
+    wrong = _variant(mistake, case)
+    if wrong is None:
+        return False
+    if not mistake.cache:
+        return not mistakes.same_values(wrong, case.expected.output)
+    truth = (case.expected.output, case.expected.present_key, case.expected.present_value)
+    return not all(map(mistakes.same_values, wrong, truth))
+
+
 def test_each_layer_variant_is_the_layer_with_one_step_wrong():
     # The variants' own layer, with nothing wrong, gives the fixtures' output; each variant differs
     # from it on some case, and makes no difference where its step does not run.
@@ -277,13 +292,7 @@ def test_each_layer_variant_is_the_layer_with_one_step_wrong():
         )
         assert mistakes.same_values(right, case.expected.output), case.id
     for mistake in layer_mistakes.LAYER_MISTAKES:
-        differs = [
-            c.id
-            for c in LAYER_CASES
-            if not c.expects_error
-            and (wrong := _variant(mistake, c)) is not None
-            and not mistakes.same_values(wrong, c.expected.output)
-        ]
+        differs = [c.id for c in LAYER_CASES if not c.expects_error and _differs(mistake, c)]
         assert differs, mistake.name
     rope_free = [c for c in LAYER_CASES if c.kind == "layer" and c.params["rope"] is None]
     rotating = ("rope_conventions_swapped", "rope_applied_to_value", "rope_denominator_e", "rope_ignored")
@@ -296,7 +305,7 @@ def test_each_layer_variant_is_the_layer_with_one_step_wrong():
         for c in LAYER_CASES
         if not c.expects_error and (c.inputs.get("past_key") is None or c.inputs["past_key"].shape[-2] == 0)
     ]
-    for name in ("cache_offset_ignored", "rope_positions_from_zero", "past_ignored"):
+    for name in ("cache_offset_ignored", "rope_positions_from_zero", "past_ignored", "new_keys_prepended"):
         variant = getattr(layer_mistakes, name)
         assert all(variant(c.kind, c.inputs, c.params) is None for c in without_past), name
     from_zero = layer_mistakes.rope_positions_from_zero

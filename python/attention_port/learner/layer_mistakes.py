@@ -132,12 +132,15 @@ def _layer(
     offset_ignored: bool = False,
     scale_model_dim: bool = False,
     out_projected: bool = True,
-) -> np.ndarray | None:
+    cache: str | None = None,
+):
     """The six steps of layer.py with each swappable, so that a variant changes exactly one; with
     a past (past_key, past_value: P cached positions) the new rows sit at P, P+1, ... unless
     `how.from_zero`, and the causal rule lets row i see keys j <= i + P unless `offset_ignored`;
     `scale_model_dim` scales by 1/√D (x_q's features) where no scale is given, and without
-    `out_projected` the merged heads are the output."""
+    `out_projected` the merged heads are the output. With `cache` (a way of keeping it wrong:
+    "expanded" to the query heads, "before_rope", "prepended") the output, present_key and
+    present_value, else the output alone."""
     heads = params["num_heads"]
     kv_heads = params["num_kv_heads"] or heads
     x_q = inputs["x_q"]
@@ -148,6 +151,7 @@ def _layer(
     q, k, v = split(q, heads), split(k, kv_heads), split(v, kv_heads)
     past_key, past_value = inputs.get("past_key"), inputs.get("past_value")
     cached = 0 if past_key is None else past_key.shape[-2]  # P
+    unturned = k  # [B..., Hkv, Lk, E]  the new keys before RoPE
     if params["rope"] is not None:
         rope = _rope_options(params["rope"], q.shape[-1])
         start = 0 if how.from_zero else cached
@@ -158,8 +162,15 @@ def _layer(
         if v is None:
             return None
     if past_key is not None:
-        k = np.concatenate([past_key, k], axis=-2)  # [B..., Hkv, P+Lk, E]
-        v = np.concatenate([past_value, v], axis=-2)  # [B..., Hkv, P+Lk, Ev]
+        ahead = cache == "prepended"  # the new rows before the past's
+        k = np.concatenate([k, past_key] if ahead else [past_key, k], axis=-2)  # [B..., Hkv, P+Lk, E]
+        v = np.concatenate([v, past_value] if ahead else [past_value, v], axis=-2)  # [B..., Hkv, P+Lk, Ev]
+    present_key, present_value = k, v
+    if cache == "before_rope":
+        present_key = unturned if past_key is None else np.concatenate([past_key, unturned], axis=-2)
+    if cache == "expanded":
+        group = heads // kv_heads  # [B..., Hq, P+Lk, E|Ev]: query head h's copy of head h // group
+        present_key, present_value = np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3)
     scale = params["scale"]
     if scale_model_dim and scale is None:
         scale = 1.0 / np.sqrt(x_q.shape[-1])  # 1/√D, D the model's features, not a head's E
@@ -168,7 +179,8 @@ def _layer(
         enable_gqa=kv_heads != heads, softcap=params["softcap"], query_offset=0 if offset_ignored else cached,
     )  # fmt: skip
     merged = merge(steps.output)  # [B..., Lq, Hq·Ev]
-    return _linear(merged, inputs["w_o"], inputs["b_o"]) if out_projected else merged  # [B..., Lq, Dout]
+    output = _linear(merged, inputs["w_o"], inputs["b_o"]) if out_projected else merged  # [B..., Lq, Dout]
+    return output if cache is None else (output, present_key, present_value)
 
 
 def _rope(inputs: dict, params: dict, how: Rotation) -> np.ndarray | None:
@@ -286,6 +298,31 @@ def rope_positions_from_zero(kind, inputs, params):
     return _layer(inputs, params, how=Rotation(from_zero=True))
 
 
+def _cached_wrong(kind, inputs, params, cache: str):
+    """A cache-keeping mistake on a layer case that returns its cache, or None."""
+    return _layer(inputs, params, cache=cache) if kind == "layer" and params.get("return_cache") else None
+
+
+def cache_expanded_to_query_heads(kind, inputs, params):
+    """With grouped heads, the cache kept with the Hq query heads' copies of the keys and values,
+    where it keeps the Hkv key/value heads (the attention is the same)."""
+    if kind != "layer" or (params["num_kv_heads"] or params["num_heads"]) == params["num_heads"]:
+        return None
+    return _cached_wrong(kind, inputs, params, "expanded")
+
+
+def keys_cached_before_rope(kind, inputs, params):
+    """The new keys cached as projected, before RoPE turned them (the attention used them turned)."""
+    if kind != "layer" or params["rope"] is None:
+        return None
+    return _cached_wrong(kind, inputs, params, "before_rope")
+
+
+def new_keys_prepended(kind, inputs, params):
+    """The new keys and values put before the past's, where they follow it."""
+    return _cached_wrong(kind, inputs, params, "prepended") if _with_past(inputs) else None
+
+
 def past_ignored(kind, inputs, params):
     """The past taken and left unread: the new rows attend to the new keys alone, as in a pass of
     their own (RoPE from 0, causal top-left), where they follow P cached keys and values."""
@@ -303,6 +340,8 @@ class LayerMistake:
     lesson_line: dict[str, str]
     # The mistake leaves the past out of the cache too: its present_key holds the new rows alone.
     drops_past: bool = False
+    # The variant gives (output, present_key, present_value), all three matched.
+    cache: bool = False
 
     def pointer(self, language: str) -> str:
         """What check prints after the mistake: the lesson's line that does the step right."""
@@ -443,6 +482,30 @@ LAYER_MISTAKES = (
         CONCATENATE,
         drops_past=True,
     ),
+    LayerMistake(
+        cache_expanded_to_query_heads,
+        "cache_expanded_to_query_heads",
+        "the cache was expanded to the query heads: present_key and present_value keep the Hkv"
+        " key/value heads, never the Hq copies that grouped-query attention reads",
+        CONCATENATE,
+        cache=True,
+    ),
+    LayerMistake(
+        keys_cached_before_rope,
+        "keys_cached_before_rope",
+        "the keys were cached before RoPE: present_key holds the new keys turned at their positions,"
+        " as the past's are, so a later step need not turn them again",
+        CONCATENATE,
+        cache=True,
+    ),
+    LayerMistake(
+        new_keys_prepended,
+        "new_keys_prepended",
+        "the new keys were put before the cache: the past's P positions come first, then the new"
+        " ones, in present_key and in what the new rows attend to",
+        CONCATENATE,
+        cache=True,
+    ),
 )
 ALL = (*LAYER_MISTAKES, WEIGHTS_NOT_TRANSPOSED)
 
@@ -454,13 +517,17 @@ def identify(
     expected: np.ndarray,
     output: np.ndarray,
     present_rows: int | None = None,
+    present: tuple[np.ndarray, np.ndarray] | None = None,
+    expected_present: tuple[np.ndarray, np.ndarray] | None = None,
 ):
     """The known layer or RoPE mistake `output` matches, among those that differ from the truth on
     this case, or None; None too where it matches two (theta^(-i/rotary_dim) is theta^(-2i/E) when
     rotary_dim is E/2): the case cannot tell them apart, and another names the one it is.
     `present_rows`, the rows of the learner's present_key where it returned
     one, tells a layer that left the past out of its cache (the new rows alone) from one that kept
-    it: where a mask hides every key, both give every row b_o."""
+    it: where a mask hides every key, both give every row b_o. `present` (the learner's
+    present_key and present_value) and `expected_present` let the cache's mistakes be matched on
+    all three answers, where the output alone may be right."""
     if present_rows is not None:
         x_kv = inputs["x_q"] if inputs["x_kv"] is None else inputs["x_kv"]
         past = inputs.get("past_key")
@@ -473,8 +540,14 @@ def identify(
             wrong = mistake.variant(kind, inputs, params)
         except (ValueError, IndexError, ZeroDivisionError, TypeError):
             continue  # the mistake cannot run on this case's shapes
-        if wrong is None or same_values(wrong, expected):
+        if mistake.cache:
+            if wrong is None or present is None or expected_present is None:
+                continue  # the learner or the case has no cache to compare
+            truth, theirs = (expected, *expected_present), (output, *present)
+        else:
+            wrong, truth, theirs = (wrong,), (expected,), (output,)
+        if wrong[0] is None or all(map(same_values, wrong, truth)):
             continue  # the mistake makes no difference here
-        if same_values(output, wrong):
+        if all(map(same_values, theirs, wrong)):
             matched.append(mistake)
     return matched[0] if len(matched) == 1 else None

@@ -153,6 +153,7 @@ export function makeLayer(mistake = null, { cache = true } = {}) {
       }
       cached = mistake === "past_ignored" ? 0 : got[got.length - 2];
     }
+    const unturned = k; // the new keys as projected
     // Step 3: rotate queries and keys by their positions P..P+L-1
     if (rope !== null) {
       const L = eachMatrix(xQ, (rows) => rows.length);
@@ -164,10 +165,14 @@ export function makeLayer(mistake = null, { cache = true } = {}) {
       k = turn(k);
       if (mistake === "rope_applied_to_value") v = turn(v);
     }
+    let cacheKey = mistake === "keys_cached_before_rope" ? unturned : null; // null: the keys attended
     if (pastKey !== null && mistake !== "past_ignored") {
-      k = appendRows(pastKey, k);
-      v = appendRows(pastValue, v);
+      const ahead = mistake === "new_keys_prepended" && Array.isArray(pastKey); // the new rows first
+      k = ahead ? appendRows(k, pastKey) : appendRows(pastKey, k);
+      v = ahead ? appendRows(v, pastValue) : appendRows(pastValue, v);
+      if (cacheKey !== null) cacheKey = appendRows(pastKey, cacheKey);
     }
+    cacheKey = cacheKey ?? k;
     // Step 4: attend, every head; the new rows sit after the cached ones
     const queryOffset = mistake === "cache_offset_ignored" ? 0 : cached;
     // scaled_by_model_dim: 1/√D, the layer's features, where each head's core scales by 1/√E
@@ -178,7 +183,12 @@ export function makeLayer(mistake = null, { cache = true } = {}) {
     const merged = merge(heads, mistake);
     const output = mistake === "out_projection_forgotten" ? merged : linear(merged, params.wO, params.bO, mistake);
     if (!needWeights && !returnCache) return output;
-    const cacheAfter = returnCache ? { presentKey: k, presentValue: v } : {};
+    // cache_expanded_to_query_heads: each query head's copy of its key/value head kept
+    const group = numHeads / kvHeads;
+    const expand = (x) => eachBlock(x, (heads) => heads.flatMap((head) => Array(group).fill(head)));
+    const expanded = mistake === "cache_expanded_to_query_heads";
+    const kept = expanded ? { presentKey: expand(cacheKey), presentValue: expand(v) } : { presentKey: cacheKey, presentValue: v };
+    const cacheAfter = returnCache ? kept : {};
     return { output, ...(needWeights ? { weights: attendWeights(q, k, v, core) } : {}), ...cacheAfter };
   };
 }

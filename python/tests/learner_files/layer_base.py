@@ -90,15 +90,24 @@ def make_layer(mistake=None):
                 if past.ndim != x.ndim or past.shape[:-2] != x.shape[:-2] or past.shape[-1] != x.shape[-1]:
                     raise ValueError(f"{name} {past.shape} does not fit the layer's {x.shape}")
                 cached = 0 if mistake == "past_ignored" else past.shape[-2]  # taken, never read
+        unturned = k  # the new keys as projected
         if rope is not None:
             start = 0 if mistake == "rope_positions_from_zero" else cached
             positions = np.arange(start, start + x_q.shape[-2])
             q, k = rotary(q, positions, **rope), rotary(k, positions, **rope)
             if mistake == "rope_applied_to_value":
                 v = rotary(v, positions, **rope)
+        past_k, past_v = (
+            None if p is None else np.asarray(p, dtype=np.float64) for p in (past_key, past_value)
+        )
+        cache_key = unturned if mistake == "keys_cached_before_rope" else None  # None: the keys attended
         if past_key is not None and mistake != "past_ignored":
-            k = np.concatenate([np.asarray(past_key, dtype=np.float64), k], axis=-2)
-            v = np.concatenate([np.asarray(past_value, dtype=np.float64), v], axis=-2)
+            ahead = mistake == "new_keys_prepended"  # the new rows first
+            k = np.concatenate([k, past_k] if ahead else [past_k, k], axis=-2)
+            v = np.concatenate([v, past_v] if ahead else [past_v, v], axis=-2)
+            if cache_key is not None:
+                cache_key = np.concatenate([past_k, cache_key], axis=-2)
+        cache_key = k if cache_key is None else cache_key
         offset = 0 if mistake == "cache_offset_ignored" else cached  # the new rows sit after the cache
         if mistake == "scaled_by_model_dim" and scale is None:
             scale = 1 / np.sqrt(x_q.shape[-1])  # the layer's D, not the head's E
@@ -112,7 +121,11 @@ def make_layer(mistake=None):
         if need_weights:
             result["weights"] = attend_weights(q, k, v, attn_mask, **core)
         if return_cache:
-            result["present_key"], result["present_value"] = k, v
+            result["present_key"], result["present_value"] = cache_key, v
+            if mistake == "cache_expanded_to_query_heads":  # each query head's copy kept
+                group = num_heads // kv_heads
+                result["present_key"] = np.repeat(cache_key, group, axis=-3)
+                result["present_value"] = np.repeat(v, group, axis=-3)
         return result
 
     return multi_head_attention
