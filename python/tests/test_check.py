@@ -225,14 +225,24 @@ LAYER_MISTAKE_FILES = _in_both_languages(
     {
         "weights_not_transposed": LAYER_LEVEL,
         "split_without_transpose": LAYER_LEVEL,
+        "heads_split_on_wrong_axis": LAYER_LEVEL,
+        "out_projection_forgotten": LAYER_LEVEL,
+        "scaled_by_model_dim": LAYER_LEVEL,
         "merge_without_transpose": LAYER_LEVEL,
         "heads_in_wrong_order": LAYER_LEVEL,
         "rope_conventions_swapped": ROPE_LEVEL,
+        "rope_ignored": ROPE_LEVEL,
+        "rope_theta_ignored": ROPE_LEVEL,
+        "rope_rotary_dim_ignored": ROPE_LEVEL,
+        "rope_exponent_halved": ROPE_LEVEL,
         "rope_applied_to_value": ROPE_LEVEL,
         "rope_denominator_e": ROPE_LEVEL,
         "cache_offset_ignored": CACHE_LEVEL,
         "rope_positions_from_zero": CACHE_LEVEL,
         "past_ignored": CACHE_LEVEL,
+        "cache_expanded_to_query_heads": CACHE_LEVEL,
+        "keys_cached_before_rope": CACHE_LEVEL,
+        "new_keys_prepended": CACHE_LEVEL,
     }
 )
 
@@ -274,8 +284,9 @@ def test_a_layer_with_one_mistake_is_told_its_name_and_the_lesson_line_that_does
     assert f"(the lesson does it right at {where})" in text, text
     # RoPE's words in the learner's language: on RoPE's mistakes, and on the levels after RoPE's.
     rotary_said = "rope" in name or number > level_number_of(ROPE_LEVEL)
-    assert ("rotaryDim" in text) == (language == "JavaScript" and rotary_said), text
-    assert "rotary_dim" not in text or language == "Python", text
+    said = text.replace(str(LEARNER_FILES / file), "FILE")  # the file's name is not check's words
+    assert ("rotaryDim" in said) == (language == "JavaScript" and rotary_said), text
+    assert "rotary_dim" not in said or language == "Python", text
 
 
 def level_number_of(name: str) -> int:
@@ -291,6 +302,18 @@ def _variant(mistake: layer_mistakes.LayerMistake, case):
         return None
 
 
+def _differs(mistake: layer_mistakes.LayerMistake, case) -> bool:
+    """Whether the variant's answer differs from the fixture's on a case: the output, and for the
+    cache's mistakes present_key and present_value too (their output can be right)."""
+    wrong = _variant(mistake, case)
+    if wrong is None:
+        return False
+    if not mistake.cache:
+        return not mistakes.same_values(wrong, case.expected.output)
+    truth = (case.expected.output, case.expected.present_key, case.expected.present_value)
+    return not all(map(mistakes.same_values, wrong, truth))
+
+
 def test_each_layer_variant_is_the_layer_with_one_step_wrong():
     # The variants' own layer, with nothing wrong, gives the fixtures' output; each variant differs
     # from it on some case, and makes no difference where its step does not run.
@@ -303,16 +326,11 @@ def test_each_layer_variant_is_the_layer_with_one_step_wrong():
         )
         assert mistakes.same_values(right, case.expected.output), case.id
     for mistake in layer_mistakes.LAYER_MISTAKES:
-        differs = [
-            c.id
-            for c in LAYER_CASES
-            if not c.expects_error
-            and (wrong := _variant(mistake, c)) is not None
-            and not mistakes.same_values(wrong, c.expected.output)
-        ]
+        differs = [c.id for c in LAYER_CASES if not c.expects_error and _differs(mistake, c)]
         assert differs, mistake.name
     rope_free = [c for c in LAYER_CASES if c.kind == "layer" and c.params["rope"] is None]
-    for name in ("rope_conventions_swapped", "rope_applied_to_value", "rope_denominator_e"):
+    rotating = ("rope_conventions_swapped", "rope_applied_to_value", "rope_denominator_e", "rope_ignored")
+    for name in (*rotating, "rope_theta_ignored", "rope_rotary_dim_ignored", "rope_exponent_halved"):
         variant = getattr(layer_mistakes, name)
         assert all(variant("layer", c.inputs, c.params) is None for c in rope_free), name
     # The cache's mistakes need a past of one position or more; RoPE's needs RoPE as well.
@@ -321,7 +339,7 @@ def test_each_layer_variant_is_the_layer_with_one_step_wrong():
         for c in LAYER_CASES
         if not c.expects_error and (c.inputs.get("past_key") is None or c.inputs["past_key"].shape[-2] == 0)
     ]
-    for name in ("cache_offset_ignored", "rope_positions_from_zero", "past_ignored"):
+    for name in ("cache_offset_ignored", "rope_positions_from_zero", "past_ignored", "new_keys_prepended"):
         variant = getattr(layer_mistakes, name)
         assert all(variant(c.kind, c.inputs, c.params) is None for c in without_past), name
     from_zero = layer_mistakes.rope_positions_from_zero
@@ -562,18 +580,20 @@ def test_the_worst_cell_and_the_example_line():
 # ---- the starter implementations -------------------------------------------------------------
 
 
-def _starter_transcript_lines() -> list[tuple[str, str]]:
-    """(page, line) for each line of the docs' transcripts of check on the TypeScript starter: the
-    fenced blocks of README.md and docs/*.md with a "level N of M: " line (only that starter's
-    report is shown so), but their "..." lines. Each must be a line of today's report, so that a
-    new level or case fails the test instead of leaving a page's counts stale."""
+def _starter_transcript_lines(starter: str = "typescript/examples/my-attention.ts") -> list[tuple[str, str]]:
+    """(page, line) for each line of the docs' transcripts of check on a TypeScript starter: the
+    fenced blocks of README.md and docs/*.md with a "level N of M: " line (only the starters'
+    reports are shown so) whose first line is "Checking <starter> ...", or, for the core's starter,
+    names no file, but their "..." lines. Each must be a line of today's report, so that a new
+    level or case fails the test instead of leaving a page's counts stale."""
     found = []
     for page in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
         for block in page.read_text(encoding="utf-8").split("```")[1::2]:
             lines = block.splitlines()[1:]  # the first is the fence's language, or empty
-            if any(re.match(r"level \d+ of \d+: ", line) for line in lines):
+            named = re.match(r"Checking (\S+) ", lines[0]) if lines else None
+            ours = named.group(1) == starter if named else starter.endswith("my-attention.ts")
+            if ours and any(re.match(r"level \d+ of \d+: ", line) for line in lines):
                 found += [(page.name, line) for line in lines if line not in ("", "...")]
-    assert {page for page, _ in found} >= {"README.md", "learn.md"}, found
     return found
 
 
@@ -597,7 +617,9 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
             " same steps\n"
         ) in text, text
         report = text.replace(f"{REPO_ROOT}/", "").splitlines()  # as run from the checkout
-        for page, line in _starter_transcript_lines():
+        shown = _starter_transcript_lines()
+        assert {page for page, _ in shown} >= {"README.md", "learn.md"}, shown
+        for page, line in shown:
             assert line in report, (page, line)
     else:
         assert "ValueError: matmul: " in line, line
@@ -609,6 +631,81 @@ def test_the_starters_pass_the_first_levels_and_stop_where_their_simplicity_ends
     # The first report guides: what the first level not attempted teaches, and the lesson's lines.
     assert "Level 4 was not attempted (your function takes no options). Level 4 teaches " in text, text
     assert "Level 8 teaches inputs of rank 3 and more" in text, text
+
+
+LAYER_STARTERS = ["typescript/examples/my-layer.ts", "python/examples/my_layer.py"]
+
+
+@pytest.mark.parametrize("path", LAYER_STARTERS)
+def test_the_layer_starter_runs_the_layer_levels_and_stops_at_the_first_on_its_first_stub(path):
+    # The starter is the layer's six steps as stubs around the learner's own core (my-attention.ts,
+    # my_attention.py, imported and not exported): check runs the layer's levels only, and its
+    # first report says to start at the layer's first level, every case there failing on step 1.
+    code, text = run_check(str(REPO_ROOT / path))
+    assert code == 1, text
+    language = _language(path)
+    core = check.spoken("scaled_dot_product_attention", language)
+    assert f"it has no {core}, so levels 1-{TOTAL} are not run.\n" in text, text
+    layer = level_number_of(LAYER_LEVEL)
+    valid = [c for c in LAYER_CASES if cases.level_of(c.tags) == layer and not c.expects_error]
+    assert valid, LAYER_CASES
+    threw = "Error" if language == "JavaScript" else "NotImplementedError"
+    stub = f"your function threw {threw}: step 1, project, is not written yet: x · weightᵀ + bias (line "
+    for case in valid:
+        assert f"  fail {case.id}: {stub}" in text, (case.id, text)
+    assert f"Stopped at level {layer} of {LAYERED_TOTAL}: {LAYER_LEVEL} — {len(valid)} of " in text, text
+    assert check.level_guide(layer, language) in text, text
+    assert f"Levels {layer + 1}-{LAYERED_TOTAL} were not run" in text, text
+    if language == "JavaScript":
+        report = text.replace(f"{REPO_ROOT}/", "").splitlines()  # as run from the checkout
+        shown = _starter_transcript_lines(path)
+        assert {page for page, _ in shown} == {"learn.md"}, shown
+        for page, line in shown:
+            assert line in report, (page, line)
+
+
+# The Python starter's stubs written as a learner would (the rotation the project's own), over the
+# project's core: what the starter holds besides its stubs (the options it passes its core, the
+# positions, the cache's way in and out) must then pass every layer level.
+FILLED_STUBS = {
+    "step 1, project": "    y = x @ np.asarray(weight).T\n    return y if bias is None else y + bias",
+    "step 2, split heads": "    return np.swapaxes(x.reshape(*x.shape[:-1], heads, -1), -2, -3)",
+    "step 3, rotate": "    return layer.apply_rotary(x, positions, theta=theta, rotary_dim=rotary_dim,"
+    " interleaved=interleaved)",
+    "the cache in": "    return np.concatenate([np.asarray(past, dtype=np.float64), x], axis=-2)",
+    "step 5, merge heads": "    x = np.swapaxes(x, -2, -3)\n    return x.reshape(*x.shape[:-2], -1)",
+    "need_weights": "        steps = reference.attention_steps(q, k, v, *mask, **options)\n"
+    '        result["weights"] = steps.weights',
+}
+
+
+def test_the_python_layer_starter_with_its_stubs_written_passes_every_layer_level(tmp_path):
+    lines = (REPO_ROOT / "python/examples/my_layer.py").read_text(encoding="utf-8").splitlines()
+    written, stubs = [], dict(FILLED_STUBS)
+    for line in lines:
+        stub = re.match(r'\s*raise NotImplementedError\("(.+?) is not written yet', line)
+        written.append(stubs.pop(stub.group(1).rstrip(",")) if stub else line)
+    assert not stubs, stubs  # every stub found, and written
+    header = "from attention_port import layer, reference\n"
+    (tmp_path / "my_layer.py").write_text(header + "\n".join(written), encoding="utf-8")
+    (tmp_path / "my_attention.py").write_text(
+        "from attention_port.reference import scaled_dot_product_attention  # noqa: F401\n", encoding="utf-8"
+    )
+    code, text = run_check(str(tmp_path / "my_layer.py"))
+    assert code == 0, text
+    assert text.endswith(f"Every case of levels {TOTAL + 1}-{LAYERED_TOTAL} passes."), text
+
+
+@pytest.mark.parametrize(
+    ("starter", "lesson_file"),
+    list(zip(LAYER_STARTERS, ["typescript/src/layer.ts", "python/attention_port/layer.py"], strict=True)),
+)
+def test_the_layer_starter_labels_its_steps_as_the_lesson_does(starter, lesson_file):
+    labels = [
+        re.findall(r"Step \d: [^.]+\.", (REPO_ROOT / f).read_text(encoding="utf-8"))
+        for f in (starter, lesson_file)
+    ]
+    assert labels[0] == labels[1] and len(labels[0]) == 6, labels
 
 
 # ---- the dtype a learner's function computes in ----------------------------------------------

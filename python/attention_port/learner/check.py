@@ -465,7 +465,13 @@ def _layer_mistake(
         present = (steps or {}).get("present_key")
         rows = present.shape[-2] if present is not None and present.ndim >= 2 else None
         expected = case.expected.output
-        mistake = layer_mistakes.identify(case.kind, case.inputs, case.params, expected, output, rows)
+        cache = tuple((steps or {}).get(n) for n in ("present_key", "present_value"))
+        held = (case.expected.present_key, case.expected.present_value)
+        mistake = layer_mistakes.identify(
+            case.kind, case.inputs, case.params, expected, output, rows,
+            present=None if any(x is None for x in cache) else cache,
+            expected_present=None if held[0] is None else held,
+        )  # fmt: skip
     if mistake is None and case.kind == "layer":
         again = ask_again(_transposed(case))
         steps = again.steps if again.how == "steps" else None

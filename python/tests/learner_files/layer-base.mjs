@@ -30,6 +30,10 @@ function linear(x, w, b, mistake) {
 function split(x, heads, mistake) {
   return eachMatrix(x, (rows) => {
     const E = rows[0].length / heads;
+    if (mistake === "heads_split_on_wrong_axis") {
+      // [L, H·E] read as [L, E, H]: head h takes features h, h + H, h + 2H, ...
+      return Array.from({ length: heads }, (_, h) => rows.map((row) => row.filter((_, f) => f % heads === h)));
+    }
     if (mistake === "split_without_transpose") {
       const flat = rows.flat(); // [L, H·E] read straight as [H, L, E]
       return Array.from({ length: heads }, (_, h) =>
@@ -53,15 +57,17 @@ function merge(x, mistake) {
   });
 }
 
-function rotateMatrix(rows, positions, { theta = 10000, rotaryDim = null, interleaved = false }, mistake) {
+function rotateMatrix(rows, positions, { theta: given = 10000, rotaryDim = null, interleaved = false }, mistake) {
   const E = rows[0].length;
-  const dim = rotaryDim ?? E;
+  const dim = mistake === "rope_rotary_dim_ignored" ? E : (rotaryDim ?? E);
+  const theta = mistake === "rope_theta_ignored" ? 10000 : given;
+  const two = mistake === "rope_exponent_halved" ? 1 : 2; // the exponent -2i/d
   const half = dim / 2;
   const pairsInterleaved = mistake === "rope_conventions_swapped" ? !interleaved : interleaved;
   return rows.map((row, l) => {
     const out = [...row];
     for (let i = 0; i < half; i++) {
-      const angle = positions[l] * theta ** ((-2 * i) / (mistake === "rope_denominator_e" ? E : dim));
+      const angle = positions[l] * theta ** ((-two * i) / (mistake === "rope_denominator_e" ? E : dim));
       const a = pairsInterleaved ? 2 * i : i;
       const c = pairsInterleaved ? 2 * i + 1 : i + half;
       out[a] = row[a] * Math.cos(angle) - row[c] * Math.sin(angle);
@@ -110,7 +116,8 @@ export function makeLayer(mistake = null, { cache = true } = {}) {
   const applyRotary = makeRotary(mistake);
   return function multiHeadAttention(xQ, xKv, params, options) {
     const { numHeads, numKvHeads = null, attnMask = null, isCausal = false, scale = null } = options;
-    const { softcap = 0, rope = null, needWeights = false } = options;
+    const { softcap = 0, needWeights = false } = options;
+    const rope = mistake === "rope_ignored" ? null : (options.rope ?? null); // rope_ignored: never read
     const { pastKey = null, pastValue = null, returnCache = false } = cache ? options : {};
     // past_ignored: the past is taken, checked and then never read
     const kvHeads = numKvHeads ?? numHeads;
@@ -146,6 +153,7 @@ export function makeLayer(mistake = null, { cache = true } = {}) {
       }
       cached = mistake === "past_ignored" ? 0 : got[got.length - 2];
     }
+    const unturned = k; // the new keys as projected
     // Step 3: rotate queries and keys by their positions P..P+L-1
     if (rope !== null) {
       const L = eachMatrix(xQ, (rows) => rows.length);
@@ -157,21 +165,33 @@ export function makeLayer(mistake = null, { cache = true } = {}) {
       k = turn(k);
       if (mistake === "rope_applied_to_value") v = turn(v);
     }
+    let cacheKey = mistake === "keys_cached_before_rope" ? unturned : null; // null: the keys attended
     if (pastKey !== null && mistake !== "past_ignored") {
-      k = appendRows(pastKey, k);
-      v = appendRows(pastValue, v);
+      const ahead = mistake === "new_keys_prepended" && Array.isArray(pastKey); // the new rows first
+      k = ahead ? appendRows(k, pastKey) : appendRows(pastKey, k);
+      v = ahead ? appendRows(v, pastValue) : appendRows(pastValue, v);
+      if (cacheKey !== null) cacheKey = appendRows(pastKey, cacheKey);
     }
+    cacheKey = cacheKey ?? k;
     // Step 4: attend, every head; the new rows sit after the cached ones
     const queryOffset = mistake === "cache_offset_ignored" ? 0 : cached;
-    const core = { attnMask, isCausal, scale, softcap, enableGqa: kvHeads !== numHeads, queryOffset };
+    // scaled_by_model_dim: 1/√D, the layer's features, where each head's core scales by 1/√E
+    const scaled = mistake === "scaled_by_model_dim" && scale === null ? 1 / Math.sqrt(features) : scale;
+    const core = { attnMask, isCausal, scale: scaled, softcap, enableGqa: kvHeads !== numHeads, queryOffset };
     // the window, the sinks and the key counts: the core's, passed on as given
     const { window = null, sinkTokens = 0, sinkLogits = null, kvSeqlen = null } = options;
     Object.assign(core, { window, sinkTokens, sinkLogits, kvSeqlen });
     const heads = attend(q, k, v, core);
     // Steps 5 and 6: merge heads, out-project
-    const output = linear(merge(heads, mistake), params.wO, params.bO, mistake);
+    const merged = merge(heads, mistake);
+    const output = mistake === "out_projection_forgotten" ? merged : linear(merged, params.wO, params.bO, mistake);
     if (!needWeights && !returnCache) return output;
-    const cacheAfter = returnCache ? { presentKey: k, presentValue: v } : {};
+    // cache_expanded_to_query_heads: each query head's copy of its key/value head kept
+    const group = numHeads / kvHeads;
+    const expand = (x) => eachBlock(x, (heads) => heads.flatMap((head) => Array(group).fill(head)));
+    const expanded = mistake === "cache_expanded_to_query_heads";
+    const kept = expanded ? { presentKey: expand(cacheKey), presentValue: expand(v) } : { presentKey: cacheKey, presentValue: v };
+    const cacheAfter = returnCache ? kept : {};
     return { output, ...(needWeights ? { weights: attendWeights(q, k, v, core) } : {}), ...cacheAfter };
   };
 }

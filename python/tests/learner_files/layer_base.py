@@ -14,14 +14,16 @@ def make_rotary(mistake=None):
     def apply_rotary(x, positions, theta=10000.0, rotary_dim=None, interleaved=False):
         x, positions = np.asarray(x, dtype=np.float64), np.asarray(positions, dtype=np.float64)
         features = x.shape[-1]
-        dim = features if rotary_dim is None else rotary_dim
+        dim = features if rotary_dim is None or mistake == "rope_rotary_dim_ignored" else rotary_dim
+        theta = 10000.0 if mistake == "rope_theta_ignored" else theta
         if dim % 2 or not 2 <= dim <= features:
             raise ValueError(f"rotary_dim must be even, from 2 to {features}, got {dim}")
         if positions.shape[-1] != x.shape[-2]:
             raise ValueError(f"{positions.shape[-1]} positions for {x.shape[-2]} rows")
         half = dim // 2
         denominator = features if mistake == "rope_denominator_e" else dim
-        angle = positions[..., :, None] * theta ** (-2.0 * np.arange(half) / denominator)
+        two = 1.0 if mistake == "rope_exponent_halved" else 2.0  # the exponent -2i/d
+        angle = positions[..., :, None] * theta ** (-two * np.arange(half) / denominator)
         if positions.ndim > 1:
             angle = angle[..., None, :, :]  # every head of a batch row alike
         if interleaved != (mistake == "rope_conventions_swapped"):
@@ -46,6 +48,8 @@ def make_layer(mistake=None):
     def split(x, heads):
         if mistake == "split_without_transpose":
             return x.reshape(*x.shape[:-2], heads, x.shape[-2], -1)
+        if mistake == "heads_split_on_wrong_axis":
+            return np.moveaxis(x.reshape(*x.shape[:-1], -1, heads), -1, -3)  # [L, E, H], heads first
         return np.swapaxes(x.reshape(*x.shape[:-1], heads, -1), -2, -3)
 
     def merge(x):
@@ -64,6 +68,8 @@ def make_layer(mistake=None):
     ):  # fmt: skip
         if rope is not None and x_kv is not None:
             raise ValueError("rope needs self-attention")
+        if mistake == "rope_ignored":
+            rope = None  # taken, never read
         if (past_key is None) != (past_value is None):
             raise ValueError("past_key and past_value come together")
         kv_heads = num_kv_heads or num_heads
@@ -85,29 +91,44 @@ def make_layer(mistake=None):
                 if past.ndim != x.ndim or past.shape[:-2] != x.shape[:-2] or past.shape[-1] != x.shape[-1]:
                     raise ValueError(f"{name} {past.shape} does not fit the layer's {x.shape}")
                 cached = 0 if mistake == "past_ignored" else past.shape[-2]  # taken, never read
+        unturned = k  # the new keys as projected
         if rope is not None:
             start = 0 if mistake == "rope_positions_from_zero" else cached
             positions = np.arange(start, start + x_q.shape[-2])
             q, k = rotary(q, positions, **rope), rotary(k, positions, **rope)
             if mistake == "rope_applied_to_value":
                 v = rotary(v, positions, **rope)
+        past_k, past_v = (
+            None if p is None else np.asarray(p, dtype=np.float64) for p in (past_key, past_value)
+        )
+        cache_key = unturned if mistake == "keys_cached_before_rope" else None  # None: the keys attended
         if past_key is not None and mistake != "past_ignored":
-            k = np.concatenate([np.asarray(past_key, dtype=np.float64), k], axis=-2)
-            v = np.concatenate([np.asarray(past_value, dtype=np.float64), v], axis=-2)
+            ahead = mistake == "new_keys_prepended"  # the new rows first
+            k = np.concatenate([k, past_k] if ahead else [past_k, k], axis=-2)
+            v = np.concatenate([v, past_v] if ahead else [past_v, v], axis=-2)
+            if cache_key is not None:
+                cache_key = np.concatenate([past_k, cache_key], axis=-2)
+        cache_key = k if cache_key is None else cache_key
         offset = 0 if mistake == "cache_offset_ignored" else cached  # the new rows sit after the cache
+        if mistake == "scaled_by_model_dim" and scale is None:
+            scale = 1 / np.sqrt(x_q.shape[-1])  # the layer's D, not the head's E
         core = dict(is_causal=is_causal, scale=scale, softcap=softcap, enable_gqa=kv_heads != num_heads)
         core["query_offset"] = offset
         # the window, the sinks and the key counts: the core's, passed on as given
         core.update(window=window, sink_tokens=sink_tokens, sink_logits=sink_logits, kv_seqlen=kv_seqlen)
         heads = np.asarray(attend(q, k, v, attn_mask, **core))
-        output = linear(merge(heads), w_o, b_o)
+        output = merge(heads) if mistake == "out_projection_forgotten" else linear(merge(heads), w_o, b_o)
         if not need_weights and not return_cache:
             return output
         result = {"output": output}
         if need_weights:
             result["weights"] = attend_weights(q, k, v, attn_mask, **core)
         if return_cache:
-            result["present_key"], result["present_value"] = k, v
+            result["present_key"], result["present_value"] = cache_key, v
+            if mistake == "cache_expanded_to_query_heads":  # each query head's copy kept
+                group = num_heads // kv_heads
+                result["present_key"] = np.repeat(cache_key, group, axis=-3)
+                result["present_value"] = np.repeat(v, group, axis=-3)
         return result
 
     return multi_head_attention

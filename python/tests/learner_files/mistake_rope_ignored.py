@@ -1,0 +1,6 @@
+"""A learner's layer and RoPE with one mistake: rope_ignored."""
+
+from layer_base import make_layer, make_rotary
+
+multi_head_attention = make_layer("rope_ignored")
+apply_rotary = make_rotary("rope_ignored")
