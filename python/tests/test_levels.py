@@ -170,3 +170,16 @@ def test_the_docs_table_has_a_row_for_every_level():
         level.number for level in cases.LEVELS
     ]
     assert all(row.count(" | ") == 3 for row in rows), rows  # four cells, none empty or split
+
+
+def test_a_case_that_sets_a_window_sink_or_key_count_carries_its_tag_so_it_waits_for_its_level():
+    # A case lands on the last level its tags name: one that sets kv_seqlen without `ragged` would
+    # meet a learner on the windows' level, before the level that teaches key counts.
+    unset = cases.UNSET
+    for case in cases.FIXTURE_CASES:
+        if case.kind != "attention" or "error" in case.tags:
+            continue
+        ragged = case.kv_seqlen not in (unset, None) or isinstance(case.query_offset, (list, tuple))
+        sinks = case.sink_tokens not in (unset, 0) or case.sink_logits not in (unset, None)
+        for tag, sets in (("window", case.window not in (unset, None)), ("sinks", sinks), ("ragged", ragged)):
+            assert not sets or tag in case.tags, (case.id, tag)

@@ -20,7 +20,7 @@ def engine_cases() -> list:
     # fmt: off
     return [
         Case(id="adapter_ort_gqa_local_window", seed=12001,
-             tags=("window", "adapter", "gqa", "causal", "rank4"),
+             tags=("ragged", "window", "adapter", "gqa", "causal", "rank4"),
              description="onnxruntime GroupQueryAttention, a 6-token prompt with local_window_size = 3: 3 "
                          "keys, the query's own included (window (2, 0))",
              query=(1, 4, 6, 8), key=(1, 2, 6, 8), value=(1, 2, 6, 8), **gqa,
@@ -36,7 +36,7 @@ def engine_cases() -> list:
              **adapters.from_onnxruntime_gqa(sequence_length=1, total_sequence_length=9,
                                              seqlens_k=[8, 4, 0], local_window_size=4)),
         Case(id="adapter_ort_gqa_head_sink", seed=12003,
-             tags=("sinks", "adapter", "gqa", "causal", "rank4"),
+             tags=("ragged", "sinks", "adapter", "gqa", "causal", "rank4"),
              description="onnxruntime GroupQueryAttention's head_sink [num_heads] on a 5-token prompt: one"
                          " sink logit per query head in each row's denominator",
              query=(1, 4, 5, 8), key=(1, 2, 5, 8), value=(1, 2, 5, 8), **gqa,
