@@ -4,7 +4,7 @@
 
 (project, split heads, rotate, attend, merge heads, out-project), with the KV cache's way in and
 out. Step 4 is your own core, my_attention.scaled_dot_product_attention (python/examples/
-my_attention.py, grown through check's first 14 levels; import your copy instead if you renamed
+my_attention.py, grown through check's core levels; import your copy instead if you renamed
 it); the other steps are stubs, each raising NotImplementedError until you write it. Check it:
 
     attention-port check python/examples/my_layer.py
@@ -51,8 +51,9 @@ def merge_heads(x):
 
 def multi_head_attention(
     x_q, x_kv=None, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, num_heads,
-    num_kv_heads=None, attn_mask=None, is_causal=False, scale=None, softcap=0.0, rope=None,
-    need_weights=False, past_key=None, past_value=None, return_cache=False,
+    num_kv_heads=None, attn_mask=None, is_causal=False, scale=None, softcap=0.0, window=None,
+    sink_tokens=0, sink_logits=None, kv_seqlen=None, rope=None, need_weights=False, past_key=None,
+    past_value=None, return_cache=False,
 ):  # fmt: skip
     """x_kv None is self-attention. past_key [B..., Hkv, P, E] and past_value [B..., Hkv, P, Ev]
     are the keys (after RoPE) and values of P earlier positions. Returns the output, or with
@@ -86,10 +87,18 @@ def multi_head_attention(
     # Step 4: attend. Your core, over every head at once (query head h reads key/value head
     # h // (Hq / Hkv)); row i is at position i + P. Only the options a call sets are passed, so a
     # core written before an option still runs the calls without it; the mask goes 4th, as check
-    # gives it to your core.
+    # gives it to your core. The window, the sinks and the key counts are the core's, handed on.
     options = {"is_causal": is_causal, "scale": scale, "softcap": softcap}
+    options |= {
+        "window": window,
+        "sink_tokens": sink_tokens,
+        "sink_logits": sink_logits,
+        "kv_seqlen": kv_seqlen,
+    }
     options |= {"enable_gqa": kv_heads != num_heads, "query_offset": cached}
-    options = {name: value for name, value in options.items() if value not in (None, False, 0)}
+    # (`is`, not `in`: a list or array of sink logits is set whatever its values.)
+    unset = [x is None or x is False or (np.ndim(x) == 0 and x == 0) for x in options.values()]
+    options = {name: value for (name, value), skip in zip(options.items(), unset, strict=True) if not skip}
     mask = () if attn_mask is None else (attn_mask,)
     heads = my_attention.scaled_dot_product_attention(q, k, v, *mask, **options)  # [B..., Hq, Lq, Ev]
 

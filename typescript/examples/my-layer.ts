@@ -5,7 +5,7 @@
  *
  * (project, split heads, rotate, attend, merge heads, out-project), with the KV cache's way in and
  * out. Step 4 is your own core, scaledDotProductAttention from ./my-attention.ts (grown through
- * check's first 14 levels; import your copy instead if you renamed it); the other steps are stubs,
+ * check's core levels; import your copy instead if you renamed it); the other steps are stubs,
  * each throwing until you write it. Check it:
  *
  *     attention-port check typescript/examples/my-layer.ts
@@ -42,6 +42,10 @@ type Options = {
   isCausal?: boolean;
   scale?: number | null;
   softcap?: number;
+  window?: [number | null, number | null] | null;
+  sinkTokens?: number;
+  sinkLogits?: number[] | null;
+  kvSeqlen?: Nested | number | null;
   rope?: Rope | null;
   needWeights?: boolean;
   pastKey?: Tensor | null;
@@ -95,6 +99,7 @@ function shapeOf(x: Tensor): number[] {
 export function multiHeadAttention(xQ: Nested, xKv: Nested | null, params: Params, options: Options) {
   const { numHeads, numKvHeads = null, attnMask = null, isCausal = false, scale = null } = options;
   const { softcap = 0, rope = null, needWeights = false } = options;
+  const { window = null, sinkTokens = 0, sinkLogits = null, kvSeqlen = null } = options;
   const { pastKey = null, pastValue = null, returnCache = false } = options;
   const kvHeads = numKvHeads ?? numHeads;
   const source = xKv ?? xQ;
@@ -125,8 +130,10 @@ export function multiHeadAttention(xQ: Nested, xKv: Nested | null, params: Param
   }
 
   // Step 4: attend. Your core, over every head at once (query head h reads key/value head
-  // floor(h / (Hq / Hkv))); row i is at position i + P. Only the options a call sets are passed.
+  // floor(h / (Hq / Hkv))); row i is at position i + P. Only the options a call sets are passed;
+  // the window, the sinks and the key counts are the core's, handed on as the call gives them.
   const set = { attnMask, isCausal, scale, softcap, enableGqa: kvHeads !== numHeads, queryOffset: cached };
+  Object.assign(set, { window, sinkTokens, sinkLogits, kvSeqlen });
   const core = Object.fromEntries(
     Object.entries(set).filter(([, x]) => ![null, false, 0].includes(x as never)),
   );
