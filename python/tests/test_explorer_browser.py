@@ -259,10 +259,12 @@ def test_a_backend_that_fails_is_said_beside_the_picker_not_as_an_input_error(pa
     said = page.page.inner_text("#error-backend")
     assert "webgpu.ts could not compute these inputs: WebGpuUnavailableError" in said
     assert "The inputs are fine" in said
+    # No input is blamed; the window view, drawn by the same backend, says it could not draw.
     errors = page.page.eval_on_selector_all(
-        ".error:not(#error-backend)", "e => e.map(x => x.textContent).join('')"
+        ".error:not(#error-backend):not(#window-error)", "e => e.map(x => x.textContent).join('')"
     )
     assert errors == ""
+    assert page.page.inner_text("#window-error").startswith("WebGPU compute shader")
     assert "inputs or options have an error" not in page.page.inner_text("body")
     assert "webgpu.ts failed" in page.page.inner_text("#arithmetic")
     assert page.values("output") == before

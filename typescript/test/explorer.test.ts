@@ -302,11 +302,13 @@ describe("the page build", () => {
     assert.ok(cases.includes("tutorial_seq3_dk4"));
     assert.equal(cases.length + left.length, loadFixtures().length);
     assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
-    // Under 1 MB but for the real model's case, which the page keeps however large (its preset).
+    // Under 1.4 MB but for the real model's case, which the page keeps however large (its preset):
+    // the page carries every small case, the windows', sinks' and ragged batches' among them, so
+    // that a page opened from disk shows them all.
     const [real] = loadFixtures(undefined, [REAL_MODEL_PRESET.caseId]);
     const realBytes = Buffer.byteLength(jsLiteral(explorerCase(real)));
     assert.ok(cases.includes(REAL_MODEL_PRESET.caseId) && realBytes < 500_000, `${realBytes} bytes`);
-    assert.ok(Buffer.byteLength(html) - realBytes < 1_000_000, `${Buffer.byteLength(html)} bytes`);
+    assert.ok(Buffer.byteLength(html) - realBytes < 1_400_000, `${Buffer.byteLength(html)} bytes`);
   });
 
   test("the real model's preset names the tokens its case's description names, one per position", () => {
