@@ -12,17 +12,12 @@
 import { nest } from "../src/batching.ts";
 import type { NestedArray, TensorInput } from "../src/inputs.ts";
 import { applyRotary, type LayerOptions, type LayerParams, type LayerResult } from "../src/layer.ts";
+import type { LayerFixtureCase } from "../golden/reader.ts";
 import { javascriptName } from "../src/vocabulary.ts";
 import { tensorJson } from "./results.ts";
 
-/** A layer or RoPE case as the readers give it (golden/reader.ts's LayerFixtureCase). */
-export interface LayerCase {
-  readonly id: string;
-  readonly kind: "layer" | "rope";
-  readonly inputs: Readonly<Record<string, unknown>>;
-  readonly params: Readonly<Record<string, unknown>>;
-  readonly valid: boolean;
-}
+/** A layer or RoPE case as the readers give it. */
+export type LayerCase = LayerFixtureCase;
 
 type AnyLayer = (
   xQ: TensorInput,
