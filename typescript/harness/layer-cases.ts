@@ -9,10 +9,10 @@
  * "present_key" and "present_value" with returnCache).
  */
 
+import type { LayerFixtureCase } from "../golden/reader.ts";
 import { nest } from "../src/batching.ts";
 import type { NestedArray, TensorInput } from "../src/inputs.ts";
 import { applyRotary, type LayerOptions, type LayerParams, type LayerResult } from "../src/layer.ts";
-import type { LayerFixtureCase } from "../golden/reader.ts";
 import { javascriptName } from "../src/vocabulary.ts";
 import { tensorJson } from "./results.ts";
 
